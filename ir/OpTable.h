@@ -1,0 +1,97 @@
+// The op table. Everything that makes an op what it is lives in one OpInfo
+// entry: its name, operand/result/region counts, flags, the effect it has on
+// each operand, its typing rule (verify), and its interpreter semantics. The
+// printer and parser are generic over this table, and passes ask it questions
+// (is this op pure? does it consume operand 2?) instead of switching on names.
+//
+// Adding an op = adding one entry to one of ir/ops/*.cpp.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/IR.h"
+
+namespace eph::interp {
+class Exec;
+}
+
+namespace eph::ir {
+
+// What an op does to an operand. Only buffer operands (and aggregates holding
+// them) are affected; plain values are always just read.
+enum class Effect : uint8_t {
+  None,     // not a buffer access (e.g. an index)
+  Read,     // reads through a borrow
+  Write,    // writes (and maybe reads) through a borrow
+  Consume,  // takes ownership: the operand may not be used afterwards
+};
+std::string_view effectName(Effect e);
+
+enum OpFlags : unsigned {
+  kPure = 1u << 0,        // no side effects; removable when unused; CSE-able
+  kTerminator = 1u << 1,  // must be last in its region
+  kHostOnly = 1u << 2,    // only in host functions
+  kKernelOnly = 1u << 3,  // only in kernels and device functions
+  kCommutative = 1u << 4, // operands 0 and 1 may be swapped
+  kBarrier = 1u << 5,     // synchronises a workgroup
+  kReadOnly = 1u << 6,    // reads memory but changes nothing: removable when unused
+};
+
+// Counts: a non-negative number means exactly that many; kVariadic means any.
+constexpr int kVariadic = -1;
+
+// Returns an empty string when `op` is well typed, else what is wrong (the
+// verifier adds the op name and location).
+using VerifyFn = std::string (*)(const Op& op);
+// The effect of `op` on operand `i`. Null hook: use OpInfo::effects.
+using EffectFn = Effect (*)(const Op& op, unsigned i);
+// Runs `op` in the interpreter; false after reporting an error through ex.
+using InterpFn = bool (*)(interp::Exec& ex, const Op& op);
+
+struct OpInfo {
+  std::string_view name;
+  int numOperands = 0;
+  int numResults = 0;
+  int numRegions = 0;
+  unsigned flags = 0;
+  // Per-operand effects; the last entry repeats for variadic operands. Empty:
+  // every operand is Effect::None.
+  std::vector<Effect> effects = {};
+  EffectFn effectFn = nullptr;
+  VerifyFn verify = nullptr;
+  InterpFn interp = nullptr;
+  // One line for `ephc ops`.
+  std::string_view summary = {};
+
+  bool has(OpFlags f) const { return (flags & f) != 0; }
+  Effect effect(const Op& op, unsigned i) const;
+};
+
+// All ops known to this build.
+class OpTable {
+ public:
+  static OpTable& get();
+  const OpInfo* lookup(std::string_view name) const;
+  // The entry for a name that must exist (used by builders and passes).
+  const OpInfo& operator[](std::string_view name) const;
+  const std::vector<const OpInfo*>& all() const { return all_; }
+  // Registers a table of entries (the ops/*.cpp files call this at start-up;
+  // plugins may add their own). Entries must outlive the program.
+  void add(std::span<const OpInfo> entries);
+
+ private:
+  std::vector<const OpInfo*> all_;
+};
+
+// Each ops/*.cpp file defines one of these, called once by OpTable::get().
+void registerArithOps(OpTable& t);
+void registerAggregateOps(OpTable& t);
+void registerControlOps(OpTable& t);
+void registerMemoryOps(OpTable& t);
+void registerHostOps(OpTable& t);
+
+}  // namespace eph::ir

@@ -1,0 +1,170 @@
+// Vectors, structs (tuples), tagged sums and fixed arrays: construct, extract,
+// insert, and the geometric vector functions.
+#include "ir/ops/Rules.h"
+
+namespace eph::ir {
+namespace {
+using namespace rules;
+
+std::string verifyVecMake(const Op& op) {
+  const Type* v = resultType(op);
+  if (!v->isVector()) return "result must be a vector, got " + typeStr(v);
+  if (op.numOperands() != v->count())
+    return typeStr(v) + " needs " + std::to_string(v->count()) + " operands, got " +
+           std::to_string(op.numOperands());
+  for (unsigned i = 0; i < op.numOperands(); ++i)
+    if (operandType(op, i) != v->elem())
+      return "operand " + std::to_string(i) + " has type " + typeStr(operandType(op, i)) +
+             ", expected " + typeStr(v->elem());
+  return {};
+}
+
+// Checks operand 0 is an aggregate of `kind` and attribute `index` picks a member;
+// returns the member type through `member`.
+std::string memberAt(const Op& op, TypeKind kind, const char* what, const Type*& member) {
+  const Type* a = operandType(op, 0);
+  if (a->kind() != kind) return "operand 0 must be a " + std::string(what) + ", got " + typeStr(a);
+  unsigned n = kind == TypeKind::Vector ? a->count() : static_cast<unsigned>(a->members().size());
+  if (auto e = needIndexAttr(op, "index", 0, int64_t(n) - 1); !e.empty()) return e;
+  int64_t i = op.intAttr("index");
+  member = kind == TypeKind::Vector ? a->elem() : a->members()[i];
+  return {};
+}
+
+template <TypeKind K>
+std::string verifyExtract(const Op& op) {
+  const Type* m = nullptr;
+  if (auto e = memberAt(op, K, K == TypeKind::Vector ? "vector" : "struct", m); !e.empty()) return e;
+  if (resultType(op) != m) return "result must be the member type " + typeStr(m);
+  return {};
+}
+
+template <TypeKind K>
+std::string verifyInsert(const Op& op) {
+  const Type* m = nullptr;
+  if (auto e = memberAt(op, K, K == TypeKind::Vector ? "vector" : "struct", m); !e.empty()) return e;
+  if (operandType(op, 1) != m) return "inserted value must have the member type " + typeStr(m);
+  if (resultType(op) != operandType(op, 0)) return "result must have the aggregate's type";
+  return {};
+}
+
+std::string verifyVecFloat(const Op& op, bool scalarResult, unsigned needCount) {
+  const Type* v = operandType(op, 0);
+  if (!v->isVector() || !v->elem()->isFloat())
+    return "operands must be float vectors, got " + typeStr(v);
+  if (needCount && v->count() != needCount)
+    return "operands must have " + std::to_string(needCount) + " elements, got " + typeStr(v);
+  for (unsigned i = 1; i < op.numOperands(); ++i)
+    if (operandType(op, i) != v) return "operands must have the same type";
+  const Type* want = scalarResult ? v->elem() : v;
+  if (resultType(op) != want) return "result must be " + typeStr(want);
+  return {};
+}
+
+std::string verifyDot(const Op& op) { return verifyVecFloat(op, true, 0); }
+std::string verifyCross(const Op& op) { return verifyVecFloat(op, false, 3); }
+std::string verifyLength(const Op& op) { return verifyVecFloat(op, true, 0); }
+std::string verifyNormalize(const Op& op) { return verifyVecFloat(op, false, 0); }
+
+std::string verifyStructMake(const Op& op) {
+  const Type* s = resultType(op);
+  if (!s->isStruct()) return "result must be a struct, got " + typeStr(s);
+  std::vector<const Type*> fields(s->members().begin(), s->members().end());
+  if (typesOf(op.operands()) != fields)
+    return "operands " + typeList(typesOf(op.operands())) + " do not match fields " +
+           typeList(fields);
+  return {};
+}
+
+std::string verifySumMake(const Op& op) {
+  const Type* s = resultType(op);
+  if (!s->isSum()) return "result must be a sum, got " + typeStr(s);
+  if (auto e = needIndexAttr(op, "tag", 0, int64_t(s->members().size()) - 1); !e.empty()) return e;
+  const Type* payload = s->members()[op.intAttr("tag")];
+  if (operandType(op, 0) != payload)
+    return "variant " + std::to_string(op.intAttr("tag")) + " carries " + typeStr(payload) +
+           ", got " + typeStr(operandType(op, 0));
+  return {};
+}
+
+std::string verifySumTag(const Op& op) {
+  if (!operandType(op, 0)->isSum()) return "operand must be a sum, got " + typeStr(operandType(op, 0));
+  if (resultType(op) != resultType(op)->scalar() || !resultType(op)->isInt())
+    return "result must be an integer";
+  return {};
+}
+
+std::string verifyArrayMake(const Op& op) {
+  const Type* a = resultType(op);
+  if (!a->isArray()) return "result must be an array, got " + typeStr(a);
+  if (op.numOperands() != a->count())
+    return typeStr(a) + " needs " + std::to_string(a->count()) + " operands, got " +
+           std::to_string(op.numOperands());
+  for (unsigned i = 0; i < op.numOperands(); ++i)
+    if (operandType(op, i) != a->elem()) return "operand " + std::to_string(i) + " must be " + typeStr(a->elem());
+  return {};
+}
+
+std::string verifyArrayGet(const Op& op) {
+  const Type* a = operandType(op, 0);
+  if (!a->isArray()) return "operand 0 must be an array, got " + typeStr(a);
+  if (!operandType(op, 1)->isInt()) return "index must be an integer";
+  if (resultType(op) != a->elem()) return "result must be " + typeStr(a->elem());
+  return {};
+}
+
+std::string verifyArraySet(const Op& op) {
+  const Type* a = operandType(op, 0);
+  if (!a->isArray()) return "operand 0 must be an array, got " + typeStr(a);
+  if (!operandType(op, 1)->isInt()) return "index must be an integer";
+  if (operandType(op, 2) != a->elem()) return "value must be " + typeStr(a->elem());
+  if (resultType(op) != a) return "result must be " + typeStr(a);
+  return {};
+}
+
+// Aggregates that hold linear values move them: making one consumes the parts,
+// taking one apart consumes the whole.
+Effect consumeLinear(const Op& op, unsigned i) {
+  const Type* t = op.operand(i)->type();
+  return t->isLinear() || t->isAffine() ? Effect::Consume : Effect::None;
+}
+
+const OpInfo kOps[] = {
+    {.name = "vec.make", .numOperands = kVariadic, .numResults = 1, .flags = kPure,
+     .verify = verifyVecMake, .summary = "a vector from its elements"},
+    {.name = "vec.extract", .numOperands = 1, .numResults = 1, .flags = kPure,
+     .verify = verifyExtract<TypeKind::Vector>, .summary = "element {index} of a vector"},
+    {.name = "vec.insert", .numOperands = 2, .numResults = 1, .flags = kPure,
+     .verify = verifyInsert<TypeKind::Vector>, .summary = "a vector with element {index} replaced"},
+    {.name = "dot", .numOperands = 2, .numResults = 1, .flags = kPure | kCommutative,
+     .verify = verifyDot, .summary = "dot product of float vectors"},
+    {.name = "cross", .numOperands = 2, .numResults = 1, .flags = kPure, .verify = verifyCross,
+     .summary = "cross product of 3-element float vectors"},
+    {.name = "length", .numOperands = 1, .numResults = 1, .flags = kPure, .verify = verifyLength,
+     .summary = "Euclidean length of a float vector"},
+    {.name = "normalize", .numOperands = 1, .numResults = 1, .flags = kPure,
+     .verify = verifyNormalize, .summary = "v / length(v)"},
+    {.name = "struct.make", .numOperands = kVariadic, .numResults = 1, .flags = kPure,
+     .effectFn = consumeLinear, .verify = verifyStructMake, .summary = "a struct (tuple) from its fields"},
+    {.name = "struct.extract", .numOperands = 1, .numResults = 1, .flags = kPure,
+     .effectFn = consumeLinear, .verify = verifyExtract<TypeKind::Struct>, .summary = "field {index} of a struct"},
+    {.name = "struct.insert", .numOperands = 2, .numResults = 1, .flags = kPure,
+     .effectFn = consumeLinear, .verify = verifyInsert<TypeKind::Struct>,
+     .summary = "a struct with field {index} replaced"},
+    {.name = "sum.make", .numOperands = 1, .numResults = 1, .flags = kPure,
+     .effectFn = consumeLinear, .verify = verifySumMake, .summary = "variant {tag} of a sum, with its payload"},
+    {.name = "sum.tag", .numOperands = 1, .numResults = 1, .flags = kPure, .verify = verifySumTag,
+     .summary = "the variant number of a sum"},
+    {.name = "array.make", .numOperands = kVariadic, .numResults = 1, .flags = kPure,
+     .effectFn = consumeLinear, .verify = verifyArrayMake, .summary = "a fixed array from its elements"},
+    {.name = "array.get", .numOperands = 2, .numResults = 1, .flags = kPure,
+     .verify = verifyArrayGet, .summary = "element i of an array (out of bounds is an error)"},
+    {.name = "array.set", .numOperands = 3, .numResults = 1, .flags = kPure,
+     .verify = verifyArraySet, .summary = "an array with element i replaced"},
+};
+
+}  // namespace
+
+void registerAggregateOps(OpTable& t) { t.add(kOps); }
+
+}  // namespace eph::ir

@@ -1,0 +1,174 @@
+// Structured control flow and calls: if, for, while, match, their terminators
+// (yield, condition), return and call. Regions are single blocks; values flow
+// out of a region only through its terminator.
+#include "ir/ops/Rules.h"
+
+namespace eph::ir {
+namespace {
+using namespace rules;
+
+// Region `r` has arguments of types `args` and ends in a `terminator` whose
+// operands have types `yields`.
+std::string checkRegion(const Op& op, unsigned r, const std::vector<const Type*>& args,
+                        std::string_view terminator, const std::vector<const Type*>& yields) {
+  const Region& reg = op.region(r);
+  std::string where = "region " + std::to_string(r);
+  if (typesOf(reg.args()) != args)
+    return where + " has arguments " + typeList(typesOf(reg.args())) + ", expected " + typeList(args);
+  const Op* t = reg.back();
+  if (!t || t->name() != terminator)
+    return where + " must end with '" + std::string(terminator) + "'";
+  if (typesOf(t->operands()) != yields)
+    return where + " yields " + typeList(typesOf(t->operands())) + ", expected " + typeList(yields);
+  return {};
+}
+
+std::string verifyIf(const Op& op) {
+  if (!operandType(op, 0)->isBool()) return "condition must be 'bool', got " + typeStr(operandType(op, 0));
+  for (unsigned r = 0; r < 2; ++r)
+    if (auto e = checkRegion(op, r, {}, "yield", resultTypes(op)); !e.empty()) return e;
+  return {};
+}
+
+std::string verifyFor(const Op& op) {
+  if (op.numOperands() < 3) return "needs lower bound, upper bound and step";
+  const Type* iv = operandType(op, 0);
+  if (!iv->isInt()) return "bounds must be integers, got " + typeStr(iv);
+  if (operandType(op, 1) != iv || operandType(op, 2) != iv)
+    return "lower bound, upper bound and step must have the same type";
+  std::vector<const Type*> carried;
+  for (unsigned i = 3; i < op.numOperands(); ++i) carried.push_back(operandType(op, i));
+  if (carried != resultTypes(op))
+    return "results " + typeList(resultTypes(op)) + " must match the loop-carried values " +
+           typeList(carried);
+  std::vector<const Type*> args = {iv};
+  args.insert(args.end(), carried.begin(), carried.end());
+  return checkRegion(op, 0, args, "yield", carried);
+}
+
+std::string verifyWhile(const Op& op) {
+  auto inits = typesOf(op.operands());
+  const Region& before = op.region(0);
+  if (auto e = checkRegion(op, 0, inits, "condition", typesOf(before.back() ? before.back()->operands() : std::vector<Value*>{})); !e.empty())
+    return e;
+  const Op* cond = before.back();
+  if (cond->numOperands() == 0 || !cond->operand(0)->type()->isBool())
+    return "'condition' needs a bool first operand";
+  std::vector<const Type*> forwarded;
+  for (unsigned i = 1; i < cond->numOperands(); ++i) forwarded.push_back(cond->operand(i)->type());
+  if (forwarded != resultTypes(op))
+    return "results " + typeList(resultTypes(op)) + " must match the values 'condition' forwards " +
+           typeList(forwarded);
+  return checkRegion(op, 1, forwarded, "yield", inits);
+}
+
+std::string verifyMatch(const Op& op) {
+  const Type* s = operandType(op, 0);
+  if (!s->isSum()) return "operand must be a sum, got " + typeStr(s);
+  if (op.numRegions() != s->members().size())
+    return typeStr(s) + " has " + std::to_string(s->members().size()) + " variants but there are " +
+           std::to_string(op.numRegions()) + " regions";
+  for (unsigned r = 0; r < op.numRegions(); ++r)
+    if (auto e = checkRegion(op, r, {s->members()[r]}, "yield", resultTypes(op)); !e.empty()) return e;
+  return {};
+}
+
+std::string verifyYield(const Op& op) {
+  const Op* parent = op.parentOp();
+  if (!parent) return "must be inside an 'if', 'for', 'while' or 'match' region";
+  std::string_view p = parent->name();
+  if (p == "while" && &parent->region(0) == op.parentRegion())
+    return "the first region of 'while' ends with 'condition', not 'yield'";
+  if (p != "if" && p != "for" && p != "while" && p != "match")
+    return "cannot end a region of '" + std::string(p) + "'";
+  return {};  // types are checked by the parent
+}
+
+std::string verifyCondition(const Op& op) {
+  const Op* parent = op.parentOp();
+  if (!parent || parent->name() != "while" || &parent->region(0) != op.parentRegion())
+    return "must end the first region of a 'while'";
+  return {};
+}
+
+std::string verifyReturn(const Op& op) {
+  const Function* f = op.parentFunction();
+  if (!f || op.parentOp()) return "must end a function body, not a nested region";
+  std::vector<const Type*> want(f->resultTypes().begin(), f->resultTypes().end());
+  if (typesOf(op.operands()) != want)
+    return "returns " + typeList(typesOf(op.operands())) + " but @" + f->name() + " returns " +
+           typeList(want);
+  return {};
+}
+
+const Function* calleeOf(const Op& op) {
+  const Attr* a = op.attr("callee");
+  const Function* f = op.parentFunction();
+  if (!a || a->kind != Attr::Kind::Symbol || !f) return nullptr;
+  return f->module()->lookup(a->s);
+}
+
+std::string verifyCall(const Op& op) {
+  if (auto e = needAttr(op, "callee", Attr::Kind::Symbol, "the function to call"); !e.empty()) return e;
+  const Function* callee = calleeOf(op);
+  if (!callee) return "calls unknown function @" + op.symbolAttr("callee");
+  if (callee->isKernel()) return "cannot call kernel @" + callee->name() + "; use 'dispatch'";
+  auto params = callee->paramTypes();
+  if (op.numOperands() != params.size())
+    return "@" + callee->name() + " takes " + std::to_string(params.size()) + " arguments, got " +
+           std::to_string(op.numOperands());
+  for (unsigned i = 0; i < params.size(); ++i)
+    if (!passableAs(operandType(op, i), params[i]))
+      return "argument " + std::to_string(i) + " has type " + typeStr(operandType(op, i)) +
+             " but @" + callee->name() + " expects " + typeStr(params[i]);
+  std::vector<const Type*> want(callee->resultTypes().begin(), callee->resultTypes().end());
+  if (resultTypes(op) != want)
+    return "results " + typeList(resultTypes(op)) + " do not match @" + callee->name() +
+           "'s " + typeList(want);
+  return {};
+}
+
+// Passing a value to a parameter of linear/affine type moves it; a buffer
+// parameter of borrowed type lends it.
+Effect callEffect(const Op& op, unsigned i) {
+  const Function* callee = calleeOf(op);
+  const Type* t = callee && i < callee->paramTypes().size() ? callee->paramTypes()[i] : op.operand(i)->type();
+  if (t->isLinear() || t->isAffine()) return Effect::Consume;
+  if (t->isBuffer()) return t->ownership() == Ownership::Write ? Effect::Write : Effect::Read;
+  return Effect::None;
+}
+
+// Terminators hand their operands to the enclosing op or the caller.
+Effect moveOut(const Op& op, unsigned i) {
+  const Type* t = op.operand(i)->type();
+  return t->isLinear() || t->isAffine() ? Effect::Consume : Effect::None;
+}
+
+const OpInfo kOps[] = {
+    {.name = "if", .numOperands = 1, .numResults = kVariadic, .numRegions = 2,
+     .verify = verifyIf, .summary = "if %c : T... { then; yield } { else; yield }"},
+    {.name = "for", .numOperands = kVariadic, .numResults = kVariadic, .numRegions = 1,
+     .effectFn = moveOut, .verify = verifyFor,
+     .summary = "for %lo, %hi, %step, %init... : T... { |%i, %acc...| ...; yield %acc'... }"},
+    {.name = "while", .numOperands = kVariadic, .numResults = kVariadic, .numRegions = 2,
+     .effectFn = moveOut, .verify = verifyWhile,
+     .summary = "while %init... : T... { |%a...| ...; condition %c, %v... } { |%v...| ...; yield %a'... }"},
+    {.name = "match", .numOperands = 1, .numResults = kVariadic, .numRegions = kVariadic,
+     .effectFn = moveOut, .verify = verifyMatch,
+     .summary = "match %sum : T... { |%payload0| ... } { |%payload1| ... } (one region per variant)"},
+    {.name = "yield", .numOperands = kVariadic, .numResults = 0, .flags = kTerminator,
+     .effectFn = moveOut, .verify = verifyYield, .summary = "ends a region of if/for/while/match"},
+    {.name = "condition", .numOperands = kVariadic, .numResults = 0, .flags = kTerminator,
+     .effectFn = moveOut, .verify = verifyCondition,
+     .summary = "ends the first region of while: continue if %c, forwarding values"},
+    {.name = "return", .numOperands = kVariadic, .numResults = 0, .flags = kTerminator,
+     .effectFn = moveOut, .verify = verifyReturn, .summary = "ends a function body"},
+    {.name = "call", .numOperands = kVariadic, .numResults = kVariadic,
+     .effectFn = callEffect, .verify = verifyCall, .summary = "call @callee with arguments"},
+};
+
+}  // namespace
+
+void registerControlOps(OpTable& t) { t.add(kOps); }
+
+}  // namespace eph::ir

@@ -1,0 +1,97 @@
+// Host ops: the program a host function runs against a device. Buffers are
+// allocated, filled, transferred, used by dispatches and freed; `wait` blocks
+// until all submitted work is done.
+#include "ir/ops/Rules.h"
+
+namespace eph::ir {
+namespace {
+using namespace rules;
+
+std::string verifyAlloc(const Op& op) {
+  if (!operandType(op, 0)->isInt()) return "element count must be an integer";
+  const Type* b = resultType(op);
+  if (!b->isBuffer() || b->space() == Space::Workgroup ||
+      (b->ownership() != Ownership::Linear && b->ownership() != Ownership::Affine))
+    return "result must be a linear or affine host or device buffer, got " + typeStr(b);
+  return {};
+}
+
+std::string verifyFree(const Op& op) {
+  const Type* b = operandType(op, 0);
+  if (!b->isBuffer() || (b->ownership() != Ownership::Linear && b->ownership() != Ownership::Affine))
+    return "frees a linear or affine buffer, not " + typeStr(b);
+  return {};
+}
+
+std::string verifyTransfer(const Op& op, Space dst, Space src) {
+  const Type* d = operandType(op, 0);
+  const Type* s = operandType(op, 1);
+  if (!d->isBuffer() || d->space() != dst)
+    return "destination must be a " + std::string(spaceName(dst)) + " buffer, got " + typeStr(d);
+  if (!s->isBuffer() || s->space() != src)
+    return "source must be a " + std::string(spaceName(src)) + " buffer, got " + typeStr(s);
+  if (d->elem() != s->elem()) return "element types differ: " + typeStr(d->elem()) + " and " + typeStr(s->elem());
+  if (d->ownership() == Ownership::Read) return "destination is a read-only borrow";
+  return {};
+}
+
+std::string verifyH2D(const Op& op) { return verifyTransfer(op, Space::Device, Space::Host); }
+std::string verifyD2H(const Op& op) { return verifyTransfer(op, Space::Host, Space::Device); }
+
+const Function* kernelOf(const Op& op) {
+  const Attr* a = op.attr("kernel");
+  const Function* f = op.parentFunction();
+  if (!a || a->kind != Attr::Kind::Symbol || !f) return nullptr;
+  return f->module()->lookup(a->s);
+}
+
+std::string verifyDispatch(const Op& op) {
+  if (auto e = needAttr(op, "kernel", Attr::Kind::Symbol, "the kernel to run"); !e.empty()) return e;
+  const Function* k = kernelOf(op);
+  if (!k) return "dispatches unknown kernel @" + op.symbolAttr("kernel");
+  if (!k->isKernel()) return "@" + k->name() + " is not a kernel";
+  if (op.numOperands() < 3) return "needs the number of workgroups in x, y and z";
+  for (unsigned i = 0; i < 3; ++i)
+    if (!operandType(op, i)->isInt()) return "workgroup counts must be integers";
+  auto params = k->paramTypes();
+  if (op.numOperands() - 3 != params.size())
+    return "kernel @" + k->name() + " takes " + std::to_string(params.size()) + " arguments, got " +
+           std::to_string(op.numOperands() - 3);
+  for (unsigned i = 0; i < params.size(); ++i)
+    if (!passableAs(operandType(op, i + 3), params[i]))
+      return "argument " + std::to_string(i) + " has type " + typeStr(operandType(op, i + 3)) +
+             " but @" + k->name() + " expects " + typeStr(params[i]);
+  return {};
+}
+
+Effect dispatchEffect(const Op& op, unsigned i) {
+  const Function* k = kernelOf(op);
+  if (i < 3 || !k || i - 3 >= k->paramTypes().size()) return Effect::None;
+  const Type* t = k->paramTypes()[i - 3];
+  if (!t->isBuffer()) return Effect::None;
+  return t->ownership() == Ownership::Read ? Effect::Read : Effect::Write;
+}
+
+const OpInfo kOps[] = {
+    {.name = "alloc", .numOperands = 1, .numResults = 1, .flags = kHostOnly, .verify = verifyAlloc,
+     .summary = "alloc %n : buffer<T, host|device, linear|affine>: a buffer of n elements"},
+    {.name = "free", .numOperands = 1, .numResults = 0, .flags = kHostOnly,
+     .effects = {Effect::Consume}, .verify = verifyFree, .summary = "release a buffer (consumes it)"},
+    {.name = "h2d", .numOperands = 2, .numResults = 0, .flags = kHostOnly,
+     .effects = {Effect::Write, Effect::Read}, .verify = verifyH2D,
+     .summary = "h2d %device_dst, %host_src: copy host to device (same length)"},
+    {.name = "d2h", .numOperands = 2, .numResults = 0, .flags = kHostOnly,
+     .effects = {Effect::Write, Effect::Read}, .verify = verifyD2H,
+     .summary = "d2h %host_dst, %device_src: copy device to host (same length)"},
+    {.name = "dispatch", .numOperands = kVariadic, .numResults = 0, .flags = kHostOnly,
+     .effectFn = dispatchEffect, .verify = verifyDispatch,
+     .summary = "dispatch %gx, %gy, %gz, %args... {kernel = @k}: run a grid of workgroups"},
+    {.name = "wait", .numOperands = 0, .numResults = 0, .flags = kHostOnly,
+     .summary = "block until all submitted device work has finished"},
+};
+
+}  // namespace
+
+void registerHostOps(OpTable& t) { t.add(kOps); }
+
+}  // namespace eph::ir

@@ -1,0 +1,119 @@
+// Buffer access, atomics, workgroup memory, barriers and the invocation
+// builtins (ids, sizes, subgroups).
+#include "ir/ops/Rules.h"
+
+namespace eph::ir {
+namespace {
+using namespace rules;
+
+std::string checkBufferIndex(const Op& op) {
+  const Type* b = operandType(op, 0);
+  if (!b->isBuffer()) return "operand 0 must be a buffer, got " + typeStr(b);
+  if (!operandType(op, 1)->isInt()) return "index must be an integer, got " + typeStr(operandType(op, 1));
+  return {};
+}
+
+std::string checkWritable(const Op& op) {
+  if (operandType(op, 0)->ownership() == Ownership::Read)
+    return "writes through a read-only borrow " + typeStr(operandType(op, 0));
+  return {};
+}
+
+std::string verifyLoad(const Op& op) {
+  if (auto e = checkBufferIndex(op); !e.empty()) return e;
+  if (resultType(op) != operandType(op, 0)->elem())
+    return "result must be the element type " + typeStr(operandType(op, 0)->elem());
+  return {};
+}
+
+std::string verifyStore(const Op& op) {
+  if (auto e = checkBufferIndex(op); !e.empty()) return e;
+  if (operandType(op, 2) != operandType(op, 0)->elem())
+    return "stores " + typeStr(operandType(op, 2)) + " into a buffer of " +
+           typeStr(operandType(op, 0)->elem());
+  return checkWritable(op);
+}
+
+std::string verifyBufferLen(const Op& op) {
+  if (!operandType(op, 0)->isBuffer()) return "operand must be a buffer, got " + typeStr(operandType(op, 0));
+  if (!resultType(op)->isInt()) return "result must be an integer";
+  return {};
+}
+
+std::string verifyAtomic(const Op& op) {
+  if (auto e = checkBufferIndex(op); !e.empty()) return e;
+  if (auto e = checkWritable(op); !e.empty()) return e;
+  const Type* elem = operandType(op, 0)->elem();
+  bool floatOk = op.name() == "atomic.add" || op.name() == "atomic.xchg";
+  if (!elem->isInt() && !(floatOk && elem->isFloat()))
+    return "'" + std::string(op.name()) + "' works on integer" + (floatOk ? " or float" : "") +
+           " buffers, not " + typeStr(elem);
+  if (elem->isInt() && elem->bits() < 32) return "atomics need 32- or 64-bit elements";
+  for (unsigned i = 2; i < op.numOperands(); ++i)
+    if (operandType(op, i) != elem) return "operand " + std::to_string(i) + " must be " + typeStr(elem);
+  if (resultType(op) != elem) return "result (the old value) must be " + typeStr(elem);
+  return {};
+}
+
+std::string verifyWorkgroupAlloc(const Op& op) {
+  const Type* b = resultType(op);
+  if (!b->isBuffer() || b->space() != Space::Workgroup || b->ownership() != Ownership::Write)
+    return "result must be a buffer<T, workgroup, write>, got " + typeStr(b);
+  if (auto e = needIndexAttr(op, "size", 1, 1 << 20); !e.empty()) return e;
+  if (op.parentOp()) return "must be at the top level of a kernel";
+  return {};
+}
+
+std::string verifyBuiltin(const Op& op) {
+  if (resultType(op) != resultType(op)->scalar() || !resultType(op)->isInt() ||
+      resultType(op)->bits() != 32)
+    return "result must be a 32-bit integer";
+  if (op.attr("dim") || op.info().name.find("subgroup") == std::string_view::npos)
+    return needIndexAttr(op, "dim", 0, 2);
+  return {};
+}
+
+OpInfo atomic(std::string_view name, int operands, std::string_view summary) {
+  return {.name = name, .numOperands = operands, .numResults = 1,
+          .effects = {Effect::Write, Effect::None}, .verify = verifyAtomic, .summary = summary};
+}
+
+OpInfo builtin(std::string_view name, std::string_view summary) {
+  return {.name = name, .numOperands = 0, .numResults = 1, .flags = kPure | kKernelOnly,
+          .verify = verifyBuiltin, .summary = summary};
+}
+
+const OpInfo kOps[] = {
+    {.name = "load", .numOperands = 2, .numResults = 1, .flags = kReadOnly,
+     .effects = {Effect::Read, Effect::None}, .verify = verifyLoad,
+     .summary = "element i of a buffer (out of bounds or never written is an error)"},
+    {.name = "store", .numOperands = 3, .numResults = 0,
+     .effects = {Effect::Write, Effect::None}, .verify = verifyStore,
+     .summary = "store %buf, %i, %v: write element i"},
+    {.name = "buffer.len", .numOperands = 1, .numResults = 1, .flags = kPure,
+     .effects = {Effect::Read}, .verify = verifyBufferLen, .summary = "number of elements"},
+    atomic("atomic.add", 3, "atomically add; returns the old value"),
+    atomic("atomic.min", 3, "atomically take the minimum; returns the old value"),
+    atomic("atomic.max", 3, "atomically take the maximum; returns the old value"),
+    atomic("atomic.xchg", 3, "atomically exchange; returns the old value"),
+    atomic("atomic.cmpxchg", 4,
+           "atomic.cmpxchg %buf, %i, %expected, %new: store if equal; returns the old value"),
+    {.name = "workgroup.alloc", .numOperands = 0, .numResults = 1, .flags = kKernelOnly,
+     .verify = verifyWorkgroupAlloc, .summary = "workgroup memory of {size} elements, shared by a workgroup"},
+    {.name = "barrier", .numOperands = 0, .numResults = 0, .flags = kKernelOnly | kBarrier,
+     .summary = "wait for the whole workgroup; makes workgroup and device memory writes visible"},
+    builtin("global_id", "global invocation id in {dim}"),
+    builtin("local_id", "invocation id within the workgroup in {dim}"),
+    builtin("workgroup_id", "workgroup id in {dim}"),
+    builtin("num_workgroups", "number of workgroups in {dim}"),
+    builtin("workgroup_size", "invocations per workgroup in {dim}"),
+    builtin("subgroup_size", "invocations per subgroup"),
+    builtin("subgroup_id", "subgroup number within the workgroup"),
+    builtin("subgroup_local_id", "invocation number within the subgroup"),
+};
+
+}  // namespace
+
+void registerMemoryOps(OpTable& t) { t.add(kOps); }
+
+}  // namespace eph::ir
