@@ -1,0 +1,101 @@
+// The reference interpreter: executes host functions, device functions and
+// kernels of a verified module. It is the semantics every target is tested
+// against, so it favours being obviously right over being fast.
+//
+// Workgroups run with their workgroup memory; an invocation that reaches a
+// barrier waits for its whole workgroup. Out-of-bounds accesses, reads of
+// never-written buffer elements, use of a freed buffer, integer division by
+// zero and barrier divergence are reported errors (with the op's location),
+// never undefined behaviour.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+
+namespace eph::interp {
+
+// A runtime value of some IR type.
+struct RtValue {
+  const ir::Type* type = nullptr;
+  // Int: two's complement, sign- or zero-extended from the type's width.
+  // Bool: 0 or 1. Sum: the tag.
+  int64_t i = 0;
+  // Float: rounded to the type's precision (f16/f32 values are exactly representable).
+  double f = 0;
+  // Vector, Struct, Array: the elements. Sum: one element, the payload.
+  std::vector<RtValue> elems;
+  // Buffer: an id in Memory (0 is no buffer).
+  uint64_t buffer = 0;
+
+  static RtValue ofInt(const ir::Type* t, int64_t v);   // wraps v to t's width
+  static RtValue ofFloat(const ir::Type* t, double v);  // rounds v to t's precision
+  static RtValue ofBool(const ir::Type* t, bool v);
+  bool operator==(const RtValue& o) const;  // exact (floats by bits)
+};
+
+// One buffer's storage in the interpreter.
+struct BufferData {
+  const ir::Type* elemType = nullptr;
+  ir::Space space = ir::Space::Host;
+  std::vector<RtValue> elems;
+  std::vector<bool> written;  // reading an element never written is an error
+  Loc allocSite;
+  bool freed = false;
+};
+
+// All buffers of one interpreter run.
+class Memory {
+ public:
+  uint64_t allocate(const ir::Type* elemType, ir::Space space, size_t count, Loc site = {});
+  // A buffer filled with `values` (all marked written).
+  uint64_t adopt(const ir::Type* elemType, ir::Space space, std::vector<RtValue> values);
+  BufferData* get(uint64_t id);  // null for an unknown id
+  // Buffers never freed, for leak reports.
+  std::vector<uint64_t> live() const;
+
+ private:
+  std::vector<std::unique_ptr<BufferData>> buffers_;  // id = index + 1
+};
+
+class Interpreter {
+ public:
+  explicit Interpreter(const ir::Module& m);
+  ~Interpreter();
+  Memory& memory();
+
+  // Runs a host or device function to completion and returns its results.
+  Expected<std::vector<RtValue>> call(const ir::Function& f, std::vector<RtValue> args);
+  // Runs a kernel over groups[0] x groups[1] x groups[2] workgroups.
+  Status dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
+                  std::vector<RtValue> args);
+
+  // Invocations per subgroup the interpreter models (builtin subgroup_size).
+  static constexpr uint32_t kSubgroupSize = 8;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Evaluates a pure op on known operand values (constant folding uses this, so
+// folding and execution cannot disagree). nullopt when the op has no interpreter
+// semantics, is not pure, or would trap (e.g. integer division by zero).
+std::optional<std::vector<RtValue>> evalPure(const ir::Op& op, std::span<const RtValue> operands);
+
+// Formats a value for people and for `ephc run` output: 42, -1.5, true,
+// (1, 2.5) for structs, <1, 2> for vectors, [1, 2] for arrays, #1(3) for sums,
+// buffers as their element list.
+std::string format(const RtValue& v, Memory* mem = nullptr);
+
+// Parses a command-line argument of type t: "42", "1.5", "true", and for
+// buffers a list "[1, 2, 3]" that becomes a new buffer in `mem`.
+Expected<RtValue> parseValue(std::string_view text, const ir::Type* t, Memory& mem);
+
+}  // namespace eph::interp
