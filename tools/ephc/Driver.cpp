@@ -1,0 +1,171 @@
+#include "tools/ephc/Driver.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "ir/Parser.h"
+#include "ir/Verifier.h"
+
+namespace eph::ephc {
+
+// ---- source lines and carets ------------------------------------------------
+
+namespace {
+std::vector<std::string> splitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string cur;
+  for (char c : text) {
+    if (c == '\n') {
+      if (!cur.empty() && cur.back() == '\r') cur.pop_back();
+      lines.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  lines.push_back(std::move(cur));
+  return lines;
+}
+}  // namespace
+
+void SourceCache::add(const std::string& name, std::string text) { lines_[name] = splitLines(text); }
+
+std::optional<std::string> SourceCache::line(const std::string& file, unsigned line) {
+  auto it = lines_.find(file);
+  if (it == lines_.end()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) return std::nullopt;
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    it = lines_.emplace(file, splitLines(ss.str())).first;
+  }
+  if (line == 0 || line > it->second.size()) return std::nullopt;
+  return it->second[line - 1];
+}
+
+std::string renderError(const Error& e, SourceCache& sources) {
+  if (!e.loc.known()) return "ephc: error: " + e.message + "\n";
+  std::string s = e.str() + "\n";
+  std::optional<std::string> text;
+  if (e.loc.file) text = sources.line(*e.loc.file, e.loc.line);
+  if (!text) return s;
+  // Keep tabs in the caret line so the caret lines up with the source.
+  std::string pad;
+  for (unsigned i = 0; i + 1 < e.loc.col && i < text->size(); ++i) pad += (*text)[i] == '\t' ? '\t' : ' ';
+  return s + *text + "\n" + pad + "^\n";
+}
+
+// ---- session ----------------------------------------------------------------
+
+int Session::report(const Error& e) {
+  io.err << renderError(e, sources);
+  return 1;
+}
+
+int Session::fail(const std::string& message) {
+  io.err << "ephc: " << message << "\n";
+  return 1;
+}
+
+bool Session::readInput(const std::string& path, std::string& text) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    text = ss.str();
+    return true;
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    fail("cannot read '" + path + "': it is a directory");
+    return false;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    fail("cannot open '" + path + "': " + std::strerror(errno));
+    return false;
+  }
+  ss << in.rdbuf();
+  if (in.bad()) {
+    fail("cannot read '" + path + "': " + std::strerror(errno));
+    return false;
+  }
+  text = ss.str();
+  return true;
+}
+
+std::unique_ptr<ir::Module> Session::loadModule(ir::Context& ctx, const std::string& path) {
+  std::string text;
+  if (!readInput(path, text)) return nullptr;
+  std::string name = path == "-" ? "<stdin>" : path;
+  sources.add(name, text);
+  auto m = ir::parseModule(ctx, text, name);
+  if (!m) {
+    report(m.error());
+    return nullptr;
+  }
+  if (Status st = ir::verify(**m); !st) {
+    report(st.error());
+    return nullptr;
+  }
+  return std::move(*m);
+}
+
+// ---- pass pipelines -----------------------------------------------------------
+
+std::vector<OptionSpec> pipelineOptions() {
+  return {
+      {"--passes", "LIST", "run these passes in order, e.g. canonicalize,cse,dce (see 'ephc passes')"},
+      {"--print-after", "NAME|all", "print the IR to stderr after pass NAME (or after every pass)", true},
+      {"--time-passes", "", "report the time each pass took, on stderr"},
+      {"--load-pass-plugin", "LIB.so", "load passes from a plugin shared library", true},
+  };
+}
+
+bool loadPlugins(Session& s, const ParsedArgs& args) {
+  for (const std::string& lib : args.all("--load-pass-plugin")) {
+    if (Status st = passes::loadPassPlugin(lib); !st) {
+      s.fail("cannot load pass plugin '" + lib + "': " + st.error().message);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool buildPipeline(Session& s, const ParsedArgs& args, passes::PassManager& pm,
+                   passes::PipelineOptions& opts) {
+  auto parsed = passes::PassManager::parse(args.get("--passes"));
+  if (!parsed) {
+    s.fail(parsed.error().message);
+    return false;
+  }
+  pm = std::move(*parsed);
+  for (const std::string& list : args.all("--print-after")) {
+    for (const std::string& name : splitList(list)) {
+      if (name != "all" && !passes::PassRegistry::get().lookup(name)) {
+        s.fail("--print-after: unknown pass '" + name + "' (see 'ephc passes')");
+        return false;
+      }
+      opts.printAfter.insert(name);
+    }
+  }
+  opts.timePasses = args.has("--time-passes");
+  opts.out = &s.io.err;
+  return true;
+}
+
+bool runPipeline(Session& s, ir::Module& m, const passes::PassManager& pm,
+                 const passes::PipelineOptions& opts) {
+  std::vector<Error> errors;
+  if (pm.run(m, opts, errors)) return true;
+  for (const Error& e : errors) s.report(e);
+  if (errors.empty()) s.fail("the pass pipeline failed without saying why");
+  return false;
+}
+
+}  // namespace eph::ephc

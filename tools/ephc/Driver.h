@@ -1,0 +1,86 @@
+// What ephc's subcommands share: where output goes, reading the input file,
+// reporting errors (with the source line and a caret when the location is
+// known), loading a module (parse + verify), and the pass-pipeline flags that
+// `opt` and `run` both accept. Each subcommand is one file (Opt.cpp, Run.cpp,
+// Lists.cpp) with a CommandSpec and a function; main.cpp only dispatches.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "passes/PassManager.h"
+#include "tools/ephc/Args.h"
+
+namespace eph::ephc {
+
+// Where a command writes: results to `out`, diagnostics to `err`.
+struct Io {
+  std::ostream& out;
+  std::ostream& err;
+};
+
+// Source text by file name, to show the line an error points at. Files the
+// driver read are kept; others (a location from a frontend) are read on demand.
+class SourceCache {
+ public:
+  void add(const std::string& name, std::string text);
+  // Line `line` (1-based) of `file`, without its newline; nullopt when unknown.
+  std::optional<std::string> line(const std::string& file, unsigned line);
+
+ private:
+  std::map<std::string, std::vector<std::string>> lines_;
+};
+
+// "file:line:col: error: message", then the source line and a caret under the
+// column when both are known; "ephc: error: message" for an error without a
+// location. The first line is always exactly Error::str() for located errors.
+std::string renderError(const Error& e, SourceCache& sources);
+
+// One command invocation: its output streams and the sources it has read.
+struct Session {
+  Io io;
+  SourceCache sources;
+
+  // Prints `e` (rendered) to io.err and returns 1, the exit status for errors.
+  int report(const Error& e);
+  // "ephc: message" on io.err; returns 1.
+  int fail(const std::string& message);
+  // Reads a whole file ("-" is standard input) into `text`; on failure prints
+  // why and returns false.
+  bool readInput(const std::string& path, std::string& text);
+  // Reads, parses and verifies `path`; null after reporting the error.
+  std::unique_ptr<ir::Module> loadModule(ir::Context& ctx, const std::string& path);
+};
+
+// The pass-pipeline options shared by `opt` and `run`.
+std::vector<OptionSpec> pipelineOptions();
+// Loads --load-pass-plugin libraries, then builds the pipeline and its options
+// from --passes / --print-after / --time-passes. False after reporting an error.
+bool loadPlugins(Session& s, const ParsedArgs& args);
+bool buildPipeline(Session& s, const ParsedArgs& args, passes::PassManager& pm,
+                   passes::PipelineOptions& opts);
+// Runs `pm` on `m`, reporting every error of a failing pass. False on failure.
+bool runPipeline(Session& s, ir::Module& m, const passes::PassManager& pm,
+                 const passes::PipelineOptions& opts);
+
+// The subcommands: each has a spec (its flags and help) and returns the
+// process exit status.
+CommandSpec optSpec();
+CommandSpec runSpec();
+CommandSpec passesSpec();
+CommandSpec opsSpec();
+int runOptCommand(Session& s, std::span<const std::string> args);
+int runRunCommand(Session& s, std::span<const std::string> args);
+int runPassesCommand(Session& s, std::span<const std::string> args);
+int runOpsCommand(Session& s, std::span<const std::string> args);
+
+// All of ephc: argv without the program name. Used by main() and by tests.
+int ephcMain(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+
+}  // namespace eph::ephc
