@@ -1,22 +1,259 @@
 #include "ir/Verifier.h"
 
+#include <unordered_map>
+#include <unordered_set>
+
 #include "ir/OpTable.h"
 
 namespace eph::ir {
+namespace {
 
-// First version: per-op typing rules only. Dominance, terminators and function
-// rules are added next (see Verifier.h).
-Status verify(const Module& m) {
-  for (auto& f : m.functions()) {
-    std::optional<Error> err;
-    f->walk([&](Op* op) {
-      if (err || !op->info().verify) return;
-      std::string msg = op->info().verify(*op);
-      if (!msg.empty()) err = Error{op->loc(), "'" + std::string(op->name()) + "': " + msg};
-    });
-    if (err) return *err;
+std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+std::string typeNames(std::span<const Type* const> ts) {
+  std::string s;
+  for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + quoted(ts[i]->str());
+  return s.empty() ? "()" : s;
+}
+
+std::string countText(int n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+// The op's own location, else the nearest enclosing op's, else its function's.
+Loc locOf(const Op& op) {
+  for (const Op* o = &op; o; o = o->parentOp())
+    if (o->loc().known()) return o->loc();
+  const Function* f = op.parentFunction();
+  return f ? f->loc() : Loc{};
+}
+
+Error opError(const Op& op, const std::string& msg) {
+  return Error{locOf(op), quoted(op.name()) + ": " + msg};
+}
+
+Error fnError(const Function& f, const std::string& msg) {
+  return Error{f.loc(), "function '@" + f.name() + "': " + msg};
+}
+
+// The callee of a `call` (null when missing or unknown: the op's hook says so).
+const Function* calleeOf(const Op& op) {
+  const Attr* a = op.attr("callee");
+  if (!a || a->kind != Attr::Kind::Symbol) return nullptr;
+  return op.parentFunction()->module()->lookup(a->s);
+}
+
+// Does region `outer` enclose region `inner` (or is it the same region)?
+bool encloses(const Region* outer, const Region* inner) {
+  for (const Region* r = inner; r; r = r->parentOp() ? r->parentOp()->parentRegion() : nullptr)
+    if (r == outer) return true;
+  return false;
+}
+
+class FunctionVerifier {
+ public:
+  explicit FunctionVerifier(const Function& f) : f_(f) {}
+
+  Status run() {
+    if (auto s = functionRules(); !s) return s;
+    if (auto s = regionShape(f_.body(), nullptr, 0); !s) return s;
+    if (auto s = structure(f_.body()); !s) return s;
+    return types(f_.body());
   }
-  return Status::ok();
+
+ private:
+  // ---- 1. function rules ----------------------------------------------------
+  Status functionRules() {
+    std::vector<const Type*> args;
+    for (Value* a : f_.body().args()) args.push_back(a->type());
+    auto params = f_.paramTypes();
+    if (!std::equal(args.begin(), args.end(), params.begin(), params.end()))
+      return fnError(f_, "body arguments " + typeNames(args) + " do not match its parameters " +
+                             typeNames(params));
+    if (!f_.isKernel()) return Status::ok();
+    if (!f_.resultTypes().empty())
+      return fnError(f_, "kernels return nothing, but it returns " + typeNames(f_.resultTypes()));
+    auto& w = f_.workgroupSize;
+    std::string size = "(" + std::to_string(w[0]) + ", " + std::to_string(w[1]) + ", " +
+                       std::to_string(w[2]) + ")";
+    if (w[0] < 1 || w[1] < 1 || w[2] < 1)
+      return fnError(f_, "workgroup size " + size + " must be at least 1 in every dimension");
+    uint64_t total = uint64_t(w[0]) * w[1] * w[2];
+    if (total > kMaxWorkgroupInvocations)
+      return fnError(f_, "workgroup size " + size + " has " + std::to_string(total) +
+                             " invocations, more than " + std::to_string(kMaxWorkgroupInvocations));
+    return Status::ok();
+  }
+
+  // ---- 2. structure -----------------------------------------------------------
+  // Region `r` (region `index` of `parent`, or the function body when parent is
+  // null) ends in exactly one terminator.
+  Status regionShape(const Region& r, const Op* parent, unsigned index) {
+    for (auto& op : r.ops())
+      if (op.get() != r.back() && op->info().has(kTerminator))
+        return opError(*op, "a terminator must be the last op in its region");
+    const Op* last = r.back();
+    if (last && last->info().has(kTerminator)) return Status::ok();
+    std::string what = last ? "ends with " + quoted(last->name()) : std::string("is empty");
+    if (!parent) return fnError(f_, "body must end with 'return', but it " + what);
+    return opError(*parent, "region " + std::to_string(index) +
+                                " must end with a terminator, but it " + what);
+  }
+
+  Status counts(const Op& op) {
+    const OpInfo& info = op.info();
+    auto check = [&](int want, unsigned got, const char* noun) -> std::string {
+      if (want == kVariadic || int(got) == want) return {};
+      return "expects " + countText(want, noun) + ", got " + std::to_string(got);
+    };
+    for (auto msg : {check(info.numOperands, op.numOperands(), "operand"),
+                     check(info.numResults, op.numResults(), "result"),
+                     check(info.numRegions, op.numRegions(), "region")})
+      if (!msg.empty()) return opError(op, msg);
+    return Status::ok();
+  }
+
+  Status placement(const Op& op) {
+    std::string kind(functionKindName(f_.kind()));
+    if (op.info().has(kHostOnly) && !f_.isHost())
+      return opError(op, "is only allowed in host functions, but @" + f_.name() + " is a " + kind +
+                             " function");
+    if (op.info().has(kKernelOnly) && f_.isHost())
+      return opError(op, "is only allowed in kernels and device functions, but @" + f_.name() +
+                             " is a host function");
+    if (op.name() == "call" && !f_.isHost()) {
+      const Function* callee = calleeOf(op);
+      if (callee && callee->kind() == FunctionKind::Host)
+        return opError(op, std::string(f_.isKernel() ? "a kernel" : "a device function") +
+                               " may call only device functions, but @" + callee->name() +
+                               " is a host function");
+    }
+    return Status::ok();
+  }
+
+  Status dominance(const Op& op) {
+    for (unsigned i = 0; i < op.numOperands(); ++i) {
+      const Value* v = op.operand(i);
+      if (visible_.count(v)) continue;
+      std::string what = "operand " + std::to_string(i);
+      if (!v->name().empty()) what += " (%" + v->name() + ")";
+      const Region* home = v->parentRegion();
+      const Function* owner = home ? home->parentFunction() : nullptr;
+      if (!owner) return opError(op, what + " is not defined in any function");
+      if (owner != &f_) return opError(op, what + " is defined in another function, @" + owner->name());
+      if (encloses(home, op.parentRegion()))
+        return opError(op, what + " is used before its definition");
+      return opError(op, what + " is defined in a region that does not enclose this use");
+    }
+    return Status::ok();
+  }
+
+  Status structure(const Region& r) {
+    for (Value* a : r.args()) visible_.insert(a);
+    for (auto& p : r.ops()) {
+      const Op& op = *p;
+      if (auto s = counts(op); !s) return s;
+      if (auto s = placement(op); !s) return s;
+      if (auto s = dominance(op); !s) return s;
+      // Which terminator may end which region is a structural rule: the
+      // terminators' hooks check it (and their operand types) here.
+      if (op.info().has(kTerminator) && op.info().verify)
+        if (std::string msg = op.info().verify(op); !msg.empty()) return opError(op, msg);
+      for (unsigned i = 0; i < op.numRegions(); ++i) {
+        if (auto s = regionShape(op.region(i), &op, i); !s) return s;
+        if (auto s = structure(op.region(i)); !s) return s;
+      }
+      for (Value* v : op.results()) visible_.insert(v);
+    }
+    // Values of this region go out of scope for the regions that follow.
+    for (Value* a : r.args()) visible_.erase(a);
+    for (auto& p : r.ops())
+      for (Value* v : p->results()) visible_.erase(v);
+    return Status::ok();
+  }
+
+  // ---- 3. types -----------------------------------------------------------------
+  Status types(const Region& r) {
+    for (auto& p : r.ops()) {
+      const Op& op = *p;
+      if (!op.info().has(kTerminator) && op.info().verify)
+        if (std::string msg = op.info().verify(op); !msg.empty()) return opError(op, msg);
+      for (unsigned i = 0; i < op.numRegions(); ++i)
+        if (auto s = types(op.region(i)); !s) return s;
+    }
+    return Status::ok();
+  }
+
+  const Function& f_;
+  std::unordered_set<const Value*> visible_;
+};
+
+// ---- recursion among device functions ---------------------------------------
+
+struct CallEdge {
+  const Op* call;
+  const Function* callee;
+};
+
+void collectDeviceCalls(const Region& r, std::vector<CallEdge>& out) {
+  for (auto& op : r.ops()) {
+    if (op->name() == "call")
+      if (const Function* callee = calleeOf(*op); callee && !callee->isHost())
+        out.push_back({op.get(), callee});
+    for (unsigned i = 0; i < op->numRegions(); ++i) collectDeviceCalls(op->region(i), out);
+  }
+}
+
+class RecursionCheck {
+ public:
+  explicit RecursionCheck(const Module& m) {
+    for (auto& f : m.functions())
+      if (!f->isHost()) collectDeviceCalls(f->body(), edges_[f.get()]);
+  }
+
+  Status run(const Module& m) {
+    for (auto& f : m.functions())
+      if (!f->isHost() && state_[f.get()] == State::New)
+        if (auto s = visit(f.get()); !s) return s;
+    return Status::ok();
+  }
+
+ private:
+  enum class State { New, OnPath, Done };
+
+  Status visit(const Function* f) {
+    state_[f] = State::OnPath;
+    path_.push_back(f);
+    for (const CallEdge& e : edges_[f]) {
+      if (state_[e.callee] == State::OnPath) {
+        std::string cycle;
+        auto start = std::find(path_.begin(), path_.end(), e.callee);
+        for (auto it = start; it != path_.end(); ++it) cycle += "@" + (*it)->name() + " calls ";
+        cycle += "@" + e.callee->name();
+        return opError(*e.call, "recursion is not allowed in kernels and device functions: " + cycle);
+      }
+      if (state_[e.callee] == State::New)
+        if (auto s = visit(e.callee); !s) return s;
+    }
+    path_.pop_back();
+    state_[f] = State::Done;
+    return Status::ok();
+  }
+
+  std::unordered_map<const Function*, std::vector<CallEdge>> edges_;
+  std::unordered_map<const Function*, State> state_;
+  std::vector<const Function*> path_;
+};
+
+}  // namespace
+
+Status verify(const Module& m) {
+  std::unordered_set<std::string_view> names;
+  for (auto& f : m.functions()) {
+    if (!names.insert(f->name()).second) return fnError(*f, "is defined twice");
+    if (auto s = FunctionVerifier(*f).run(); !s) return s;
+  }
+  return RecursionCheck(m).run(m);
 }
 
 }  // namespace eph::ir

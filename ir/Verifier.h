@@ -1,14 +1,25 @@
 // The verifier: checks that a module is well formed before and after every
 // pass. It reports the first problem as an Error naming the op (or function)
-// and its location.
+// and its location: `file:line:col: error: 'opname': what is wrong`, or
+// `... error: function '@f': what is wrong` for function-level rules.
 //
-// Checked: each op's operand/result/region counts and its typing rule (the
-// OpInfo verify hook); dominance (every operand is defined earlier in the same
-// region or an enclosing one); terminators (every region ends in exactly one,
-// none appear elsewhere); function rules (kernels return nothing and have a
-// positive workgroup size; host-only ops only in host functions; kernel-only
-// ops only in kernels and device functions; calls from kernels and device
-// functions reach only device functions; no recursion outside host code).
+// Checked, per function, in this order (docs/ir.md lists every rule):
+//  1. Function rules: names are unique; the body's arguments match the
+//     function type; kernels return nothing and have a workgroup size whose
+//     components are >= 1 and whose product is <= 1024.
+//  2. Structure, walking ops in text order: operand/result/region counts
+//     against the op table (kVariadic = any); host-only ops only in host
+//     functions, kernel-only ops only in kernels and device functions;
+//     dominance (every operand is defined earlier in the same region or in an
+//     enclosing region of the same function, or is an argument of such a
+//     region); every region ends in exactly one terminator and terminators
+//     appear nowhere else; the terminator fits its place (its verify hook:
+//     `return` only at the end of a function body, `yield` in if/for/while/
+//     match, `condition` in the first region of while); kernels and device
+//     functions call only device functions.
+//  3. Types: every other op's verify hook (its typing rule), in text order.
+// Then, over the module: no recursion (direct or mutual) among device
+// functions. Host functions may recurse.
 #pragma once
 
 #include "ir/IR.h"
@@ -16,5 +27,8 @@
 namespace eph::ir {
 
 Status verify(const Module& m);
+
+// The largest number of invocations a kernel's workgroup may have.
+constexpr unsigned kMaxWorkgroupInvocations = 1024;
 
 }  // namespace eph::ir
