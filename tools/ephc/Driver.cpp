@@ -50,7 +50,7 @@ std::optional<std::string> SourceCache::line(const std::string& file, unsigned l
 }
 
 std::string renderError(const Error& e, SourceCache& sources) {
-  if (!e.loc.known()) return "ephc: error: " + e.message + "\n";
+  if (!e.loc.known()) return "ephc: " + e.message + "\n";
   std::string s = e.str() + "\n";
   std::optional<std::string> text;
   if (e.loc.file) text = sources.line(*e.loc.file, e.loc.line);
@@ -130,7 +130,7 @@ std::vector<OptionSpec> pipelineOptions() {
 bool loadPlugins(Session& s, const ParsedArgs& args) {
   for (const std::string& lib : args.all("--load-pass-plugin")) {
     if (Status st = passes::loadPassPlugin(lib); !st) {
-      s.fail("cannot load pass plugin '" + lib + "': " + st.error().message);
+      s.report(st.error());
       return false;
     }
   }

@@ -38,7 +38,7 @@ class SourceCache {
 };
 
 // "file:line:col: error: message", then the source line and a caret under the
-// column when both are known; "ephc: error: message" for an error without a
+// column when both are known; "ephc: message" for an error without a
 // location. The first line is always exactly Error::str() for located errors.
 std::string renderError(const Error& e, SourceCache& sources);
 

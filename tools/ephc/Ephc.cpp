@@ -41,8 +41,8 @@ std::string mainHelp() {
   }
   s +=
       "\noptions:\n"
-      "  --version  print the version\n"
-      "  -h, --help show this help; 'ephc COMMAND --help' for a command's options\n";
+      "  --version   print the version\n"
+      "  -h, --help  show this help; 'ephc COMMAND --help' for a command's options\n";
   return s;
 }
 
