@@ -1,5 +1,6 @@
 #include "ir/Attr.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -21,18 +22,39 @@ bool Attr::operator==(const Attr& o) const {
   return false;
 }
 
-static std::string quote(const std::string& s) {
+std::string quoteString(std::string_view s) {
+  static const char hex[] = "0123456789abcdef";
   std::string out = "\"";
   for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
       case '\t': out += "\\t"; break;
-      default: out += c;
+      case '\r': out += "\\r"; break;
+      default:
+        if (u < 0x20 || u == 0x7f) {
+          out += "\\x";
+          out += hex[u >> 4];
+          out += hex[u & 15];
+        } else {
+          out += c;
+        }
     }
   }
   return out + "\"";
+}
+
+bool isBareName(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.') return false;
+  return true;
+}
+
+std::string nameText(std::string_view name) {
+  return isBareName(name) ? std::string(name) : quoteString(name);
 }
 
 std::string Attr::str() const {
@@ -48,8 +70,8 @@ std::string Attr::str() const {
       return s;
     }
     case Kind::Bool: return b ? "true" : "false";
-    case Kind::String: return quote(s);
-    case Kind::Symbol: return "@" + s;
+    case Kind::String: return quoteString(s);
+    case Kind::Symbol: return "@" + nameText(s);
     case Kind::Type: return type->str();
     case Kind::Array: {
       std::string out = "[";

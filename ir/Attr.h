@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/Types.h"
@@ -33,5 +34,14 @@ struct Attr {
   // shortest decimal that round-trips (and always with '.', 'e', "inf" or "nan").
   std::string str() const;
 };
+
+// Text-form helpers shared by the printer and type names.
+// A string literal with escapes: \" \\ \n \t \r, and \xHH for other control bytes.
+std::string quoteString(std::string_view s);
+// Can `name` follow a sigil (%, @, !) bare? Letters, digits, '_' and '.'.
+bool isBareName(std::string_view name);
+// `name` as written after a sigil: bare when possible, else a quoted string
+// (so @"my-kernel" and !"T'" round-trip).
+std::string nameText(std::string_view name);
 
 }  // namespace eph::ir

@@ -20,8 +20,13 @@ enum class Tok {
 struct Token {
   Tok kind = Tok::End;
   std::string text;  // identifier / name without sigil / literal spelling / string contents
+  std::string error;  // Tok::Error: what is wrong
   unsigned line = 1, col = 1;
 };
+
+// How deeply regions, types and attribute arrays may nest: deeper input is an
+// error, not a stack overflow.
+constexpr unsigned kMaxNesting = 200;
 
 std::string describe(const Token& t) {
   switch (t.kind) {
@@ -29,7 +34,7 @@ std::string describe(const Token& t) {
     case Tok::ValueRef: return "'%" + t.text + "'";
     case Tok::Symbol: return "'@" + t.text + "'";
     case Tok::TypeVar: return "'!" + t.text + "'";
-    case Tok::String: return "string \"" + t.text + "\"";
+    case Tok::String: return "string " + quoteString(t.text);
     default: return "'" + t.text + "'";
   }
 }
@@ -85,6 +90,9 @@ class Lexer {
     }
     t.kind = Tok::Error;
     t.text = std::string(1, c);
+    t.error = std::isprint(static_cast<unsigned char>(c))
+                  ? "unexpected character '" + t.text + "'"
+                  : "unexpected character " + quoteString(t.text);
     advance();
     return t;
   }
@@ -117,32 +125,63 @@ class Lexer {
       }
     }
   }
+  // %name, @name, !name; the name may be a quoted string (@"my-kernel").
   Token lexSigil(Token& t, Tok kind) {
-    advance();
+    char sigil = advance();
+    if (peekChar(0) == '"') {
+      lexString(t);
+      if (t.kind == Tok::Error) return t;
+      if (t.text.empty()) return errorToken(t, std::string("empty name after '") + sigil + "'");
+      t.kind = kind;
+      return t;
+    }
     while (pos_ < src_.size() && isIdentChar(src_[pos_])) t.text += advance();
     if (t.text.empty()) {
-      t.kind = Tok::Error;
-      t.text = kind == Tok::ValueRef ? "%" : kind == Tok::Symbol ? "@" : "!";
-      return t;
+      t.text = std::string(1, sigil);
+      return errorToken(t, "expected a name after '" + t.text + "'");
     }
     t.kind = kind;
     return t;
   }
+  Token errorToken(Token& t, std::string msg) {
+    t.kind = Tok::Error;
+    t.error = std::move(msg);
+    return t;
+  }
+  static int hexDigit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  }
+  // A string literal; escapes: \" \\ \n \t \r \xHH.
   Token lexString(Token& t) {
     advance();
     while (pos_ < src_.size() && src_[pos_] != '"' && src_[pos_] != '\n') {
       char c = advance();
-      if (c == '\\' && pos_ < src_.size()) {
+      if (c == '\\' && pos_ < src_.size() && src_[pos_] != '\n') {
         char e = advance();
-        c = e == 'n' ? '\n' : e == 't' ? '\t' : e;
+        switch (e) {
+          case 'n': c = '\n'; break;
+          case 't': c = '\t'; break;
+          case 'r': c = '\r'; break;
+          case '"':
+          case '\\': c = e; break;
+          case 'x': {
+            int hi = hexDigit(peekChar(0)), lo = hi < 0 ? -1 : hexDigit(peekChar(1));
+            if (lo < 0) return errorToken(t, "expected two hex digits after '\\x' in a string");
+            advance();
+            advance();
+            c = static_cast<char>(hi * 16 + lo);
+            break;
+          }
+          default:
+            return errorToken(t, std::string("unknown escape '\\") + e + "' in a string");
+        }
       }
       t.text += c;
     }
-    if (pos_ >= src_.size() || src_[pos_] != '"') {
-      t.kind = Tok::Error;
-      t.text = "unterminated string";
-      return t;
-    }
+    if (pos_ >= src_.size() || src_[pos_] != '"') return errorToken(t, "unterminated string");
     advance();
     t.kind = Tok::String;
     return t;
@@ -169,7 +208,8 @@ class Lexer {
         break;
       }
     }
-    t.kind = t.text == "-" || t.text == "+" ? Tok::Error : isFloat ? Tok::Float : Tok::Int;
+    if (t.text == "-" || t.text == "+") return errorToken(t, "unexpected character '" + t.text + "'");
+    t.kind = isFloat ? Tok::Float : Tok::Int;
     return t;
   }
 
@@ -184,20 +224,23 @@ class Parser {
       : ctx_(ctx), lex_(text), file_(ctx.intern(fileName)) {
     tok_ = lex_.next();
     ahead_ = lex_.next();
+    noteLexError();
   }
 
   Expected<std::unique_ptr<Module>> module() {
     auto m = std::make_unique<Module>(ctx_);
     m->sourceName = *file_;
-    while (tok_.kind != Tok::End) {
+    while (tok_.kind != Tok::End && !error_) {
       if (!function(*m)) return *error_;
     }
+    if (error_) return *error_;
     return m;
   }
 
   Expected<const Type*> typeOnly() {
     const Type* t = type();
     if (!t) return *error_;
+    if (error_) return *error_;
     if (tok_.kind != Tok::End) {
       fail("expected end of type, got " + describe(tok_));
       return *error_;
@@ -211,17 +254,32 @@ class Parser {
   void consume() {
     tok_ = ahead_;
     ahead_ = lex_.next();
+    noteLexError();
   }
+  // No rule accepts a token the lexer rejected, so reaching one is the error
+  // to report, whatever the parser would have said about it.
+  void noteLexError() {
+    if (tok_.kind == Tok::Error && !error_) error_ = Error{here(), tok_.error};
+  }
+  // Records the first error. At a token the lexer rejected, the lexer's reason
+  // is the clearer message.
   bool fail(std::string msg, Loc at = {}) {
     if (!error_) {
-      if (tok_.kind == Tok::Error && !at.known()) {
-        msg = tok_.text == "unterminated string" ? "unterminated string"
-                                                 : "unexpected character '" + tok_.text + "'";
-      }
+      if (tok_.kind == Tok::Error && !at.known()) msg = tok_.error;
       error_ = Error{at.known() ? at : here(), std::move(msg)};
     }
     return false;
   }
+  // Counts one level of nesting; false (with an error) past kMaxNesting.
+  bool enter() {
+    if (++depth_ <= kMaxNesting) return true;
+    return fail("nesting is too deep (more than " + std::to_string(kMaxNesting) +
+                " levels of regions, types or attribute arrays)");
+  }
+  struct Leave {
+    unsigned& depth;
+    ~Leave() { --depth; }
+  };
   bool expect(Tok kind, const char* what) {
     if (tok_.kind != kind) return fail(std::string("expected ") + what + ", got " + describe(tok_));
     consume();
@@ -234,7 +292,8 @@ class Parser {
     if (tok_.kind != Tok::Int) return fail(std::string("expected ") + what + ", got " + describe(tok_));
     auto r = std::from_chars(tok_.text.data(), tok_.text.data() + tok_.text.size(), out);
     if (r.ec != std::errc() || r.ptr != tok_.text.data() + tok_.text.size())
-      return fail(std::string("invalid ") + what + " '" + tok_.text + "'");
+      return fail(std::string("expected ") + what + " (a non-negative 32-bit integer), got '" +
+                  tok_.text + "'");
     consume();
     return true;
   }
@@ -250,6 +309,8 @@ class Parser {
   }
 
   const Type* type() {
+    Leave leave{depth_};
+    if (!enter()) return nullptr;
     Loc at = here();
     if (tok_.kind == Tok::TypeVar) {
       std::string n = tok_.text;
@@ -262,9 +323,9 @@ class Parser {
     }
     std::string w = tok_.text;
     if (w == "bool") return consume(), ctx_.boolType();
-    if (w.size() >= 2 && (w[0] == 'i' || w[0] == 'u' || w[0] == 'f') &&
+    if (w.size() >= 2 && w.size() <= 4 && (w[0] == 'i' || w[0] == 'u' || w[0] == 'f') &&
         std::all_of(w.begin() + 1, w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-      unsigned bits = std::stoul(w.substr(1));
+      unsigned bits = static_cast<unsigned>(std::stoul(w.substr(1)));
       bool okInt = bits == 8 || bits == 16 || bits == 32 || bits == 64;
       bool okFloat = bits == 16 || bits == 32 || bits == 64;
       if (w[0] == 'f' ? okFloat : okInt) {
@@ -343,6 +404,8 @@ class Parser {
 
   // ---- attributes ---------------------------------------------------------
   bool attrValue(Attr& out) {
+    Leave leave{depth_};
+    if (!enter()) return false;
     switch (tok_.kind) {
       case Tok::Int: {
         int64_t v = 0;
@@ -397,6 +460,12 @@ class Parser {
           consume();
           return true;
         }
+        if (isIdent("inf") || isIdent("nan")) {  // the printer writes them unsigned
+          out = Attr::floating(isIdent("inf") ? std::numeric_limits<double>::infinity()
+                                              : std::numeric_limits<double>::quiet_NaN());
+          consume();
+          return true;
+        }
         [[fallthrough]];
       case Tok::TypeVar: {
         const Type* t = type();
@@ -411,7 +480,8 @@ class Parser {
   bool attrDict(std::map<std::string, Attr>& out) {
     if (!expect(Tok::LBrace, "'{'")) return false;
     while (tok_.kind != Tok::RBrace) {
-      if (tok_.kind != Tok::Ident) return fail("expected an attribute name, got " + describe(tok_));
+      if (tok_.kind != Tok::Ident && tok_.kind != Tok::String)
+        return fail("expected an attribute name, got " + describe(tok_));
       std::string name = tok_.text;
       Loc at = here();
       consume();
@@ -540,13 +610,15 @@ class Parser {
 
   bool opsUntilBrace(Region& r) {
     while (tok_.kind != Tok::RBrace) {
-      if (tok_.kind == Tok::End) return fail("expected '}' before end of input");
+      if (tok_.kind == Tok::End) return fail("expected '}', got end of input");
       if (!op(r)) return false;
     }
     return true;
   }
 
   bool region(Region& r) {
+    Leave leave{depth_};
+    if (!enter()) return false;
     if (!expect(Tok::LBrace, "'{'")) return false;
     scopes_.emplace_back();
     if (tok_.kind == Tok::Pipe) {
@@ -605,7 +677,7 @@ class Parser {
       }
     }
     std::map<std::string, Attr> attrs;
-    if (tok_.kind == Tok::LBrace && ahead_.kind == Tok::Ident) {
+    if (tok_.kind == Tok::LBrace && (ahead_.kind == Tok::Ident || ahead_.kind == Tok::String)) {
       // `{name = ...` is an attribute dictionary; a region starts with an op or '|'.
       Lexer peek = lex_;
       Token third = peek.next();
@@ -649,6 +721,7 @@ class Parser {
   Token tok_, ahead_;
   std::optional<Error> error_;
   std::vector<Scope> scopes_;
+  unsigned depth_ = 0;
 };
 
 }  // namespace

@@ -31,7 +31,7 @@ class FunctionPrinter {
   void print() {
     nameValues();
     out_ += functionKindName(f_.kind());
-    out_ += " @" + f_.name() + "(";
+    out_ += " @" + nameText(f_.name()) + "(";
     for (unsigned i = 0; i < f_.body().numArgs(); ++i) {
       if (i) out_ += ", ";
       out_ += ref(f_.body().arg(i)) + ": " + f_.body().arg(i)->type()->str();
@@ -87,19 +87,26 @@ class FunctionPrinter {
     return it == names_.end() ? "%<unknown>" : "%" + it->second;
   }
 
-  static std::string attrDict(const std::map<std::string, Attr>& attrs) {
+  // `unsignedValue`: print an integer `value` attribute as unsigned (the
+  // constant of a u64 above INT64_MAX reads as itself, not as a negative).
+  static std::string attrDict(const std::map<std::string, Attr>& attrs, bool unsignedValue = false) {
     std::string s = "{";
     bool first = true;
     for (auto& [k, v] : attrs) {
-      s += (first ? "" : ", ") + k + " = " + v.str();
+      bool keyBare = isBareName(k) && !std::isdigit(static_cast<unsigned char>(k[0])) && k[0] != '.';
+      s += (first ? "" : ", ") + (keyBare ? k : quoteString(k)) + " = ";
+      if (unsignedValue && k == "value" && v.kind == Attr::Kind::Int)
+        s += std::to_string(static_cast<uint64_t>(v.i));
+      else
+        s += v.str();
       first = false;
     }
     return s + "}";
   }
 
   static std::string locStr(const Loc& l) {
-    return "loc(" + Attr::string(l.file ? *l.file : "").str() + ":" + std::to_string(l.line) +
-           ":" + std::to_string(l.col) + ")";
+    return "loc(" + quoteString(l.file ? *l.file : "") + ":" + std::to_string(l.line) + ":" +
+           std::to_string(l.col) + ")";
   }
 
   void indent(int depth) { out_.append(2 * depth, ' '); }
@@ -114,7 +121,9 @@ class FunctionPrinter {
     if (op.numResults()) out_ += " = ";
     out_ += op.name();
     for (unsigned i = 0; i < op.numOperands(); ++i) out_ += (i ? ", " : " ") + ref(op.operand(i));
-    if (!op.attrs().empty()) out_ += " " + attrDict(op.attrs());
+    bool unsignedValue = op.numResults() == 1 && op.result(0)->type()->isInt() &&
+                         !op.result(0)->type()->isSigned();
+    if (!op.attrs().empty()) out_ += " " + attrDict(op.attrs(), unsignedValue);
     for (unsigned i = 0; i < op.numResults(); ++i)
       out_ += (i ? ", " : " : ") + op.result(i)->type()->str();
     for (unsigned i = 0; i < op.numRegions(); ++i) {

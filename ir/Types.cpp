@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include "ir/Attr.h"
+
 namespace eph::ir {
 
 std::string_view spaceName(Space s) {
@@ -47,7 +49,7 @@ std::string textOf(const Type& t) {
     case TypeKind::Function:
       return "fn(" + join({t.members().begin(), t.members().end()}) + ") -> (" +
              join({t.results().begin(), t.results().end()}) + ")";
-    case TypeKind::Var: return "!" + t.name();
+    case TypeKind::Var: return "!" + nameText(t.name());
   }
   return "?";
 }
