@@ -66,8 +66,8 @@ std::string verifyMatch(const Op& op) {
   const Type* s = operandType(op, 0);
   if (!s->isSum()) return "operand must be a sum, got " + typeStr(s);
   if (op.numRegions() != s->members().size())
-    return typeStr(s) + " has " + std::to_string(s->members().size()) + " variants but there are " +
-           std::to_string(op.numRegions()) + " regions";
+    return typeStr(s) + " has " + countOf(s->members().size(), "variant") + " but the op has " +
+           countOf(op.numRegions(), "region");
   for (unsigned r = 0; r < op.numRegions(); ++r)
     if (auto e = checkRegion(op, r, {s->members()[r]}, "yield", resultTypes(op)); !e.empty()) return e;
   return {};
@@ -115,7 +115,7 @@ std::string verifyCall(const Op& op) {
   if (callee->isKernel()) return "cannot call kernel @" + callee->name() + "; use 'dispatch'";
   auto params = callee->paramTypes();
   if (op.numOperands() != params.size())
-    return "@" + callee->name() + " takes " + std::to_string(params.size()) + " arguments, got " +
+    return "@" + callee->name() + " takes " + countOf(params.size(), "argument") + ", got " +
            std::to_string(op.numOperands());
   for (unsigned i = 0; i < params.size(); ++i)
     if (!passableAs(operandType(op, i), params[i]))

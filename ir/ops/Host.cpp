@@ -55,7 +55,7 @@ std::string verifyDispatch(const Op& op) {
     if (!operandType(op, i)->isInt()) return "workgroup counts must be integers";
   auto params = k->paramTypes();
   if (op.numOperands() - 3 != params.size())
-    return "kernel @" + k->name() + " takes " + std::to_string(params.size()) + " arguments, got " +
+    return "kernel @" + k->name() + " takes " + countOf(params.size(), "argument") + ", got " +
            std::to_string(op.numOperands() - 3);
   for (unsigned i = 0; i < params.size(); ++i)
     if (!passableAs(operandType(op, i + 3), params[i]))

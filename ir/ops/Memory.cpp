@@ -60,7 +60,8 @@ std::string verifyWorkgroupAlloc(const Op& op) {
   if (!b->isBuffer() || b->space() != Space::Workgroup || b->ownership() != Ownership::Write)
     return "result must be a buffer<T, workgroup, write>, got " + typeStr(b);
   if (auto e = needIndexAttr(op, "size", 1, 1 << 20); !e.empty()) return e;
-  if (op.parentOp()) return "must be at the top level of a kernel";
+  const Function* f = op.parentFunction();
+  if (op.parentOp() || !f || !f->isKernel()) return "must be at the top level of a kernel";
   return {};
 }
 

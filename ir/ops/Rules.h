@@ -48,6 +48,11 @@ inline std::string needIndexAttr(const Op& op, const char* name, int64_t lo, int
   return {};
 }
 
+// "1 argument", "2 arguments".
+inline std::string countOf(size_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 // Types of values as a comma list: "'i32', 'f32'".
 inline std::string typeList(const std::vector<const Type*>& ts) {
   std::string s;
