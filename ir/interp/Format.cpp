@@ -1,0 +1,276 @@
+// Values as text: format() for people and `ephc run` output, parseValue() for
+// command-line arguments. parseValue accepts everything format prints (except
+// that buffers print their elements and parse into a new buffer).
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+#include "ir/interp/Interp.h"
+#include "ir/interp/Scalar.h"
+
+namespace eph::interp {
+namespace {
+
+// The shortest decimal that reads back as the same value of type t, always
+// recognisable as a float ("1.0", not "1").
+std::string formatFloat(const ir::Type* t, double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[64];
+  for (int p = 1; p <= 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*g", p, v);
+    if (roundFloat(t, std::strtod(buf, nullptr)) == v) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+void formatList(std::string& out, const std::vector<RtValue>& elems, Memory* mem) {
+  for (size_t i = 0; i < elems.size(); ++i) {
+    if (i) out += ", ";
+    out += format(elems[i], mem);
+  }
+}
+
+}  // namespace
+
+std::string format(const RtValue& v, Memory* mem) {
+  const ir::Type* t = v.type;
+  if (!t) return "<no value>";
+  std::string out;
+  switch (t->kind()) {
+    case ir::TypeKind::Bool: return v.i ? "true" : "false";
+    case ir::TypeKind::Int:
+      return t->isSigned() ? std::to_string(v.i) : std::to_string(static_cast<uint64_t>(v.i));
+    case ir::TypeKind::Float: return formatFloat(t, v.f);
+    case ir::TypeKind::Vector:
+      out = "<";
+      formatList(out, v.elems, mem);
+      return out + ">";
+    case ir::TypeKind::Struct:
+      out = "(";
+      formatList(out, v.elems, mem);
+      return out + ")";
+    case ir::TypeKind::Array:
+      out = "[";
+      formatList(out, v.elems, mem);
+      return out + "]";
+    case ir::TypeKind::Sum:
+      out = "#" + std::to_string(v.i) + "(";
+      formatList(out, v.elems, mem);
+      return out + ")";
+    case ir::TypeKind::Buffer: {
+      BufferData* b = mem ? mem->get(v.buffer) : nullptr;
+      if (!b) return "buffer#" + std::to_string(v.buffer);
+      if (b->freed) return "<freed buffer>";
+      out = "[";
+      for (size_t i = 0; i < b->elems.size(); ++i) {
+        if (i) out += ", ";
+        out += b->written[i] ? format(b->elems[i], mem) : "?";
+      }
+      return out + "]";
+    }
+    case ir::TypeKind::Function:
+    case ir::TypeKind::Var: break;
+  }
+  return "<" + t->str() + ">";
+}
+
+namespace {
+
+class ValueParser {
+ public:
+  ValueParser(std::string_view text, Memory& mem) : s_(text), mem_(mem) {}
+
+  Expected<RtValue> parseAll(const ir::Type* t) {
+    RtValue v;
+    if (!value(t, v)) return Error{{}, err_};
+    skipSpace();
+    if (pos_ < s_.size()) return Error{{}, "unexpected '" + std::string(s_.substr(pos_)) + "' after the value"};
+    return v;
+  }
+
+ private:
+  void skipSpace() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  static bool isDelimiter(char c) {
+    return std::isspace(static_cast<unsigned char>(c)) || c == ',' || c == '<' || c == '>' ||
+           c == '(' || c == ')' || c == '[' || c == ']' || c == '#';
+  }
+  // The next scalar word ("42", "-1.5e3", "true", "abc").
+  std::string_view word() {
+    skipSpace();
+    size_t start = pos_;
+    while (pos_ < s_.size() && !isDelimiter(s_[pos_])) ++pos_;
+    return s_.substr(start, pos_ - start);
+  }
+  std::string describeNext() {
+    skipSpace();
+    if (pos_ >= s_.size()) return "end of input";
+    return "'" + std::string(1, s_[pos_]) + "'";
+  }
+  bool fail(std::string msg) {
+    if (err_.empty()) err_ = std::move(msg);
+    return false;
+  }
+  bool expectChar(char c) {
+    skipSpace();
+    if (pos_ < s_.size() && s_[pos_] == c) return ++pos_, true;
+    return fail(std::string("expected '") + c + "', got " + describeNext());
+  }
+  static std::string article(const ir::Type* t) {
+    char c = t->str()[0];
+    bool vowel = c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'f';  // "an f32", "a u32"
+    return (vowel ? "an " : "a ") + t->str();
+  }
+  bool expected(const ir::Type* t, std::string_view got) {
+    return fail("expected " + article(t) + ", got " +
+                (got.empty() ? describeNext() : "'" + std::string(got) + "'"));
+  }
+
+  bool scalar(const ir::Type* t, RtValue& out) {
+    std::string_view w = word();
+    if (t->isBool()) {
+      if (w == "true" || w == "false") return out = RtValue::ofBool(t, w == "true"), true;
+      return expected(t, w);
+    }
+    if (t->isInt()) return integer(t, w, out);
+    // float
+    std::string_view body = w;
+    bool neg = !body.empty() && body[0] == '-';
+    if (!body.empty() && (body[0] == '-' || body[0] == '+')) body.remove_prefix(1);
+    double v = 0;
+    if (body == "inf") v = std::numeric_limits<double>::infinity();
+    else if (body == "nan") v = std::numeric_limits<double>::quiet_NaN();
+    else {
+      auto r = std::from_chars(body.data(), body.data() + body.size(), v);
+      if (body.empty() || r.ptr != body.data() + body.size()) return expected(t, w);
+      if (r.ec == std::errc::result_out_of_range)
+        return fail("float '" + std::string(w) + "' is out of range for " + t->str());
+      if (r.ec != std::errc()) return expected(t, w);
+    }
+    out = RtValue::ofFloat(t, neg ? -v : v);
+    return true;
+  }
+
+  bool integer(const ir::Type* t, std::string_view w, RtValue& out) {
+    unsigned bits = t->bits();
+    std::string range = t->isSigned()
+        ? std::to_string(bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (bits - 1))) +
+              ".." + std::to_string(bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (bits - 1)) - 1)
+        : "0.." + std::to_string(bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
+    auto outOfRange = [&] {
+      return fail("integer " + std::string(w) + " is out of range for " + t->str() + " (" + range + ")");
+    };
+    std::string_view digits = w;
+    if (!digits.empty() && digits[0] == '+') digits.remove_prefix(1);
+    bool neg = !digits.empty() && digits[0] == '-';
+    std::string_view mag = neg ? digits.substr(1) : digits;
+    if (mag.empty() || !std::all_of(mag.begin(), mag.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      return expected(t, w);
+    if (t->isSigned()) {
+      int64_t v = 0;
+      auto r = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+      if (r.ec != std::errc()) return outOfRange();
+      if (bits < 64 && (v < -(int64_t(1) << (bits - 1)) || v > (int64_t(1) << (bits - 1)) - 1))
+        return outOfRange();
+      out = RtValue::ofInt(t, v);
+      return true;
+    }
+    if (neg) return outOfRange();
+    uint64_t v = 0;
+    auto r = std::from_chars(mag.data(), mag.data() + mag.size(), v);
+    if (r.ec != std::errc()) return outOfRange();
+    if (bits < 64 && v > (uint64_t(1) << bits) - 1) return outOfRange();
+    out = RtValue::ofInt(t, static_cast<int64_t>(v));
+    return true;
+  }
+
+  // open elem (, elem)* close, each parsed with typeOf(index).
+  template <class TypeOf>
+  bool list(char open, char close, TypeOf typeOf, std::vector<RtValue>& out) {
+    if (!expectChar(open)) return false;
+    skipSpace();
+    if (pos_ < s_.size() && s_[pos_] == close) return ++pos_, true;
+    while (true) {
+      const ir::Type* et = typeOf(out.size());
+      if (!et) return fail("too many elements");
+      RtValue e;
+      if (!value(et, e)) return false;
+      out.push_back(std::move(e));
+      skipSpace();
+      if (pos_ < s_.size() && s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      return expectChar(close);
+    }
+  }
+
+  bool countIs(const ir::Type* t, size_t want, size_t got) {
+    if (want == got) return true;
+    return fail(t->str() + " has " + std::to_string(want) + " elements, got " + std::to_string(got));
+  }
+
+  bool value(const ir::Type* t, RtValue& out) {
+    out = RtValue{};
+    out.type = t;
+    switch (t->kind()) {
+      case ir::TypeKind::Bool:
+      case ir::TypeKind::Int:
+      case ir::TypeKind::Float: return scalar(t, out);
+      case ir::TypeKind::Vector:
+      case ir::TypeKind::Array:
+        if (!list(t->isVector() ? '<' : '[', t->isVector() ? '>' : ']',
+                  [&](size_t i) { return i < t->count() ? t->elem() : nullptr; }, out.elems))
+          return false;
+        return countIs(t, t->count(), out.elems.size());
+      case ir::TypeKind::Struct: {
+        auto ms = t->members();
+        if (!list('(', ')', [&](size_t i) { return i < ms.size() ? ms[i] : nullptr; }, out.elems))
+          return false;
+        return countIs(t, ms.size(), out.elems.size());
+      }
+      case ir::TypeKind::Sum: {
+        if (!expectChar('#')) return false;
+        std::string_view w = word();
+        unsigned tag = 0;
+        auto r = std::from_chars(w.data(), w.data() + w.size(), tag);
+        if (w.empty() || r.ec != std::errc() || r.ptr != w.data() + w.size() || tag >= t->members().size())
+          return fail("expected a variant number 0.." + std::to_string(t->members().size() - 1) +
+                      " of " + t->str() + ", got '" + std::string(w) + "'");
+        out.i = tag;
+        return list('(', ')', [&](size_t i) { return i == 0 ? t->members()[tag] : nullptr; },
+                    out.elems) && countIs(t, 1, out.elems.size());
+      }
+      case ir::TypeKind::Buffer: {
+        std::vector<RtValue> elems;
+        if (!list('[', ']', [&](size_t) { return t->elem(); }, elems)) return false;
+        out.buffer = mem_.adopt(t->elem(), t->space(), std::move(elems));
+        return true;
+      }
+      case ir::TypeKind::Function:
+      case ir::TypeKind::Var: break;
+    }
+    return fail("cannot give a value of type " + t->str() + " on the command line");
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+  Memory& mem_;
+  std::string err_;
+};
+
+}  // namespace
+
+Expected<RtValue> parseValue(std::string_view text, const ir::Type* t, Memory& mem) {
+  return ValueParser(text, mem).parseAll(t);
+}
+
+}  // namespace eph::interp

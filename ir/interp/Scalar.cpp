@@ -1,0 +1,329 @@
+#include "ir/interp/Scalar.h"
+
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace eph::interp {
+
+int64_t wrapInt(const ir::Type* t, uint64_t bits) {
+  unsigned w = t->isBool() ? 1 : t->bits();
+  if (w >= 64) return static_cast<int64_t>(bits);
+  uint64_t mask = (uint64_t(1) << w) - 1;
+  bits &= mask;
+  if (t->isSigned() && (bits >> (w - 1)) != 0) bits |= ~mask;  // sign-extend
+  return static_cast<int64_t>(bits);
+}
+
+double roundFloat(const ir::Type* t, double v) {
+  switch (t->bits()) {
+    case 16: return static_cast<double>(static_cast<_Float16>(v));
+    case 32: return static_cast<double>(static_cast<float>(v));
+    default: return v;
+  }
+}
+
+uint64_t bitsOf(const RtValue& s) {
+  const ir::Type* t = s.type;
+  if (!t->isFloat()) {
+    unsigned w = t->isBool() ? 1 : t->bits();
+    uint64_t u = static_cast<uint64_t>(s.i);
+    return w >= 64 ? u : u & ((uint64_t(1) << w) - 1);
+  }
+  switch (t->bits()) {
+    case 16: {
+      _Float16 h = static_cast<_Float16>(s.f);
+      uint16_t b;
+      std::memcpy(&b, &h, 2);
+      return b;
+    }
+    case 32: {
+      float f = static_cast<float>(s.f);
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      return b;
+    }
+    default: {
+      uint64_t b;
+      std::memcpy(&b, &s.f, 8);
+      return b;
+    }
+  }
+}
+
+RtValue fromBits(const ir::Type* t, uint64_t bits) {
+  if (!t->isFloat()) {
+    RtValue v;
+    v.type = t;
+    v.i = t->isBool() ? int64_t(bits & 1) : wrapInt(t, bits);
+    return v;
+  }
+  double d;
+  switch (t->bits()) {
+    case 16: {
+      uint16_t b = static_cast<uint16_t>(bits);
+      _Float16 h;
+      std::memcpy(&h, &b, 2);
+      d = static_cast<double>(h);
+      break;
+    }
+    case 32: {
+      uint32_t b = static_cast<uint32_t>(bits);
+      float f;
+      std::memcpy(&f, &b, 4);
+      d = static_cast<double>(f);
+      break;
+    }
+    default: std::memcpy(&d, &bits, 8); break;
+  }
+  RtValue v;
+  v.type = t;
+  v.f = d;
+  return v;
+}
+
+namespace {
+
+const char* binaryName(BinaryKind k) {
+  static const char* names[] = {"add", "sub", "mul", "div", "rem", "min", "max",
+                                "and", "or",  "xor", "shl", "shr", "pow"};
+  return names[static_cast<int>(k)];
+}
+
+bool intBinary(BinaryKind k, const ir::Type* t, int64_t a, int64_t b, RtValue& out,
+               std::string& error) {
+  uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+  bool s = t->isSigned();
+  uint64_t r = 0;
+  switch (k) {
+    case BinaryKind::Add: r = ua + ub; break;
+    case BinaryKind::Sub: r = ua - ub; break;
+    case BinaryKind::Mul: r = ua * ub; break;
+    case BinaryKind::Div:
+    case BinaryKind::Rem:
+      if (b == 0) {
+        error = std::string("integer ") + (k == BinaryKind::Div ? "division" : "remainder") +
+                " by zero";
+        return false;
+      }
+      if (s) {
+        // INT64_MIN / -1 overflows in C++; it wraps to INT64_MIN (remainder 0).
+        bool overflow = a == std::numeric_limits<int64_t>::min() && b == -1;
+        int64_t q = overflow ? a : a / b;
+        int64_t m = overflow ? 0 : a % b;
+        r = static_cast<uint64_t>(k == BinaryKind::Div ? q : m);
+      } else {
+        r = k == BinaryKind::Div ? ua / ub : ua % ub;
+      }
+      break;
+    case BinaryKind::Min: r = (s ? a < b : ua < ub) ? ua : ub; break;
+    case BinaryKind::Max: r = (s ? a > b : ua > ub) ? ua : ub; break;
+    case BinaryKind::And: r = ua & ub; break;
+    case BinaryKind::Or: r = ua | ub; break;
+    case BinaryKind::Xor: r = ua ^ ub; break;
+    case BinaryKind::Shl: r = ua << (ub & (t->bits() - 1)); break;
+    case BinaryKind::Shr: {
+      unsigned sh = static_cast<unsigned>(ub & (t->bits() - 1));
+      // a is stored sign-extended (signed) or zero-extended (unsigned), so a
+      // 64-bit shift of the stored value gives the right answer at any width.
+      r = s ? static_cast<uint64_t>(a >> sh) : ua >> sh;
+      break;
+    }
+    case BinaryKind::Pow:
+      error = "'pow' is not defined on integers";
+      return false;
+  }
+  out = RtValue::ofInt(t, static_cast<int64_t>(r));
+  return true;
+}
+
+bool floatBinary(BinaryKind k, const ir::Type* t, double a, double b, RtValue& out,
+                 std::string& error) {
+  double r = 0;
+  switch (k) {
+    case BinaryKind::Add: r = a + b; break;
+    case BinaryKind::Sub: r = a - b; break;
+    case BinaryKind::Mul: r = a * b; break;
+    case BinaryKind::Div: r = a / b; break;
+    case BinaryKind::Rem: r = std::fmod(a, b); break;
+    case BinaryKind::Min: r = std::fmin(a, b); break;
+    case BinaryKind::Max: r = std::fmax(a, b); break;
+    case BinaryKind::Pow: r = std::pow(a, b); break;
+    default:
+      error = std::string("'") + binaryName(k) + "' is not defined on floats";
+      return false;
+  }
+  out = RtValue::ofFloat(t, r);
+  return true;
+}
+
+bool boolBinary(BinaryKind k, const ir::Type* t, bool a, bool b, RtValue& out, std::string& error) {
+  bool r = false;
+  switch (k) {
+    case BinaryKind::And:
+    case BinaryKind::Min: r = a && b; break;
+    case BinaryKind::Or:
+    case BinaryKind::Max: r = a || b; break;
+    case BinaryKind::Xor: r = a != b; break;
+    default:
+      error = std::string("'") + binaryName(k) + "' is not defined on bools";
+      return false;
+  }
+  out = RtValue::ofBool(t, r);
+  return true;
+}
+
+}  // namespace
+
+bool binaryScalar(BinaryKind k, const RtValue& a, const RtValue& b, RtValue& out,
+                  std::string& error) {
+  const ir::Type* t = a.type;
+  if (t->isFloat()) return floatBinary(k, t, a.f, b.f, out, error);
+  if (t->isBool()) return boolBinary(k, t, a.i != 0, b.i != 0, out, error);
+  return intBinary(k, t, a.i, b.i, out, error);
+}
+
+RtValue unaryScalar(UnaryKind k, const RtValue& a) {
+  const ir::Type* t = a.type;
+  if (t->isBool()) {
+    // Only `not` is defined on bools (the verifier rejects the rest).
+    assert(k == UnaryKind::Not);
+    return RtValue::ofBool(t, a.i == 0);
+  }
+  if (t->isInt()) {
+    uint64_t u = static_cast<uint64_t>(a.i);
+    switch (k) {
+      case UnaryKind::Neg: return RtValue::ofInt(t, static_cast<int64_t>(0 - u));
+      case UnaryKind::Abs:
+        return RtValue::ofInt(t, static_cast<int64_t>(t->isSigned() && a.i < 0 ? 0 - u : u));
+      case UnaryKind::Not: return RtValue::ofInt(t, static_cast<int64_t>(~u));
+      default: assert(false && "math op on an integer"); return a;
+    }
+  }
+  double x = a.f, r = 0;
+  switch (k) {
+    case UnaryKind::Neg: r = -x; break;
+    case UnaryKind::Abs: r = std::fabs(x); break;
+    case UnaryKind::Not: assert(false && "not on a float"); return a;
+    case UnaryKind::Sqrt: r = std::sqrt(x); break;
+    case UnaryKind::Rsqrt: r = 1.0 / std::sqrt(x); break;
+    case UnaryKind::Exp: r = std::exp(x); break;
+    case UnaryKind::Log: r = std::log(x); break;
+    case UnaryKind::Sin: r = std::sin(x); break;
+    case UnaryKind::Cos: r = std::cos(x); break;
+    case UnaryKind::Tan: r = std::tan(x); break;
+    case UnaryKind::Tanh: r = std::tanh(x); break;
+    case UnaryKind::Floor: r = std::floor(x); break;
+    case UnaryKind::Ceil: r = std::ceil(x); break;
+  }
+  return RtValue::ofFloat(t, r);
+}
+
+bool compareScalar(CompareKind k, const RtValue& a, const RtValue& b) {
+  const ir::Type* t = a.type;
+  if (t->isFloat()) {
+    double x = a.f, y = b.f;
+    switch (k) {
+      case CompareKind::Eq: return x == y;
+      case CompareKind::Ne: return x != y;  // unordered: true when either is NaN
+      case CompareKind::Lt: return x < y;
+      case CompareKind::Le: return x <= y;
+      case CompareKind::Gt: return x > y;
+      case CompareKind::Ge: return x >= y;
+    }
+  }
+  auto cmp = [&](auto x, auto y) {
+    switch (k) {
+      case CompareKind::Eq: return x == y;
+      case CompareKind::Ne: return x != y;
+      case CompareKind::Lt: return x < y;
+      case CompareKind::Le: return x <= y;
+      case CompareKind::Gt: return x > y;
+      case CompareKind::Ge: return x >= y;
+    }
+    return false;
+  };
+  if (t->isInt() && t->isSigned()) return cmp(a.i, b.i);
+  return cmp(static_cast<uint64_t>(a.i), static_cast<uint64_t>(b.i));
+}
+
+namespace {
+
+// Float to integer: truncate toward zero, saturate at the type's range, NaN -> 0.
+int64_t floatToInt(double v, const ir::Type* to) {
+  if (std::isnan(v)) return 0;
+  unsigned w = to->bits();
+  if (to->isSigned()) {
+    double lo = -std::ldexp(1.0, int(w) - 1);  // exactly representable
+    double hiExcl = std::ldexp(1.0, int(w) - 1);
+    if (v <= lo) return wrapInt(to, static_cast<uint64_t>(static_cast<int64_t>(lo)));
+    if (v >= hiExcl) return wrapInt(to, (uint64_t(1) << (w - 1)) - 1);
+    return static_cast<int64_t>(std::trunc(v));
+  }
+  if (v <= 0) return 0;  // (-1, 0] truncates to 0 as well
+  double hiExcl = std::ldexp(1.0, int(w));
+  if (v >= hiExcl) return wrapInt(to, ~uint64_t(0));
+  return static_cast<int64_t>(static_cast<uint64_t>(std::trunc(v)));
+}
+
+// Integer to float with a single rounding straight to the target precision.
+template <class I>
+double intToFloat(I x, const ir::Type* to) {
+  switch (to->bits()) {
+    case 16: return static_cast<double>(static_cast<_Float16>(x));
+    case 32: return static_cast<double>(static_cast<float>(x));
+    default: return static_cast<double>(x);
+  }
+}
+
+}  // namespace
+
+RtValue castScalar(const RtValue& a, const ir::Type* to) {
+  const ir::Type* from = a.type;
+  if (to->isBool()) return RtValue::ofBool(to, from->isFloat() ? a.f != 0 : a.i != 0);
+  if (to->isInt()) {
+    if (from->isFloat()) {
+      RtValue r;
+      r.type = to;
+      r.i = floatToInt(a.f, to);
+      return r;
+    }
+    return RtValue::ofInt(to, a.i);  // bool: 0/1; int: wraps
+  }
+  // to float
+  if (from->isFloat()) return RtValue::ofFloat(to, a.f);
+  RtValue r;
+  r.type = to;
+  if (from->isInt() && !from->isSigned())
+    r.f = intToFloat(static_cast<uint64_t>(a.i), to);
+  else
+    r.f = intToFloat(a.i, to);
+  return r;
+}
+
+RtValue bitcastValue(const RtValue& a, const ir::Type* to) {
+  // Lay the source out as little-endian bytes, element 0 first.
+  std::vector<uint8_t> bytes;
+  auto put = [&](const RtValue& s) {
+    uint64_t b = bitsOf(s);
+    for (unsigned i = 0; i < s.type->bits() / 8; ++i) bytes.push_back(uint8_t(b >> (8 * i)));
+  };
+  if (a.type->isVector())
+    for (const RtValue& e : a.elems) put(e);
+  else
+    put(a);
+  size_t pos = 0;
+  auto take = [&](const ir::Type* t) {
+    uint64_t b = 0;
+    for (unsigned i = 0; i < t->bits() / 8; ++i) b |= uint64_t(bytes.at(pos++)) << (8 * i);
+    return fromBits(t, b);
+  };
+  if (!to->isVector()) return take(to);
+  RtValue r;
+  r.type = to;
+  for (unsigned i = 0; i < to->count(); ++i) r.elems.push_back(take(to->elem()));
+  return r;
+}
+
+}  // namespace eph::interp

@@ -1,0 +1,50 @@
+// Scalar semantics of the interpreter: how one bool, integer or float value
+// is stored in an RtValue, and what each arithmetic, comparison, math and
+// conversion op does to scalars. Vector ops apply these element by element
+// (ir/interp/Elementwise.h). This file is the precise definition the SPIR-V
+// and LLVM targets are tested against:
+//  - integers wrap to their width; div truncates, rem has the sign of the
+//    dividend, division by zero is an error, INT_MIN / -1 wraps to INT_MIN;
+//    shifts use (b mod bits); shr is arithmetic for signed, logical for unsigned;
+//  - floats are computed in double and rounded to the type (f32 via float,
+//    f16 via _Float16); min/max return the other operand when one is NaN;
+//    comparisons are ordered except ne;
+//  - casts wrap int->int, round int->float, truncate float->int toward zero
+//    with saturation (NaN -> 0); number->bool is != 0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ir/interp/Interp.h"
+
+namespace eph::interp {
+
+// `bits` (two's complement) truncated to the width of integer type t and
+// sign- or zero-extended, the way RtValue::i stores it.
+int64_t wrapInt(const ir::Type* t, uint64_t bits);
+// v rounded to the precision of float type t (f16, f32 or f64).
+double roundFloat(const ir::Type* t, double v);
+
+// The raw bits of a scalar at its type's width (floats: their IEEE encoding).
+uint64_t bitsOf(const RtValue& scalar);
+// The scalar of type t whose encoding is the low bits of `bits`.
+RtValue fromBits(const ir::Type* t, uint64_t bits);
+
+enum class BinaryKind { Add, Sub, Mul, Div, Rem, Min, Max, And, Or, Xor, Shl, Shr, Pow };
+enum class UnaryKind { Neg, Abs, Not, Sqrt, Rsqrt, Exp, Log, Sin, Cos, Tan, Tanh, Floor, Ceil };
+enum class CompareKind { Eq, Ne, Lt, Le, Gt, Ge };
+
+// a <k> b for two scalars of the same type. False (with `error` set) when the
+// operation traps: integer division or remainder by zero.
+bool binaryScalar(BinaryKind k, const RtValue& a, const RtValue& b, RtValue& out,
+                  std::string& error);
+RtValue unaryScalar(UnaryKind k, const RtValue& a);
+bool compareScalar(CompareKind k, const RtValue& a, const RtValue& b);
+// Value conversion of a scalar to scalar type `to`.
+RtValue castScalar(const RtValue& a, const ir::Type* to);
+// Reinterprets the bits of a scalar or vector as type `to` (same total bit
+// count; vector element 0 occupies the lowest bits).
+RtValue bitcastValue(const RtValue& a, const ir::Type* to);
+
+}  // namespace eph::interp
