@@ -3,6 +3,7 @@
 #include "passes/PassManager.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
@@ -44,19 +45,23 @@ const Pass* PassRegistry::lookup(std::string_view name) const {
 
 // ---- plugins ---------------------------------------------------------------
 
+// Errors say why, without repeating the path (callers name the plugin):
+// "no such file", the loader's reason, or the missing registration function.
 Status loadPassPlugin(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return makeError({}, "no such file");
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (!handle) {
     const char* why = dlerror();
-    return makeError({}, "cannot load pass plugin '" + path + "': " + (why ? why : "unknown error"));
+    return makeError({}, why ? why : "dlopen failed");
   }
   using RegisterFn = void (*)(PassRegistry&);
   dlerror();
   auto fn = reinterpret_cast<RegisterFn>(dlsym(handle, "ephRegisterPasses"));
   if (!fn) {
     dlclose(handle);
-    return makeError({}, "pass plugin '" + path +
-                             "' does not export 'ephRegisterPasses' (declare it extern \"C\")");
+    return makeError({}, "it does not export 'ephRegisterPasses' (define it as extern \"C\" "
+                         "void ephRegisterPasses(eph::passes::PassRegistry&))");
   }
   fn(PassRegistry::get());
   return Status::ok();
