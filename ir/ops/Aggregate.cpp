@@ -1,5 +1,6 @@
 // Vectors, structs (tuples), tagged sums and fixed arrays: construct, extract,
 // insert, and the geometric vector functions.
+#include "ir/interp/Elementwise.h"
 #include "ir/ops/Rules.h"
 
 namespace eph::ir {
@@ -129,38 +130,100 @@ Effect consumeLinear(const Op& op, unsigned i) {
   return t->isLinear() || t->isAffine() ? Effect::Consume : Effect::None;
 }
 
+// ---- interpreter semantics -------------------------------------------------
+
+// vec.make, struct.make, array.make: the operands become the elements.
+bool interpMake(interp::Exec& ex, const Op& op) {
+  interp::RtValue v;
+  v.type = resultType(op);
+  v.elems = ex.operands(op);
+  return ex.setResult(op, std::move(v));
+}
+
+// vec.extract, struct.extract: member {index}.
+bool interpExtract(interp::Exec& ex, const Op& op) {
+  return ex.setResult(op, ex.operand(op, 0).elems[op.intAttr("index")]);
+}
+
+// vec.insert, struct.insert: the aggregate with member {index} replaced.
+bool interpInsert(interp::Exec& ex, const Op& op) {
+  interp::RtValue v = ex.operand(op, 0);
+  v.elems[op.intAttr("index")] = ex.operand(op, 1);
+  return ex.setResult(op, std::move(v));
+}
+
+bool interpDot(interp::Exec& ex, const Op& op) {
+  return ex.setResult(op, interp::dotProduct(ex.operand(op, 0), ex.operand(op, 1)));
+}
+bool interpCross(interp::Exec& ex, const Op& op) {
+  return ex.setResult(op, interp::crossProduct(ex.operand(op, 0), ex.operand(op, 1)));
+}
+bool interpLength(interp::Exec& ex, const Op& op) {
+  return ex.setResult(op, interp::vectorLength(ex.operand(op, 0)));
+}
+bool interpNormalize(interp::Exec& ex, const Op& op) {
+  return ex.setResult(op, interp::normalizeVector(ex.operand(op, 0)));
+}
+
+bool interpSumMake(interp::Exec& ex, const Op& op) {
+  interp::RtValue v;
+  v.type = resultType(op);
+  v.i = op.intAttr("tag");
+  v.elems = {ex.operand(op, 0)};
+  return ex.setResult(op, std::move(v));
+}
+
+bool interpSumTag(interp::Exec& ex, const Op& op) {
+  return ex.setResult(op, interp::RtValue::ofInt(resultType(op), ex.operand(op, 0).i));
+}
+
+bool interpArrayGet(interp::Exec& ex, const Op& op) {
+  const interp::RtValue& a = ex.operand(op, 0);
+  size_t i = 0;
+  if (!ex.checkIndex(op, ex.operand(op, 1), a.elems.size(), i, "an array")) return false;
+  return ex.setResult(op, a.elems[i]);
+}
+
+bool interpArraySet(interp::Exec& ex, const Op& op) {
+  interp::RtValue a = ex.operand(op, 0);
+  size_t i = 0;
+  if (!ex.checkIndex(op, ex.operand(op, 1), a.elems.size(), i, "an array")) return false;
+  a.elems[i] = ex.operand(op, 2);
+  return ex.setResult(op, std::move(a));
+}
+
 const OpInfo kOps[] = {
     {.name = "vec.make", .numOperands = kVariadic, .numResults = 1, .flags = kPure,
-     .verify = verifyVecMake, .summary = "a vector from its elements"},
+     .verify = verifyVecMake, .interp = interpMake, .summary = "a vector from its elements"},
     {.name = "vec.extract", .numOperands = 1, .numResults = 1, .flags = kPure,
-     .verify = verifyExtract<TypeKind::Vector>, .summary = "element {index} of a vector"},
+     .verify = verifyExtract<TypeKind::Vector>, .interp = interpExtract, .summary = "element {index} of a vector"},
     {.name = "vec.insert", .numOperands = 2, .numResults = 1, .flags = kPure,
-     .verify = verifyInsert<TypeKind::Vector>, .summary = "a vector with element {index} replaced"},
+     .verify = verifyInsert<TypeKind::Vector>, .interp = interpInsert, .summary = "a vector with element {index} replaced"},
     {.name = "dot", .numOperands = 2, .numResults = 1, .flags = kPure | kCommutative,
-     .verify = verifyDot, .summary = "dot product of float vectors"},
-    {.name = "cross", .numOperands = 2, .numResults = 1, .flags = kPure, .verify = verifyCross,
+     .verify = verifyDot, .interp = interpDot, .summary = "dot product of float vectors"},
+    {.name = "cross", .numOperands = 2, .numResults = 1, .flags = kPure, .verify = verifyCross, .interp = interpCross,
      .summary = "cross product of 3-element float vectors"},
-    {.name = "length", .numOperands = 1, .numResults = 1, .flags = kPure, .verify = verifyLength,
+    {.name = "length", .numOperands = 1, .numResults = 1, .flags = kPure, .verify = verifyLength, .interp = interpLength,
      .summary = "Euclidean length of a float vector"},
     {.name = "normalize", .numOperands = 1, .numResults = 1, .flags = kPure,
-     .verify = verifyNormalize, .summary = "v / length(v)"},
+     .verify = verifyNormalize, .interp = interpNormalize, .summary = "v / length(v)"},
     {.name = "struct.make", .numOperands = kVariadic, .numResults = 1, .flags = kPure,
-     .effectFn = consumeLinear, .verify = verifyStructMake, .summary = "a struct (tuple) from its fields"},
+     .effectFn = consumeLinear, .verify = verifyStructMake, .interp = interpMake, .summary = "a struct (tuple) from its fields"},
     {.name = "struct.extract", .numOperands = 1, .numResults = 1, .flags = kPure,
-     .effectFn = consumeLinear, .verify = verifyExtract<TypeKind::Struct>, .summary = "field {index} of a struct"},
+     .effectFn = consumeLinear, .verify = verifyExtract<TypeKind::Struct>, .interp = interpExtract, .summary = "field {index} of a struct"},
     {.name = "struct.insert", .numOperands = 2, .numResults = 1, .flags = kPure,
-     .effectFn = consumeLinear, .verify = verifyInsert<TypeKind::Struct>,
+     .effectFn = consumeLinear, .verify = verifyInsert<TypeKind::Struct>, .interp = interpInsert,
      .summary = "a struct with field {index} replaced"},
     {.name = "sum.make", .numOperands = 1, .numResults = 1, .flags = kPure,
-     .effectFn = consumeLinear, .verify = verifySumMake, .summary = "variant {tag} of a sum, with its payload"},
-    {.name = "sum.tag", .numOperands = 1, .numResults = 1, .flags = kPure, .verify = verifySumTag,
+     .effectFn = consumeLinear, .verify = verifySumMake, .interp = interpSumMake, .summary = "variant {tag} of a sum, with its payload"},
+    {.name = "sum.tag", .numOperands = 1, .numResults = 1, .flags = kPure, .verify = verifySumTag, .interp = interpSumTag,
      .summary = "the variant number of a sum"},
     {.name = "array.make", .numOperands = kVariadic, .numResults = 1, .flags = kPure,
-     .effectFn = consumeLinear, .verify = verifyArrayMake, .summary = "a fixed array from its elements"},
+     .effectFn = consumeLinear, .verify = verifyArrayMake, .interp = interpMake, .summary = "a fixed array from its elements"},
     {.name = "array.get", .numOperands = 2, .numResults = 1, .flags = kPure,
-     .verify = verifyArrayGet, .summary = "element i of an array (out of bounds is an error)"},
+     .verify = verifyArrayGet, .interp = interpArrayGet, .summary = "element i of an array (out of bounds is an error)"},
     {.name = "array.set", .numOperands = 3, .numResults = 1, .flags = kPure,
-     .verify = verifyArraySet, .summary = "an array with element i replaced"},
+     .verify = verifyArraySet, .interp = interpArraySet, .summary = "an array with element i replaced"},
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Scalar and elementwise ops: constants, integer and float arithmetic,
 // comparisons, select, casts and math functions. Arithmetic on vectors is
 // elementwise.
+#include "ir/interp/Elementwise.h"
 #include "ir/ops/Rules.h"
 
 namespace eph::ir {
@@ -76,6 +77,27 @@ std::string verifyBitcast(const Op& op) {
   return {};
 }
 
+// ---- interpreter semantics (scalar rules: ir/interp/Scalar.h) ----------------
+
+bool interpConst(interp::Exec& ex, const Op& op) {
+  const Type* t = resultType(op);
+  const Attr& v = *op.attr("value");
+  if (t->isBool()) return ex.setResult(op, interp::RtValue::ofBool(t, v.b));
+  if (t->isInt()) return ex.setResult(op, interp::RtValue::ofInt(t, v.i));
+  return ex.setResult(op, interp::RtValue::ofFloat(t, v.kind == Attr::Kind::Int ? double(v.i) : v.f));
+}
+
+template <interp::BinaryKind K>
+bool interpBinary(interp::Exec& ex, const Op& op) { return interp::applyBinary(ex, op, K); }
+template <interp::UnaryKind K>
+bool interpUnary(interp::Exec& ex, const Op& op) { return interp::applyUnary(ex, op, K); }
+template <interp::CompareKind K>
+bool interpCompare(interp::Exec& ex, const Op& op) { return interp::applyCompare(ex, op, K); }
+
+bool interpSelect(interp::Exec& ex, const Op& op) {
+  return ex.setResult(op, ex.operand(op, ex.operand(op, 0).i ? 1 : 2));
+}
+
 OpInfo binary(std::string_view name, VerifyFn verify, unsigned flags, std::string_view summary,
               InterpFn interp = nullptr) {
   return {.name = name, .numOperands = 2, .numResults = 1, .flags = kPure | flags,
@@ -90,43 +112,79 @@ OpInfo unary(std::string_view name, VerifyFn verify, std::string_view summary,
 
 const OpInfo kOps[] = {
     {.name = "const", .numOperands = 0, .numResults = 1, .flags = kPure, .verify = verifyConst,
+     .interp = interpConst,
      .summary = "a scalar constant: %c = const {value = 1.5} : f32"},
-    binary("add", verifyNumeric, kCommutative, "a + b (integers wrap)"),
-    binary("sub", verifyNumeric, 0, "a - b (integers wrap)"),
-    binary("mul", verifyNumeric, kCommutative, "a * b (integers wrap)"),
-    binary("div", verifyNumeric, 0, "a / b (integers: truncating; division by zero is an error)"),
-    binary("rem", verifyNumeric, 0, "remainder with the sign of a (like C's % and fmod)"),
-    binary("min", verifyNumeric, kCommutative, "the smaller of a and b"),
-    binary("max", verifyNumeric, kCommutative, "the larger of a and b"),
-    binary("and", verifyIntBool, kCommutative, "bitwise / logical and"),
-    binary("or", verifyIntBool, kCommutative, "bitwise / logical or"),
-    binary("xor", verifyIntBool, kCommutative, "bitwise / logical xor"),
-    binary("shl", verifyInt, 0, "a << (b mod bits)"),
-    binary("shr", verifyInt, 0, "a >> (b mod bits): arithmetic for signed, logical for unsigned"),
-    unary("neg", verifyNumeric, "-a"),
-    unary("abs", verifyNumeric, "|a|"),
-    unary("not", verifyIntBool, "bitwise / logical not"),
-    binary("eq", verifyCompare, kCommutative, "a == b (floats: ordered)"),
-    binary("ne", verifyCompare, kCommutative, "a != b (floats: unordered, so nan != nan)"),
-    binary("lt", verifyCompare, 0, "a < b"),
-    binary("le", verifyCompare, 0, "a <= b"),
-    binary("gt", verifyCompare, 0, "a > b"),
-    binary("ge", verifyCompare, 0, "a >= b"),
+    binary("add", verifyNumeric, kCommutative, "a + b (integers wrap)",
+           interpBinary<interp::BinaryKind::Add>),
+    binary("sub", verifyNumeric, 0, "a - b (integers wrap)",
+           interpBinary<interp::BinaryKind::Sub>),
+    binary("mul", verifyNumeric, kCommutative, "a * b (integers wrap)",
+           interpBinary<interp::BinaryKind::Mul>),
+    binary("div", verifyNumeric, 0, "a / b (integers: truncating; division by zero is an error)",
+           interpBinary<interp::BinaryKind::Div>),
+    binary("rem", verifyNumeric, 0, "remainder with the sign of a (like C's % and fmod)",
+           interpBinary<interp::BinaryKind::Rem>),
+    binary("min", verifyNumeric, kCommutative, "the smaller of a and b",
+           interpBinary<interp::BinaryKind::Min>),
+    binary("max", verifyNumeric, kCommutative, "the larger of a and b",
+           interpBinary<interp::BinaryKind::Max>),
+    binary("and", verifyIntBool, kCommutative, "bitwise / logical and",
+           interpBinary<interp::BinaryKind::And>),
+    binary("or", verifyIntBool, kCommutative, "bitwise / logical or",
+           interpBinary<interp::BinaryKind::Or>),
+    binary("xor", verifyIntBool, kCommutative, "bitwise / logical xor",
+           interpBinary<interp::BinaryKind::Xor>),
+    binary("shl", verifyInt, 0, "a << (b mod bits)",
+           interpBinary<interp::BinaryKind::Shl>),
+    binary("shr", verifyInt, 0, "a >> (b mod bits): arithmetic for signed, logical for unsigned",
+           interpBinary<interp::BinaryKind::Shr>),
+    unary("neg", verifyNumeric, "-a",
+           interpUnary<interp::UnaryKind::Neg>),
+    unary("abs", verifyNumeric, "|a|",
+           interpUnary<interp::UnaryKind::Abs>),
+    unary("not", verifyIntBool, "bitwise / logical not",
+           interpUnary<interp::UnaryKind::Not>),
+    binary("eq", verifyCompare, kCommutative, "a == b (floats: ordered)",
+           interpCompare<interp::CompareKind::Eq>),
+    binary("ne", verifyCompare, kCommutative, "a != b (floats: unordered, so nan != nan)",
+           interpCompare<interp::CompareKind::Ne>),
+    binary("lt", verifyCompare, 0, "a < b",
+           interpCompare<interp::CompareKind::Lt>),
+    binary("le", verifyCompare, 0, "a <= b",
+           interpCompare<interp::CompareKind::Le>),
+    binary("gt", verifyCompare, 0, "a > b",
+           interpCompare<interp::CompareKind::Gt>),
+    binary("ge", verifyCompare, 0, "a >= b",
+           interpCompare<interp::CompareKind::Ge>),
     {.name = "select", .numOperands = 3, .numResults = 1, .flags = kPure, .verify = verifySelect,
+     .interp = interpSelect,
      .summary = "c ? a : b"},
-    unary("cast", verifyCast, "value conversion (float to int truncates and saturates)"),
-    unary("bitcast", verifyBitcast, "reinterpret the bits"),
-    unary("sqrt", verifyFloat, "square root"),
-    unary("rsqrt", verifyFloat, "1 / sqrt(a)"),
-    unary("exp", verifyFloat, "e^a"),
-    unary("log", verifyFloat, "natural logarithm"),
-    unary("sin", verifyFloat, "sine"),
-    unary("cos", verifyFloat, "cosine"),
-    unary("tan", verifyFloat, "tangent"),
-    unary("tanh", verifyFloat, "hyperbolic tangent"),
-    unary("floor", verifyFloat, "round down"),
-    unary("ceil", verifyFloat, "round up"),
-    binary("pow", verifyFloat, 0, "a^b"),
+    unary("cast", verifyCast, "value conversion (float to int truncates and saturates)",
+           interp::applyCast),
+    unary("bitcast", verifyBitcast, "reinterpret the bits",
+           interp::applyBitcast),
+    unary("sqrt", verifyFloat, "square root",
+           interpUnary<interp::UnaryKind::Sqrt>),
+    unary("rsqrt", verifyFloat, "1 / sqrt(a)",
+           interpUnary<interp::UnaryKind::Rsqrt>),
+    unary("exp", verifyFloat, "e^a",
+           interpUnary<interp::UnaryKind::Exp>),
+    unary("log", verifyFloat, "natural logarithm",
+           interpUnary<interp::UnaryKind::Log>),
+    unary("sin", verifyFloat, "sine",
+           interpUnary<interp::UnaryKind::Sin>),
+    unary("cos", verifyFloat, "cosine",
+           interpUnary<interp::UnaryKind::Cos>),
+    unary("tan", verifyFloat, "tangent",
+           interpUnary<interp::UnaryKind::Tan>),
+    unary("tanh", verifyFloat, "hyperbolic tangent",
+           interpUnary<interp::UnaryKind::Tanh>),
+    unary("floor", verifyFloat, "round down",
+           interpUnary<interp::UnaryKind::Floor>),
+    unary("ceil", verifyFloat, "round up",
+           interpUnary<interp::UnaryKind::Ceil>),
+    binary("pow", verifyFloat, 0, "a^b",
+           interpBinary<interp::BinaryKind::Pow>),
 };
 
 }  // namespace

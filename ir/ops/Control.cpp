@@ -1,6 +1,7 @@
 // Structured control flow and calls: if, for, while, match, their terminators
 // (yield, condition), return and call. Regions are single blocks; values flow
 // out of a region only through its terminator.
+#include "ir/interp/Exec.h"
 #include "ir/ops/Rules.h"
 
 namespace eph::ir {
@@ -144,27 +145,87 @@ Effect moveOut(const Op& op, unsigned i) {
   return t->isLinear() || t->isAffine() ? Effect::Consume : Effect::None;
 }
 
+// ---- interpreter semantics -------------------------------------------------
+
+bool interpIf(interp::Exec& ex, const Op& op) {
+  std::vector<interp::RtValue> results;
+  if (!ex.runRegion(op.region(ex.operand(op, 0).i ? 0 : 1), {}, results)) return false;
+  return ex.setResults(op, std::move(results));
+}
+
+// iv runs from lo by step while iv < hi (step > 0) or iv > hi (step < 0,
+// signed types only), compared exactly (no wrap-around) in the type's
+// signedness. A step of zero is an error.
+bool interpFor(interp::Exec& ex, const Op& op) {
+  const Type* t = operandType(op, 0);
+  auto wide = [&](const interp::RtValue& v) -> __int128 {
+    return t->isSigned() ? __int128(v.i) : __int128(static_cast<uint64_t>(v.i));
+  };
+  __int128 iv = wide(ex.operand(op, 0)), hi = wide(ex.operand(op, 1)), step = wide(ex.operand(op, 2));
+  if (step == 0) return ex.fail(op, "'for' has a step of 0");
+  std::vector<interp::RtValue> carried = ex.operands(op, 3);
+  std::vector<interp::RtValue> args;
+  while (step > 0 ? iv < hi : iv > hi) {
+    args.assign(1, interp::RtValue::ofInt(t, static_cast<int64_t>(iv)));
+    args.insert(args.end(), carried.begin(), carried.end());
+    if (!ex.runRegion(op.region(0), args, carried)) return false;
+    iv += step;
+  }
+  return ex.setResults(op, std::move(carried));
+}
+
+// Region 0 computes `condition %c, %fwd...`; if c, region 1 runs on fwd and
+// its yield feeds region 0 again; otherwise the results are fwd.
+bool interpWhile(interp::Exec& ex, const Op& op) {
+  std::vector<interp::RtValue> values = ex.operands(op), cond;
+  while (true) {
+    if (!ex.runRegion(op.region(0), values, cond)) return false;
+    bool go = cond[0].i != 0;
+    std::vector<interp::RtValue> forwarded(cond.begin() + 1, cond.end());
+    if (!go) return ex.setResults(op, std::move(forwarded));
+    if (!ex.runRegion(op.region(1), forwarded, values)) return false;
+  }
+}
+
+// Runs the region of the sum's variant with its payload.
+bool interpMatch(interp::Exec& ex, const Op& op) {
+  const interp::RtValue& sum = ex.operand(op, 0);
+  std::vector<interp::RtValue> payload = sum.elems, results;
+  if (!ex.runRegion(op.region(static_cast<unsigned>(sum.i)), payload, results)) return false;
+  return ex.setResults(op, std::move(results));
+}
+
+bool interpTerminator(interp::Exec& ex, const Op& op) { return ex.terminate(op); }
+
+bool interpCall(interp::Exec& ex, const Op& op) {
+  const Function* callee = calleeOf(op);
+  if (!callee) return ex.fail(op, "calls unknown function @" + op.symbolAttr("callee"));
+  std::vector<interp::RtValue> results;
+  if (!ex.callFunction(&op, *callee, ex.operands(op), results)) return false;
+  return ex.setResults(op, std::move(results));
+}
+
 const OpInfo kOps[] = {
     {.name = "if", .numOperands = 1, .numResults = kVariadic, .numRegions = 2,
-     .verify = verifyIf, .summary = "if %c : T... { then; yield } { else; yield }"},
+     .verify = verifyIf, .interp = interpIf, .summary = "if %c : T... { then; yield } { else; yield }"},
     {.name = "for", .numOperands = kVariadic, .numResults = kVariadic, .numRegions = 1,
-     .effectFn = moveOut, .verify = verifyFor,
+     .effectFn = moveOut, .verify = verifyFor, .interp = interpFor,
      .summary = "for %lo, %hi, %step, %init... : T... { |%i, %acc...| ...; yield %acc'... }"},
     {.name = "while", .numOperands = kVariadic, .numResults = kVariadic, .numRegions = 2,
-     .effectFn = moveOut, .verify = verifyWhile,
+     .effectFn = moveOut, .verify = verifyWhile, .interp = interpWhile,
      .summary = "while %init... : T... { |%a...| ...; condition %c, %v... } { |%v...| ...; yield %a'... }"},
     {.name = "match", .numOperands = 1, .numResults = kVariadic, .numRegions = kVariadic,
-     .effectFn = moveOut, .verify = verifyMatch,
+     .effectFn = moveOut, .verify = verifyMatch, .interp = interpMatch,
      .summary = "match %sum : T... { |%payload0| ... } { |%payload1| ... } (one region per variant)"},
     {.name = "yield", .numOperands = kVariadic, .numResults = 0, .flags = kTerminator,
-     .effectFn = moveOut, .verify = verifyYield, .summary = "ends a region of if/for/while/match"},
+     .effectFn = moveOut, .verify = verifyYield, .interp = interpTerminator, .summary = "ends a region of if/for/while/match"},
     {.name = "condition", .numOperands = kVariadic, .numResults = 0, .flags = kTerminator,
-     .effectFn = moveOut, .verify = verifyCondition,
+     .effectFn = moveOut, .verify = verifyCondition, .interp = interpTerminator,
      .summary = "ends the first region of while: continue if %c, forwarding values"},
     {.name = "return", .numOperands = kVariadic, .numResults = 0, .flags = kTerminator,
-     .effectFn = moveOut, .verify = verifyReturn, .summary = "ends a function body"},
+     .effectFn = moveOut, .verify = verifyReturn, .interp = interpTerminator, .summary = "ends a function body"},
     {.name = "call", .numOperands = kVariadic, .numResults = kVariadic,
-     .effectFn = callEffect, .verify = verifyCall, .summary = "call @callee with arguments"},
+     .effectFn = callEffect, .verify = verifyCall, .interp = interpCall, .summary = "call @callee with arguments"},
 };
 
 }  // namespace
