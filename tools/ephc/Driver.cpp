@@ -130,7 +130,8 @@ std::vector<OptionSpec> pipelineOptions() {
 bool loadPlugins(Session& s, const ParsedArgs& args) {
   for (const std::string& lib : args.all("--load-pass-plugin")) {
     if (Status st = passes::loadPassPlugin(lib); !st) {
-      s.report(st.error());
+      const std::string& why = st.error().message;
+      s.fail(why.find(lib) != std::string::npos ? why : "cannot load pass plugin '" + lib + "': " + why);
       return false;
     }
   }
