@@ -641,6 +641,20 @@ class Parser {
     return expect(Tok::RBrace, "'}'");
   }
 
+  // At `%a, %b =`: the results of the next op, not operands of an op that has
+  // none (`barrier` followed by `%x = ...` on the next line).
+  bool atResultList() const {
+    if (ahead_.kind == Tok::Equal) return true;
+    if (ahead_.kind != Tok::Comma) return false;
+    Lexer peek = lex_;
+    while (true) {
+      if (peek.next().kind != Tok::ValueRef) return false;
+      Token after = peek.next();
+      if (after.kind == Tok::Equal) return true;
+      if (after.kind != Tok::Comma) return false;
+    }
+  }
+
   static std::string countText(int n, const char* noun) {
     return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
   }
@@ -665,7 +679,7 @@ class Parser {
     consume();
 
     std::vector<Value*> operands;
-    if (tok_.kind == Tok::ValueRef) {
+    if (tok_.kind == Tok::ValueRef && !atResultList()) {
       while (true) {
         if (tok_.kind != Tok::ValueRef) return fail("expected an operand, got " + describe(tok_));
         Value* v = lookupValue(tok_);
