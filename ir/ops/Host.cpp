@@ -1,6 +1,7 @@
 // Host ops: the program a host function runs against a device. Buffers are
 // allocated, filled, transferred, used by dispatches and freed; `wait` blocks
 // until all submitted work is done.
+#include "ir/interp/Exec.h"
 #include "ir/ops/Rules.h"
 
 namespace eph::ir {
@@ -72,21 +73,83 @@ Effect dispatchEffect(const Op& op, unsigned i) {
   return t->ownership() == Ownership::Read ? Effect::Read : Effect::Write;
 }
 
+// ---- interpreter semantics -------------------------------------------------
+
+// An integer operand as a count; false after failing when it is negative.
+bool countOperand(interp::Exec& ex, const Op& op, unsigned i, const char* what, uint64_t& out) {
+  const interp::RtValue& v = ex.operand(op, i);
+  if (v.type->isSigned() && v.i < 0)
+    return ex.fail(op, std::string(what) + " is negative (" + std::to_string(v.i) + ")");
+  out = static_cast<uint64_t>(v.i);
+  return true;
+}
+
+bool interpAlloc(interp::Exec& ex, const Op& op) {
+  uint64_t n = 0;
+  if (!countOperand(ex, op, 0, "the element count", n)) return false;
+  if (!ex.memory()) return ex.fail(op, "no memory to allocate from");
+  if (n > (uint64_t(1) << 31))
+    return ex.fail(op, "allocation of " + std::to_string(n) + " elements is too large for the interpreter");
+  const Type* t = resultType(op);
+  interp::RtValue b;
+  b.type = t;
+  b.buffer = ex.memory()->allocate(t->elem(), t->space(), static_cast<size_t>(n), op.loc());
+  return ex.setResult(op, std::move(b));
+}
+
+bool interpFree(interp::Exec& ex, const Op& op) {
+  interp::BufferData* b = ex.memory() ? ex.memory()->get(ex.operand(op, 0).buffer) : nullptr;
+  if (!b) return ex.fail(op, "free of an invalid buffer handle");
+  if (b->freed) return ex.fail(op, "double free of a buffer" + interp::allocatedAt(*b));
+  b->freed = true;
+  b->elems = {};
+  b->written = {};
+  return true;
+}
+
+// h2d / d2h: copy every element and its written flag; lengths must match.
+bool interpCopy(interp::Exec& ex, const Op& op) {
+  interp::BufferData* dst = ex.buffer(op, ex.operand(op, 0));
+  interp::BufferData* src = dst ? ex.buffer(op, ex.operand(op, 1)) : nullptr;
+  if (!src) return false;
+  if (dst->elems.size() != src->elems.size())
+    return ex.fail(op, "copies a buffer of " + std::to_string(src->elems.size()) +
+                           " elements into a buffer of " + std::to_string(dst->elems.size()));
+  dst->elems = src->elems;
+  dst->written = src->written;
+  return true;
+}
+
+bool interpDispatch(interp::Exec& ex, const Op& op) {
+  const Function* k = kernelOf(op);
+  if (!k) return ex.fail(op, "dispatches unknown kernel @" + op.symbolAttr("kernel"));
+  std::array<uint32_t, 3> groups{};
+  for (unsigned i = 0; i < 3; ++i) {
+    uint64_t n = 0;
+    if (!countOperand(ex, op, i, "the workgroup count", n)) return false;
+    if (n > UINT32_MAX) return ex.fail(op, "workgroup count " + std::to_string(n) + " is too large");
+    groups[i] = static_cast<uint32_t>(n);
+  }
+  return ex.dispatch(op, *k, groups, ex.operands(op, 3));
+}
+
+bool interpWait(interp::Exec&, const Op&) { return true; }  // dispatches run to completion
+
 const OpInfo kOps[] = {
-    {.name = "alloc", .numOperands = 1, .numResults = 1, .flags = kHostOnly, .verify = verifyAlloc,
+    {.name = "alloc", .numOperands = 1, .numResults = 1, .flags = kHostOnly, .verify = verifyAlloc, .interp = interpAlloc,
      .summary = "alloc %n : buffer<T, host|device, linear|affine>: a buffer of n elements"},
     {.name = "free", .numOperands = 1, .numResults = 0, .flags = kHostOnly,
-     .effects = {Effect::Consume}, .verify = verifyFree, .summary = "release a buffer (consumes it)"},
+     .effects = {Effect::Consume}, .verify = verifyFree, .interp = interpFree, .summary = "release a buffer (consumes it)"},
     {.name = "h2d", .numOperands = 2, .numResults = 0, .flags = kHostOnly,
-     .effects = {Effect::Write, Effect::Read}, .verify = verifyH2D,
+     .effects = {Effect::Write, Effect::Read}, .verify = verifyH2D, .interp = interpCopy,
      .summary = "h2d %device_dst, %host_src: copy host to device (same length)"},
     {.name = "d2h", .numOperands = 2, .numResults = 0, .flags = kHostOnly,
-     .effects = {Effect::Write, Effect::Read}, .verify = verifyD2H,
+     .effects = {Effect::Write, Effect::Read}, .verify = verifyD2H, .interp = interpCopy,
      .summary = "d2h %host_dst, %device_src: copy device to host (same length)"},
     {.name = "dispatch", .numOperands = kVariadic, .numResults = 0, .flags = kHostOnly,
-     .effectFn = dispatchEffect, .verify = verifyDispatch,
+     .effectFn = dispatchEffect, .verify = verifyDispatch, .interp = interpDispatch,
      .summary = "dispatch %gx, %gy, %gz, %args... {kernel = @k}: run a grid of workgroups"},
-    {.name = "wait", .numOperands = 0, .numResults = 0, .flags = kHostOnly,
+    {.name = "wait", .numOperands = 0, .numResults = 0, .flags = kHostOnly, .interp = interpWait,
      .summary = "block until all submitted device work has finished"},
 };
 

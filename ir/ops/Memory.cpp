@@ -1,5 +1,7 @@
 // Buffer access, atomics, workgroup memory, barriers and the invocation
 // builtins (ids, sizes, subgroups).
+#include "ir/interp/Exec.h"
+#include "ir/interp/Scalar.h"
 #include "ir/ops/Rules.h"
 
 namespace eph::ir {
@@ -74,43 +76,140 @@ std::string verifyBuiltin(const Op& op) {
   return {};
 }
 
-OpInfo atomic(std::string_view name, int operands, std::string_view summary) {
-  return {.name = name, .numOperands = operands, .numResults = 1,
-          .effects = {Effect::Write, Effect::None}, .verify = verifyAtomic, .summary = summary};
+// ---- interpreter semantics -------------------------------------------------
+
+bool interpLoad(interp::Exec& ex, const Op& op) {
+  interp::RtValue v;
+  if (!ex.readElement(op, ex.operand(op, 0), ex.operand(op, 1), v)) return false;
+  return ex.setResult(op, std::move(v));
 }
 
-OpInfo builtin(std::string_view name, std::string_view summary) {
+bool interpStore(interp::Exec& ex, const Op& op) {
+  return ex.writeElement(op, ex.operand(op, 0), ex.operand(op, 1), ex.operand(op, 2));
+}
+
+bool interpBufferLen(interp::Exec& ex, const Op& op) {
+  interp::BufferData* b = ex.buffer(op, ex.operand(op, 0));
+  if (!b) return false;
+  return ex.setResult(op, interp::RtValue::ofInt(resultType(op), int64_t(b->elems.size())));
+}
+
+enum class AtomicKind { Add, Min, Max, Xchg, CmpXchg };
+
+// Reads the element (it must have been written), stores the combined value
+// and returns the old one. Invocations run one at a time between barriers,
+// so every atomic is indivisible.
+template <AtomicKind K>
+bool interpAtomic(interp::Exec& ex, const Op& op) {
+  const interp::RtValue& buf = ex.operand(op, 0);
+  const interp::RtValue& index = ex.operand(op, 1);
+  interp::RtValue old, now;
+  if (!ex.readElement(op, buf, index, old)) return false;
+  const interp::RtValue& v = ex.operand(op, 2);
+  std::string error;
+  switch (K) {
+    case AtomicKind::Add:
+      if (!interp::binaryScalar(interp::BinaryKind::Add, old, v, now, error)) return ex.fail(op, error);
+      break;
+    case AtomicKind::Min:
+      if (!interp::binaryScalar(interp::BinaryKind::Min, old, v, now, error)) return ex.fail(op, error);
+      break;
+    case AtomicKind::Max:
+      if (!interp::binaryScalar(interp::BinaryKind::Max, old, v, now, error)) return ex.fail(op, error);
+      break;
+    case AtomicKind::Xchg: now = v; break;
+    case AtomicKind::CmpXchg:
+      now = interp::bitsOf(old) == interp::bitsOf(v) ? ex.operand(op, 3) : old;
+      break;
+  }
+  if (!ex.writeElement(op, buf, index, std::move(now))) return false;
+  return ex.setResult(op, std::move(old));
+}
+
+bool interpWorkgroupAlloc(interp::Exec& ex, const Op& op) {
+  interp::RtValue b;
+  if (!ex.workgroupBuffer(op, b)) return false;
+  return ex.setResult(op, std::move(b));
+}
+
+bool interpBarrier(interp::Exec& ex, const Op& op) { return ex.barrier(op); }
+
+enum class BuiltinKind {
+  GlobalId, LocalId, WorkgroupId, NumWorkgroups, WorkgroupSize, SubgroupSize, SubgroupId,
+  SubgroupLocalId,
+};
+
+template <BuiltinKind K>
+bool interpBuiltin(interp::Exec& ex, const Op& op) {
+  const interp::Invocation* inv = ex.invocation();
+  if (!inv) return ex.fail(op, "'" + std::string(op.name()) + "' outside a kernel invocation");
+  unsigned dim = op.attr("dim") ? static_cast<unsigned>(op.intAttr("dim")) : 0;
+  constexpr uint32_t sg = interp::Interpreter::kSubgroupSize;
+  uint32_t v = 0;
+  switch (K) {
+    case BuiltinKind::GlobalId: v = inv->globalId[dim]; break;
+    case BuiltinKind::LocalId: v = inv->localId[dim]; break;
+    case BuiltinKind::WorkgroupId: v = inv->workgroupId[dim]; break;
+    case BuiltinKind::NumWorkgroups: v = inv->numWorkgroups[dim]; break;
+    case BuiltinKind::WorkgroupSize: v = inv->workgroupSize[dim]; break;
+    case BuiltinKind::SubgroupSize: v = sg; break;
+    case BuiltinKind::SubgroupId: v = inv->localIndex / sg; break;
+    case BuiltinKind::SubgroupLocalId: v = inv->localIndex % sg; break;
+  }
+  return ex.setResult(op, interp::RtValue::ofInt(resultType(op), v));
+}
+
+OpInfo atomic(std::string_view name, int operands, std::string_view summary, InterpFn interp) {
+  return {.name = name, .numOperands = operands, .numResults = 1,
+          .effects = {Effect::Write, Effect::None}, .verify = verifyAtomic, .interp = interp,
+          .summary = summary};
+}
+
+OpInfo builtin(std::string_view name, std::string_view summary, InterpFn interp) {
   return {.name = name, .numOperands = 0, .numResults = 1, .flags = kPure | kKernelOnly,
-          .verify = verifyBuiltin, .summary = summary};
+          .verify = verifyBuiltin, .interp = interp, .summary = summary};
 }
 
 const OpInfo kOps[] = {
     {.name = "load", .numOperands = 2, .numResults = 1, .flags = kReadOnly,
-     .effects = {Effect::Read, Effect::None}, .verify = verifyLoad,
+     .effects = {Effect::Read, Effect::None}, .verify = verifyLoad, .interp = interpLoad,
      .summary = "element i of a buffer (out of bounds or never written is an error)"},
     {.name = "store", .numOperands = 3, .numResults = 0,
-     .effects = {Effect::Write, Effect::None}, .verify = verifyStore,
+     .effects = {Effect::Write, Effect::None}, .verify = verifyStore, .interp = interpStore,
      .summary = "store %buf, %i, %v: write element i"},
     {.name = "buffer.len", .numOperands = 1, .numResults = 1, .flags = kPure,
-     .effects = {Effect::Read}, .verify = verifyBufferLen, .summary = "number of elements"},
-    atomic("atomic.add", 3, "atomically add; returns the old value"),
-    atomic("atomic.min", 3, "atomically take the minimum; returns the old value"),
-    atomic("atomic.max", 3, "atomically take the maximum; returns the old value"),
-    atomic("atomic.xchg", 3, "atomically exchange; returns the old value"),
+     .effects = {Effect::Read}, .verify = verifyBufferLen, .interp = interpBufferLen, .summary = "number of elements"},
+    atomic("atomic.add", 3, "atomically add; returns the old value",
+           interpAtomic<AtomicKind::Add>),
+    atomic("atomic.min", 3, "atomically take the minimum; returns the old value",
+           interpAtomic<AtomicKind::Min>),
+    atomic("atomic.max", 3, "atomically take the maximum; returns the old value",
+           interpAtomic<AtomicKind::Max>),
+    atomic("atomic.xchg", 3, "atomically exchange; returns the old value",
+           interpAtomic<AtomicKind::Xchg>),
     atomic("atomic.cmpxchg", 4,
-           "atomic.cmpxchg %buf, %i, %expected, %new: store if equal; returns the old value"),
+           "atomic.cmpxchg %buf, %i, %expected, %new: store if equal; returns the old value",
+           interpAtomic<AtomicKind::CmpXchg>),
     {.name = "workgroup.alloc", .numOperands = 0, .numResults = 1, .flags = kKernelOnly,
-     .verify = verifyWorkgroupAlloc, .summary = "workgroup memory of {size} elements, shared by a workgroup"},
-    {.name = "barrier", .numOperands = 0, .numResults = 0, .flags = kKernelOnly | kBarrier,
+     .verify = verifyWorkgroupAlloc, .interp = interpWorkgroupAlloc, .summary = "workgroup memory of {size} elements, shared by a workgroup"},
+    {.name = "barrier", .numOperands = 0, .numResults = 0, .flags = kKernelOnly | kBarrier, .interp = interpBarrier,
      .summary = "wait for the whole workgroup; makes workgroup and device memory writes visible"},
-    builtin("global_id", "global invocation id in {dim}"),
-    builtin("local_id", "invocation id within the workgroup in {dim}"),
-    builtin("workgroup_id", "workgroup id in {dim}"),
-    builtin("num_workgroups", "number of workgroups in {dim}"),
-    builtin("workgroup_size", "invocations per workgroup in {dim}"),
-    builtin("subgroup_size", "invocations per subgroup"),
-    builtin("subgroup_id", "subgroup number within the workgroup"),
-    builtin("subgroup_local_id", "invocation number within the subgroup"),
+    builtin("global_id", "global invocation id in {dim}",
+            interpBuiltin<BuiltinKind::GlobalId>),
+    builtin("local_id", "invocation id within the workgroup in {dim}",
+            interpBuiltin<BuiltinKind::LocalId>),
+    builtin("workgroup_id", "workgroup id in {dim}",
+            interpBuiltin<BuiltinKind::WorkgroupId>),
+    builtin("num_workgroups", "number of workgroups in {dim}",
+            interpBuiltin<BuiltinKind::NumWorkgroups>),
+    builtin("workgroup_size", "invocations per workgroup in {dim}",
+            interpBuiltin<BuiltinKind::WorkgroupSize>),
+    builtin("subgroup_size", "invocations per subgroup",
+            interpBuiltin<BuiltinKind::SubgroupSize>),
+    builtin("subgroup_id", "subgroup number within the workgroup",
+            interpBuiltin<BuiltinKind::SubgroupId>),
+    builtin("subgroup_local_id", "invocation number within the subgroup",
+            interpBuiltin<BuiltinKind::SubgroupLocalId>),
 };
 
 }  // namespace
