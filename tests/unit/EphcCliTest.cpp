@@ -1,0 +1,188 @@
+// The ephc command line in-process: flag parsing, error rendering, and whole
+// commands through ephcMain. Also checks that CI runs the README's test command.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tools/ephc/Args.h"
+#include "ir/OpTable.h"
+#include "tools/ephc/Driver.h"
+
+using namespace eph;
+using namespace eph::ephc;
+
+namespace {
+
+CommandSpec demoSpec() {
+  return {
+      .name = "demo",
+      .operands = "FILE",
+      .summary = "A demo command.",
+      .options = {{"--flag", "", "a flag"},
+                  {"--value", "V", "one value"},
+                  {"--many", "M", "repeatable", true},
+                  {"-o", "OUT", "output"}},
+      .minOperands = 1,
+      .maxOperands = 1,
+  };
+}
+
+Expected<ParsedArgs> parse(std::vector<std::string> args) { return parseArgs(demoSpec(), args); }
+
+struct Result {
+  int status;
+  std::string out, err;
+};
+
+Result ephc(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  int status = ephcMain(args, out, err);
+  return {status, out.str(), err.str()};
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(EphcArgs, BothValueFormsFlagsAndOperands) {
+  auto a = parse({"in.eir", "--flag", "--value=3", "--many", "x", "--many=y", "-o", "out"});
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->operands, std::vector<std::string>{"in.eir"});
+  EXPECT_TRUE(a->has("--flag"));
+  EXPECT_EQ(a->get("--value"), "3");
+  EXPECT_EQ(a->all("--many"), (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(a->get("-o"), "out");
+  EXPECT_EQ(a->get("--absent", "fallback"), "fallback");
+}
+
+TEST(EphcArgs, ValuesMayLookLikeOptionsAfterTheName) {
+  auto a = parse({"--value", "-5", "--", "-file-"});
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->get("--value"), "-5");
+  EXPECT_EQ(a->operands, std::vector<std::string>{"-file-"});
+}
+
+TEST(EphcArgs, ErrorsNameTheOption) {
+  auto expectError = [](std::vector<std::string> args, const std::string& msg) {
+    auto a = parse(args);
+    ASSERT_FALSE(a);
+    EXPECT_EQ(a.error().message, "demo: " + msg + " (see 'ephc demo --help')");
+    EXPECT_FALSE(a.error().loc.known());
+  };
+  expectError({"f", "--nope"}, "unknown option '--nope'");
+  expectError({"f", "--value"}, "option '--value' needs a value (V)");
+  expectError({"f", "--value="}, "option '--value' needs a value after '='");
+  expectError({"f", "--flag=1"}, "option '--flag' takes no value");
+  expectError({"f", "--value=1", "--value=2"}, "option '--value' is given twice");
+  expectError({}, "no input file");
+  expectError({"a", "b"}, "unexpected argument 'b'");
+}
+
+TEST(EphcArgs, HelpWinsOverMissingOperands) {
+  auto a = parse({"--help"});
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(a->help);
+  std::string help = helpText(demoSpec());
+  EXPECT_EQ(help.rfind("usage: ephc demo FILE [options]\n", 0), 0u) << help;
+  EXPECT_NE(help.find("  --value=V "), std::string::npos) << help;
+  EXPECT_NE(help.find("  -o OUT "), std::string::npos) << help;
+}
+
+TEST(EphcArgs, SplitList) {
+  EXPECT_EQ(splitList("a,b,,c"), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(splitList("").empty());
+}
+
+TEST(EphcRender, CaretUnderTheColumnKeepingTabs) {
+  SourceCache sources;
+  sources.add("f.eir", "first\n\tab cd\r\nlast");
+  std::string file = "f.eir";
+  EXPECT_EQ(renderError(makeError(Loc{&file, 2, 5}, "bad"), sources), "f.eir:2:5: error: bad\n\tab cd\n\t   ^\n");
+  // A column past the end puts the caret after the text.
+  EXPECT_EQ(renderError(makeError(Loc{&file, 3, 40}, "x"), sources), "f.eir:3:40: error: x\nlast\n    ^\n");
+  // A line that does not exist: just the first line.
+  EXPECT_EQ(renderError(makeError(Loc{&file, 9, 1}, "x"), sources), "f.eir:9:1: error: x\n");
+  // No location.
+  EXPECT_EQ(renderError(makeError({}, "plain"), sources), "ephc: plain\n");
+}
+
+TEST(EphcMain, VersionHelpAndUnknownCommands) {
+  Result v = ephc({"--version"});
+  EXPECT_EQ(v.status, 0);
+  EXPECT_EQ(v.out.rfind("ephc 0.", 0), 0u) << v.out;
+  EXPECT_NE(v.out.find("\ntargets: interp\n"), std::string::npos) << v.out;
+  Result h = ephc({"help", "run"});
+  EXPECT_EQ(h.status, 0);
+  EXPECT_EQ(h.out.rfind("usage: ephc run FILE [options]", 0), 0u);
+  Result none = ephc({});
+  EXPECT_EQ(none.status, 1);
+  EXPECT_EQ(none.out, "");
+  EXPECT_EQ(none.err, "ephc: no command given (commands: opt, run, passes, ops; see 'ephc --help')\n");
+  Result bad = ephc({"frob"});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_EQ(bad.err, "ephc: unknown command 'frob' (commands: opt, run, passes, ops; see 'ephc --help')\n");
+}
+
+TEST(EphcMain, OpsListsEveryOpOnceWithItsSummary) {
+  Result r = ephc({"ops"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  size_t count = 0;
+  while (std::getline(lines, line)) {
+    ++count;
+    size_t gap = line.find("  ");
+    ASSERT_NE(gap, std::string::npos) << "no summary: " << line;
+    EXPECT_NE(line.find_first_not_of(' ', gap), std::string::npos) << line;
+  }
+  EXPECT_EQ(count, ir::OpTable::get().all().size());
+  EXPECT_NE(r.out.find("\nbarrier "), std::string::npos);
+}
+
+TEST(EphcMain, OptPrintsTheModuleAndWritesOutputFiles) {
+  std::string dir = testing::TempDir();
+  std::string in = dir + "/ephc_cli_in.eir", out = dir + "/ephc_cli_out.eir";
+  std::ofstream(in) << "host @main(%x: i32) -> i32 {\n  return %x\n}\n";
+  Result r = ephc({"opt", in});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("host @main(%x: i32) -> i32 {"), std::string::npos) << r.out;
+  Result w = ephc({"opt", in, "-o", out});
+  ASSERT_EQ(w.status, 0) << w.err;
+  EXPECT_EQ(w.out, "");
+  EXPECT_EQ(readFile(out), r.out);
+}
+
+TEST(EphcMain, RunRejectsUnavailableTargetsBeforeReadingTheFile) {
+  Result r = ephc({"run", "/nonexistent.eir", "--target=vulkan"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "ephc: run: target 'vulkan' is not available in this build (available: interp)\n");
+}
+
+// CI must run exactly the README's test command (the second command block).
+TEST(EphcReadme, CiRunsTheReadmeTestCommand) {
+  std::string readme = readFile(std::string(EPH_SOURCE_DIR) + "/README.md");
+  std::string ci = readFile(std::string(EPH_SOURCE_DIR) + "/.ci/run");
+  ASSERT_FALSE(readme.empty());
+  std::vector<std::string> commands;
+  std::istringstream lines(readme);
+  std::string line;
+  bool inBlock = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("```", 0) == 0) {
+      inBlock = !inBlock;
+      continue;
+    }
+    if (inBlock && !line.empty() && line[0] != '#' && commands.size() < 2) commands.push_back(line);
+  }
+  ASSERT_EQ(commands.size(), 2u);
+  EXPECT_NE(commands[0].find("ephc run examples/ir/saxpy.eir"), std::string::npos) << commands[0];
+  EXPECT_NE(commands[1].find("ctest"), std::string::npos) << commands[1];
+  EXPECT_NE(ci.find("\n" + commands[1] + "\n"), std::string::npos)
+      << ".ci/run does not run the README's test command:\n" << commands[1];
+}
+
+}  // namespace
