@@ -18,7 +18,6 @@
 // Floats: x + 0.0 is not x when x is -0.0, so for floats only x + (-0.0) and
 // x - (+0.0) fold; x * 0 and x - x never fold for floats (NaN, infinities).
 #include <cmath>
-#include <set>
 #include <vector>
 
 #include "ir/Builder.h"
@@ -35,19 +34,28 @@ using ir::Value;
 
 // ---- helpers -------------------------------------------------------------------
 
-// Replaces op's results with `values` and erases op, then any `const` that op
-// was the last user of (folding would otherwise leave them behind).
+// Replaces op's results with `values` and erases op.
 void replaceOp(Op* op, const std::vector<Value*>& values) {
   for (unsigned i = 0; i < op->numResults(); ++i) {
     if (values[i]->name().empty()) values[i]->setName(op->result(i)->name());
     op->result(i)->replaceAllUsesWith(values[i]);
   }
-  std::set<Op*> inputs;
-  for (Value* v : op->operands())
-    if (Op* def = v->definingOp(); def && def->name() == "const") inputs.insert(def);
   op->erase();
-  for (Op* def : inputs)
-    if (!def->result()->hasUses()) def->erase();
+}
+
+// Folding leaves the constants it consumed behind: erase unused `const` ops.
+// (Other dead ops are dce's job.)
+bool eraseUnusedConstants(Region& region) {
+  bool changed = false;
+  for (auto it = region.ops().begin(); it != region.ops().end();) {
+    Op* op = (it++)->get();
+    for (unsigned r = 0; r < op->numRegions(); ++r) changed |= eraseUnusedConstants(op->region(r));
+    if (op->name() == "const" && !op->result()->hasUses()) {
+      op->erase();
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 ir::Value* makeConst(Op* before, const ir::Type* t, ir::Attr value) {
@@ -140,7 +148,8 @@ bool constantsToTheRight(Op* op) {
 // x + 0, 0 + x, x - 0, x * 1, 1 * x -> x; x * 0 -> 0 and x - x -> 0 for integers.
 bool arithmeticIdentities(Op* op) {
   std::string_view n = op->name();
-  if (op->numOperands() != 2 || !op->result()->type()->isScalar()) return false;
+  if (op->numOperands() != 2 || op->numResults() != 1 || !op->result()->type()->isScalar())
+    return false;
   Value* x = op->operand(0);
   Value* y = op->operand(1);
   bool isInt = op->result()->type()->isInt();
@@ -153,8 +162,8 @@ bool arithmeticIdentities(Op* op) {
   } else if (n == "mul") {
     if (isOne(y)) return replaceOp(op, {x}), true;
     if (isOne(x)) return replaceOp(op, {y}), true;
-    if (isInt && (isIntConst(y, 0) || isIntConst(x, 0)))
-      return replaceOp(op, {makeZero(op, op->result()->type())}), true;
+    if (isInt && isIntConst(y, 0)) return replaceOp(op, {y}), true;
+    if (isInt && isIntConst(x, 0)) return replaceOp(op, {x}), true;
   }
   return false;
 }
@@ -162,7 +171,8 @@ bool arithmeticIdentities(Op* op) {
 // and x, x -> x; or x, x -> x; xor x, x -> 0 (false for bools).
 bool bitwiseIdentities(Op* op) {
   std::string_view n = op->name();
-  if (op->numOperands() != 2 || op->operand(0) != op->operand(1)) return false;
+  if (op->numOperands() != 2 || op->numResults() != 1 || op->operand(0) != op->operand(1))
+    return false;
   if (n == "and" || n == "or") return replaceOp(op, {op->operand(0)}), true;
   if (n == "xor" && op->result()->type()->isScalar())
     return replaceOp(op, {makeZero(op, op->result()->type())}), true;
@@ -216,8 +226,7 @@ bool sweep(Region& region) {
   for (auto it = region.ops().begin(); it != region.ops().end();) {
     Op* op = (it++)->get();
     for (unsigned r = 0; r < op->numRegions(); ++r) changed |= sweep(op->region(r));
-    // Erasing op or a const before it cannot invalidate `it`: only op itself
-    // and ops before it (its operands' definitions) are ever erased.
+    // Only op itself is erased here; new ops go before it: `it` stays valid.
     changed |= simplify(op);
   }
   return changed;
@@ -226,8 +235,10 @@ bool sweep(Region& region) {
 bool runCanonicalize(ir::Module& m, Diagnostics&) {
   constexpr int kMaxSweeps = 64;  // every rewrite shrinks or reorders; this is a safety net
   bool changed = false;
-  for (auto& fn : m.functions())
+  for (auto& fn : m.functions()) {
     for (int i = 0; i < kMaxSweeps && sweep(fn->body()); ++i) changed = true;
+    changed |= eraseUnusedConstants(fn->body());
+  }
   return changed;
 }
 
