@@ -693,9 +693,15 @@ class Parser {
     std::map<std::string, Attr> attrs;
     if (tok_.kind == Tok::LBrace && (ahead_.kind == Tok::Ident || ahead_.kind == Tok::String)) {
       // `{name = ...` is an attribute dictionary; a region starts with an op or '|'.
+      // `{name 1}` (a forgotten '=') is a broken dictionary, not a region.
       Lexer peek = lex_;
       Token third = peek.next();
-      if (third.kind == Tok::Equal && !attrDict(attrs)) return false;
+      bool literal = third.kind == Tok::Int || third.kind == Tok::Float ||
+                     third.kind == Tok::String || third.kind == Tok::Symbol ||
+                     third.kind == Tok::LBracket;
+      bool isDict = third.kind == Tok::Equal ||
+                    (literal && !OpTable::get().lookup(ahead_.text));
+      if (isDict && !attrDict(attrs)) return false;
     }
     std::vector<const Type*> types;
     if (tok_.kind == Tok::Colon) {
