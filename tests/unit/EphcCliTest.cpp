@@ -110,6 +110,18 @@ TEST(EphcRender, CaretUnderTheColumnKeepingTabs) {
   EXPECT_EQ(renderError(makeError({}, "plain"), sources), "ephc: plain\n");
 }
 
+TEST(EphcRender, ControlCharactersUtf8AndLongLines) {
+  SourceCache sources;
+  std::string file = "g.eir";
+  // "é" is two bytes but one column on screen; \x01 is shown as '?'.
+  sources.add(file, "\xc3\xa9\x01x\n" + std::string(300, 'a') + "\n");
+  EXPECT_EQ(renderError(makeError(Loc{&file, 1, 4}, "c"), sources), "g.eir:1:4: error: c\n\xc3\xa9?x\n  ^\n");
+  // A long line is cut to a window around the column.
+  std::string r = renderError(makeError(Loc{&file, 2, 200}, "w"), sources);
+  std::string want = "g.eir:2:200: error: w\n..." + std::string(160, 'a') + "...\n" + std::string(83, ' ') + "^\n";
+  EXPECT_EQ(r, want);
+}
+
 TEST(EphcMain, VersionHelpAndUnknownCommands) {
   Result v = ephc({"--version"});
   EXPECT_EQ(v.status, 0);

@@ -1,5 +1,6 @@
 #include "tools/ephc/Driver.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -55,10 +56,22 @@ std::string renderError(const Error& e, SourceCache& sources) {
   std::optional<std::string> text;
   if (e.loc.file) text = sources.line(*e.loc.file, e.loc.line);
   if (!text) return s;
-  // Keep tabs in the caret line so the caret lines up with the source.
-  std::string pad;
-  for (unsigned i = 0; i + 1 < e.loc.col && i < text->size(); ++i) pad += (*text)[i] == '\t' ? '\t' : ' ';
-  return s + *text + "\n" + pad + "^\n";
+  // Show at most about 80 bytes either side of the column of a very long line.
+  size_t at = std::min<size_t>(e.loc.col - 1, text->size());
+  size_t from = at > 80 ? at - 80 : 0;
+  size_t to = std::min(text->size(), at + 80);
+  std::string shown = (from ? "..." : "") + text->substr(from, to - from) + (to < text->size() ? "..." : "");
+  size_t caret = at - from + (from ? 3 : 0);
+  // Control characters would garble the terminal: show them as '?'. The caret
+  // line keeps tabs, and counts a UTF-8 sequence as one column, so it lines up.
+  std::string line, pad;
+  for (size_t i = 0; i < shown.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(shown[i]);
+    bool control = (c < 0x20 && c != '\t') || c == 0x7f;
+    line += control ? '?' : shown[i];
+    if (i < caret && (c & 0xc0) != 0x80) pad += c == '\t' ? '\t' : ' ';
+  }
+  return s + line + "\n" + pad + "^\n";
 }
 
 // ---- session ----------------------------------------------------------------
