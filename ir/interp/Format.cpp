@@ -16,11 +16,15 @@ namespace eph::interp {
 namespace {
 
 // The shortest decimal that reads back as the same value of type t, always
-// recognisable as a float ("1.0", not "1").
+// recognisable as a float ("1.0", not "1"); whole numbers below 1e16 in full.
 std::string formatFloat(const ir::Type* t, double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   char buf[64];
+  if (v == std::trunc(v) && std::fabs(v) < 1e16) {  // whole numbers: "65504.0", not "6.55e+04"
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+    return buf;
+  }
   for (int p = 1; p <= 17; ++p) {
     std::snprintf(buf, sizeof buf, "%.*g", p, v);
     if (roundFloat(t, std::strtod(buf, nullptr)) == v) break;

@@ -176,7 +176,7 @@ TEST_F(InterpScalar, CastFloatToIntTruncatesAndSaturates) {
 
 TEST_F(InterpScalar, CastToFloatRoundsOnce) {
   EXPECT_EQ(unary("cast", "i64", "16777217", "f32"), "16777216.0");
-  EXPECT_EQ(unary("cast", "u32", "4294967295", "f32"), "4.2949673e+09");
+  EXPECT_EQ(unary("cast", "u32", "4294967295", "f32"), "4294967296.0");
   EXPECT_EQ(unary("cast", "u64", "18446744073709551615", "f64"), "1.8446744073709552e+19");
   EXPECT_EQ(unary("cast", "i32", "-7", "f64"), "-7.0");
   EXPECT_EQ(unary("cast", "f64", "0.1", "f32"), "0.1");
