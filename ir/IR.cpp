@@ -99,7 +99,9 @@ Op* Op::parentOp() const { return parent_ ? parent_->parentOp() : nullptr; }
 Function* Op::parentFunction() const { return parent_ ? parent_->parentFunction() : nullptr; }
 
 void Op::erase() {
-  for (auto& r : results_) assert(!r->hasUses() && "erasing an op whose results are used");
+  assert(std::none_of(results_.begin(), results_.end(),
+                      [](auto& r) { return r->hasUses(); }) &&
+         "erasing an op whose results are used");
   unlink();  // the returned unique_ptr destroys this op
 }
 
