@@ -90,10 +90,16 @@ bool Workgroup::runLane(Lane& l) {
   return l.ok;
 }
 
+Error Workgroup::laneError(const Lane& l) const {
+  Error e = *l.ex->error();
+  e.message += " (in the invocation with global id " + triple(l.inv.globalId) + ")";
+  return e;
+}
+
 Status Workgroup::runSequential() {
   for (Lane& l : lanes_) {
     current_ = &l;
-    if (!runLane(l)) return *l.ex->error();
+    if (!runLane(l)) return laneError(l);
   }
   return Status::ok();
 }
@@ -119,7 +125,7 @@ Status Workgroup::runFibers() {
       current_ = &l;
       l.fiber->resume();
       if (l.state == State::Done && !l.ok) {
-        Error e = *l.ex->error();
+        Error e = laneError(l);
         abortWaiting();
         return e;
       }

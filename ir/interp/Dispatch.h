@@ -65,6 +65,8 @@ class Workgroup {
   Status runFibers();
   void abortWaiting();
   std::string describe(const Lane& l) const;
+  // The error of a failed invocation, saying which invocation it was.
+  Error laneError(const Lane& l) const;
 
   DispatchState& d_;
   std::array<uint32_t, 3> id_;

@@ -164,34 +164,31 @@ class ValueParser {
   }
 
   bool integer(const ir::Type* t, std::string_view w, RtValue& out) {
-    unsigned bits = t->bits();
-    std::string range = t->isSigned()
-        ? std::to_string(bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (bits - 1))) +
-              ".." + std::to_string(bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (bits - 1)) - 1)
-        : "0.." + std::to_string(bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
+    uint64_t top = uint64_t(1) << (t->bits() - 1);
+    int64_t lo = t->isSigned() ? wrapInt(t, top) : 0;       // most negative
+    int64_t hi = wrapInt(t, t->isSigned() ? top - 1 : ~uint64_t(0));  // u64 max: by bits
     auto outOfRange = [&] {
-      return fail("integer " + std::string(w) + " is out of range for " + t->str() + " (" + range + ")");
+      std::string range = t->isSigned() ? std::to_string(lo) + ".." + std::to_string(hi)
+                                        : "0.." + std::to_string(static_cast<uint64_t>(hi));
+      return fail("integer " + std::string(w) + " is out of range for " + t->str() + " (" +
+                  range + ")");
     };
     std::string_view digits = w;
     if (!digits.empty() && digits[0] == '+') digits.remove_prefix(1);
     bool neg = !digits.empty() && digits[0] == '-';
     std::string_view mag = neg ? digits.substr(1) : digits;
-    if (mag.empty() || !std::all_of(mag.begin(), mag.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-      return expected(t, w);
+    auto isDigit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+    if (mag.empty() || !std::all_of(mag.begin(), mag.end(), isDigit)) return expected(t, w);
     if (t->isSigned()) {
       int64_t v = 0;
       auto r = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-      if (r.ec != std::errc()) return outOfRange();
-      if (bits < 64 && (v < -(int64_t(1) << (bits - 1)) || v > (int64_t(1) << (bits - 1)) - 1))
-        return outOfRange();
+      if (r.ec != std::errc() || v < lo || v > hi) return outOfRange();
       out = RtValue::ofInt(t, v);
       return true;
     }
-    if (neg) return outOfRange();
     uint64_t v = 0;
     auto r = std::from_chars(mag.data(), mag.data() + mag.size(), v);
-    if (r.ec != std::errc()) return outOfRange();
-    if (bits < 64 && v > (uint64_t(1) << bits) - 1) return outOfRange();
+    if (neg || r.ec != std::errc() || v > static_cast<uint64_t>(hi)) return outOfRange();
     out = RtValue::ofInt(t, static_cast<int64_t>(v));
     return true;
   }

@@ -88,8 +88,11 @@ bool interpAlloc(interp::Exec& ex, const Op& op) {
   uint64_t n = 0;
   if (!countOperand(ex, op, 0, "the element count", n)) return false;
   if (!ex.memory()) return ex.fail(op, "no memory to allocate from");
-  if (n > (uint64_t(1) << 31))
-    return ex.fail(op, "allocation of " + std::to_string(n) + " elements is too large for the interpreter");
+  constexpr uint64_t kMaxElements = uint64_t(1) << 26;
+  if (n > kMaxElements)
+    return ex.fail(op, "allocation of " + std::to_string(n) +
+                           " elements is larger than the interpreter's limit of " +
+                           std::to_string(kMaxElements));
   const Type* t = resultType(op);
   interp::RtValue b;
   b.type = t;

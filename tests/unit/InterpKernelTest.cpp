@@ -262,7 +262,7 @@ TEST_F(InterpKernel, WorkgroupMemoryIsFreshForEachWorkgroup) {
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().str(),
             "test.eir:14:3: error: read of uninitialised element 0 of a buffer of 2 allocated at "
-            "test.eir:2:3");
+            "test.eir:2:3 (in the invocation with global id (2, 0, 0))");
 }
 
 TEST_F(InterpKernel, BarrierDivergenceWhenSomeInvocationsFinish) {
@@ -347,7 +347,9 @@ TEST_F(InterpKernel, ErrorWhileOthersWaitAtABarrierUnwindsThem) {
   interp::RtValue out = deviceBuffer("u32", 15);
   Status s = dispatch("k", {1, 1, 1}, {out});
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.error().str(), "test.eir:5:3: error: index 20 is out of bounds for a buffer of 15 elements");
+  EXPECT_EQ(s.error().str(),
+            "test.eir:5:3: error: index 20 is out of bounds for a buffer of 15 elements (in the "
+            "invocation with global id (2, 0, 0))");
   // The same interpreter keeps working afterwards.
   interp::RtValue big = deviceBuffer("u32", 31);
   ASSERT_TRUE(dispatch("k", {1, 1, 1}, {big}));

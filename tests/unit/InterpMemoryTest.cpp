@@ -108,6 +108,16 @@ const char* kRoundTrip =
     "  free %d\n"
     "  return %h\n}\n";
 
+TEST_F(InterpMemory, AllocBeyondTheInterpreterLimitIsAnError) {
+  EXPECT_EQ(runMain("host @main(%n: u64) {\n"
+                    "  %b = alloc %n : buffer<f64, host, linear>\n"
+                    "  free %b\n"
+                    "  return\n}\n",
+                    {"100000000000"}),
+            "error: test.eir:2:3: error: allocation of 100000000000 elements is larger than the "
+            "interpreter's limit of 67108864");
+}
+
 TEST_F(InterpMemory, H2DAndD2HCopyElementsAndWrittenFlags) {
   load(kRoundTrip);
   EXPECT_EQ(run("main", {"[3, -1, 2147483647]", "3", "3"}), "[3, -1, 2147483647]");
