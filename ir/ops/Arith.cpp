@@ -81,7 +81,9 @@ std::string verifyBitcast(const Op& op) {
 
 bool interpConst(interp::Exec& ex, const Op& op) {
   const Type* t = resultType(op);
-  const Attr& v = *op.attr("value");
+  const Attr* a = op.attr("value");
+  if (!a) return ex.fail(op, "needs attribute 'value'");
+  const Attr& v = *a;
   if (t->isBool()) return ex.setResult(op, interp::RtValue::ofBool(t, v.b));
   if (t->isInt()) return ex.setResult(op, interp::RtValue::ofInt(t, v.i));
   return ex.setResult(op, interp::RtValue::ofFloat(t, v.kind == Attr::Kind::Int ? double(v.i) : v.f));
