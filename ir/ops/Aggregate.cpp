@@ -77,6 +77,15 @@ std::string verifyStructMake(const Op& op) {
   return {};
 }
 
+std::string verifyStructUnpack(const Op& op) {
+  const Type* s = operandType(op, 0);
+  if (!s->isStruct()) return "operand must be a struct, got " + typeStr(s);
+  std::vector<const Type*> fields(s->members().begin(), s->members().end());
+  if (resultTypes(op) != fields)
+    return "results " + typeList(resultTypes(op)) + " do not match fields " + typeList(fields);
+  return {};
+}
+
 std::string verifySumMake(const Op& op) {
   const Type* s = resultType(op);
   if (!s->isSum()) return "result must be a sum, got " + typeStr(s);
@@ -123,11 +132,20 @@ std::string verifyArraySet(const Op& op) {
   return {};
 }
 
+bool ownsSomething(const Type* t) { return t->isLinear() || t->isAffine(); }
+
 // Aggregates that hold linear values move them: making one consumes the parts,
-// taking one apart consumes the whole.
+// and struct.unpack consumes the whole.
 Effect consumeLinear(const Op& op, unsigned i) {
-  const Type* t = op.operand(i)->type();
-  return t->isLinear() || t->isAffine() ? Effect::Consume : Effect::None;
+  return ownsSomething(op.operand(i)->type()) ? Effect::Consume : Effect::None;
+}
+
+// struct.extract moves the struct only when the field it takes out owns
+// something; reading a plain field (a length next to a buffer) leaves the
+// struct alive. Taking out one of several owned fields would leak the others,
+// so that needs struct.unpack.
+Effect extractEffect(const Op& op, unsigned i) {
+  return ownsSomething(op.result(0)->type()) ? Effect::Consume : Effect::None;
 }
 
 // ---- interpreter semantics -------------------------------------------------
@@ -144,6 +162,9 @@ bool interpMake(interp::Exec& ex, const Op& op) {
 bool interpExtract(interp::Exec& ex, const Op& op) {
   return ex.setResult(op, ex.operand(op, 0).elems[op.intAttr("index")]);
 }
+
+// struct.unpack: every field at once.
+bool interpUnpack(interp::Exec& ex, const Op& op) { return ex.setResults(op, ex.operand(op, 0).elems); }
 
 // vec.insert, struct.insert: the aggregate with member {index} replaced.
 bool interpInsert(interp::Exec& ex, const Op& op) {
@@ -210,7 +231,10 @@ const OpInfo kOps[] = {
     {.name = "struct.make", .numOperands = kVariadic, .numResults = 1, .flags = kPure,
      .effectFn = consumeLinear, .verify = verifyStructMake, .interp = interpMake, .summary = "a struct (tuple) from its fields"},
     {.name = "struct.extract", .numOperands = 1, .numResults = 1, .flags = kPure,
-     .effectFn = consumeLinear, .verify = verifyExtract<TypeKind::Struct>, .interp = interpExtract, .summary = "field {index} of a struct"},
+     .effectFn = extractEffect, .verify = verifyExtract<TypeKind::Struct>, .interp = interpExtract, .summary = "field {index} of a struct"},
+    {.name = "struct.unpack", .numOperands = 1, .numResults = kVariadic, .flags = kPure,
+     .effectFn = consumeLinear, .verify = verifyStructUnpack, .interp = interpUnpack,
+     .summary = "all fields of a struct at once (takes apart a struct holding linear values)"},
     {.name = "struct.insert", .numOperands = 2, .numResults = 1, .flags = kPure,
      .effectFn = consumeLinear, .verify = verifyInsert<TypeKind::Struct>, .interp = interpInsert,
      .summary = "a struct with field {index} replaced"},

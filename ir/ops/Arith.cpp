@@ -52,6 +52,9 @@ std::string verifySelect(const Op& op) {
   const Type* t = resultType(op);
   if (operandType(op, 1) != t || operandType(op, 2) != t)
     return "both choices must have the result type " + typeStr(t);
+  // Choosing one of two owned values would drop the other; branch with 'if'.
+  if (t->isLinear() || t->isAffine())
+    return "cannot choose between values of linear or affine type " + typeStr(t) + "; use 'if'";
   return {};
 }
 

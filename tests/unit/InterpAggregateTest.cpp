@@ -40,6 +40,16 @@ TEST_F(InterpAggregate, StructMakeExtractInsert) {
             "(7, 2.5, true), 2.5, (-9, 2.5, true)");
 }
 
+TEST_F(InterpAggregate, StructUnpackGivesEveryField) {
+  EXPECT_EQ(runMain("host @main(%a: i32, %b: f64) -> (f64, i32, bool) {\n"
+                    "  %t = const {value = false} : bool\n"
+                    "  %s = struct.make %a, %b, %t : struct<i32, f64, bool>\n"
+                    "  %x, %y, %z = struct.unpack %s : i32, f64, bool\n"
+                    "  return %y, %x, %z\n}\n",
+                    {"-7", "0.125"}),
+            "0.125, -7, false");
+}
+
 TEST_F(InterpAggregate, SumMakeTagAndMatch) {
   load("host @main(%x: i32) -> (sum<f32, i32>, i32) {\n"
        "  %s = sum.make %x {tag = 1} : sum<f32, i32>\n"
