@@ -43,6 +43,23 @@ const Function* calleeOf(const Op& op) {
   return op.parentFunction()->module()->lookup(a->s);
 }
 
+// The first kernel-only op (a builtin such as global_id, a barrier, workgroup
+// memory) that running `f` would execute, looking through the device functions
+// it calls; null when there is none. Such functions only make sense inside a
+// kernel's invocation, so host code may not call them.
+const Op* firstKernelOnlyOp(const Function& f, std::unordered_set<const Function*>& seen) {
+  if (!seen.insert(&f).second) return nullptr;
+  const Op* found = nullptr;
+  const_cast<Function&>(f).walk([&](Op* op) {
+    if (found) return;
+    if (op->info().has(kKernelOnly)) found = op;
+    else if (const Function* callee = op->name() == "call" ? calleeOf(*op) : nullptr;
+             callee && callee->kind() == FunctionKind::Device)
+      found = firstKernelOnlyOp(*callee, seen);
+  });
+  return found;
+}
+
 // Does region `outer` enclose region `inner` (or is it the same region)?
 bool encloses(const Region* outer, const Region* inner) {
   for (const Region* r = inner; r; r = r->parentOp() ? r->parentOp()->parentRegion() : nullptr)
@@ -121,6 +138,16 @@ class FunctionVerifier {
     if (op.info().has(kKernelOnly) && f_.isHost())
       return opError(op, "is only allowed in kernels and device functions, but @" + f_.name() +
                              " is a host function");
+    if (op.name() == "call" && f_.isHost()) {
+      const Function* callee = calleeOf(op);
+      std::unordered_set<const Function*> seen;
+      const Op* inner = callee && callee->kind() == FunctionKind::Device
+                            ? firstKernelOnlyOp(*callee, seen) : nullptr;
+      if (inner)
+        return opError(op, "host function @" + f_.name() + " calls @" + callee->name() +
+                               ", which uses " + quoted(inner->name()) + " at " +
+                               inner->loc().str() + "; that only runs inside a kernel");
+    }
     if (op.name() == "call" && !f_.isHost()) {
       const Function* callee = calleeOf(op);
       if (callee && callee->kind() == FunctionKind::Host)
