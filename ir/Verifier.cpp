@@ -90,6 +90,11 @@ class FunctionVerifier {
     if (!f_.isKernel()) return Status::ok();
     if (!f_.resultTypes().empty())
       return fnError(f_, "kernels return nothing, but it returns " + typeNames(f_.resultTypes()));
+    for (unsigned i = 0; i < params.size(); ++i)
+      if (params[i]->isBuffer() && params[i]->space() != Space::Device)
+        return fnError(f_, "kernel parameter " + std::to_string(i) + " is a " +
+                               std::string(spaceName(params[i]->space())) +
+                               " buffer; kernels take device buffers");
     auto& w = f_.workgroupSize;
     std::string size = "(" + std::to_string(w[0]) + ", " + std::to_string(w[1]) + ", " +
                        std::to_string(w[2]) + ")";

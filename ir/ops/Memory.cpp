@@ -12,6 +12,12 @@ std::string checkBufferIndex(const Op& op) {
   const Type* b = operandType(op, 0);
   if (!b->isBuffer()) return "operand 0 must be a buffer, got " + typeStr(b);
   if (!operandType(op, 1)->isInt()) return "index must be an integer, got " + typeStr(operandType(op, 1));
+  // Host code reaches device memory only through h2d/d2h; kernels never see host memory.
+  const Function* f = op.parentFunction();
+  if (f && f->isHost() && b->space() != Space::Host)
+    return "host code accesses only host buffers, not " + typeStr(b) + " (copy with h2d/d2h)";
+  if (f && !f->isHost() && b->space() == Space::Host)
+    return "kernels and device functions cannot access host buffer " + typeStr(b);
   return {};
 }
 
