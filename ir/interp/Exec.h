@@ -73,6 +73,9 @@ class Exec {
 
   // ---- memory -------------------------------------------------------------
   Memory* memory() const { return mem_; }
+  // Where device work goes (null: this interpreter runs it). See DeviceHooks.
+  DeviceHooks* deviceHooks() const { return device_; }
+  void setDeviceHooks(DeviceHooks* d) { device_ = d; }
   // The live buffer behind a handle; null after reporting an error (no
   // memory, unknown handle, freed buffer).
   BufferData* buffer(const ir::Op& op, const RtValue& handle);
@@ -98,6 +101,7 @@ class Exec {
  private:
   using Frame = std::unordered_map<const ir::Value*, RtValue>;
   Memory* mem_;
+  DeviceHooks* device_ = nullptr;
   const Invocation* inv_;
   Workgroup* wg_;
   std::vector<Frame> frames_;

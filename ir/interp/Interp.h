@@ -50,6 +50,10 @@ struct BufferData {
   bool freed = false;
 };
 
+// h2d copies values, and an element never written has none: every element of
+// the source must be written. Error (at `site`) names the first that is not.
+Status checkFullyWritten(const BufferData& b, Loc site);
+
 // All buffers of one interpreter run.
 class Memory {
  public:
@@ -64,11 +68,40 @@ class Memory {
   std::vector<std::unique_ptr<BufferData>> buffers_;  // id = index + 1
 };
 
+// Where a host function's device work goes. Without hooks the interpreter
+// keeps device buffers in its own Memory and runs kernels itself (the
+// reference). A runtime Device (runtime/Device.h) implements these hooks so
+// that the same host program drives a GPU or the CPU target: host-side control
+// flow and host buffers stay in the interpreter, and every op on a device
+// buffer (alloc, free, h2d, d2h, dispatch, wait) becomes a call here. Device
+// buffer values then carry the device's handle in RtValue::buffer.
+class DeviceHooks {
+ public:
+  virtual ~DeviceHooks() = default;
+  // A device buffer of `count` elements of bufferType->elem(); returns its
+  // handle (never 0). `site` is the alloc op's location, for messages.
+  virtual Expected<uint64_t> alloc(const ir::Type* bufferType, uint64_t count, Loc site) = 0;
+  virtual Status free(uint64_t handle, Loc site) = 0;
+  // h2d: copy the host buffer `src` (same length, every element written) in.
+  virtual Status upload(uint64_t dst, const BufferData& src, Loc site) = 0;
+  // d2h: copy a device buffer out into `dst` (same length; marks every element
+  // written). Waits for the work that writes it.
+  virtual Status download(BufferData& dst, uint64_t src, Loc site) = 0;
+  // Runs `kernel` over the grid; buffer arguments carry device handles. May
+  // return before the work is done.
+  virtual Status dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
+                          std::span<const RtValue> args, Loc site) = 0;
+  // Blocks until all submitted work has finished.
+  virtual Status wait(Loc site) = 0;
+};
+
 class Interpreter {
  public:
   explicit Interpreter(const ir::Module& m);
   ~Interpreter();
   Memory& memory();
+  // Sends device work of host functions to `hooks` (null: run it here).
+  void setDeviceHooks(DeviceHooks* hooks);
 
   // Runs a host or device function to completion and returns its results.
   Expected<std::vector<RtValue>> call(const ir::Function& f, std::vector<RtValue> args);

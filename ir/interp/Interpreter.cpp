@@ -31,9 +31,12 @@ void onInterpreterStack(F&& fn) {
 struct Interpreter::Impl {
   const ir::Module& module;
   Memory memory;
+  DeviceHooks* device = nullptr;
 };
 
 Interpreter::Interpreter(const ir::Module& m) : impl_(std::make_unique<Impl>(Impl{m, {}})) {}
+
+void Interpreter::setDeviceHooks(DeviceHooks* hooks) { impl_->device = hooks; }
 Interpreter::~Interpreter() = default;
 
 Memory& Interpreter::memory() { return impl_->memory; }
@@ -42,6 +45,7 @@ Expected<std::vector<RtValue>> Interpreter::call(const ir::Function& f, std::vec
   if (f.isKernel())
     return Error{f.loc(), "@" + f.name() + " is a kernel; run it with dispatch"};
   Exec ex(&impl_->memory);
+  ex.setDeviceHooks(impl_->device);
   std::vector<RtValue> results;
   bool ok = false;
   onInterpreterStack([&] { ok = ex.callFunction(nullptr, f, std::move(args), results); });

@@ -37,4 +37,13 @@ std::vector<uint64_t> Memory::live() const {
   return ids;
 }
 
+Status checkFullyWritten(const BufferData& b, Loc site) {
+  for (size_t i = 0; i < b.written.size(); ++i)
+    if (!b.written[i])
+      return Error{site, "element " + std::to_string(i) + " of a buffer of " +
+                             std::to_string(b.elems.size()) +
+                             " is copied to the device but was never written"};
+  return Status::ok();
+}
+
 }  // namespace eph::interp

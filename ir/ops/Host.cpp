@@ -84,6 +84,15 @@ bool countOperand(interp::Exec& ex, const Op& op, unsigned i, const char* what, 
   return true;
 }
 
+// The device hooks that own buffers of type t, or null when the interpreter
+// holds them itself (host buffers always; device buffers without hooks).
+interp::DeviceHooks* deviceFor(interp::Exec& ex, const Type* t) {
+  return t->space() == Space::Device ? ex.deviceHooks() : nullptr;
+}
+
+// Passes a hook's Status on as the interpreter's result.
+bool check(interp::Exec& ex, Status s) { return s ? true : ex.fail(s.error()); }
+
 bool interpAlloc(interp::Exec& ex, const Op& op) {
   uint64_t n = 0;
   if (!countOperand(ex, op, 0, "the element count", n)) return false;
@@ -96,11 +105,19 @@ bool interpAlloc(interp::Exec& ex, const Op& op) {
   const Type* t = resultType(op);
   interp::RtValue b;
   b.type = t;
-  b.buffer = ex.memory()->allocate(t->elem(), t->space(), static_cast<size_t>(n), op.loc());
+  if (interp::DeviceHooks* d = deviceFor(ex, t)) {
+    auto handle = d->alloc(t, n, op.loc());
+    if (!handle) return ex.fail(handle.takeError());
+    b.buffer = *handle;
+  } else {
+    b.buffer = ex.memory()->allocate(t->elem(), t->space(), static_cast<size_t>(n), op.loc());
+  }
   return ex.setResult(op, std::move(b));
 }
 
 bool interpFree(interp::Exec& ex, const Op& op) {
+  if (interp::DeviceHooks* d = deviceFor(ex, operandType(op, 0)))
+    return check(ex, d->free(ex.operand(op, 0).buffer, op.loc()));
   interp::BufferData* b = ex.memory() ? ex.memory()->get(ex.operand(op, 0).buffer) : nullptr;
   if (!b) return ex.fail(op, "free of an invalid buffer handle");
   if (b->freed) return ex.fail(op, "double free of a buffer" + interp::allocatedAt(*b));
@@ -112,9 +129,17 @@ bool interpFree(interp::Exec& ex, const Op& op) {
 
 // h2d / d2h: copy every element and its written flag; lengths must match.
 bool interpCopy(interp::Exec& ex, const Op& op) {
+  if (interp::DeviceHooks* d = ex.deviceHooks()) {
+    bool up = op.name() == "h2d";
+    interp::BufferData* host = ex.buffer(op, ex.operand(op, up ? 1 : 0));
+    if (!host) return false;
+    uint64_t device = ex.operand(op, up ? 0 : 1).buffer;
+    return check(ex, up ? d->upload(device, *host, op.loc()) : d->download(*host, device, op.loc()));
+  }
   interp::BufferData* dst = ex.buffer(op, ex.operand(op, 0));
   interp::BufferData* src = dst ? ex.buffer(op, ex.operand(op, 1)) : nullptr;
   if (!src) return false;
+  if (op.name() == "h2d" && !check(ex, interp::checkFullyWritten(*src, op.loc()))) return false;
   if (dst->elems.size() != src->elems.size())
     return ex.fail(op, "copies a buffer of " + std::to_string(src->elems.size()) +
                            " elements into a buffer of " + std::to_string(dst->elems.size()));
@@ -133,10 +158,16 @@ bool interpDispatch(interp::Exec& ex, const Op& op) {
     if (n > UINT32_MAX) return ex.fail(op, "workgroup count " + std::to_string(n) + " is too large");
     groups[i] = static_cast<uint32_t>(n);
   }
+  if (interp::DeviceHooks* d = ex.deviceHooks())
+    return check(ex, d->dispatch(*k, groups, ex.operands(op, 3), op.loc()));
   return ex.dispatch(op, *k, groups, ex.operands(op, 3));
 }
 
-bool interpWait(interp::Exec&, const Op&) { return true; }  // dispatches run to completion
+// Without device hooks, dispatches run to completion, so there is nothing to wait for.
+bool interpWait(interp::Exec& ex, const Op& op) {
+  if (interp::DeviceHooks* d = ex.deviceHooks()) return check(ex, d->wait(op.loc()));
+  return true;
+}
 
 const OpInfo kOps[] = {
     {.name = "alloc", .numOperands = 1, .numResults = 1, .flags = kHostOnly, .verify = verifyAlloc, .interp = interpAlloc,

@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "ir/interp/Interp.h"
+#include "runtime/Device.h"
 #include "tools/ephc/Driver.h"
 
 namespace eph::ephc {
@@ -65,9 +66,8 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   if (!args) return s.report(args.error());
   if (args->help) return s.io.out << helpText(spec), 0;
 
-  std::string target = args->get("--target", "interp");
-  if (target != "interp")
-    return s.fail("run: target '" + target + "' is not available in this build (available: interp)");
+  auto device = runtime::openDevice(args->get("--target", runtime::availableTargets().front()));
+  if (!device) return s.fail("run: " + device.error().message);
 
   if (!loadPlugins(s, *args)) return 1;
   passes::PassManager pm;
@@ -101,7 +101,7 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
     }
     values.push_back(std::move(*v));
   }
-  auto results = interp.call(*entry, std::move(values));
+  auto results = runtime::runHost(**device, interp, *entry, std::move(values));
   if (!results) return s.report(results.error());
   for (const interp::RtValue& r : *results) s.io.out << interp::format(r, &interp.memory()) << "\n";
   return 0;

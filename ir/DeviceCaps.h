@@ -1,0 +1,30 @@
+// What a device can do, as data: targets read it to decide what to emit (a
+// native float atomic add or a compare-exchange loop), the runtime fills it in
+// from the driver, and `ephc devices` prints it. Codegen never asks "is this
+// NVIDIA?"; it asks these fields.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace eph {
+
+struct DeviceCaps {
+  std::string name;    // "NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits)", "interpreter"
+  std::string driver;  // driver name and version
+  bool isGpu = false;  // a real GPU (a CPU Vulkan driver such as lavapipe is not)
+  uint32_t subgroupSize = 1;
+  bool float16 = false, float64 = false;
+  bool int8 = false, int16 = false, int64 = false;
+  bool atomicFloat32Add = false, atomicFloat64Add = false, atomicInt64 = false;
+  uint64_t maxBufferBytes = 0;  // largest single buffer a kernel can address
+  uint64_t memoryBytes = 0;     // device memory in all
+  uint32_t maxWorkgroupInvocations = 0;
+  std::array<uint32_t, 3> maxWorkgroupSize{}, maxWorkgroupCount{};
+  uint32_t maxWorkgroupMemoryBytes = 0;
+  uint32_t maxPushConstantBytes = 0;
+  uint32_t vulkanApiVersion = 0;  // VK_MAKE_API_VERSION for Vulkan devices, else 0
+};
+
+}  // namespace eph

@@ -1,0 +1,32 @@
+#include "runtime/Device.h"
+
+#include <cstdlib>
+
+#include "runtime/InterpDevice.h"
+
+namespace eph::runtime {
+
+Expected<std::vector<interp::RtValue>> runHost(Device& device, interp::Interpreter& in,
+                                               const ir::Function& entry,
+                                               std::vector<interp::RtValue> args) {
+  if (const ir::Module* m = entry.module(); m)
+    if (Status s = device.prepare(*m); !s) return s.error();
+  in.setDeviceHooks(&device);
+  auto results = in.call(entry, std::move(args));
+  in.setDeviceHooks(nullptr);
+  if (!results) return results;
+  if (Status s = device.wait(entry.loc()); !s) return s.error();
+  return results;
+}
+
+std::vector<std::string> availableTargets() { return {"interp"}; }
+
+Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index) {
+  if (target == "interp") return std::unique_ptr<Device>(new InterpDevice());
+  std::string known;
+  for (auto& t : availableTargets()) known += (known.empty() ? "" : ", ") + t;
+  return Error{{}, "target '" + std::string(target) + "' is not available in this build (available: " +
+                       known + ")"};
+}
+
+}  // namespace eph::runtime

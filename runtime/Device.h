@@ -1,0 +1,55 @@
+// The runtime's Device API: what a host program runs against. A Device owns
+// device buffers and runs kernels (DeviceHooks: alloc, free, upload, download,
+// dispatch, wait); host-side control flow and host buffers stay in the
+// interpreter (ir/interp), which calls the device for every device op. So one
+// host program runs unchanged on every target:
+//
+//   interp  InterpDevice: kernels in the reference interpreter (runtime/InterpDevice.h)
+//   cpu     CpuDevice: kernels compiled with LLVM, run on a thread pool
+//   vulkan  VulkanDevice: kernels compiled to SPIR-V, run through Vulkan
+//
+// A C++ user drives a Device without the compiler's CLI:
+//
+//   auto dev = runtime::openDevice("vulkan");
+//   interp::Interpreter in(module);
+//   auto results = runtime::runHost(**dev, in, *module.lookup("main"), args);
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/DeviceCaps.h"
+#include "ir/IR.h"
+#include "ir/interp/Interp.h"
+
+namespace eph::runtime {
+
+class Device : public interp::DeviceHooks {
+ public:
+  // "interp", "cpu" or "vulkan".
+  virtual std::string_view target() const = 0;
+  virtual const DeviceCaps& caps() const = 0;
+  // Compiles every kernel of `m` for this device before anything runs, so that
+  // a kernel the device cannot run (float64 on a device without it, a
+  // workgroup larger than its limit) is a clear error up front. Idempotent.
+  virtual Status prepare(const ir::Module& m) = 0;
+};
+
+// Runs host function `entry` of a prepared module: host code in `in` (whose
+// Memory holds the host buffers of `args`), device work on `device`. Waits for
+// all device work before returning.
+Expected<std::vector<interp::RtValue>> runHost(Device& device, interp::Interpreter& in,
+                                               const ir::Function& entry,
+                                               std::vector<interp::RtValue> args);
+
+// Opens the device for a target name. `index` picks one of several devices of
+// that target (vulkan: `--device N`, else the EPH_DEVICE variable, else the
+// first GPU, else the first device); -1 means the default.
+Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index = -1);
+
+// The targets this build has, in preference order for defaults.
+std::vector<std::string> availableTargets();
+
+}  // namespace eph::runtime

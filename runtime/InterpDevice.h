@@ -1,0 +1,34 @@
+// The reference interpreter as a Device: device buffers live in an interpreter
+// Memory of their own and kernels run in the interpreter. Running a host
+// program on it exercises exactly the device path the GPU and CPU targets take
+// (uploads, downloads, dispatch arguments), with the interpreter's checks.
+#pragma once
+
+#include "runtime/Device.h"
+
+namespace eph::runtime {
+
+class InterpDevice : public Device {
+ public:
+  InterpDevice();
+  ~InterpDevice() override;
+  std::string_view target() const override { return "interp"; }
+  const DeviceCaps& caps() const override { return caps_; }
+  Status prepare(const ir::Module& m) override;
+
+  Expected<uint64_t> alloc(const ir::Type* bufferType, uint64_t count, Loc site) override;
+  Status free(uint64_t handle, Loc site) override;
+  Status upload(uint64_t dst, const interp::BufferData& src, Loc site) override;
+  Status download(interp::BufferData& dst, uint64_t src, Loc site) override;
+  Status dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
+                  std::span<const interp::RtValue> args, Loc site) override;
+  Status wait(Loc site) override { return Status::ok(); }
+
+ private:
+  interp::BufferData* live(uint64_t handle, Loc site, Status& err);
+  DeviceCaps caps_;
+  const ir::Module* module_ = nullptr;
+  std::unique_ptr<interp::Interpreter> kernels_;  // runs kernels over its own Memory
+};
+
+}  // namespace eph::runtime
