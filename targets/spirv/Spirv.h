@@ -1,0 +1,43 @@
+// The SPIR-V target: turns one kernel (and the device functions it calls)
+// into a SPIR-V module for Vulkan's GLCompute, straight from the IR, and
+// validates it in-process with spirv-tools before any driver sees it.
+//
+// The kernel ABI (what the Vulkan runtime binds; both sides must agree):
+// - Entry point: the kernel's name, GLCompute, LocalSize = its workgroup size.
+// - Buffer parameter i: descriptor set 0, binding Function::bindingOf(i), a
+//   StorageBuffer whose Block struct holds one runtime array of the element
+//   type with ArrayStride = ir::storageStride(elem); member offsets follow
+//   ir/Layout.h. `read` borrows are NonWritable. buffer.len is OpArrayLength,
+//   so the runtime binds exactly count * stride bytes.
+// - Scalar parameters, in order: one push-constant Block struct whose members
+//   are at ir::fieldOffset of the struct of their types (bool as u32).
+// - Workgroup memory: Workgroup-storage variables, one per workgroup.alloc.
+// - Capabilities and extensions are derived from what was emitted; float
+//   atomic add is native when DeviceCaps says so, else a compare-exchange
+//   loop; float64 transcendentals SPIR-V lacks are lowered by us.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/DeviceCaps.h"
+#include "ir/IR.h"
+
+namespace eph::spirv {
+
+// The module for `kernel`, validated for caps.vulkanApiVersion (1.3 when 0).
+// An error means the kernel cannot run on this device (it names the missing
+// capability) or, for a validation failure, an internal compiler error naming
+// the kernel.
+Expected<std::vector<uint32_t>> emitKernel(const ir::Function& kernel, const DeviceCaps& caps);
+
+// Runs the spirv-tools validator for a Vulkan version (VK_MAKE_API_VERSION).
+Status validate(std::span<const uint32_t> words, uint32_t vulkanApiVersion,
+                const std::string& what);
+
+// Human-readable assembly (spirv-dis style).
+std::string disassemble(std::span<const uint32_t> words);
+
+}  // namespace eph::spirv
