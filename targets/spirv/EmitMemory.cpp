@@ -1,0 +1,184 @@
+// Buffers, atomics, workgroup memory, barriers and invocation builtins.
+//
+// A device buffer parameter is a StorageBuffer Block {T[] data} (Emit.cpp);
+// element i is data[i] and buffer.len is OpArrayLength. A workgroup buffer is
+// a Workgroup-storage T[size]. Atomics are relaxed (the interpreter promises
+// indivisibility, not ordering) at Device scope for buffers and Workgroup
+// scope for workgroup memory.
+//
+// Float atomics: atomic.add is OpAtomicFAddEXT when DeviceCaps says the device
+// has it (device buffers only); otherwise, and for atomic.xchg, the buffer's
+// elements are declared as same-width unsigned integers (same bytes), loads
+// and stores bitcast, and the add is a compare-exchange loop on the bit
+// pattern.
+#include "targets/spirv/Emitter.h"
+
+namespace eph::spirv {
+
+using spv::Op;
+
+namespace {
+constexpr uint32_t kScopeDevice = 1, kScopeWorkgroup = 2;
+// AcquireRelease | UniformMemory | WorkgroupMemory.
+constexpr uint32_t kBarrierSemantics = 0x8 | 0x40 | 0x100;
+}  // namespace
+
+Id Emitter::elementPointer(const BufferRef& buf, Id index, const ir::Type* indexType) {
+  Id i = indexToU32(index, indexType);
+  Id ptrT = b.typePointer(buf.sc, buf.elemMemType);
+  if (buf.sc == spv::StorageClass::StorageBuffer) return b.op(Op::OpAccessChain, ptrT, {buf.var, u32(0), i});
+  return b.op(Op::OpAccessChain, ptrT, {buf.var, i});
+}
+
+Status Emitter::emitLoad(const ir::Op& op) {
+  const BufferRef& buf = *get(op.operand(0)).buf;
+  Id ptr = elementPointer(buf, id(op.operand(1)), op.operand(1)->type());
+  Id mem = b.op(Op::OpLoad, buf.elemMemType, {ptr});
+  Id v = buf.asBits ? b.op(Op::OpBitcast, valueType(buf.elem), {mem})
+         : buf.sc == spv::StorageClass::StorageBuffer ? fromMemory(mem, buf.elem)
+                                                      : mem;
+  setId(op.result(0), v);
+  return Status::ok();
+}
+
+Status Emitter::emitStore(const ir::Op& op) {
+  const BufferRef& buf = *get(op.operand(0)).buf;
+  Id ptr = elementPointer(buf, id(op.operand(1)), op.operand(1)->type());
+  Id v = id(op.operand(2));
+  Id mem = buf.asBits ? b.op(Op::OpBitcast, buf.elemMemType, {v})
+           : buf.sc == spv::StorageClass::StorageBuffer ? toMemory(v, buf.elem)
+                                                        : v;
+  b.opVoid(Op::OpStore, {ptr, mem});
+  return Status::ok();
+}
+
+Status Emitter::emitBufferLen(const ir::Op& op) {
+  const BufferRef& buf = *get(op.operand(0)).buf;
+  const ir::Type* t = op.result(0)->type();
+  Id n = 0;
+  if (buf.sc == spv::StorageClass::StorageBuffer) {
+    n = b.op(Op::OpArrayLength, u32T(), {buf.var, 0});
+    if (t->bits() != 32) n = b.op(Op::OpUConvert, valueType(t), {n});
+  } else {
+    n = b.constInt(valueType(t), buf.length);
+  }
+  setId(op.result(0), n);
+  return Status::ok();
+}
+
+Status Emitter::emitAtomic(const ir::Op& op) {
+  const BufferRef& buf = *get(op.operand(0)).buf;
+  const ir::Type* elem = buf.elem;
+  Id T = valueType(elem);
+  Id ptr = elementPointer(buf, id(op.operand(1)), op.operand(1)->type());
+  bool shared = buf.sc == spv::StorageClass::Workgroup;
+  Id scope = u32(shared ? kScopeWorkgroup : kScopeDevice), relaxed = u32(0);
+  Id v = id(op.operand(2));
+  std::string_view n = op.name();
+  Id r = 0;
+  if (elem->isInt()) {
+    bool sg = elem->isSigned();
+    if (n == "atomic.add") r = b.op(Op::OpAtomicIAdd, T, {ptr, scope, relaxed, v});
+    else if (n == "atomic.min") r = b.op(sg ? Op::OpAtomicSMin : Op::OpAtomicUMin, T, {ptr, scope, relaxed, v});
+    else if (n == "atomic.max") r = b.op(sg ? Op::OpAtomicSMax : Op::OpAtomicUMax, T, {ptr, scope, relaxed, v});
+    else if (n == "atomic.xchg") r = b.op(Op::OpAtomicExchange, T, {ptr, scope, relaxed, v});
+    else r = b.op(Op::OpAtomicCompareExchange, T, {ptr, scope, relaxed, relaxed, id(op.operand(3)), v});
+    setId(op.result(0), r);
+    return Status::ok();
+  }
+  if (!buf.asBits) {  // checkDevice found a native float add for this buffer
+    setId(op.result(0), b.op(Op::OpAtomicFAddEXT, T, {ptr, scope, relaxed, v}));
+    return Status::ok();
+  }
+  Id U = buf.elemMemType;
+  if (n == "atomic.xchg") {
+    Id old = b.op(Op::OpAtomicExchange, U, {ptr, scope, relaxed, b.op(Op::OpBitcast, U, {v})});
+    setId(op.result(0), b.op(Op::OpBitcast, T, {old}));
+    return Status::ok();
+  }
+  // atomic.add as a compare-exchange loop on the bits:
+  //   pre:    init = atomic load; br header
+  //   header: expected = phi(init, seen); seen = cas(ptr, bits(float(expected) + v), expected)
+  //           LoopMerge merge cont; br seen == expected ? merge : cont
+  //   cont:   br header
+  Id init = b.op(Op::OpAtomicLoad, U, {ptr, scope, relaxed});
+  Id pre = b.currentLabel(), header = b.newId(), cont = b.newId(), merge = b.newId(), seen = b.newId();
+  b.opVoid(Op::OpBranch, {header});
+  b.label(header);
+  Id expected = b.op(Op::OpPhi, U, {init, pre, seen, cont});
+  Id sum = b.op(Op::OpFAdd, T, {b.op(Op::OpBitcast, T, {expected}), v});
+  b.opWithId(Op::OpAtomicCompareExchange, U, seen,
+             {ptr, scope, relaxed, relaxed, b.op(Op::OpBitcast, U, {sum}), expected});
+  Id done = b.op(Op::OpIEqual, boolT(), {seen, expected});
+  b.opVoid(Op::OpLoopMerge, {merge, cont, 0});
+  b.opVoid(Op::OpBranchConditional, {done, merge, cont});
+  b.label(cont);
+  b.opVoid(Op::OpBranch, {header});
+  b.label(merge);
+  setId(op.result(0), b.op(Op::OpBitcast, T, {expected}));
+  return Status::ok();
+}
+
+Status Emitter::emitWorkgroupAlloc(const ir::Op& op) {
+  const ir::Type* elem = op.result(0)->type()->elem();
+  BufferRef& ref = buffers_.emplace_back();
+  ref.sc = spv::StorageClass::Workgroup;
+  ref.elem = elem;
+  ref.asBits = floatAsBits(elem, ir::Space::Workgroup);
+  ref.elemMemType = ref.asBits ? b.typeInt(elem->bits(), false) : valueType(elem);
+  ref.length = uint32_t(op.intAttr("size"));
+  Id arr = b.typeArray(ref.elemMemType, ref.length);
+  ref.var = b.globalVariable(b.typePointer(ref.sc, arr), ref.sc);
+  if (!op.result(0)->name().empty()) b.addName(ref.var, op.result(0)->name());
+  interface_.push_back(ref.var);
+  set(op.result(0), Val{0, &ref});
+  return Status::ok();
+}
+
+Status Emitter::emitBarrier(const ir::Op& op) {
+  b.opVoid(Op::OpControlBarrier, {u32(kScopeWorkgroup), u32(kScopeWorkgroup), u32(kBarrierSemantics)});
+  return Status::ok();
+}
+
+Status Emitter::emitBuiltin(const ir::Op& op) {
+  std::string_view n = op.name();
+  uint32_t dim = op.attr("dim") ? uint32_t(op.intAttr("dim")) : 0;
+  if (n == "workgroup_size") {
+    setId(op.result(0), u32(kernel.workgroupSize[dim]));
+    return Status::ok();
+  }
+  struct Entry { std::string_view name; spv::BuiltIn builtin; bool vector; };
+  static const Entry kBuiltins[] = {
+      {"global_id", spv::BuiltIn::GlobalInvocationId, true},
+      {"local_id", spv::BuiltIn::LocalInvocationId, true},
+      {"workgroup_id", spv::BuiltIn::WorkgroupId, true},
+      {"num_workgroups", spv::BuiltIn::NumWorkgroups, true},
+      {"subgroup_size", spv::BuiltIn::SubgroupSize, false},
+      {"subgroup_id", spv::BuiltIn::SubgroupId, false},
+      {"subgroup_local_id", spv::BuiltIn::SubgroupLocalInvocationId, false},
+  };
+  for (const Entry& e : kBuiltins) {
+    if (e.name != n) continue;
+    Id var = builtinVariable(e.builtin, e.vector);
+    Id v = b.op(Op::OpLoad, e.vector ? b.typeVector(u32T(), 3) : u32T(), {var});
+    if (e.vector) v = b.op(Op::OpCompositeExtract, u32T(), {v, dim});
+    setId(op.result(0), v);
+    return Status::ok();
+  }
+  return error(op, "unknown builtin '" + std::string(n) + "'");
+}
+
+void Emitter::addMemoryEmitters(EmitTable& t) {
+  t["load"] = &Emitter::emitLoad;
+  t["store"] = &Emitter::emitStore;
+  t["buffer.len"] = &Emitter::emitBufferLen;
+  for (std::string_view n : {"atomic.add", "atomic.min", "atomic.max", "atomic.xchg", "atomic.cmpxchg"})
+    t[n] = &Emitter::emitAtomic;
+  t["workgroup.alloc"] = &Emitter::emitWorkgroupAlloc;
+  t["barrier"] = &Emitter::emitBarrier;
+  for (std::string_view n : {"global_id", "local_id", "workgroup_id", "num_workgroups", "workgroup_size",
+                             "subgroup_size", "subgroup_id", "subgroup_local_id"})
+    t[n] = &Emitter::emitBuiltin;
+}
+
+}  // namespace eph::spirv

@@ -1,0 +1,88 @@
+// The SPIR-V backend of Float64Math.h: each step of the shared algorithms
+// becomes one instruction. Float arithmetic is decorated NoContraction, so a
+// driver may not fuse a*b+c (the Dekker products in pow rely on separate
+// roundings).
+#include "targets/spirv/Float64Math.h"
+
+#include "targets/spirv/Emitter.h"
+
+namespace eph::spirv {
+
+using spv::Op;
+
+namespace {
+
+struct SpirvBackend {
+  using Num = Id;
+  using Cond = Id;
+  using Int = Id;
+  ModuleBuilder& b;
+  Id F, B, I;
+
+  explicit SpirvBackend(ModuleBuilder& mb)
+      : b(mb), F(mb.typeFloat(64)), B(mb.typeBool()), I(mb.typeInt(32, true)) {}
+
+  Id exact(Op o, Id x, Id y) {
+    Id r = b.op(o, F, {x, y});
+    b.decorate(r, spv::Decoration::NoContraction);
+    return r;
+  }
+  Num c(double v) { return b.constFloat(F, v); }
+  Num add(Num x, Num y) { return exact(Op::OpFAdd, x, y); }
+  Num sub(Num x, Num y) { return exact(Op::OpFSub, x, y); }
+  Num mul(Num x, Num y) { return exact(Op::OpFMul, x, y); }
+  Num div(Num x, Num y) { return exact(Op::OpFDiv, x, y); }
+  Num floor(Num x) { return b.glslOp(GLSLstd450Floor, F, {x}); }
+  Cond lt(Num x, Num y) { return b.op(Op::OpFOrdLessThan, B, {x, y}); }
+  Cond le(Num x, Num y) { return b.op(Op::OpFOrdLessThanEqual, B, {x, y}); }
+  Cond gt(Num x, Num y) { return b.op(Op::OpFOrdGreaterThan, B, {x, y}); }
+  Cond eq(Num x, Num y) { return b.op(Op::OpFOrdEqual, B, {x, y}); }
+  Cond isnan(Num x) { return b.op(Op::OpIsNan, B, {x}); }
+  Cond land(Cond x, Cond y) { return b.op(Op::OpLogicalAnd, B, {x, y}); }
+  Cond lor(Cond x, Cond y) { return b.op(Op::OpLogicalOr, B, {x, y}); }
+  Num sel(Cond p, Num x, Num y) { return b.op(Op::OpSelect, F, {p, x, y}); }
+  Int toInt(Num x) { return b.op(Op::OpConvertFToS, I, {x}); }
+  Num toNum(Int x) { return b.op(Op::OpConvertSToF, F, {x}); }
+  Int ihalf(Int x) { return b.op(Op::OpShiftRightArithmetic, I, {x, b.constInt(I, 1)}); }
+  Int isub(Int x, Int y) { return b.op(Op::OpISub, I, {x, y}); }
+  Num ldexp(Num x, Int k) { return b.glslOp(GLSLstd450Ldexp, F, {x, k}); }
+  void frexp(Num x, Num& m, Int& e) {
+    Id st = b.typeStruct({F, I});
+    Id pair = b.glslOp(GLSLstd450FrexpStruct, st, {x});
+    m = b.op(Op::OpCompositeExtract, F, {pair, 0});
+    e = b.op(Op::OpCompositeExtract, I, {pair, 1});
+  }
+};
+
+}  // namespace
+
+Id Emitter::f64Exp(Id x) {
+  SpirvBackend be(b);
+  return f64math::Algorithms<SpirvBackend>{be}.exp(x);
+}
+Id Emitter::f64Log(Id x) {
+  SpirvBackend be(b);
+  return f64math::Algorithms<SpirvBackend>{be}.log(x);
+}
+Id Emitter::f64Sin(Id x) {
+  SpirvBackend be(b);
+  return f64math::Algorithms<SpirvBackend>{be}.sin(x);
+}
+Id Emitter::f64Cos(Id x) {
+  SpirvBackend be(b);
+  return f64math::Algorithms<SpirvBackend>{be}.cos(x);
+}
+Id Emitter::f64Tan(Id x) {
+  SpirvBackend be(b);
+  return f64math::Algorithms<SpirvBackend>{be}.tan(x);
+}
+Id Emitter::f64Tanh(Id x) {
+  SpirvBackend be(b);
+  return f64math::Algorithms<SpirvBackend>{be}.tanh(x);
+}
+Id Emitter::f64PowAbs(Id ax, Id y) {
+  SpirvBackend be(b);
+  return f64math::Algorithms<SpirvBackend>{be}.powAbs(ax, y);
+}
+
+}  // namespace eph::spirv
