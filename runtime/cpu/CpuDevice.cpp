@@ -1,0 +1,201 @@
+#include "runtime/cpu/CpuDevice.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "ir/Layout.h"
+#include "runtime/cpu/KernelCache.h"
+
+namespace eph::runtime {
+namespace {
+
+constexpr size_t kAlign = 64;
+// Dispatches smaller than this many invocations run on the calling thread.
+constexpr uint64_t kInlineInvocations = 1 << 14;
+
+uint64_t physicalMemory() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(1) << 32;
+}
+
+// Workgroup memory for the calling thread, at least `bytes` long.
+std::byte* scratch(size_t bytes) {
+  struct Scratch {
+    std::byte* data = nullptr;
+    size_t size = 0;
+    ~Scratch() { std::free(data); }
+  };
+  thread_local Scratch s;
+  if (s.size < bytes) {
+    std::free(s.data);
+    s.size = (bytes + kAlign - 1) / kAlign * kAlign;
+    s.data = static_cast<std::byte*>(std::aligned_alloc(kAlign, s.size));
+  }
+  return s.data;
+}
+
+}  // namespace
+
+CpuDevice::CpuDevice(CpuOptions opts)
+    : opts_(opts), pool_(opts.threads ? opts.threads : ThreadPool::defaultThreads()) {
+  caps_.name = "cpu: " + llvmtarget::hostCpuDescription() + ", " + std::to_string(pool_.size()) + " threads";
+  caps_.driver = "ephc LLVM JIT (LLVM " + llvmtarget::llvmVersion() + ")";
+  caps_.isGpu = false;
+  caps_.subgroupSize = llvmtarget::kSubgroupSize;
+  caps_.float16 = caps_.float64 = caps_.int8 = caps_.int16 = caps_.int64 = true;
+  caps_.atomicFloat32Add = caps_.atomicFloat64Add = caps_.atomicInt64 = true;
+  caps_.memoryBytes = physicalMemory();
+  caps_.maxBufferBytes = caps_.memoryBytes / 2;
+  caps_.maxWorkgroupInvocations = 1024;
+  caps_.maxWorkgroupSize = {1024, 1024, 1024};
+  caps_.maxWorkgroupCount = {UINT32_MAX, UINT32_MAX, UINT32_MAX};
+  caps_.maxWorkgroupMemoryBytes = 64u << 20;
+  caps_.maxPushConstantBytes = 1u << 16;
+}
+
+CpuDevice::~CpuDevice() {
+  for (auto& b : buffers_) std::free(b->data);
+}
+
+Status CpuDevice::prepare(const ir::Module& m) {
+  for (const auto& f : m.functions()) {
+    if (!f->isKernel()) continue;
+    size_t wg = llvmtarget::workgroupLayout(*f).bytes;
+    if (wg > caps_.maxWorkgroupMemoryBytes)
+      return Error{f->loc(), "kernel @" + f->name() + " needs " + std::to_string(wg) +
+                                 " bytes of workgroup memory; the cpu target has " +
+                                 std::to_string(caps_.maxWorkgroupMemoryBytes)};
+  }
+  auto compiled = compiledModule(m, opts_.lower);
+  if (!compiled) return compiled.error();
+  modules_[&m] = *compiled;
+  return Status::ok();
+}
+
+CpuDevice::Buffer* CpuDevice::live(uint64_t handle, Loc site, Status& err) {
+  Buffer* b = handle >= 1 && handle <= buffers_.size() ? buffers_[handle - 1].get() : nullptr;
+  if (!b) {
+    err = Error{site, "invalid device buffer handle " + std::to_string(handle)};
+    return nullptr;
+  }
+  if (b->freed) {
+    err = Error{site, "use of a freed device buffer" +
+                          std::string(b->allocSite.known() ? " allocated at " + b->allocSite.str() : "")};
+    return nullptr;
+  }
+  return b;
+}
+
+std::span<std::byte> CpuDevice::bytes(uint64_t handle) {
+  Status err;
+  Buffer* b = live(handle, {}, err);
+  return b ? std::span<std::byte>(b->data, b->count * b->stride) : std::span<std::byte>();
+}
+
+Expected<uint64_t> CpuDevice::alloc(const ir::Type* bufferType, uint64_t count, Loc site) {
+  const ir::Type* elem = bufferType->elem();
+  if (!ir::isStorable(elem))
+    return Error{site, "buffers of '" + elem->str() + "' cannot live in device memory"};
+  size_t stride = ir::storageStride(elem);
+  if (count > caps_.maxBufferBytes / stride)
+    return Error{site, "allocation of " + std::to_string(count) + " elements is larger than the " +
+                           "device's largest buffer (" + std::to_string(caps_.maxBufferBytes) + " bytes)"};
+  size_t bytes = std::max<size_t>((count * stride + kAlign - 1) / kAlign * kAlign, kAlign);
+  auto b = std::make_unique<Buffer>();
+  b->elem = elem;
+  b->count = count;
+  b->stride = stride;
+  b->data = static_cast<std::byte*>(std::aligned_alloc(kAlign, bytes));
+  if (!b->data) return Error{site, "out of memory allocating " + std::to_string(bytes) + " bytes"};
+  std::memset(b->data, 0, bytes);
+  b->allocSite = site;
+  buffers_.push_back(std::move(b));
+  return uint64_t(buffers_.size());
+}
+
+Status CpuDevice::free(uint64_t handle, Loc site) {
+  Status err;
+  Buffer* b = live(handle, site, err);
+  if (!b) return err;
+  std::free(b->data);
+  b->data = nullptr;
+  b->freed = true;
+  return Status::ok();
+}
+
+Status CpuDevice::upload(uint64_t dst, const interp::BufferData& src, Loc site) {
+  Status err;
+  Buffer* b = live(dst, site, err);
+  if (!b) return err;
+  if (Status s = interp::checkFullyWritten(src, site); !s) return s;
+  if (b->count != src.elems.size())
+    return Error{site, "copies a buffer of " + std::to_string(src.elems.size()) +
+                           " elements into a buffer of " + std::to_string(b->count)};
+  for (size_t i = 0; i < src.elems.size(); ++i) ir::encode(src.elems[i], b->data + i * b->stride);
+  return Status::ok();
+}
+
+Status CpuDevice::download(interp::BufferData& dst, uint64_t src, Loc site) {
+  Status err;
+  Buffer* b = live(src, site, err);
+  if (!b) return err;
+  if (b->count != dst.elems.size())
+    return Error{site, "copies a buffer of " + std::to_string(b->count) + " elements into a buffer of " +
+                           std::to_string(dst.elems.size())};
+  ir::decodeBuffer(std::span<const std::byte>(b->data, b->count * b->stride), dst);
+  return Status::ok();
+}
+
+Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
+                           std::span<const interp::RtValue> args, Loc site) {
+  const ir::Module* m = kernel.module();
+  if (!modules_.count(m))
+    if (Status s = prepare(*m); !s) return s;
+  const llvmtarget::JitModule::Kernel* k = modules_.at(m)->kernel(kernel.name());
+  if (!k) return Error{site, "kernel @" + kernel.name() + " was not compiled for the cpu target"};
+  if (args.size() != kernel.paramTypes().size())
+    return Error{site, "kernel @" + kernel.name() + " takes " + std::to_string(kernel.paramTypes().size()) +
+                           " arguments, got " + std::to_string(args.size())};
+  for (int d = 0; d < 3; ++d)
+    if (uint64_t(groups[d]) * kernel.workgroupSize[d] > (uint64_t(1) << 32))
+      return Error{site, "the grid has more than 2^32 invocations in dimension " + std::to_string(d)};
+
+  // Bindings and the parameter block (KernelAbi.h).
+  std::vector<void*> bufs;
+  std::vector<uint64_t> lens;
+  llvmtarget::ParamBlockLayout pl = llvmtarget::paramBlockLayout(kernel);
+  std::vector<std::byte> params(pl.size + kAlign);
+  std::byte* block = params.data() + (kAlign - reinterpret_cast<uintptr_t>(params.data()) % kAlign) % kAlign;
+  for (unsigned i = 0; i < args.size(); ++i) {
+    if (kernel.paramTypes()[i]->isBuffer()) {
+      Status err;
+      Buffer* b = live(args[i].buffer, site, err);
+      if (!b) return err;
+      bufs.push_back(b->data);
+      lens.push_back(b->count);
+    } else {
+      ir::encode(args[i], block + pl.offsets[i]);
+    }
+  }
+  uint64_t total = uint64_t(groups[0]) * groups[1] * groups[2];
+  if (total == 0) return Status::ok();
+
+  llvmtarget::KernelStatus status;
+  uint64_t perGroup = uint64_t(kernel.workgroupSize[0]) * kernel.workgroupSize[1] * kernel.workgroupSize[2];
+  // Chunks of about 8 per thread, so that uneven workgroups even out.
+  uint64_t chunk = total * perGroup < kInlineInvocations ? total
+                                                         : std::max<uint64_t>(1, total / (8 * pool_.size()));
+  pool_.parallelFor(total, chunk, [&](uint64_t begin, uint64_t end) {
+    k->range(bufs.data(), lens.data(), block, groups[0], groups[1], groups[2], begin, end,
+             scratch(k->workgroupBytes), &status);
+    std::atomic_ref<uint32_t> diverged(status.diverged);
+    std::atomic_ref<uint64_t> traps(status.trapMask);
+    return diverged.load(std::memory_order_relaxed) == 0 && traps.load(std::memory_order_relaxed) == 0;
+  });
+  return llvmtarget::statusError(*m, kernel, status);
+}
+
+}  // namespace eph::runtime

@@ -1,0 +1,159 @@
+// Internal to targets/llvm: the state shared by the files that lower IR to
+// LLVM IR. ModuleEmitter owns the llvm::Module being built and knows the
+// types, trap sites and device functions; FunctionEmitter lowers the ops of
+// one function *per invocation* (the semantics of a single invocation, with
+// structured control flow flattened to basic blocks). KernelEmitter (in
+// LowerKernel.cpp) splits kernels into runs and workgroup-level ops on top.
+//
+// Value layout (what LLVM computes with) vs storage layout (ir/Layout.h, the
+// bytes in buffers and the parameter block):
+//   type          value layout            storage layout
+//   bool          i1                      u32 0/1
+//   iN/uN, fN     iN, half/float/double   the same, naturally aligned
+//   vec<T, N>     <N x T'>                N elements, vec3 padded to 16 bytes
+//   struct        {T'...}                 fields at ir::fieldOffset
+//   sum           {i32 tag, P0', P1'...}  u32 tag, one payload at ir::sumPayloadOffset
+//   array<T, N>   [N x T']                elements at ir::storageStride(T)
+//   buffer        {ptr base, i64 length}  (not storable)
+// loadStorage/storeStorage convert between the two.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/IR.h"
+#include "targets/llvm/Llvm.h"
+
+namespace eph::llvmtarget {
+
+// Lowers a whole module; `run` fills `mod` or records `error`.
+class ModuleEmitter {
+ public:
+  ModuleEmitter(llvm::LLVMContext& ctx, const ir::Module& m, const LowerOptions& opts);
+  bool run();
+
+  // Records the first error (at op's location, or the function's) and returns false.
+  bool fail(const ir::Op* op, const ir::Function* f, std::string message);
+  // The value-layout type of t; null after reporting an unsupported type.
+  llvm::Type* valueType(const ir::Type* t, const ir::Op* where = nullptr);
+  // A C library function of doubles, e.g. "exp" (one argument) or "pow" (two).
+  llvm::FunctionCallee libm(const char* name, unsigned args);
+  // The trap site number of an op (KernelAbi.h).
+  unsigned siteOf(const ir::Op& op) const { return sites_.at(&op); }
+  // Whether f calls, directly or not, a function with a barrier, or has one.
+  bool hasBarrier(const ir::Op& op);
+
+  llvm::LLVMContext& ctx;
+  const ir::Module& irm;
+  LowerOptions opts;
+  std::unique_ptr<llvm::Module> mod;
+  std::map<const ir::Function*, llvm::Function*> deviceFns;
+  std::optional<Error> error;
+
+  llvm::Type* i1;
+  llvm::Type* i8;
+  llvm::Type* i32;
+  llvm::Type* i64;
+  llvm::Type* f64;
+  llvm::PointerType* ptr;
+  llvm::StructType* bufferTy;  // {ptr, i64}
+
+ private:
+  bool declareDevice(const ir::Function& f);
+  std::unordered_map<const ir::Op*, unsigned> sites_;
+  std::unordered_map<const ir::Type*, llvm::Type*> types_;
+  std::map<const ir::Function*, bool> barrierFns_;
+};
+
+// The builtin values of the invocation being emitted.
+struct InvocationIds {
+  llvm::Value* local[3] = {};      // local_id
+  llvm::Value* group[3] = {};      // workgroup_id
+  llvm::Value* numGroups[3] = {};  // num_workgroups
+  llvm::Value* size[3] = {};       // workgroup_size
+};
+
+class FunctionEmitter {
+ public:
+  FunctionEmitter(ModuleEmitter& M, llvm::Function* fn, const ir::Function& f);
+
+  ModuleEmitter& M;
+  llvm::Function* fn;
+  const ir::Function& irf;
+  llvm::IRBuilder<> b;
+  // i64* accumulating trap bits (an alloca in kernels, a parameter in device functions).
+  llvm::Value* trapMask = nullptr;
+  InvocationIds ids;
+  std::unordered_map<const ir::Value*, llvm::Value*> vals;
+
+  llvm::Value* get(const ir::Value* v) const;
+  void set(const ir::Value* v, llvm::Value* x) { vals[v] = x; }
+  bool fail(const ir::Op& op, std::string message) { return M.fail(&op, &irf, std::move(message)); }
+
+  // Emits a region's ops (not its terminator) with its arguments bound to
+  // `args`; returns the terminator, or null after an error.
+  const ir::Op* emitBody(const ir::Region& r, const std::vector<llvm::Value*>& args);
+  // Emits one op for the current invocation.
+  bool emitOp(const ir::Op& op);
+
+  // An alloca at the top of the entry block.
+  llvm::AllocaInst* entryAlloca(llvm::Type* t, const llvm::Twine& name = "");
+  // Sets op's trap bit when `bad` (i1, or a vector of i1) is true.
+  void trapIf(const ir::Op& op, llvm::Value* bad);
+  llvm::BasicBlock* newBlock(const llvm::Twine& name);
+
+  // Storage layout (LowerMemory.cpp).
+  llvm::Value* loadStorage(const ir::Type* t, llvm::Value* p);
+  void storeStorage(const ir::Type* t, llvm::Value* p, llvm::Value* v);
+
+ private:
+  // LowerArith.cpp
+  bool emitArith(const ir::Op& op, bool& handled);
+  llvm::Value* binary(const ir::Op& op, std::string_view name, const ir::Type* t, llvm::Value* a,
+                      llvm::Value* c);
+  llvm::Value* unary(std::string_view name, const ir::Type* t, llvm::Value* a);
+  llvm::Value* compare(std::string_view name, const ir::Type* t, llvm::Value* a, llvm::Value* c);
+  llvm::Value* cast(const ir::Type* from, const ir::Type* to, llvm::Value* a);
+  llvm::Value* viaDouble(const ir::Type* t, llvm::Value* a, llvm::Value* c, const char* fn);
+  llvm::Value* constant(const ir::Op& op);
+  // LowerAggregate.cpp
+  bool emitAggregate(const ir::Op& op, bool& handled);
+  // LowerMemory.cpp
+  bool emitMemory(const ir::Op& op, bool& handled);
+  bool emitAccess(const ir::Op& op);
+  // LowerControl.cpp
+  bool emitControl(const ir::Op& op, bool& handled);
+  bool emitIf(const ir::Op& op);
+  bool emitFor(const ir::Op& op);
+  bool emitWhile(const ir::Op& op);
+  bool emitMatch(const ir::Op& op);
+  bool emitCall(const ir::Op& op);
+
+ public:
+  // Shared with KernelEmitter: the loop condition and next value of a `for`.
+  llvm::Value* forCondition(const ir::Type* t, llvm::Value* iv, llvm::Value* hi, llvm::Value* step);
+  // Adds step; `overflow` is set when the next value would wrap (the loop ends).
+  llvm::Value* forNext(const ir::Type* t, llvm::Value* iv, llvm::Value* step, llvm::Value*& overflow);
+  // i1: the step is not 0 (sets op's trap bit otherwise).
+  llvm::Value* forStepOk(const ir::Op& op, llvm::Value* step);
+  llvm::Value* builtin(const ir::Op& op);
+};
+
+// Lowers a kernel into its workgroup function and its range function.
+bool emitKernel(ModuleEmitter& M, const ir::Function& k);
+// Lowers a device function's body (declared by ModuleEmitter).
+bool emitDeviceFunction(ModuleEmitter& M, const ir::Function& f);
+
+// Device functions take, after their parameters, these builtins (i32 each)
+// and the trap mask pointer.
+constexpr unsigned kHiddenIdArgs = 12;  // local[3], group[3], numGroups[3], size[3]
+
+}  // namespace eph::llvmtarget

@@ -1,0 +1,101 @@
+// JIT compilation with ORC LLJIT: the optimised module is compiled for the
+// host CPU into this process, and each kernel's workgroup and range
+// functions are looked up once.
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/Support/Error.h>
+
+#include <cmath>
+#include <map>
+
+#include "targets/llvm/Pipeline.h"
+
+namespace eph::llvmtarget {
+namespace {
+
+// Half-precision conversions LLVM calls on CPUs without native f16
+// conversions (normally from compiler-rt or libgcc, which a static binary may
+// not export to the JIT).
+extern "C" float ephExtendHalfToFloat(_Float16 h) { return float(h); }
+extern "C" _Float16 ephTruncFloatToHalf(float f) { return _Float16(f); }
+extern "C" _Float16 ephTruncDoubleToHalf(double d) { return _Float16(d); }
+
+class LlJitModule : public JitModule {
+ public:
+  const Kernel* kernel(const std::string& name) const override {
+    auto it = kernels.find(name);
+    return it == kernels.end() ? nullptr : &it->second;
+  }
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::map<std::string, Kernel> kernels;
+};
+
+std::string message(llvm::Error e) { return llvm::toString(std::move(e)); }
+
+}  // namespace
+
+Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const LowerOptions& opts) {
+  initNativeTarget();
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) return Error{{}, "cpu target: " + message(jtmb.takeError())};
+  jtmb->setCodeGenOptLevel(codeGenLevel(opts.optLevel));
+  jtmb->setOptions(targetOptions());
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) return Error{{}, "cpu target: " + message(tm.takeError())};
+
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> mod;
+  if (Status s = lowerAndOptimize(m, opts, **tm, *ctx, mod); !s) return s.error();
+
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+  if (!jit) return Error{{}, "cpu target: " + message(jit.takeError())};
+  llvm::orc::JITDylib& lib = (*jit)->getMainJITDylib();
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process) return Error{{}, "cpu target: " + message(process.takeError())};
+  lib.addGenerator(std::move(*process));
+
+  // The C library functions kernels call, bound directly so that a static
+  // binary works too.
+  using D1 = double (*)(double);
+  using D2 = double (*)(double, double);
+  llvm::orc::SymbolMap symbols;
+  auto bind = [&](const char* name, auto* fn) {
+    symbols[(*jit)->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(reinterpret_cast<void*>(fn)),
+                                              llvm::JITSymbolFlags::Exported};
+  };
+  bind("exp", static_cast<D1>(&::exp));
+  bind("log", static_cast<D1>(&::log));
+  bind("sin", static_cast<D1>(&::sin));
+  bind("cos", static_cast<D1>(&::cos));
+  bind("tan", static_cast<D1>(&::tan));
+  bind("tanh", static_cast<D1>(&::tanh));
+  bind("pow", static_cast<D2>(&::pow));
+  bind("fmod", static_cast<D2>(&::fmod));
+  bind("fmodf", static_cast<float (*)(float, float)>(&::fmodf));
+  bind("__extendhfsf2", &ephExtendHalfToFloat);
+  bind("__gnu_h2f_ieee", &ephExtendHalfToFloat);
+  bind("__truncsfhf2", &ephTruncFloatToHalf);
+  bind("__gnu_f2h_ieee", &ephTruncFloatToHalf);
+  bind("__truncdfhf2", &ephTruncDoubleToHalf);
+  if (auto err = lib.define(llvm::orc::absoluteSymbols(std::move(symbols))))
+    return Error{{}, "cpu target: " + message(std::move(err))};
+
+  if (auto err = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
+    return Error{{}, "cpu target: " + message(std::move(err))};
+
+  auto out = std::make_unique<LlJitModule>();
+  for (const auto& f : m.functions()) {
+    if (!f->isKernel()) continue;
+    auto wg = (*jit)->lookup(f->name());
+    if (!wg) return Error{f->loc(), "cpu target: " + message(wg.takeError())};
+    auto range = (*jit)->lookup(f->name() + ".range");
+    if (!range) return Error{f->loc(), "cpu target: " + message(range.takeError())};
+    out->kernels[f->name()] = {wg->toPtr<WorkgroupFn>(), range->toPtr<RangeFn>(), workgroupLayout(*f).bytes};
+  }
+  out->jit = std::move(*jit);
+  return std::unique_ptr<JitModule>(std::move(out));
+}
+
+}  // namespace eph::llvmtarget

@@ -1,0 +1,103 @@
+// The parts of the CPU kernel ABI that need no LLVM: parameter block and
+// workgroup memory layouts, trap site numbering and trap messages.
+#include "targets/llvm/KernelAbi.h"
+
+#include "ir/Layout.h"
+#include "ir/OpTable.h"
+
+namespace eph::llvmtarget {
+namespace {
+
+size_t roundUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+// Ops that set a bit of the trap mask.
+bool canTrap(const ir::Op& op) {
+  std::string_view n = op.name();
+  if (n == "load" || n == "store" || n.starts_with("atomic.") || n == "for") return true;
+  if (n == "array.get" || n == "array.set") return true;
+  if (n == "div" || n == "rem") return op.result(0)->type()->scalar()->isInt();
+  return false;
+}
+
+// Control flow that may hold a barrier: it diverges when its condition (or
+// its bounds) differ between the invocations of a workgroup.
+bool canDiverge(const ir::Op& op) {
+  return op.name() == "if" || op.name() == "while" || op.name() == "for";
+}
+
+}  // namespace
+
+ParamBlockLayout paramBlockLayout(const ir::Function& kernel) {
+  ParamBlockLayout l;
+  size_t off = 0, align = 1;
+  for (const ir::Type* t : kernel.paramTypes()) {
+    if (t->isBuffer()) {
+      l.offsets.push_back(SIZE_MAX);
+      continue;
+    }
+    off = roundUp(off, ir::storageAlign(t));
+    align = std::max(align, ir::storageAlign(t));
+    l.offsets.push_back(off);
+    off += ir::storageSize(t);
+  }
+  l.size = roundUp(off, align);
+  return l;
+}
+
+WorkgroupLayout workgroupLayout(const ir::Function& kernel) {
+  WorkgroupLayout l;
+  for (const auto& op : kernel.body().ops()) {
+    if (op->name() != "workgroup.alloc") continue;
+    l.bytes = roundUp(l.bytes, 64);
+    l.offsets.emplace_back(op.get(), l.bytes);
+    l.bytes += size_t(op->intAttr("size")) * ir::storageStride(op->result(0)->type()->elem());
+  }
+  return l;
+}
+
+std::vector<const ir::Op*> trapSites(const ir::Module& m) {
+  // Trapping ops first, so that the 63 precise bits go to them.
+  std::vector<const ir::Op*> sites;
+  for (auto* pick : {&canTrap, &canDiverge})
+    for (const auto& f : m.functions()) {
+      if (f->isHost()) continue;
+      const_cast<ir::Function&>(*f).walk([&](ir::Op* op) {
+        if ((*pick)(*op) && (pick == &canTrap || !canTrap(*op))) sites.push_back(op);
+      });
+    }
+  return sites;
+}
+
+Status statusError(const ir::Module& m, const ir::Function& kernel, const KernelStatus& st) {
+  if (!st.diverged && !st.trapMask) return Status::ok();
+  std::vector<const ir::Op*> sites = trapSites(m);
+  auto locOf = [&](const ir::Op* op) { return op && op->loc().known() ? op->loc() : kernel.loc(); };
+  if (st.diverged) {
+    const ir::Op* op = st.diverged - 1 < sites.size() ? sites[st.diverged - 1] : nullptr;
+    return Error{locOf(op), "barrier divergence in kernel @" + kernel.name() +
+                                ": the invocations of a workgroup disagree on the condition or "
+                                "bounds of this '" + std::string(op ? op->name() : "op") +
+                                "', which holds a barrier"};
+  }
+  unsigned bit = 0;
+  while (!((st.trapMask >> bit) & 1)) ++bit;
+  const ir::Op* op = bit < 63 && bit < sites.size() ? sites[bit] : nullptr;
+  if (!op)
+    return Error{kernel.loc(), "kernel @" + kernel.name() +
+                                   ": an out-of-bounds access, integer division by zero or "
+                                   "'for' step of 0"};
+  std::string_view n = op->name();
+  std::string what;
+  if (n == "div" || n == "rem")
+    what = std::string("integer ") + (n == "div" ? "division" : "remainder") + " by zero";
+  else if (n == "for")
+    what = "'for' has a step of 0";
+  else if (n.starts_with("array."))
+    what = "index is out of bounds for an array";
+  else
+    what = "index is out of bounds for a buffer";
+  return Error{locOf(op), "'" + std::string(n) + "': " + what + " (in kernel @" + kernel.name() +
+                              " on the cpu target)"};
+}
+
+}  // namespace eph::llvmtarget

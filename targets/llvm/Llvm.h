@@ -1,0 +1,85 @@
+// The LLVM CPU target: lowers the kernels and device functions of a module
+// to LLVM IR with IRBuilder, checks it with verifyModule, optimises it with
+// the new pass manager (-O0..-O3) for the host CPU, and then JIT-compiles it
+// with ORC LLJIT or writes LLVM IR text or an object file. Host functions are
+// not lowered: the runtime runs host code in the interpreter, which hands
+// every device op to the CpuDevice (runtime/cpu/CpuDevice.h).
+//
+// How a kernel is lowered (the call ABI is in targets/llvm/KernelAbi.h):
+//
+// A kernel becomes a function over one workgroup. Its body is split into
+// *runs*: maximal sequences of ops without a barrier, each emitted as a loop
+// over the workgroup's invocations (z, y, x nested, x innermost so that LLVM
+// vectorises across invocations). Between runs sit the *workgroup-level*
+// ops, executed once for the whole workgroup:
+//   - `barrier` itself (the boundary between two runs);
+//   - `if`, `for` and `while` ops that contain a barrier: their condition or
+//     bounds must be the same in every invocation. Values computed at
+//     workgroup level (constants, parameters, workgroup ids and sizes,
+//     buffer lengths and pure arithmetic on those) are uniform by
+//     construction; any other condition is checked at run time, and
+//     disagreement is reported as barrier divergence (as the interpreter
+//     does). `for` bounds must agree exactly; `if` conditions and `while`
+//     conditions must agree on every evaluation.
+//   - `for` loops with uniform bounds at the top of a workgroup-level region,
+//     even without a barrier: interchanging them with the invocation loop
+//     makes the invocation loop innermost, where it vectorises. (Invocations
+//     that do not synchronise may interleave in any order on a GPU too.)
+// Values that live across runs (and loop-carried values of workgroup-level
+// loops) are kept in per-invocation arrays; LLVM keeps them in registers
+// when a run is fully vectorised.
+//
+// Not supported, with a compile error naming the op: a barrier inside a
+// `match`, or in a device function a kernel calls (inline it first with
+// `--passes=inline`); function-typed values and type variables.
+//
+// Numbers follow the interpreter exactly (ir/interp/Scalar.h): integers
+// wrap, shifts take the count mod the width, integer division guards zero
+// and INT_MIN / -1, float min/max are minnum/maxnum, float-to-int casts
+// saturate with NaN -> 0, transcendental functions and vector reductions
+// (dot, length, normalize, cross) are computed in double and rounded once,
+// and no floating-point contraction or reassociation is allowed.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "targets/llvm/KernelAbi.h"
+
+namespace eph::llvmtarget {
+
+struct LowerOptions {
+  unsigned optLevel = 2;  // 0..3, the -O level of LLVM's default pipelines
+  // Interchange uniform `for` loops with the invocation loop (see above).
+  bool hoistUniformLoops = true;
+};
+
+// The optimised LLVM IR of the module's kernels and device functions, as text.
+Expected<std::string> emitLlvmText(const ir::Module& m, const LowerOptions& opts);
+// A relocatable object file for the host (ELF on Linux) with the same functions.
+Expected<std::vector<char>> emitObject(const ir::Module& m, const LowerOptions& opts);
+
+// A module compiled into this process. Lives as long as its owner keeps it;
+// the function pointers die with it.
+class JitModule {
+ public:
+  virtual ~JitModule() = default;
+  struct Kernel {
+    WorkgroupFn workgroup = nullptr;
+    RangeFn range = nullptr;
+    size_t workgroupBytes = 0;
+  };
+  // The compiled kernel named `name`, or null.
+  virtual const Kernel* kernel(const std::string& name) const = 0;
+};
+
+Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const LowerOptions& opts);
+
+// The host CPU LLVM targets ("x86-64 sapphirerapids +avx2,..." style, one line).
+std::string hostCpuDescription();
+// The LLVM version this target was built with ("19.1.7").
+std::string llvmVersion();
+
+}  // namespace eph::llvmtarget

@@ -1,0 +1,172 @@
+// Buffer memory: converting between value layout and the storage layout of
+// ir/Layout.h, bounds-checked loads and stores, atomics and buffer.len.
+#include <llvm/IR/Intrinsics.h>
+
+#include "ir/Layout.h"
+#include "ir/OpTable.h"
+#include "targets/llvm/Emitter.h"
+
+namespace eph::llvmtarget {
+namespace {
+
+llvm::Align alignOf(const ir::Type* t) { return llvm::Align(ir::storageAlign(t)); }
+
+}  // namespace
+
+llvm::Value* FunctionEmitter::loadStorage(const ir::Type* t, llvm::Value* p) {
+  auto at = [&](size_t off) { return off ? b.CreateConstInBoundsGEP1_64(M.i8, p, off) : p; };
+  llvm::Type* lt = M.valueType(t);
+  switch (t->kind()) {
+    case ir::TypeKind::Bool:
+      return b.CreateICmpNE(b.CreateAlignedLoad(M.i32, p, llvm::Align(4)), b.getInt32(0));
+    case ir::TypeKind::Int:
+    case ir::TypeKind::Float: return b.CreateAlignedLoad(lt, p, alignOf(t));
+    case ir::TypeKind::Vector: {
+      if (!t->elem()->isBool()) return b.CreateAlignedLoad(lt, p, alignOf(t));
+      llvm::Value* v = llvm::PoisonValue::get(lt);
+      for (unsigned i = 0; i < t->count(); ++i) v = b.CreateInsertElement(v, loadStorage(t->elem(), at(4 * i)), i);
+      return v;
+    }
+    case ir::TypeKind::Array: {
+      llvm::Value* v = llvm::PoisonValue::get(lt);
+      size_t stride = ir::storageStride(t->elem());
+      for (unsigned i = 0; i < t->count(); ++i) v = b.CreateInsertValue(v, loadStorage(t->elem(), at(i * stride)), i);
+      return v;
+    }
+    case ir::TypeKind::Struct: {
+      llvm::Value* v = llvm::PoisonValue::get(lt);
+      for (unsigned i = 0; i < t->members().size(); ++i)
+        v = b.CreateInsertValue(v, loadStorage(t->members()[i], at(ir::fieldOffset(t, i))), i);
+      return v;
+    }
+    case ir::TypeKind::Sum: {
+      // A tag out of range (garbage) reads as variant 0, like ir::decode.
+      unsigned n = unsigned(t->members().size());
+      llvm::Value* tag = b.CreateAlignedLoad(M.i32, p, llvm::Align(4));
+      tag = b.CreateSelect(b.CreateICmpULT(tag, b.getInt32(n)), tag, b.getInt32(0));
+      llvm::Value* v = b.CreateInsertValue(llvm::PoisonValue::get(lt), tag, 0);
+      size_t off = ir::sumPayloadOffset(t);
+      for (unsigned i = 0; i < n; ++i) v = b.CreateInsertValue(v, loadStorage(t->members()[i], at(off)), i + 1);
+      return v;
+    }
+    default: break;
+  }
+  assert(false && "not a storable type");
+  return nullptr;
+}
+
+void FunctionEmitter::storeStorage(const ir::Type* t, llvm::Value* p, llvm::Value* v) {
+  auto at = [&](size_t off) { return off ? b.CreateConstInBoundsGEP1_64(M.i8, p, off) : p; };
+  switch (t->kind()) {
+    case ir::TypeKind::Bool: b.CreateAlignedStore(b.CreateZExt(v, M.i32), p, llvm::Align(4)); return;
+    case ir::TypeKind::Int:
+    case ir::TypeKind::Float: b.CreateAlignedStore(v, p, alignOf(t)); return;
+    case ir::TypeKind::Vector:
+      if (!t->elem()->isBool()) {
+        b.CreateAlignedStore(v, p, alignOf(t));
+        return;
+      }
+      for (unsigned i = 0; i < t->count(); ++i) storeStorage(t->elem(), at(4 * i), b.CreateExtractElement(v, i));
+      return;
+    case ir::TypeKind::Array: {
+      size_t stride = ir::storageStride(t->elem());
+      for (unsigned i = 0; i < t->count(); ++i) storeStorage(t->elem(), at(i * stride), b.CreateExtractValue(v, i));
+      return;
+    }
+    case ir::TypeKind::Struct:
+      for (unsigned i = 0; i < t->members().size(); ++i)
+        storeStorage(t->members()[i], at(ir::fieldOffset(t, i)), b.CreateExtractValue(v, i));
+      return;
+    case ir::TypeKind::Sum: {
+      // Zero the element, then the tag and the active variant's payload (ir::encode).
+      b.CreateMemSet(p, b.getInt8(0), ir::storageSize(t), alignOf(t));
+      llvm::Value* tag = b.CreateExtractValue(v, 0);
+      b.CreateAlignedStore(tag, p, llvm::Align(4));
+      size_t off = ir::sumPayloadOffset(t);
+      unsigned n = unsigned(t->members().size());
+      llvm::BasicBlock* done = newBlock("sum.stored");
+      llvm::SwitchInst* sw = b.CreateSwitch(tag, done, n);
+      for (unsigned i = 0; i < n; ++i) {
+        llvm::BasicBlock* bb = newBlock("sum.store");
+        sw->addCase(b.getInt32(i), bb);
+        b.SetInsertPoint(bb);
+        storeStorage(t->members()[i], at(off), b.CreateExtractValue(v, i + 1));
+        b.CreateBr(done);
+      }
+      b.SetInsertPoint(done);
+      return;
+    }
+    default: assert(false && "not a storable type");
+  }
+}
+
+// load, store and the atomics: the index is checked against the length; an
+// access out of bounds sets the op's trap bit and is skipped (a load or an
+// atomic then gives 0).
+bool FunctionEmitter::emitAccess(const ir::Op& op) {
+  std::string_view n = op.name();
+  const ir::Type* bt = op.operand(0)->type();
+  const ir::Type* et = bt->elem();
+  llvm::Value* buf = get(op.operand(0));
+  llvm::Value* base = b.CreateExtractValue(buf, 0);
+  llvm::Value* len = b.CreateExtractValue(buf, 1);
+  llvm::Value* idx = get(op.operand(1));
+  idx = op.operand(1)->type()->isSigned() ? b.CreateSExtOrTrunc(idx, M.i64) : b.CreateZExtOrTrunc(idx, M.i64);
+  llvm::Value* inb = b.CreateICmpULT(idx, len);
+  trapIf(op, b.CreateNot(inb));
+
+  llvm::BasicBlock* from = b.GetInsertBlock();
+  llvm::BasicBlock* access = newBlock(std::string(n) + ".inbounds");
+  llvm::BasicBlock* cont = newBlock(std::string(n) + ".done");
+  b.CreateCondBr(inb, access, cont);
+  b.SetInsertPoint(access);
+  llvm::Type* lt = M.valueType(et);
+  size_t stride = ir::storageStride(et);
+  bool natural = (et->isInt() || et->isFloat()) && stride == ir::storageSize(et);
+  llvm::Value* p = natural ? b.CreateInBoundsGEP(lt, base, idx)
+                           : b.CreateInBoundsGEP(M.i8, base, b.CreateMul(idx, b.getInt64(stride)));
+  llvm::Value* result = nullptr;
+  auto order = llvm::AtomicOrdering::SequentiallyConsistent;
+  if (n == "load") {
+    result = loadStorage(et, p);
+  } else if (n == "store") {
+    storeStorage(et, p, get(op.operand(2)));
+  } else if (n == "atomic.cmpxchg") {
+    llvm::Value* pair = b.CreateAtomicCmpXchg(p, get(op.operand(2)), get(op.operand(3)), alignOf(et), order,
+                                              llvm::AtomicOrdering::SequentiallyConsistent);
+    result = b.CreateExtractValue(pair, 0);
+  } else {
+    using K = llvm::AtomicRMWInst::BinOp;
+    bool sg = et->isInt() && et->isSigned();
+    K k = n == "atomic.add" ? (et->isFloat() ? K::FAdd : K::Add)
+          : n == "atomic.min" ? (sg ? K::Min : K::UMin)
+          : n == "atomic.max" ? (sg ? K::Max : K::UMax) : K::Xchg;
+    result = b.CreateAtomicRMW(k, p, get(op.operand(2)), alignOf(et), order);
+  }
+  llvm::BasicBlock* accessEnd = b.GetInsertBlock();
+  b.CreateBr(cont);
+  b.SetInsertPoint(cont);
+  if (result) {
+    llvm::PHINode* phi = b.CreatePHI(lt, 2);
+    phi->addIncoming(result, accessEnd);
+    phi->addIncoming(llvm::Constant::getNullValue(lt), from);
+    set(op.result(0), phi);
+  }
+  return true;
+}
+
+bool FunctionEmitter::emitMemory(const ir::Op& op, bool& handled) {
+  std::string_view n = op.name();
+  handled = true;
+  if (n == "load" || n == "store" || n.starts_with("atomic.")) return emitAccess(op);
+  if (n == "buffer.len") {
+    llvm::Value* len = b.CreateExtractValue(get(op.operand(0)), 1);
+    set(op.result(0), b.CreateZExtOrTrunc(len, M.valueType(op.result(0)->type())));
+    return true;
+  }
+  if (n == "workgroup.alloc") return fail(op, "workgroup memory outside the top level of a kernel");
+  handled = false;
+  return true;
+}
+
+}  // namespace eph::llvmtarget

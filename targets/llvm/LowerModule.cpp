@@ -1,0 +1,225 @@
+// Module-level lowering: value types, device function declarations and
+// bodies, and the per-op dispatch of FunctionEmitter.
+#include <llvm/IR/Intrinsics.h>
+
+#include "ir/OpTable.h"
+#include "targets/llvm/Emitter.h"
+
+namespace eph::llvmtarget {
+
+ModuleEmitter::ModuleEmitter(llvm::LLVMContext& c, const ir::Module& m, const LowerOptions& o)
+    : ctx(c), irm(m), opts(o), mod(std::make_unique<llvm::Module>(m.sourceName.empty() ? "eph" : m.sourceName, c)) {
+  i1 = llvm::Type::getInt1Ty(ctx);
+  i8 = llvm::Type::getInt8Ty(ctx);
+  i32 = llvm::Type::getInt32Ty(ctx);
+  i64 = llvm::Type::getInt64Ty(ctx);
+  f64 = llvm::Type::getDoubleTy(ctx);
+  ptr = llvm::PointerType::get(ctx, 0);
+  bufferTy = llvm::StructType::get(ctx, {ptr, i64});
+  std::vector<const ir::Op*> sites = trapSites(m);
+  for (unsigned i = 0; i < sites.size(); ++i) sites_[sites[i]] = i;
+}
+
+bool ModuleEmitter::fail(const ir::Op* op, const ir::Function* f, std::string message) {
+  if (error) return false;
+  Loc loc = op && op->loc().known() ? op->loc() : f ? f->loc() : Loc{};
+  std::string prefix = op ? "'" + std::string(op->name()) + "': " : f ? "function '@" + f->name() + "': " : "";
+  error = Error{loc, prefix + message + " (cpu target)"};
+  return false;
+}
+
+llvm::Type* ModuleEmitter::valueType(const ir::Type* t, const ir::Op* where) {
+  if (auto it = types_.find(t); it != types_.end()) return it->second;
+  llvm::Type* r = nullptr;
+  switch (t->kind()) {
+    case ir::TypeKind::Bool: r = i1; break;
+    case ir::TypeKind::Int: r = llvm::Type::getIntNTy(ctx, t->bits()); break;
+    case ir::TypeKind::Float:
+      r = t->bits() == 16 ? llvm::Type::getHalfTy(ctx)
+          : t->bits() == 32 ? llvm::Type::getFloatTy(ctx) : f64;
+      break;
+    case ir::TypeKind::Vector:
+      if (llvm::Type* e = valueType(t->elem(), where)) r = llvm::FixedVectorType::get(e, t->count());
+      break;
+    case ir::TypeKind::Array:
+      if (llvm::Type* e = valueType(t->elem(), where)) r = llvm::ArrayType::get(e, t->count());
+      break;
+    case ir::TypeKind::Struct:
+    case ir::TypeKind::Sum: {
+      std::vector<llvm::Type*> fields;
+      if (t->isSum()) fields.push_back(i32);
+      for (const ir::Type* m : t->members()) {
+        llvm::Type* f = valueType(m, where);
+        if (!f) return nullptr;
+        fields.push_back(f);
+      }
+      r = llvm::StructType::get(ctx, fields);
+      break;
+    }
+    case ir::TypeKind::Buffer: r = bufferTy; break;
+    case ir::TypeKind::Function:
+    case ir::TypeKind::Var:
+      fail(where, nullptr, "values of type '" + t->str() + "' are not supported");
+      return nullptr;
+  }
+  types_[t] = r;
+  return r;
+}
+
+llvm::FunctionCallee ModuleEmitter::libm(const char* name, unsigned args) {
+  std::vector<llvm::Type*> params(args, f64);
+  auto callee = mod->getOrInsertFunction(name, llvm::FunctionType::get(f64, params, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+    f->setDoesNotThrow();
+    f->setOnlyAccessesInaccessibleMemory();
+    f->setWillReturn();
+  }
+  return callee;
+}
+
+bool ModuleEmitter::hasBarrier(const ir::Op& root) {
+  bool found = false;
+  const_cast<ir::Op&>(root).walk([&](ir::Op* op) {
+    if (found) return;
+    if (op->info().has(ir::kBarrier)) {
+      found = true;
+    } else if (op->name() == "call") {
+      const ir::Function* callee = irm.lookup(op->symbolAttr("callee"));
+      if (!callee) return;
+      auto it = barrierFns_.find(callee);
+      if (it == barrierFns_.end()) {
+        barrierFns_[callee] = false;  // no recursion among device functions
+        bool inner = false;
+        for (auto& o : const_cast<ir::Function*>(callee)->body().ops()) inner = inner || hasBarrier(*o);
+        it = barrierFns_.insert_or_assign(callee, inner).first;
+      }
+      found = it->second;
+    }
+  });
+  return found;
+}
+
+bool ModuleEmitter::declareDevice(const ir::Function& f) {
+  std::vector<llvm::Type*> params;
+  for (const ir::Type* t : f.paramTypes()) {
+    llvm::Type* lt = valueType(t);
+    if (!lt) return fail(nullptr, &f, "parameter of type '" + t->str() + "' is not supported");
+    params.push_back(lt);
+  }
+  for (unsigned i = 0; i < kHiddenIdArgs; ++i) params.push_back(i32);
+  params.push_back(ptr);
+  std::vector<llvm::Type*> results;
+  for (const ir::Type* t : f.resultTypes()) {
+    llvm::Type* lt = valueType(t);
+    if (!lt) return fail(nullptr, &f, "result of type '" + t->str() + "' is not supported");
+    results.push_back(lt);
+  }
+  llvm::Type* ret = results.empty() ? llvm::Type::getVoidTy(ctx)
+                    : results.size() == 1 ? results[0] : llvm::StructType::get(ctx, results);
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(ret, params, false),
+                                    llvm::GlobalValue::InternalLinkage, "dev." + f.name(), *mod);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  deviceFns[&f] = fn;
+  return true;
+}
+
+bool ModuleEmitter::run() {
+  // Names a kernel must not take: they are C library functions this target calls.
+  static const char* const kReserved[] = {"exp", "log", "sin", "cos", "tan", "tanh", "pow",
+                                          "fmod", "fmodf", "memcpy", "memset", "memmove"};
+  for (const auto& f : irm.functions()) {
+    if (f->isKernel()) {
+      for (const char* r : kReserved)
+        if (f->name() == r)
+          return fail(nullptr, f.get(), "a kernel may not be named '" + f->name() +
+                                             "' (a C library function the cpu target calls)");
+      if (f->name().ends_with(".range") || f->name().starts_with("dev."))
+        return fail(nullptr, f.get(), "kernel names ending in '.range' or starting with 'dev.' are reserved");
+    }
+    if (f->kind() == ir::FunctionKind::Device && !declareDevice(*f)) return false;
+  }
+  for (const auto& f : irm.functions())
+    if (f->kind() == ir::FunctionKind::Device && !emitDeviceFunction(*this, *f)) return false;
+  for (const auto& f : irm.functions())
+    if (f->isKernel() && !emitKernel(*this, *f)) return false;
+  return true;
+}
+
+// ---- FunctionEmitter ---------------------------------------------------------
+
+FunctionEmitter::FunctionEmitter(ModuleEmitter& m, llvm::Function* f, const ir::Function& irfn)
+    : M(m), fn(f), irf(irfn), b(m.ctx) {}
+
+llvm::Value* FunctionEmitter::get(const ir::Value* v) const {
+  auto it = vals.find(v);
+  assert(it != vals.end() && "value not lowered yet");
+  return it->second;
+}
+
+llvm::BasicBlock* FunctionEmitter::newBlock(const llvm::Twine& name) {
+  return llvm::BasicBlock::Create(M.ctx, name, fn);
+}
+
+llvm::AllocaInst* FunctionEmitter::entryAlloca(llvm::Type* t, const llvm::Twine& name) {
+  llvm::BasicBlock& entry = fn->getEntryBlock();
+  llvm::IRBuilder<> eb(&entry, entry.getFirstInsertionPt());
+  return eb.CreateAlloca(t, nullptr, name);
+}
+
+void FunctionEmitter::trapIf(const ir::Op& op, llvm::Value* bad) {
+  if (bad->getType()->isVectorTy()) bad = b.CreateOrReduce(bad);
+  if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(bad); c && c->isZero()) return;
+  unsigned site = M.siteOf(op);
+  uint64_t bit = uint64_t(1) << (site < 63 ? site : 63);
+  llvm::Value* old = b.CreateLoad(M.i64, trapMask);
+  llvm::Value* add = b.CreateSelect(bad, b.getInt64(bit), b.getInt64(0));
+  b.CreateStore(b.CreateOr(old, add), trapMask);
+}
+
+const ir::Op* FunctionEmitter::emitBody(const ir::Region& r, const std::vector<llvm::Value*>& args) {
+  for (unsigned i = 0; i < r.numArgs(); ++i) set(r.arg(i), args[i]);
+  for (const auto& op : r.ops()) {
+    if (op->info().has(ir::kTerminator)) return op.get();
+    if (!emitOp(*op)) return nullptr;
+  }
+  fail(*r.parentOp(), "region without a terminator");
+  return nullptr;
+}
+
+bool FunctionEmitter::emitOp(const ir::Op& op) {
+  bool handled = false;
+  bool ok = emitArith(op, handled);
+  if (!handled) ok = emitAggregate(op, handled);
+  if (!handled) ok = emitMemory(op, handled);
+  if (!handled) ok = emitControl(op, handled);
+  if (!handled) return fail(op, "this op is not supported by the cpu target");
+  return ok;
+}
+
+bool emitDeviceFunction(ModuleEmitter& M, const ir::Function& f) {
+  llvm::Function* fn = M.deviceFns.at(&f);
+  FunctionEmitter F(M, fn, f);
+  F.b.SetInsertPoint(llvm::BasicBlock::Create(M.ctx, "entry", fn));
+  std::vector<llvm::Value*> params;
+  auto arg = fn->arg_begin();
+  for (unsigned i = 0; i < f.paramTypes().size(); ++i) params.push_back(&*arg++);
+  for (auto* group : {F.ids.local, F.ids.group, F.ids.numGroups, F.ids.size})
+    for (int d = 0; d < 3; ++d) group[d] = &*arg++;
+  F.trapMask = &*arg;
+  const ir::Op* term = F.emitBody(f.body(), params);
+  if (!term) return false;
+  std::vector<llvm::Value*> results;
+  for (const ir::Value* v : term->operands()) results.push_back(F.get(v));
+  if (results.empty()) {
+    F.b.CreateRetVoid();
+  } else if (results.size() == 1) {
+    F.b.CreateRet(results[0]);
+  } else {
+    llvm::Value* agg = llvm::PoisonValue::get(fn->getReturnType());
+    for (unsigned i = 0; i < results.size(); ++i) agg = F.b.CreateInsertValue(agg, results[i], i);
+    F.b.CreateRet(agg);
+  }
+  return true;
+}
+
+}  // namespace eph::llvmtarget

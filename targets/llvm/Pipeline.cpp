@@ -1,0 +1,139 @@
+// From an ir::Module to checked, optimised LLVM IR for the host CPU, and from
+// there to text or an object file. The JIT (Jit.cpp) shares lowerAndOptimize.
+#include "targets/llvm/Pipeline.h"
+
+#include <llvm/Config/llvm-config.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <mutex>
+
+#include "targets/llvm/Emitter.h"
+
+namespace eph::llvmtarget {
+
+void initNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+std::string hostFeatures() {
+  std::string s;
+  for (auto& kv : llvm::sys::getHostCPUFeatures()) s += std::string(s.empty() ? "" : ",") + (kv.second ? "+" : "-") + kv.first().str();
+  return s;
+}
+
+llvm::TargetOptions targetOptions() {
+  llvm::TargetOptions o;
+  // The interpreter rounds every operation: no fused multiply-add.
+  o.AllowFPOpFusion = llvm::FPOpFusion::Strict;
+  return o;
+}
+
+llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel) {
+  switch (optLevel) {
+    case 0: return llvm::CodeGenOptLevel::None;
+    case 1: return llvm::CodeGenOptLevel::Less;
+    case 2: return llvm::CodeGenOptLevel::Default;
+    default: return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned optLevel) {
+  initNativeTarget();
+  std::string triple = llvm::sys::getProcessTriple(), err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target) return Error{{}, "cpu target: no LLVM target for " + triple + ": " + err};
+  llvm::TargetMachine* tm = target->createTargetMachine(triple, llvm::sys::getHostCPUName(), hostFeatures(),
+                                                        targetOptions(), llvm::Reloc::PIC_, std::nullopt,
+                                                        codeGenLevel(optLevel));
+  if (!tm) return Error{{}, "cpu target: cannot create a target machine for " + triple};
+  return std::unique_ptr<llvm::TargetMachine>(tm);
+}
+
+Status lowerAndOptimize(const ir::Module& m, const LowerOptions& opts, llvm::TargetMachine& tm,
+                        llvm::LLVMContext& ctx, std::unique_ptr<llvm::Module>& out) {
+  ModuleEmitter emitter(ctx, m, opts);
+  if (!emitter.run()) return *emitter.error;
+  std::unique_ptr<llvm::Module> mod = std::move(emitter.mod);
+  mod->setTargetTriple(tm.getTargetTriple().str());
+  mod->setDataLayout(tm.createDataLayout());
+  std::string cpu = tm.getTargetCPU().str(), features = tm.getTargetFeatureString().str();
+  for (llvm::Function& f : *mod) {
+    if (f.isDeclaration()) continue;
+    f.addFnAttr("target-cpu", cpu);
+    f.addFnAttr("target-features", features);
+  }
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(*mod, &os))
+    return Error{{}, "internal error: the cpu target built invalid LLVM IR:\n" + os.str()};
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = opts.optLevel >= 2;
+  pto.SLPVectorization = opts.optLevel >= 2;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = opts.optLevel == 0   ? llvm::OptimizationLevel::O0
+                                  : opts.optLevel == 1 ? llvm::OptimizationLevel::O1
+                                  : opts.optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                       : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = opts.optLevel == 0 ? pb.buildO0DefaultPipeline(level)
+                                                   : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(*mod, mam);
+  out = std::move(mod);
+  return Status::ok();
+}
+
+Expected<std::string> emitLlvmText(const ir::Module& m, const LowerOptions& opts) {
+  auto tm = hostTargetMachine(opts.optLevel);
+  if (!tm) return tm.error();
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> mod;
+  if (Status s = lowerAndOptimize(m, opts, **tm, ctx, mod); !s) return s.error();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  mod->print(os, nullptr);
+  return os.str();
+}
+
+Expected<std::vector<char>> emitObject(const ir::Module& m, const LowerOptions& opts) {
+  auto tm = hostTargetMachine(opts.optLevel);
+  if (!tm) return tm.error();
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> mod;
+  if (Status s = lowerAndOptimize(m, opts, **tm, ctx, mod); !s) return s.error();
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return Error{{}, "cpu target: this LLVM cannot write object files for the host"};
+  pm.run(*mod);
+  return std::vector<char>(buffer.begin(), buffer.end());
+}
+
+std::string hostCpuDescription() {
+  return llvm::sys::getProcessTriple() + " " + llvm::sys::getHostCPUName().str();
+}
+
+std::string llvmVersion() { return LLVM_VERSION_STRING; }
+
+}  // namespace eph::llvmtarget
