@@ -1,0 +1,477 @@
+// The SPIR-V emitter, one kernel per op family: each module must pass the
+// validator (inside emitKernel, and again in the helper), and the
+// disassembly must show the lowering the family calls for. Running the code
+// against the interpreter is the Vulkan differential tests' job (lavapipe).
+#include "tests/unit/SpirvTestUtil.h"
+
+namespace eph::test {
+namespace {
+
+class SpirvEmitTest : public SpirvTest {};
+
+bool has(const std::string& text, std::string_view what) { return text.find(what) != std::string::npos; }
+
+TEST_F(SpirvEmitTest, IntegerArithmetic) {
+  for (std::string_view t : {"i32", "u32", "i64", "u64", "i8", "u16"}) {
+    std::string T(t);
+    std::string text = asmOf(
+        "kernel @k(%o: buffer<" + T + ", device, write>, %a: " + T + ", %b: " + T + ") workgroup(1, 1, 1) {\n"
+        "  %0 = add %a, %b : " + T + "\n  %1 = sub %0, %b : " + T + "\n  %2 = mul %1, %a : " + T + "\n"
+        "  %3 = div %2, %b : " + T + "\n  %4 = rem %3, %b : " + T + "\n  %5 = min %4, %a : " + T + "\n"
+        "  %6 = max %5, %b : " + T + "\n  %7 = and %6, %a : " + T + "\n  %8 = or %7, %b : " + T + "\n"
+        "  %9 = xor %8, %a : " + T + "\n  %10 = shl %9, %b : " + T + "\n  %11 = shr %10, %a : " + T + "\n"
+        "  %12 = neg %11 : " + T + "\n  %13 = abs %12 : " + T + "\n  %14 = not %13 : " + T + "\n"
+        "  %z = const {value = 0} : u32\n  store %o, %z, %14\n  return\n}\n");
+    bool s = t[0] == 'i';
+    EXPECT_TRUE(has(text, s ? "OpSDiv" : "OpUDiv")) << T << text;
+    EXPECT_TRUE(has(text, s ? "OpSRem" : "OpUMod")) << T;
+    EXPECT_TRUE(has(text, s ? "SMin" : "UMin")) << T;
+    EXPECT_TRUE(has(text, s ? "OpShiftRightArithmetic" : "OpShiftRightLogical")) << T;
+    EXPECT_TRUE(has(text, "OpShiftLeftLogical")) << T;
+    // The shift amount is masked to the width; division never sees 0.
+    EXPECT_TRUE(has(text, "OpBitwiseAnd")) << T;
+    EXPECT_TRUE(has(text, "OpIEqual")) << T;
+  }
+}
+
+TEST_F(SpirvEmitTest, FloatArithmeticAndMath) {
+  for (std::string_view t : {"f32", "f16", "f64"}) {
+    std::string T(t);
+    std::string text = asmOf(
+        "kernel @k(%o: buffer<" + T + ", device, write>, %a: " + T + ", %b: " + T + ") workgroup(1, 1, 1) {\n"
+        "  %0 = add %a, %b : " + T + "\n  %1 = sub %0, %b : " + T + "\n  %2 = mul %1, %a : " + T + "\n"
+        "  %3 = div %2, %b : " + T + "\n  %4 = rem %3, %b : " + T + "\n  %5 = min %4, %a : " + T + "\n"
+        "  %6 = max %5, %b : " + T + "\n  %7 = neg %6 : " + T + "\n  %8 = abs %7 : " + T + "\n"
+        "  %9 = sqrt %8 : " + T + "\n  %10 = rsqrt %9 : " + T + "\n  %11 = exp %10 : " + T + "\n"
+        "  %12 = log %11 : " + T + "\n  %13 = sin %12 : " + T + "\n  %14 = cos %13 : " + T + "\n"
+        "  %15 = tan %14 : " + T + "\n  %16 = tanh %15 : " + T + "\n  %17 = floor %16 : " + T + "\n"
+        "  %18 = ceil %17 : " + T + "\n  %19 = pow %18, %a : " + T + "\n"
+        "  %z = const {value = 0} : u32\n  store %o, %z, %19\n  return\n}\n");
+    EXPECT_TRUE(has(text, "NMin")) << T;  // fmin semantics: the non-NaN operand
+    EXPECT_TRUE(has(text, "NMax")) << T;
+    EXPECT_TRUE(has(text, "OpFRem")) << T;
+    EXPECT_TRUE(has(text, "InverseSqrt")) << T;
+    if (t == "f64") {
+      // GLSL.std.450 has no 64-bit exp/log/sin/...: our lowering instead.
+      EXPECT_FALSE(has(text, "Exp ")) << text;
+      EXPECT_FALSE(has(text, " Sin ")) << text;
+      EXPECT_FALSE(has(text, " Pow ")) << text;
+      EXPECT_TRUE(has(text, "Ldexp")) << T;
+      EXPECT_TRUE(has(text, "FrexpStruct")) << T;
+      EXPECT_TRUE(has(text, "NoContraction")) << T;
+      EXPECT_TRUE(has(text, "OpCapability Float64")) << T;
+    } else {
+      EXPECT_TRUE(has(text, "Exp")) << T;
+      EXPECT_TRUE(has(text, "Tanh")) << T;
+      EXPECT_TRUE(has(text, "Pow")) << T;
+    }
+    if (t == "f16") {
+      EXPECT_TRUE(has(text, "OpCapability StorageBuffer16BitAccess")) << T;
+    }
+  }
+}
+
+TEST_F(SpirvEmitTest, ComparisonsSelectAndCasts) {
+  std::string text = asmOf(R"(
+kernel @k(%o: buffer<i32, device, write>, %f: f32, %d: f64, %i: i32, %u: u64, %c: bool) workgroup(1, 1, 1) {
+  %z = const {value = 0} : u32
+  %e = eq %f, %f : bool
+  %n = ne %f, %f : bool
+  %l = lt %i, %i : bool
+  %le = le %u, %u : bool
+  %g = gt %c, %c : bool
+  %ge = ge %d, %d : bool
+  %x = and %e, %n : bool
+  %y = or %l, %le : bool
+  %w = xor %g, %ge : bool
+  %v = select %x, %y, %w : bool
+  %ni = not %v : bool
+  %b = cast %ni : i32
+  %fi = cast %f : i32
+  %fu = cast %d : u64
+  %fb = cast %f : bool
+  %i8 = cast %i : i8
+  %i64 = cast %i : i64
+  %uf = cast %u : f32
+  %if = cast %i : f64
+  %ff = cast %f : f64
+  %df = cast %d : f16
+  %bf = cast %c : f32
+  %bits = bitcast %f : u32
+  %back = bitcast %bits : f32
+  %s = select %c, %b, %fi : i32
+  store %o, %z, %s
+  return
+}
+)");
+  EXPECT_TRUE(has(text, "OpFOrdEqual"));
+  EXPECT_TRUE(has(text, "OpFUnordNotEqual"));  // ne is unordered: nan != nan
+  EXPECT_TRUE(has(text, "OpSLessThan"));
+  EXPECT_TRUE(has(text, "OpULessThanEqual"));
+  EXPECT_TRUE(has(text, "OpFOrdGreaterThanEqual"));
+  EXPECT_TRUE(has(text, "OpConvertFToS"));
+  EXPECT_TRUE(has(text, "OpConvertFToU"));
+  EXPECT_TRUE(has(text, "OpSConvert"));
+  EXPECT_TRUE(has(text, "OpUConvert"));
+  EXPECT_TRUE(has(text, "OpConvertUToF"));
+  EXPECT_TRUE(has(text, "OpConvertSToF"));
+  EXPECT_TRUE(has(text, "OpFConvert"));
+  EXPECT_TRUE(has(text, "OpBitcast"));
+}
+
+TEST_F(SpirvEmitTest, FloatToIntSaturatesExplicitly) {
+  std::string text = asmOf(R"(
+kernel @k(%o: buffer<i32, device, write>, %f: f32) workgroup(1, 1, 1) {
+  %z = const {value = 0} : u32
+  %i = cast %f : i32
+  store %o, %z, %i
+  return
+}
+)");
+  // The bounds -2^31 and 2^31 as f32 constants, and the saturated results.
+  EXPECT_TRUE(has(text, "-2.14748365e+09")) << text;
+  EXPECT_TRUE(has(text, "2.14748365e+09")) << text;
+  EXPECT_TRUE(has(text, "2147483647")) << text;
+  EXPECT_TRUE(has(text, "OpFOrdGreaterThanEqual")) << text;
+  EXPECT_TRUE(has(text, "OpFOrdLessThanEqual")) << text;
+}
+
+TEST_F(SpirvEmitTest, Vectors) {
+  std::string text = asmOf(R"(
+kernel @k(%o: buffer<vec<f32, 3>, device, write>, %p: buffer<vec<bool, 2>, device, write>, %a: f32) workgroup(1, 1, 1) {
+  %z = const {value = 0} : u32
+  %v = vec.make %a, %a, %a : vec<f32, 3>
+  %w = vec.insert %v, %a {index = 1} : vec<f32, 3>
+  %x = vec.extract %w {index = 2} : f32
+  %c = cross %v, %w : vec<f32, 3>
+  %d = dot %c, %v : f32
+  %l = length %c : f32
+  %nv = normalize %c : vec<f32, 3>
+  %s = add %nv, %v : vec<f32, 3>
+  %m = mul %s, %s : vec<f32, 3>
+  %sq = sqrt %m : vec<f32, 3>
+  %pw = pow %sq, %m : vec<f32, 3>
+  %cmp = lt %pw, %v : vec<bool, 3>
+  %e0 = vec.extract %cmp {index = 0} : bool
+  %sel = select %e0, %pw, %v : vec<f32, 3>
+  %ci = cast %sel : vec<i32, 3>
+  %cf = cast %ci : vec<f32, 3>
+  store %o, %z, %cf
+  %b = vec.make %e0, %e0 : vec<bool, 2>
+  store %p, %z, %b
+  return
+}
+)");
+  EXPECT_TRUE(has(text, "OpDot"));
+  EXPECT_TRUE(has(text, "Cross"));
+  EXPECT_TRUE(has(text, "Length"));
+  EXPECT_TRUE(has(text, "Normalize"));
+  EXPECT_TRUE(has(text, "ArrayStride 16"));  // vec3 is padded to 16 in buffers
+  EXPECT_TRUE(has(text, "ArrayStride 8"));   // vec<bool, 2> is two u32
+}
+
+TEST_F(SpirvEmitTest, StructsSumsAndArrays) {
+  std::string text = asmOf(R"(
+kernel @k(%o: buffer<struct<f32, bool, vec<i32, 3>, array<u32, 3>>, device, write>, %a: f32, %i: u32) workgroup(1, 1, 1) {
+  %z = const {value = 0} : u32
+  %one = const {value = 1} : u32
+  %t = const {value = true} : bool
+  %iv = const {value = 7} : i32
+  %v = vec.make %iv, %iv, %iv : vec<i32, 3>
+  %arr = array.make %z, %one, %i : array<u32, 3>
+  %arr2 = array.set %arr, %i, %one : array<u32, 3>
+  %arr3 = array.set %arr2, %one, %z : array<u32, 3>
+  %g = array.get %arr3, %i : u32
+  %g1 = array.get %arr3, %one : u32
+  %s = struct.make %a, %t, %v, %arr3 : struct<f32, bool, vec<i32, 3>, array<u32, 3>>
+  %f = struct.extract %s {index = 0} : f32
+  %s2 = struct.insert %s, %a {index = 0} : struct<f32, bool, vec<i32, 3>, array<u32, 3>>
+  %p0, %p1, %p2, %p3 = struct.unpack %s2 : f32, bool, vec<i32, 3>, array<u32, 3>
+  %u = struct.make : struct<>
+  %sum = sum.make %g {tag = 1} : sum<struct<>, u32, f32>
+  %sum0 = sum.make %u {tag = 0} : sum<struct<>, u32, f32>
+  %tag = sum.tag %sum : u8
+  %which = select %p1, %sum, %sum0 : sum<struct<>, u32, f32>
+  %r = match %which : f32 { |%x: struct<>|
+    yield %f
+  } { |%x: u32|
+    %c = cast %x : f32
+    yield %c
+  } { |%x: f32|
+    yield %x
+  }
+  %s3 = struct.insert %s2, %r {index = 0} : struct<f32, bool, vec<i32, 3>, array<u32, 3>>
+  store %o, %g1, %s3
+  return
+}
+)");
+  EXPECT_TRUE(has(text, "OpSwitch"));
+  EXPECT_TRUE(has(text, "OpSelectionMerge"));
+  EXPECT_TRUE(has(text, "Function"));       // the dynamic array index
+  EXPECT_TRUE(has(text, "MemberDecorate")); // explicit layout for the buffer struct
+  EXPECT_TRUE(has(text, "Offset 16"));      // the vec3 after f32 and bool
+  EXPECT_TRUE(has(text, "Offset 32"));      // the array after the 16-byte vec3
+}
+
+TEST_F(SpirvEmitTest, ControlFlow) {
+  std::string text = asmOf(R"(
+kernel @k(%o: buffer<i32, device, write>, %n: i32, %step: i32) workgroup(1, 1, 1) {
+  %z = const {value = 0} : i32
+  %one = const {value = 1} : i32
+  %sum = for %z, %n, %step, %z : i32 { |%i: i32, %acc: i32|
+    %odd = and %i, %one : i32
+    %isodd = ne %odd, %z : bool
+    %next = if %isodd : i32 {
+      %a = add %acc, %i : i32
+      yield %a
+    } {
+      yield %acc
+    }
+    yield %next
+  }
+  %down = for %n, %z, %step, %sum : i32 { |%i: i32, %acc: i32|
+    %a = sub %acc, %one : i32
+    yield %a
+  }
+  %x, %c = while %down, %z : i32, i32 { |%v: i32, %k: i32|
+    %more = gt %v, %z : bool
+    %inner = if %more : bool {
+      %lt = lt %k, %n : bool
+      yield %lt
+    } {
+      %f = const {value = false} : bool
+      yield %f
+    }
+    condition %inner, %v, %k
+  } { |%v: i32, %k: i32|
+    %v2 = sub %v, %one : i32
+    %k2 = add %k, %one : i32
+    yield %v2, %k2
+  }
+  %u = const {value = 0} : u32
+  store %o, %u, %c
+  return
+}
+)");
+  EXPECT_TRUE(has(text, "OpLoopMerge"));
+  EXPECT_TRUE(has(text, "OpPhi"));
+  EXPECT_TRUE(has(text, "OpSelectionMerge"));
+}
+
+TEST_F(SpirvEmitTest, UnsignedForLoopNeverWraps) {
+  std::string text = asmOf(R"(
+kernel @k(%o: buffer<u8, device, write>) workgroup(1, 1, 1) {
+  %lo = const {value = 250} : u8
+  %hi = const {value = 255} : u8
+  %st = const {value = 3} : u8
+  %z = const {value = 0} : u32
+  %last = for %lo, %hi, %st, %lo : u8 { |%i: u8, %a: u8|
+    yield %i
+  }
+  store %o, %z, %last
+  return
+}
+)");
+  EXPECT_TRUE(has(text, "OpUGreaterThan"));  // iv + step must grow, or the loop ends
+  EXPECT_TRUE(has(text, "OpCapability StorageBuffer8BitAccess"));
+  EXPECT_TRUE(has(text, "OpCapability Int8"));
+}
+
+TEST_F(SpirvEmitTest, DeviceFunctionsAreInlined) {
+  std::string text = asmOf(R"(
+device @scale(%b: buffer<f32, device, write>, %i: u32, %f: f32) -> f32 {
+  %v = load %b, %i : f32
+  %r = mul %v, %f : f32
+  store %b, %i, %r
+  %id = global_id {dim = 0} : u32
+  %c = cast %id : f32
+  return %c
+}
+device @twice(%b: buffer<f32, device, write>, %i: u32) -> f32 {
+  %two = const {value = 2.0} : f32
+  %x = call %b, %i, %two {callee = @scale} : f32
+  %y = call %b, %i, %x {callee = @scale} : f32
+  return %y
+}
+kernel @k(%out: buffer<f32, device, write>) workgroup(8, 1, 1) {
+  %i = global_id {dim = 0} : u32
+  %r = call %out, %i {callee = @twice} : f32
+  return
+}
+)");
+  EXPECT_FALSE(has(text, "OpFunctionCall"));
+  EXPECT_EQ(text.find("OpFunction "), text.rfind("OpFunction "));  // one function: the kernel
+}
+
+TEST_F(SpirvEmitTest, BuffersWorkgroupMemoryAndBarriers) {
+  std::string text = asmOf(R"(
+kernel @k(%in: buffer<bool, device, read>, %out: buffer<u32, device, write>) workgroup(16, 2, 1) {
+  %sh = workgroup.alloc {size = 32} : buffer<bool, workgroup, write>
+  %lid = local_id {dim = 0} : u32
+  %ly = local_id {dim = 1} : u32
+  %g = global_id {dim = 0} : u32
+  %wg = workgroup_id {dim = 0} : u32
+  %nw = num_workgroups {dim = 2} : u32
+  %ws = workgroup_size {dim = 1} : u32
+  %n = buffer.len %in : u64
+  %m = buffer.len %sh : u32
+  %v = load %in, %lid : bool
+  store %sh, %lid, %v
+  barrier
+  %w = load %sh, %ly : bool
+  %c = cast %w : u32
+  %t = add %c, %ws : u32
+  store %out, %g, %t
+  return
+}
+)");
+  EXPECT_TRUE(has(text, "OpControlBarrier %uint_2 %uint_2 %uint_328")) << text;  // AcquireRelease|Uniform|Workgroup
+  EXPECT_TRUE(has(text, "Workgroup"));
+  EXPECT_TRUE(has(text, "BuiltIn GlobalInvocationId"));
+  EXPECT_TRUE(has(text, "BuiltIn LocalInvocationId"));
+  EXPECT_TRUE(has(text, "BuiltIn WorkgroupId"));
+  EXPECT_TRUE(has(text, "BuiltIn NumWorkgroups"));
+  EXPECT_TRUE(has(text, "OpArrayLength"));
+  EXPECT_TRUE(has(text, "OpCapability Int64"));  // buffer.len as u64
+}
+
+TEST_F(SpirvEmitTest, SubgroupBuiltinsAddGroupNonUniform) {
+  for (std::string_view profile : {"lavapipe", "minimal"}) {
+    std::string text = asmOf(R"(
+kernel @k(%out: buffer<u32, device, write>) workgroup(64, 1, 1) {
+  %s = subgroup_size : u32
+  %i = subgroup_id : u32
+  %l = subgroup_local_id : i32
+  %li = bitcast %l : u32
+  %a = add %s, %i : u32
+  %b = add %a, %li : u32
+  %g = global_id {dim = 0} : u32
+  store %out, %g, %b
+  return
+}
+)", "k", profile);
+    EXPECT_TRUE(has(text, "OpCapability GroupNonUniform")) << profile;
+    EXPECT_TRUE(has(text, "BuiltIn SubgroupSize"));
+    EXPECT_TRUE(has(text, "BuiltIn SubgroupId"));
+    EXPECT_TRUE(has(text, "BuiltIn SubgroupLocalInvocationId"));
+  }
+}
+
+TEST_F(SpirvEmitTest, IntegerAtomics) {
+  for (std::string_view t : {"u32", "i32", "i64", "u64"}) {
+    std::string T(t);
+    std::string text = asmOf(
+        "kernel @k(%b: buffer<" + T + ", device, write>, %v: " + T + ") workgroup(1, 1, 1) {\n"
+        "  %i = const {value = 0} : u32\n"
+        "  %0 = atomic.add %b, %i, %v : " + T + "\n  %1 = atomic.min %b, %i, %0 : " + T + "\n"
+        "  %2 = atomic.max %b, %i, %1 : " + T + "\n  %3 = atomic.xchg %b, %i, %2 : " + T + "\n"
+        "  %4 = atomic.cmpxchg %b, %i, %3, %v : " + T + "\n"
+        "  %sh = workgroup.alloc {size = 4} : buffer<" + T + ", workgroup, write>\n"
+        "  %5 = atomic.add %sh, %i, %4 : " + T + "\n  store %b, %i, %5\n  return\n}\n");
+    bool s = t[0] == 'i';
+    EXPECT_TRUE(has(text, "OpAtomicIAdd")) << T;
+    EXPECT_TRUE(has(text, s ? "OpAtomicSMin" : "OpAtomicUMin")) << T;
+    EXPECT_TRUE(has(text, s ? "OpAtomicSMax" : "OpAtomicUMax")) << T;
+    EXPECT_TRUE(has(text, "OpAtomicExchange")) << T;
+    EXPECT_TRUE(has(text, "OpAtomicCompareExchange")) << T;
+    EXPECT_EQ(has(text, "OpCapability Int64Atomics"), t.ends_with("64")) << T;
+  }
+}
+
+constexpr std::string_view kFloatAtomics = R"(
+kernel @k(%b: buffer<f32, device, write>, %v: f32) workgroup(1, 1, 1) {
+  %i = const {value = 0} : u32
+  %old = atomic.add %b, %i, %v : f32
+  %x = load %b, %i : f32
+  %s = add %old, %x : f32
+  store %b, %i, %s
+  return
+}
+)";
+
+TEST_F(SpirvEmitTest, NativeFloatAtomicAdd) {
+  std::string text = asmOf(kFloatAtomics, "k", "lavapipe");
+  EXPECT_TRUE(has(text, "OpAtomicFAddEXT"));
+  EXPECT_TRUE(has(text, "OpCapability AtomicFloat32AddEXT"));
+  EXPECT_TRUE(has(text, "OpExtension \"SPV_EXT_shader_atomic_float_add\""));
+  EXPECT_FALSE(has(text, "OpAtomicCompareExchange"));
+}
+
+TEST_F(SpirvEmitTest, FloatAtomicAddWithoutNativeSupportIsACasLoop) {
+  std::string text = asmOf(kFloatAtomics, "k", "minimal");
+  EXPECT_FALSE(has(text, "OpAtomicFAddEXT"));
+  EXPECT_FALSE(has(text, "AtomicFloat32AddEXT"));
+  EXPECT_FALSE(has(text, "SPV_EXT_shader_atomic_float_add"));
+  EXPECT_TRUE(has(text, "OpAtomicCompareExchange"));
+  EXPECT_TRUE(has(text, "OpLoopMerge"));
+  EXPECT_TRUE(has(text, "OpBitcast"));  // the buffer holds the float's bits as u32
+}
+
+TEST_F(SpirvEmitTest, FloatAtomicsOnF64AndWorkgroupMemory) {
+  std::string text = asmOf(R"(
+kernel @k(%b: buffer<f64, device, write>, %c: buffer<f32, device, write>, %v: f64) workgroup(4, 1, 1) {
+  %i = const {value = 0} : u32
+  %sh = workgroup.alloc {size = 4} : buffer<f32, workgroup, write>
+  %f = cast %v : f32
+  store %sh, %i, %f
+  barrier
+  %o1 = atomic.add %sh, %i, %f : f32
+  %o2 = atomic.xchg %c, %i, %o1 : f32
+  %o3 = atomic.add %b, %i, %v : f64
+  %o4 = atomic.xchg %b, %i, %o3 : f64
+  return
+}
+)", "k", "nvidia");
+  // f64 add would be native on this device, but the same buffer is also
+  // exchanged, so it is accessed as u64 bits and the add is a CAS loop.
+  EXPECT_TRUE(has(text, "OpAtomicCompareExchange"));
+  EXPECT_TRUE(has(text, "OpCapability Int64Atomics"));
+}
+
+TEST_F(SpirvEmitTest, NativeF64AtomicAdd) {
+  std::string text = asmOf(R"(
+kernel @k(%b: buffer<f64, device, write>, %v: f64) workgroup(1, 1, 1) {
+  %i = const {value = 0} : u32
+  %o = atomic.add %b, %i, %v : f64
+  return
+}
+)", "k", "nvidia");
+  EXPECT_TRUE(has(text, "OpAtomicFAddEXT"));
+  EXPECT_TRUE(has(text, "OpCapability AtomicFloat64AddEXT"));
+}
+
+TEST_F(SpirvEmitTest, PushConstantLayout) {
+  std::string text = asmOf(R"(
+kernel @k(%a: u8, %o: buffer<f32, device, write>, %b: f64, %c: bool, %d: vec<f32, 3>, %e: f32) workgroup(1, 1, 1) {
+  return
+}
+)");
+  // u8 at 0, f64 at 8, bool (u32) at 16, vec3 at 32, f32 at 48.
+  EXPECT_TRUE(has(text, "Offset 8"));
+  EXPECT_TRUE(has(text, "Offset 16"));
+  EXPECT_TRUE(has(text, "Offset 32"));
+  EXPECT_TRUE(has(text, "Offset 48"));
+  EXPECT_TRUE(has(text, "OpCapability StoragePushConstant8"));
+}
+
+TEST_F(SpirvEmitTest, VulkanVersionsPickTheSpirvVersion) {
+  load(R"(
+kernel @k(%o: buffer<u32, device, write>) workgroup(1, 1, 1) {
+  %i = global_id {dim = 0} : u32
+  store %o, %i, %i
+  return
+}
+)");
+  struct Case { uint32_t api; uint32_t spirv; };
+  for (Case c : {Case{0, 0x10600}, Case{1u << 22 | 1u << 12, 0x10300}, Case{1u << 22 | 2u << 12, 0x10500},
+                 Case{1u << 22 | 3u << 12, 0x10600}}) {
+    DeviceCaps dc = caps("lavapipe");
+    dc.vulkanApiVersion = c.api;
+    auto words = emit("k", dc);
+    ASSERT_TRUE(bool(words)) << words.error().str();
+    EXPECT_EQ((*words)[1], c.spirv);
+  }
+}
+
+}  // namespace
+}  // namespace eph::test
