@@ -3,6 +3,9 @@
 #include <cstdlib>
 
 #include "runtime/InterpDevice.h"
+#ifdef EPH_HAVE_VULKAN
+#include "runtime/vulkan/VulkanDevice.h"
+#endif
 
 namespace eph::runtime {
 
@@ -19,10 +22,25 @@ Expected<std::vector<interp::RtValue>> runHost(Device& device, interp::Interpret
   return results;
 }
 
-std::vector<std::string> availableTargets() { return {"interp"}; }
+std::vector<std::string> availableTargets() {
+  std::vector<std::string> targets = {"interp"};
+#ifdef EPH_HAVE_VULKAN
+  targets.push_back("vulkan");
+#endif
+  return targets;
+}
 
 Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index) {
   if (target == "interp") return std::unique_ptr<Device>(new InterpDevice());
+#ifdef EPH_HAVE_VULKAN
+  if (target == "vulkan") {
+    VulkanOptions options;
+    options.deviceIndex = index;
+    auto dev = VulkanDevice::open(options);
+    if (!dev) return dev.error();
+    return std::unique_ptr<Device>(std::move(*dev));
+  }
+#endif
   std::string known;
   for (auto& t : availableTargets()) known += (known.empty() ? "" : ", ") + t;
   return Error{{}, "target '" + std::string(target) + "' is not available in this build (available: " +
