@@ -1,0 +1,119 @@
+// VulkanDevice: runs host programs' device work through Vulkan compute.
+//
+// - Device selection: VulkanOptions::deviceIndex, else the EPH_DEVICE
+//   variable, else the first real GPU, else the first device (a CPU driver
+//   such as lavapipe).
+// - Capabilities are read from the driver into DeviceCaps (subgroup size,
+//   16/64-bit types, float atomics, limits, memory).
+// - Buffers live in device-local memory; h2d and d2h go through host-visible
+//   staging buffers.
+// - prepare() compiles every kernel of a module to SPIR-V (targets/spirv) and
+//   creates its pipeline, through a pipeline cache kept in memory and on disk
+//   ($XDG_CACHE_HOME/ephc, else ~/.cache/ephc; one file per SPIR-V module,
+//   keyed by its hash, the device, the driver version and ephc's version).
+// - Device work is recorded into one command buffer and submitted at sync
+//   points: a download, wait, freeing a buffer recorded work uses, and the end
+//   of runHost. A pipeline barrier goes only between dependent commands (one
+//   that reads or writes a buffer an earlier unbarriered command wrote, or
+//   writes one it read). Every dispatch is timed with GPU timestamps.
+// - With validation (VulkanOptions::validation or EPH_VALIDATION=1) the
+//   Khronos validation layer runs, and any message it sends makes the next
+//   device call fail with the message.
+//
+// Every failure is an Error value; nothing throws out of this library.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/Device.h"
+
+namespace eph::runtime {
+
+struct VulkanOptions {
+  // Which device (as `ephc devices` numbers them); -1: EPH_DEVICE, else the
+  // first GPU, else the first device.
+  int deviceIndex = -1;
+  // Enable VK_LAYER_KHRONOS_validation and fail on any message it sends.
+  // EPH_VALIDATION=1 turns it on too.
+  bool validation = false;
+  // Where pipeline-cache files go: empty for EPH_PIPELINE_CACHE, else the
+  // default directory; "off" for no disk cache.
+  std::string cacheDir;
+  // Capabilities to treat as absent though the device has them ("float64",
+  // "int64", "float16", "int8", "int16", "atomicInt64", "atomicFloat32Add",
+  // "atomicFloat64Add"): tests use it to check the errors and fallbacks of a
+  // device without them.
+  std::vector<std::string> withoutCaps;
+};
+
+// One Vulkan device as `ephc devices` shows it.
+struct VulkanDeviceInfo {
+  int index = 0;
+  std::string type;  // "discrete GPU", "integrated GPU", "virtual GPU", "CPU", "other"
+  DeviceCaps caps;
+};
+
+// Every Vulkan device of this machine, or an error saying why there are none
+// (no loader, no driver, no device).
+Expected<std::vector<VulkanDeviceInfo>> listVulkanDevices();
+
+class VulkanDevice : public Device {
+ public:
+  static Expected<std::unique_ptr<VulkanDevice>> open(const VulkanOptions& options = {});
+  ~VulkanDevice() override;
+
+  std::string_view target() const override { return "vulkan"; }
+  const DeviceCaps& caps() const override;
+  Status prepare(const ir::Module& m) override;
+
+  Expected<uint64_t> alloc(const ir::Type* bufferType, uint64_t count, Loc site) override;
+  Status free(uint64_t handle, Loc site) override;
+  Status upload(uint64_t dst, const interp::BufferData& src, Loc site) override;
+  Status download(interp::BufferData& dst, uint64_t src, Loc site) override;
+  Status dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
+                  std::span<const interp::RtValue> args, Loc site) override;
+  Status wait(Loc site) override;
+
+  // Raw storage bytes (ir/Layout.h), for callers that hold data outside the
+  // interpreter (benchmarks): `bytes` must be the buffer's whole size.
+  Status uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site = {});
+  Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site = {});
+  // Size in bytes of a live buffer (0 for an unknown handle).
+  uint64_t bufferBytes(uint64_t handle) const;
+
+  // GPU time of each dispatch that has finished since the last call, in
+  // submission order (empty where the queue has no timestamps).
+  struct DispatchTime {
+    std::string kernel;
+    double ms = 0;
+  };
+  std::vector<DispatchTime> takeDispatchTimes();
+
+  // How prepare() found its pipelines.
+  struct PipelineStats {
+    unsigned fromMemory = 0;  // same SPIR-V already built by this device
+    unsigned fromDisk = 0;    // pipeline-cache data found on disk
+    unsigned compiled = 0;    // no cache data: compiled by the driver, then saved
+    unsigned barriers = 0;    // pipeline barriers recorded so far
+    unsigned submits = 0;     // command buffers submitted so far
+  };
+  PipelineStats stats() const;
+
+  // Validation messages not yet reported (they fail the next device call too).
+  std::vector<std::string> takeValidationMessages();
+
+  // The SPIR-V prepare() made for a kernel (empty if none).
+  std::vector<uint32_t> spirvOf(const ir::Function& kernel) const;
+
+  struct Impl;
+
+ private:
+  explicit VulkanDevice(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace eph::runtime

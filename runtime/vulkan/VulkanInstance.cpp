@@ -1,0 +1,246 @@
+#include "runtime/vulkan/VulkanInstance.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace eph::runtime::vk {
+namespace {
+
+constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+VKAPI_ATTR VkBool32 VKAPI_CALL onDebugMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                              VkDebugUtilsMessageTypeFlagsEXT,
+                                              const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  std::string text = data && data->pMessage ? data->pMessage : "(no message)";
+  if (data && data->pMessageIdName) text = std::string(data->pMessageIdName) + ": " + text;
+  static_cast<Instance*>(user)->addMessage(std::move(text));
+  return VK_FALSE;
+}
+
+bool hasLayer(const char* name) {
+  uint32_t n = 0;
+  if (api().vkEnumerateInstanceLayerProperties(&n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkLayerProperties> layers(n);
+  if (api().vkEnumerateInstanceLayerProperties(&n, layers.data()) != VK_SUCCESS) return false;
+  for (auto& l : layers)
+    if (std::strcmp(l.layerName, name) == 0) return true;
+  return false;
+}
+
+std::string deviceTypeName(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
+    default: return "other";
+  }
+}
+
+std::string versionText(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+}  // namespace
+
+void Instance::addMessage(std::string m) {
+  std::lock_guard<std::mutex> lock(mu_);
+  messages_.push_back(std::move(m));
+}
+
+bool Instance::hasMessages() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !messages_.empty();
+}
+
+std::vector<std::string> Instance::takeMessages() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(messages_, {});
+}
+
+Expected<std::unique_ptr<Instance>> Instance::create(bool validation) {
+  if (Status s = loadLoader(); !s) return s.error();
+  Api& a = api();
+  std::unique_ptr<Instance> inst(new Instance());
+
+  uint32_t loaderVersion = VK_API_VERSION_1_0;
+  if (a.vkEnumerateInstanceVersion) a.vkEnumerateInstanceVersion(&loaderVersion);
+  if (loaderVersion < VK_API_VERSION_1_1)
+    return Error{{}, "Vulkan is not available: the loader supports Vulkan " + versionText(loaderVersion) +
+                         "; ephc needs 1.1 or newer"};
+  inst->apiVersion_ = std::min<uint32_t>(loaderVersion, VK_API_VERSION_1_3);
+
+  std::vector<const char*> layers, extensions;
+  if (validation) {
+    if (!hasLayer(kValidationLayer))
+      return Error{{}, std::string("validation was requested but the layer ") + kValidationLayer +
+                           " is not installed (Debian: vulkan-validationlayers)"};
+    layers.push_back(kValidationLayer);
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "ephc";
+  app.pEngineName = "ephc";
+  app.apiVersion = inst->apiVersion_;
+
+  // Messages during vkCreateInstance go to the same callback.
+  VkDebugUtilsMessengerCreateInfoEXT messengerInfo{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  messengerInfo.messageSeverity =
+      VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  messengerInfo.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                              VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                              VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  messengerInfo.pfnUserCallback = onDebugMessage;
+  messengerInfo.pUserData = inst.get();
+  // Synchronization validation checks the barriers between dependent commands.
+  VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = enables;
+  features.pNext = &messengerInfo;
+
+  VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  info.pApplicationInfo = &app;
+  info.enabledLayerCount = uint32_t(layers.size());
+  info.ppEnabledLayerNames = layers.data();
+  info.enabledExtensionCount = uint32_t(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
+  if (validation) info.pNext = &features;
+  VkResult r = a.vkCreateInstance(&info, nullptr, &inst->instance_);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+    return Error{{}, "Vulkan is not available: no Vulkan driver found (vkCreateInstance: "
+                     "VK_ERROR_INCOMPATIBLE_DRIVER)"};
+  if (r != VK_SUCCESS) return vkError({}, "Vulkan is not available: vkCreateInstance failed", r);
+  if (Status s = loadInstance(inst->instance_, validation); !s) return s.error();
+  if (validation) {
+    r = a.vkCreateDebugUtilsMessengerEXT(inst->instance_, &messengerInfo, nullptr, &inst->messenger_);
+    if (r != VK_SUCCESS) return vkError({}, "vkCreateDebugUtilsMessengerEXT failed", r);
+  }
+  return inst;
+}
+
+Instance::~Instance() {
+  if (messenger_) api().vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+  if (instance_) api().vkDestroyInstance(instance_, nullptr);
+}
+
+void FeatureChain::link(uint32_t apiVersion, bool hasAtomicFloat) {
+  void** next = &base.pNext;
+  auto append = [&](auto& s) {
+    *next = &s;
+    next = &s.pNext;
+  };
+  append(v11);
+  if (apiVersion >= VK_API_VERSION_1_2) append(v12);
+  if (apiVersion >= VK_API_VERSION_1_3) append(v13);
+  if (hasAtomicFloat) append(atomicFloat);
+  *next = nullptr;
+}
+
+Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
+  Api& a = api();
+  uint32_t n = 0;
+  VkResult r = a.vkEnumeratePhysicalDevices(inst.handle(), &n, nullptr);
+  if (r != VK_SUCCESS) return vkError({}, "vkEnumeratePhysicalDevices failed", r);
+  if (n == 0) return Error{{}, "Vulkan is not available: no Vulkan device found"};
+  std::vector<VkPhysicalDevice> handles(n);
+  r = a.vkEnumeratePhysicalDevices(inst.handle(), &n, handles.data());
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vkError({}, "vkEnumeratePhysicalDevices failed", r);
+  handles.resize(n);
+
+  std::vector<PhysicalDevice> out;
+  for (uint32_t i = 0; i < n; ++i) {
+    PhysicalDevice d;
+    d.handle = handles[i];
+    a.vkGetPhysicalDeviceProperties(d.handle, &d.props);
+    a.vkGetPhysicalDeviceMemoryProperties(d.handle, &d.memory);
+    d.type = deviceTypeName(d.props.deviceType);
+    uint32_t api = std::min(d.props.apiVersion, inst.apiVersion());
+
+    uint32_t extCount = 0;
+    a.vkEnumerateDeviceExtensionProperties(d.handle, nullptr, &extCount, nullptr);
+    std::vector<VkExtensionProperties> exts(extCount);
+    a.vkEnumerateDeviceExtensionProperties(d.handle, nullptr, &extCount, exts.data());
+    for (auto& e : exts)
+      if (std::strcmp(e.extensionName, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME) == 0) d.hasAtomicFloat = true;
+
+    // Properties: subgroups, allocation limits, driver name.
+    VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties maint3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    props2.pNext = &subgroup;
+    subgroup.pNext = &maint3;
+    if (api >= VK_API_VERSION_1_2) maint3.pNext = &driver;
+    a.vkGetPhysicalDeviceProperties2(d.handle, &props2);
+
+    d.features = std::make_unique<FeatureChain>();
+    FeatureChain& f = *d.features;
+    f.link(api, d.hasAtomicFloat);
+    a.vkGetPhysicalDeviceFeatures2(d.handle, &f.base);
+
+    uint32_t qn = 0;
+    a.vkGetPhysicalDeviceQueueFamilyProperties(d.handle, &qn, nullptr);
+    std::vector<VkQueueFamilyProperties> queues(qn);
+    a.vkGetPhysicalDeviceQueueFamilyProperties(d.handle, &qn, queues.data());
+    bool found = false;
+    for (int pass = 0; pass < 2 && !found; ++pass)
+      for (uint32_t q = 0; q < qn && !found; ++q)
+        if ((queues[q].queueFlags & VK_QUEUE_COMPUTE_BIT) && (pass == 1 || queues[q].timestampValidBits > 0)) {
+          d.queueFamily = q;
+          d.timestampValidBits = queues[q].timestampValidBits;
+          found = true;
+        }
+    if (!found) continue;  // no compute queue: not a device ephc can use
+
+    DeviceCaps& c = d.caps;
+    const VkPhysicalDeviceLimits& lim = d.props.limits;
+    c.name = d.props.deviceName;
+    if (api >= VK_API_VERSION_1_2)
+      c.driver = std::string(driver.driverName) + (driver.driverInfo[0] ? std::string(" ") + driver.driverInfo : "");
+    else
+      c.driver = "driver version " + std::to_string(d.props.driverVersion);
+    c.isGpu = d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
+              d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ||
+              d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU;
+    c.subgroupSize = subgroup.subgroupSize;
+    bool v12 = api >= VK_API_VERSION_1_2;
+    c.float64 = f.base.features.shaderFloat64;
+    c.int64 = f.base.features.shaderInt64;
+    c.int16 = f.base.features.shaderInt16 && f.v11.storageBuffer16BitAccess;
+    c.float16 = v12 && f.v12.shaderFloat16 && f.v11.storageBuffer16BitAccess;
+    c.int8 = v12 && f.v12.shaderInt8 && f.v12.storageBuffer8BitAccess;
+    c.atomicInt64 = v12 && f.v12.shaderBufferInt64Atomics && f.v12.shaderSharedInt64Atomics;
+    c.atomicFloat32Add =
+        d.hasAtomicFloat && f.atomicFloat.shaderBufferFloat32AtomicAdd && f.atomicFloat.shaderSharedFloat32AtomicAdd;
+    c.atomicFloat64Add =
+        d.hasAtomicFloat && f.atomicFloat.shaderBufferFloat64AtomicAdd && f.atomicFloat.shaderSharedFloat64AtomicAdd;
+
+    uint64_t largestHeap = 0;
+    c.memoryBytes = 0;
+    for (uint32_t h = 0; h < d.memory.memoryHeapCount; ++h)
+      if (d.memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) {
+        c.memoryBytes += d.memory.memoryHeaps[h].size;
+        largestHeap = std::max<uint64_t>(largestHeap, d.memory.memoryHeaps[h].size);
+      }
+    c.maxBufferBytes = std::min<uint64_t>({uint64_t(lim.maxStorageBufferRange),
+                                           uint64_t(maint3.maxMemoryAllocationSize), largestHeap});
+    c.maxWorkgroupInvocations = lim.maxComputeWorkGroupInvocations;
+    for (int k = 0; k < 3; ++k) {
+      c.maxWorkgroupSize[k] = lim.maxComputeWorkGroupSize[k];
+      c.maxWorkgroupCount[k] = lim.maxComputeWorkGroupCount[k];
+    }
+    c.maxWorkgroupMemoryBytes = lim.maxComputeSharedMemorySize;
+    c.maxPushConstantBytes = lim.maxPushConstantsSize;
+    c.vulkanApiVersion = VK_MAKE_API_VERSION(0, VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api), 0);
+    d.maxStorageBuffersPerStage = lim.maxPerStageDescriptorStorageBuffers;
+    d.index = int(out.size());
+    out.push_back(std::move(d));
+  }
+  if (out.empty()) return Error{{}, "Vulkan is not available: no Vulkan device with a compute queue found"};
+  return out;
+}
+
+}  // namespace eph::runtime::vk
