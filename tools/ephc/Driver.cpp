@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "frontends/ephapax/Frontend.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 
@@ -117,6 +118,13 @@ std::unique_ptr<ir::Module> Session::loadModule(ir::Context& ctx, const std::str
   if (!readInput(path, text)) return nullptr;
   std::string name = path == "-" ? "<stdin>" : path;
   sources.add(name, text);
+  if (ephapax::isEphapaxFile(name)) {
+    ephapax::DiagSink diags;
+    auto lowered = ephapax::compile(ctx, text, name, diags);
+    io.err << ephapax::renderAll(diags, name, text);
+    if (!diags.empty()) return nullptr;
+    return lowered;
+  }
   auto m = ir::parseModule(ctx, text, name);
   if (!m) {
     report(m.error());

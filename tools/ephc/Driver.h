@@ -54,7 +54,8 @@ struct Session {
   // Reads a whole file ("-" is standard input) into `text`; on failure prints
   // why and returns false.
   bool readInput(const std::string& path, std::string& text);
-  // Reads, parses and verifies `path`; null after reporting the error.
+  // Reads, parses and verifies `path`; null after reporting the error. An
+  // Ephapax source (.eph) is parsed, checked and lowered to IR instead.
   std::unique_ptr<ir::Module> loadModule(ir::Context& ctx, const std::string& path);
 };
 
@@ -72,10 +73,12 @@ bool runPipeline(Session& s, ir::Module& m, const passes::PassManager& pm,
 // The subcommands: each has a spec (its flags and help) and returns the
 // process exit status.
 CommandSpec optSpec();
+CommandSpec checkSpec();
 CommandSpec runSpec();
 CommandSpec passesSpec();
 CommandSpec opsSpec();
 int runOptCommand(Session& s, std::span<const std::string> args);
+int runCheckCommand(Session& s, std::span<const std::string> args);
 int runRunCommand(Session& s, std::span<const std::string> args);
 int runPassesCommand(Session& s, std::span<const std::string> args);
 int runOpsCommand(Session& s, std::span<const std::string> args);

@@ -19,6 +19,7 @@ struct Command {
 const Command kCommands[] = {
     {optSpec, runOptCommand},
     {runSpec, runRunCommand},
+    {checkSpec, runCheckCommand},
     {passesSpec, runPassesCommand},
     {opsSpec, runOpsCommand},
 };

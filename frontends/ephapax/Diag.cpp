@@ -1,0 +1,80 @@
+#include "frontends/ephapax/Diag.h"
+
+namespace eph::ephapax {
+
+const std::vector<ErrorCodeInfo>& errorCodes() {
+  static const std::vector<ErrorCodeInfo> codes = {
+      {"E000", "syntax error"},
+      {"E001", "linear value not consumed (leak)"},
+      {"E002", "linear value used after it was consumed / used twice"},
+      {"E003", "value escapes its region"},
+      {"E004", "linear value not consumed before its region ends"},
+      {"E005", "branches disagree on what they consume"},
+      {"E006", "allocation in a region that is not active"},
+      {"E007", "copy of a linear value"},
+      {"E008", "drop of a non-linear value"},
+      {"E009", "lambda captures a linear or let! binding"},
+      {"E101", "type mismatch"},
+      {"E102", "annotation does not match the value's type"},
+      {"E103", "unbound variable"},
+      {"E104", "unknown constructor or type"},
+      {"E105", "non-exhaustive match"},
+      {"E106", "wrong number of arguments"},
+      {"E107", "duplicate definition"},
+      {"E108", "type cannot be inferred"},
+      {"E200", "effects (perform/handle) are not supported by code generation"},
+      {"E201", "a construct code generation does not support"},
+      {"E202", "extern call with an unsupported signature"},
+      {"E203", "recursive data type in code generation"},
+      {"E299", "internal error: the lowered IR is invalid"},
+  };
+  return codes;
+}
+
+void DiagSink::error(std::string code, Span span, std::string message, std::string hint) {
+  diags_.push_back(Diag{std::move(code), span, std::move(message), std::move(hint)});
+}
+
+namespace {
+std::string_view lineOf(std::string_view src, unsigned line) {
+  size_t start = 0;
+  for (unsigned l = 1; l < line; ++l) {
+    size_t nl = src.find('\n', start);
+    if (nl == std::string_view::npos) return {};
+    start = nl + 1;
+  }
+  size_t end = src.find('\n', start);
+  std::string_view s = src.substr(start, end == std::string_view::npos ? src.size() - start : end - start);
+  if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
+  return s;
+}
+}  // namespace
+
+std::string renderDiag(const Diag& d, std::string_view file, std::string_view source) {
+  std::string out;
+  if (d.span.known())
+    out += std::string(file) + ":" + std::to_string(d.span.line) + ":" + std::to_string(d.span.col) + ": ";
+  else
+    out += std::string(file) + ": ";
+  out += "error[" + d.code + "]: " + d.message + "\n";
+  if (d.span.known()) {
+    std::string_view text = lineOf(source, d.span.line);
+    if (d.span.col - 1 <= text.size() && text.size() <= 400) {
+      std::string line, pad;
+      for (size_t i = 0; i < text.size(); ++i) {
+        unsigned char c = static_cast<unsigned char>(text[i]);
+        bool control = (c < 0x20 && c != '\t') || c == 0x7f;
+        line += control ? '?' : text[i];
+        if (i < d.span.col - 1 && (c & 0xc0) != 0x80) pad += c == '\t' ? '\t' : ' ';
+      }
+      size_t room = text.size() - (d.span.col - 1);
+      size_t len = d.span.len == 0 ? 1 : d.span.len;
+      if (len > room && room > 0) len = room;
+      out += "  " + line + "\n  " + pad + "^" + std::string(len > 1 ? len - 1 : 0, '~') + "\n";
+    }
+  }
+  if (!d.hint.empty()) out += "  hint: " + d.hint + "\n";
+  return out;
+}
+
+}  // namespace eph::ephapax

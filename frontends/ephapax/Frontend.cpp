@@ -1,0 +1,59 @@
+#include "frontends/ephapax/Frontend.h"
+
+#include "frontends/ephapax/Lower.h"
+#include "frontends/ephapax/Parser.h"
+#include "ir/Verifier.h"
+#include "passes/PassManager.h"
+
+namespace eph::ephapax {
+
+std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags) {
+  auto c = std::make_unique<Checked>();
+  size_t before = diags.size();
+  c->prog = parseProgram(src, diags);
+  if (diags.size() != before) return nullptr;
+  if (!typeCheck(*c, diags)) {
+    // Ownership errors of the functions that type-checked are independent.
+    checkOwnership(*c, diags);
+    return nullptr;
+  }
+  checkOwnership(*c, diags);
+  return c;
+}
+
+std::unique_ptr<ir::Module> compile(ir::Context& ctx, std::string_view src, const std::string& file, DiagSink& diags,
+                                    const CompileOptions& opts) {
+  size_t before = diags.size();
+  auto c = check(src, diags);
+  if (!c) return nullptr;
+  if (opts.frontendCheck && diags.size() != before) return nullptr;
+  auto m = lowerProgram(*c, ctx, file, diags);
+  if (!m) return nullptr;
+  if (opts.checkIR) {
+    if (Status st = ir::verify(*m); !st) {
+      diags.error("E299", {st.error().loc.line, st.error().loc.col, 1},
+                  "internal error: the lowered IR does not verify: " + st.error().message,
+                  "this is a compiler bug; please report it with the program");
+      return nullptr;
+    }
+    if (opts.frontendCheck) {
+      passes::Diagnostics d;
+      passes::linearityPass().run(*m, d);
+      for (const Error& e : d.errors)
+        diags.error("E299", {e.loc.line, e.loc.col, 1}, "internal error: the lowered IR breaks ownership: " + e.message,
+                    "this is a compiler bug; please report it with the program");
+      if (d.failed()) return nullptr;
+    }
+  }
+  return m;
+}
+
+std::string renderAll(const DiagSink& diags, std::string_view file, std::string_view src) {
+  std::string out;
+  for (const Diag& d : diags.all()) out += renderDiag(d, file, src);
+  return out;
+}
+
+bool isEphapaxFile(std::string_view path) { return path.size() > 4 && path.substr(path.size() - 4) == ".eph"; }
+
+}  // namespace eph::ephapax

@@ -1,0 +1,46 @@
+// The Ephapax frontend as one call: source text in, diagnostics and/or an IR
+// module out.
+//
+//   DiagSink diags;
+//   auto checked = ephapax::check(src, diags);          // parse + both checker passes
+//   auto module  = ephapax::compile(ctx, src, "f.eph", diags);  // ... and lower
+//
+// CompileOptions::frontendCheck = false lowers even a program the ownership
+// checker rejects (type errors still stop it), so that tests can show the IR
+// `linearity` pass finding the same leak / double use at the same place.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "frontends/ephapax/Checker.h"
+#include "frontends/ephapax/Diag.h"
+#include "ir/IR.h"
+
+namespace eph::ephapax {
+
+// Parses and checks. Null when there were syntax or type errors; with
+// ownership errors the program is returned and `diags` holds them.
+std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags);
+
+struct CompileOptions {
+  // Run the ownership checker first and stop on its errors.
+  bool frontendCheck = true;
+  // After lowering: verify the module and run the IR linearity pass; a
+  // failure there is reported as an internal error (it means the lowering
+  // broke ownership).
+  bool checkIR = true;
+};
+
+// Parses, checks and lowers to IR. Null after reporting errors in `diags`.
+std::unique_ptr<ir::Module> compile(ir::Context& ctx, std::string_view src, const std::string& file,
+                                    DiagSink& diags, const CompileOptions& opts = {});
+
+// Every diagnostic rendered (renderDiag), in order.
+std::string renderAll(const DiagSink& diags, std::string_view file, std::string_view src);
+
+// True for a file name that ends in ".eph".
+bool isEphapaxFile(std::string_view path);
+
+}  // namespace eph::ephapax

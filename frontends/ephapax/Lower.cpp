@@ -1,0 +1,1584 @@
+// Lowering of checked Ephapax to the IR (see Lower.h for the representation).
+#include "frontends/ephapax/Lower.h"
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "frontends/ephapax/Runtime.h"
+#include "ir/OpTable.h"
+
+namespace eph::ephapax {
+
+namespace {
+
+using ir::Value;
+using Subst = std::vector<std::pair<int, Ty*>>;
+
+// An insertion point plus the location given to new ops; unlike ir::Builder it
+// can be saved and restored by assignment.
+struct B {
+  ir::Context* ctx = nullptr;
+  ir::Region* region = nullptr;
+  Loc loc;
+
+  B() = default;
+  B(ir::Context& c, ir::Region& r) : ctx(&c), region(&r) {}
+  void setInsertionPoint(ir::Region& r) { region = &r; }
+  void setLoc(Loc l) { loc = l; }
+  ir::Op* create(std::string_view name, std::vector<Value*> operands = {}, std::vector<const ir::Type*> results = {},
+                 std::map<std::string, ir::Attr> attrs = {}, unsigned numRegions = 0) {
+    return region->append(ir::Op::create(ir::OpTable::get()[name], std::move(operands), std::move(results),
+                                         std::move(attrs), numRegions, loc));
+  }
+  Value* op(std::string_view name, std::vector<Value*> operands, const ir::Type* result,
+            std::map<std::string, ir::Attr> attrs = {}) {
+    return create(name, std::move(operands), {result}, std::move(attrs))->result(0);
+  }
+  Value* constInt(const ir::Type* t, int64_t v) { return op("const", {}, t, {{"value", ir::Attr::integer(v)}}); }
+  Value* constFloat(const ir::Type* t, double v) { return op("const", {}, t, {{"value", ir::Attr::floating(v)}}); }
+  Value* constBool(bool v) { return op("const", {}, ctx->boolType(), {{"value", ir::Attr::boolean(v)}}); }
+};
+
+// A local variable during lowering.
+struct LBinding {
+  enum Kind : uint8_t {
+    Plain,  // v is the value
+    Boxed,  // v is struct<value, token>: a use takes the token and frees it
+  } kind = Plain;
+  const Binding* b = nullptr;
+  Value* v = nullptr;
+  bool consumed = false;
+  bool list = false;  // a list: every use borrows; freed at scope end
+};
+
+// A closure variant: a lambda (parameter `param` of it) or a named function
+// (argument `param` of it), with the captured values' types.
+struct ClosureEntry {
+  Expr* lambda = nullptr;
+  FnDecl* fn = nullptr;
+  std::vector<Ty*> fnInst;  // fn: its type arguments
+  size_t param = 0;
+  Subst subst;  // lambda: the enclosing instance's substitution
+  std::vector<const Binding*> captures;
+  std::vector<Ty*> captureTys;  // fn: the earlier arguments' types
+  std::string key;
+  ir::Function* body = nullptr;
+};
+
+struct ClosureGroup {
+  Ty* fnTy = nullptr;  // A -> B, fully substituted
+  std::vector<ClosureEntry> entries;
+  ir::Function* apply = nullptr;
+};
+
+class Lowerer {
+ public:
+  Lowerer(Checked& c, ir::Context& ctx, const std::string& file, DiagSink& diags, ir::Module& m,
+          std::map<std::string, ClosureGroup>* known)
+      : c_(c), T(c.types), ctx_(ctx), diags_(diags), m_(m), b_(ctx, dummy_), known_(known) {
+    file_ = ctx.intern(file);
+  }
+
+  void run() {
+    for (auto& f : c_.prog.fns)
+      if (!f->isExtern && f->body && f->typeParamTys.empty()) instance(*f, {});
+    drain();
+  }
+
+  std::map<std::string, ClosureGroup>& groups() { return groups_; }
+  bool failed() const { return failed_; }
+
+ private:
+  Checked& c_;
+  TyArena& T;
+  ir::Context& ctx_;
+  DiagSink& diags_;
+  ir::Module& m_;
+  ir::Region dummy_;
+  B b_;
+  const std::string* file_;
+  std::map<std::string, ClosureGroup>* known_;  // the groups of the discovery pass
+  std::map<std::string, ClosureGroup> groups_;
+  bool failed_ = false;
+
+  // Function instances to lower.
+  struct Instance {
+    FnDecl* fn;
+    Subst subst;
+    ir::Function* irfn;
+  };
+  std::map<std::string, ir::Function*> instances_;
+  std::vector<Instance> work_;
+
+  // Per function being lowered.
+  Subst subst_;
+  std::vector<LBinding> env_;
+  FnDecl* curFn_ = nullptr;
+  std::string curKey_;
+  const ir::Type* loopSum_ = nullptr;  // tail-call loop: sum<args, result>
+
+  // ---- helpers ------------------------------------------------------------------
+  Loc loc(Span s) const { return Loc{file_, s.line, s.col}; }
+
+  void unsupported(Span s, const std::string& what, std::string code = "E201") {
+    if (!failed_ || diags_.empty() || diags_.all().back().span.line != s.line || diags_.all().back().span.col != s.col)
+      diags_.error(std::move(code), s, what);
+    failed_ = true;
+  }
+
+  Ty* sub(Ty* t) { return resolve(subst_.empty() ? t : substitute(T, t, subst_)); }
+
+  // Fully resolved and substituted, for keys and closure types.
+  Ty* deep(Ty* t, const Subst& s, unsigned depth = 0) {
+    t = resolve(s.empty() ? t : substitute(T, t, s));
+    if (depth > 40 || t->args.empty()) return t;
+    Ty copy = *t;
+    for (Ty*& a : copy.args) a = deep(a, s, depth + 1);
+    return T.make(std::move(copy));
+  }
+
+  const ir::Type* token(bool affine = false) {
+    return ctx_.bufferType(ctx_.intType(8, false), ir::Space::Host, affine ? ir::Ownership::Affine : ir::Ownership::Linear);
+  }
+  static bool owns(const ir::Type* t) { return t->isLinear() || t->isAffine(); }
+
+  // ---- types ----------------------------------------------------------------------
+  const ir::Type* lowerTy(Ty* t, unsigned depth = 0) {
+    t = sub(t);
+    if (depth > 40) return ctx_.unitType();
+    switch (t->kind) {
+      case Ty::Prim:
+        switch (t->prim) {
+          case Prim::I32: return ctx_.i32();
+          case Prim::I64: return ctx_.i64();
+          case Prim::U32: return ctx_.u32();
+          case Prim::F32: return ctx_.f32();
+          case Prim::F64: return ctx_.f64();
+          case Prim::Bool: return ctx_.boolType();
+        }
+        return ctx_.i32();
+      case Ty::Unit: return ctx_.unitType();
+      case Ty::String: return ctx_.bufferType(ctx_.intType(8, false), ir::Space::Host, ir::Ownership::Linear);
+      case Ty::Ref: {
+        Ty* e = sub(t->args[0]);
+        const ir::Type* inner = lowerTy(e, depth + 1);
+        if (inner->isBuffer())
+          return ctx_.bufferType(inner->elem(), inner->space(), t->mut ? ir::Ownership::Write : ir::Ownership::Read);
+        return inner;
+      }
+      case Ty::List: return ctx_.bufferType(lowerTy(t->args[0], depth + 1), ir::Space::Host, ir::Ownership::Read);
+      case Ty::Tuple: {
+        std::vector<const ir::Type*> parts;
+        for (Ty* a : t->args) parts.push_back(lowerTy(a, depth + 1));
+        return ctx_.structType(parts);
+      }
+      case Ty::Sum: return ctx_.sumType({lowerTy(t->args[0], depth + 1), lowerTy(t->args[1], depth + 1)});
+      case Ty::Fn: return closureType(deep(t, subst_));
+      case Ty::Named: {
+        TypeDecl* d = t->decl;
+        switch (d->kind) {
+          case TypeDecl::Alias: {
+            Ty* e = expandAlias(T, t);
+            const ir::Type* inner = e ? lowerTy(e, depth + 1) : ctx_.unitType();
+            if ((d->linear || d->affine) && !inner->isLinear()) return ctx_.structType({inner, token(d->affine)});
+            return inner;
+          }
+          case TypeDecl::Extern: return ctx_.i64();
+          case TypeDecl::Record: {
+            std::vector<const ir::Type*> parts;
+            for (Ty* f : recordFields(T, t)) parts.push_back(lowerTy(f, depth + 1));
+            return ctx_.structType(parts);
+          }
+          case TypeDecl::Data: {
+            if (d->recursive) return ctx_.unitType();
+            std::vector<const ir::Type*> variants;
+            for (size_t k = 0; k < d->ctorTys.size(); ++k) {
+              std::vector<const ir::Type*> fields;
+              for (Ty* f : ctorFields(T, t, k)) fields.push_back(lowerTy(f, depth + 1));
+              variants.push_back(ctx_.structType(fields));
+            }
+            return ctx_.sumType(variants);
+          }
+        }
+        return ctx_.unitType();
+      }
+      default: return ctx_.i32();  // unconstrained type variables default to I32
+    }
+  }
+
+  bool checkRepresentable(Ty* t, Span s, unsigned depth = 0) {
+    t = sub(t);
+    if (depth > 40) return true;
+    if (t->kind == Ty::Named && t->decl->kind == TypeDecl::Data && t->decl->recursive) {
+      unsupported(s, "the recursive data type `" + t->decl->name + "` cannot be lowered (the IR has no recursive types)", "E203");
+      return false;
+    }
+    if (t->kind == Ty::Fn) return true;
+    for (Ty* a : t->args)
+      if (!checkRepresentable(a, s, depth + 1)) return false;
+    return true;
+  }
+
+  // ---- closures -----------------------------------------------------------------
+  ClosureGroup& group(Ty* fnTy) {
+    std::string key = show(fnTy);
+    auto it = groups_.find(key);
+    if (it != groups_.end()) return it->second;
+    ClosureGroup& g = groups_[key];
+    g.fnTy = fnTy;
+    if (known_)
+      if (auto k = known_->find(key); k != known_->end())
+        for (const ClosureEntry& e : k->second.entries) {
+          ClosureEntry copy = e;
+          copy.body = nullptr;
+          g.entries.push_back(copy);
+        }
+    return g;
+  }
+
+  const ir::Type* envType(const ClosureEntry& e) {
+    std::vector<const ir::Type*> parts;
+    Subst saved = subst_;
+    if (e.lambda) {
+      subst_ = e.subst;
+      for (const Binding* b : e.captures) parts.push_back(lowerTy(b->ty));
+    } else {
+      subst_.clear();
+      for (Ty* t : e.captureTys) parts.push_back(lowerTy(t));
+    }
+    subst_ = saved;
+    return ctx_.structType(parts);
+  }
+
+  std::set<std::string> inProgress_;
+  const ir::Type* closureType(Ty* fnTy) {
+    std::string key = show(fnTy);
+    if (inProgress_.count(key)) return ctx_.unitType();  // a closure type mentioning itself
+    inProgress_.insert(key);
+    ClosureGroup& g = group(fnTy);
+    std::vector<const ir::Type*> variants;
+    for (const ClosureEntry& e : g.entries) variants.push_back(envType(e));
+    if (variants.empty()) variants.push_back(ctx_.unitType());
+    inProgress_.erase(key);
+    return ctx_.sumType(variants);
+  }
+
+  size_t entryIndex(ClosureGroup& g, ClosureEntry e) {
+    for (size_t i = 0; i < g.entries.size(); ++i)
+      if (g.entries[i].key == e.key) return i;
+    if (known_) {
+      // The discovery pass found every closure; a new one here is a bug.
+      unsupported(Span{}, "internal error: closure " + e.key + " was not found by the discovery pass");
+    }
+    g.entries.push_back(std::move(e));
+    return g.entries.size() - 1;
+  }
+
+  // The bindings a lambda's body uses from outside it.
+  void freeVars(const Expr& e, int firstInner, std::vector<const Binding*>& out) {
+    if (e.kind == ExprKind::Var && e.binding && e.binding->id < firstInner) {
+      for (const Binding* b : out)
+        if (b == e.binding) return;
+      out.push_back(e.binding);
+    }
+    if (e.kind == ExprKind::Var && !e.binding && e.refKind == Expr::Const)
+      return;
+    for (auto& k : e.kids) freeVars(*k, firstInner, out);
+    for (auto& a : e.arms) {
+      if (a.guard) freeVars(*a.guard, firstInner, out);
+      if (a.body) freeVars(*a.body, firstInner, out);
+    }
+  }
+
+  std::string substKey(const Subst& s) {
+    std::string k;
+    for (auto& [id, t] : s) k += std::to_string(id) + "=" + show(deep(t, {})) + ";";
+    return k;
+  }
+
+  // A closure value for parameter `param` of a lambda.
+  Value* makeLambdaClosure(Expr& lam, size_t param, Span s) {
+    ClosureEntry e;
+    e.lambda = &lam;
+    e.param = param;
+    e.subst = subst_;
+    int firstInner = lam.params.empty() || !lam.params[0].binding ? 0 : lam.params[0].binding->id;
+    freeVars(*lam.kids[0], firstInner, e.captures);
+    for (size_t i = 0; i < param; ++i) e.captures.push_back(lam.params[i].binding);
+    // The type of the closure: params[param..] -> body.
+    Ty* t = lam.ty;
+    for (size_t i = 0; i < param; ++i) t = resolve(t)->args[1];
+    t = deep(t, subst_);
+    e.key = "lambda@" + std::to_string(lam.span.line) + ":" + std::to_string(lam.span.col) + "#" +
+            std::to_string(param) + "[" + substKey(subst_) + "]";
+    std::vector<Value*> env;
+    for (const Binding* b : e.captures) env.push_back(useCaptured(*b, s));
+    return makeClosure(t, std::move(e), env);
+  }
+
+  Value* makeFnClosure(FnDecl& f, const std::vector<Ty*>& inst, size_t param, std::vector<Value*> prior,
+                       std::vector<Ty*> priorTys, Span s) {
+    ClosureEntry e;
+    e.fn = &f;
+    e.fnInst = inst;
+    e.param = param;
+    e.captureTys = priorTys;
+    Ty* t = f.type;
+    Subst fs;
+    for (size_t i = 0; i < f.typeParamTys.size() && i < inst.size(); ++i) fs.push_back({f.typeParamTys[i]->id, inst[i]});
+    t = deep(t, fs);
+    for (size_t i = 0; i < param; ++i) t = resolve(t)->args[1];
+    std::string instKey;
+    for (Ty* x : inst) instKey += show(x) + ",";
+    e.key = "fn@" + f.name + "<" + instKey + ">#" + std::to_string(param);
+    return makeClosure(t, std::move(e), prior);
+  }
+
+  Value* makeClosure(Ty* fnTy, ClosureEntry e, const std::vector<Value*>& env) {
+    ClosureGroup& g = group(fnTy);
+    std::string gkey = show(fnTy);
+    size_t k = entryIndex(g, std::move(e));
+    const ir::Type* ct = closureType(fnTy);
+    Value* envV = b_.op("struct.make", env, envType(groups_[gkey].entries[k]));
+    if (k >= ct->members().size()) return fabricate(ct);  // discovery pass only
+    if (envV->type() != ct->members()[k]) return fabricate(ct);
+    return b_.op("sum.make", {envV}, ct, {{"tag", ir::Attr::integer(static_cast<int64_t>(k))}});
+  }
+
+  Value* useCaptured(const Binding& b, Span s) {
+    for (size_t i = env_.size(); i-- > 0;)
+      if (env_[i].b == &b) {
+        LBinding& lb = env_[i];
+        if (lb.kind == LBinding::Boxed) return b_.op("struct.extract", {lb.v}, lb.v->type()->members()[0], {{"index", ir::Attr::integer(0)}});
+        if (owns(lb.v->type())) unsupported(s, "a lambda cannot capture `" + b.name + "`, whose value owns memory");
+        return lb.v;
+      }
+    unsupported(s, "internal error: captured variable `" + b.name + "` is not in scope");
+    return fabricate(ctx_.i32());
+  }
+
+  // Calls a closure with one argument.
+  Value* apply(Value* clo, Ty* fnTy, Value* arg) {
+    fnTy = deep(fnTy, subst_);
+    std::string key = show(fnTy);
+    ClosureGroup& g = group(fnTy);
+    if (!g.apply) {
+      Subst saved = subst_;
+      subst_.clear();
+      const ir::Type* at = lowerTy(fnTy->args[0]);
+      const ir::Type* rt = lowerTy(fnTy->args[1]);
+      subst_ = saved;
+      g.apply = m_.addFunction("apply<" + key + ">", ir::FunctionKind::Host,
+                               ctx_.functionType({closureType(fnTy), at}, {rt}), b_loc());
+      g.apply->param(0)->setName("closure");
+      g.apply->param(1)->setName("arg");
+    }
+    const ir::Type* rt = g.apply->resultTypes()[0];
+    return b_.create("call", {clo, arg}, {rt}, {{"callee", ir::Attr::symbol(g.apply->name())}})->result(0);
+  }
+  Loc b_loc() { return Loc{file_, 1, 1}; }
+
+  void emitApply(ClosureGroup& g) {
+    ir::Function* f = g.apply;
+    const ir::Type* ct = f->paramTypes()[0];
+    const ir::Type* rt = f->resultTypes()[0];
+    B b(ctx_, f->body());
+    b.setLoc(f->loc());
+    ir::Op* mt = b.create("match", {f->param(0)}, {rt}, {}, static_cast<unsigned>(ct->members().size()));
+    for (unsigned k = 0; k < ct->members().size(); ++k) {
+      ir::Region& r = mt->region(k);
+      Value* env = r.addArg(ct->members()[k], "env");
+      B rb(ctx_, r);
+      rb.setLoc(f->loc());
+      Value* out;
+      if (k < g.entries.size()) {
+        ir::Function* body = entryFunction(g, k);
+        out = rb.create("call", {env, f->param(1)}, {rt}, {{"callee", ir::Attr::symbol(body->name())}})->result(0);
+      } else {
+        // No closure of this type is ever made: unreachable.
+        B saved = b_;
+        b_ = rb;
+        dropValue(env);
+        dropValue(f->param(1));
+        out = fabricate(rt);
+        rb = b_;
+        b_ = saved;
+      }
+      rb.create("yield", {out});
+    }
+    b.create("return", {mt->result(0)});
+  }
+
+  ir::Function* entryFunction(ClosureGroup& g, size_t k) {
+    ClosureEntry& e = g.entries[k];
+    if (e.body) return e.body;
+    const ir::Type* env = envType(e);
+    Subst saved = subst_;
+    subst_.clear();
+    const ir::Type* at = lowerTy(g.fnTy->args[0]);
+    const ir::Type* rt = lowerTy(g.fnTy->args[1]);
+    subst_ = saved;
+    Span sp = e.lambda ? e.lambda->span : e.fn->span;
+    e.body = m_.addFunction("closure<" + e.key + ">", ir::FunctionKind::Host, ctx_.functionType({env, at}, {rt}), loc(sp));
+    Value* envV = e.body->param(0);
+    Value* arg = e.body->param(1);
+    envV->setName("env");
+    arg->setName("arg");
+    // Lower the body in a fresh function context.
+    auto savedEnv = std::move(env_);
+    Subst savedSubst = subst_;
+    FnDecl* savedFn = curFn_;
+    std::string savedKey = curKey_;
+    const ir::Type* savedLoop = loopSum_;
+    B savedB = b_;
+    env_.clear();
+    loopSum_ = nullptr;
+    curFn_ = nullptr;
+    curKey_.clear();
+    b_ = B(ctx_, e.body->body());
+    b_.setLoc(loc(sp));
+    std::vector<Value*> caps = env->members().empty() ? std::vector<Value*>{}
+                                                      : b_.create("struct.unpack", {envV}, {env->members().begin(), env->members().end()})->results();
+    Value* result = nullptr;
+    if (e.lambda) {
+      subst_ = e.subst;
+      for (size_t i = 0; i < e.captures.size(); ++i) env_.push_back(LBinding{LBinding::Plain, e.captures[i], caps[i]});
+      Param& p = e.lambda->params[e.param];
+      bindValue(p.binding, arg, p.span);
+      if (e.param + 1 < e.lambda->params.size()) {
+        result = makeLambdaClosure(*e.lambda, e.param + 1, sp);
+      } else {
+        result = lowerExpr(*e.lambda->kids[0]);
+        result = coerce(result, rt, e.lambda->kids[0]->span);
+      }
+      endScopeAll();
+    } else {
+      subst_.clear();
+      FnDecl& f = *e.fn;
+      std::vector<Value*> args = caps;
+      args.push_back(arg);
+      std::vector<Ty*> tys = e.captureTys;
+      Subst fs;
+      for (size_t i = 0; i < f.typeParamTys.size() && i < e.fnInst.size(); ++i) fs.push_back({f.typeParamTys[i]->id, e.fnInst[i]});
+      tys.push_back(deep(f.params.empty() ? T.unit() : f.paramTys[e.param], fs));
+      if (e.param + 1 < f.params.size()) {
+        result = makeFnClosure(f, e.fnInst, e.param + 1, args, tys, sp);
+      } else {
+        ir::Function* callee = instance(f, fs);
+        if (f.params.empty()) {
+          dropValue(arg);
+          args.clear();
+        }
+        result = b_.create("call", args, {callee->resultTypes()[0]}, {{"callee", ir::Attr::symbol(callee->name())}})->result(0);
+      }
+    }
+    b_.create("return", {result});
+    env_ = std::move(savedEnv);
+    subst_ = savedSubst;
+    curFn_ = savedFn;
+    curKey_ = savedKey;
+    loopSum_ = savedLoop;
+    b_ = savedB;
+    return e.body;
+  }
+
+  // ---- functions ------------------------------------------------------------------
+  ir::Function* instance(FnDecl& f, Subst s) {
+    std::string key = f.name;
+    if (!f.typeParamTys.empty()) {
+      key += "<";
+      for (size_t i = 0; i < f.typeParamTys.size(); ++i) {
+        Ty* t = nullptr;
+        for (auto& [id, with] : s)
+          if (id == f.typeParamTys[i]->id) t = with;
+        if (f.typeParamTys[i]->regionVar) continue;
+        key += (key.back() == '<' ? "" : ", ") + (t ? show(deep(t, {})) : std::string("?"));
+      }
+      key += ">";
+    }
+    if (auto it = instances_.find(key); it != instances_.end()) return it->second;
+    Subst saved = subst_;
+    subst_ = s;
+    std::vector<const ir::Type*> params;
+    for (Ty* t : f.paramTys) params.push_back(lowerTy(t));
+    const ir::Type* rt = lowerTy(f.retTy);
+    subst_ = saved;
+    ir::Function* irf = m_.addFunction(key, ir::FunctionKind::Host, ctx_.functionType(params, {rt}), loc(f.span));
+    instances_[key] = irf;
+    work_.push_back({&f, std::move(s), irf});
+    return irf;
+  }
+
+  // Lowers queued function instances and every closure body until nothing
+  // new appears, then the apply functions (whose variants are then final).
+  void drain() {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      while (!work_.empty()) {
+        Instance in = work_.back();
+        work_.pop_back();
+        lowerFunction(in);
+        changed = true;
+      }
+      for (auto& [key, g] : groups_)
+        for (size_t k = 0; k < g.entries.size(); ++k)
+          if (!g.entries[k].body) {
+            entryFunction(g, k);
+            changed = true;
+          }
+    }
+    for (auto& [key, g] : groups_)
+      if (g.apply && g.apply->body().empty()) emitApply(g);
+  }
+
+  bool hasSelfTailCall(const Expr& e, const std::string& name, unsigned depth = 0) {
+    if (depth > 300) return false;
+    switch (e.kind) {
+      case ExprKind::Call:
+        return e.kids[0]->kind == ExprKind::Var && !e.kids[0]->binding && e.kids[0]->refKind == Expr::Fn &&
+               e.kids[0]->name == name;
+      case ExprKind::Let:
+      case ExprKind::Seq: return e.kids.size() > 1 && hasSelfTailCall(*e.kids[1], name, depth + 1);
+      case ExprKind::If: return hasSelfTailCall(*e.kids[1], name, depth + 1) || hasSelfTailCall(*e.kids[2], name, depth + 1);
+      case ExprKind::Case: return hasSelfTailCall(*e.kids[1], name, depth + 1) || hasSelfTailCall(*e.kids[2], name, depth + 1);
+      case ExprKind::Match:
+        for (const Arm& a : e.arms)
+          if (hasSelfTailCall(*a.body, name, depth + 1)) return true;
+        return false;
+      default: return false;
+    }
+  }
+
+  void lowerFunction(const Instance& in) {
+    FnDecl& f = *in.fn;
+    subst_ = in.subst;
+    curFn_ = &f;
+    curKey_ = in.irfn->name();
+    env_.clear();
+    loopSum_ = nullptr;
+    ir::Function* irf = in.irfn;
+    b_ = B(ctx_, irf->body());
+    b_.setLoc(loc(f.span));
+    for (size_t i = 0; i < f.params.size(); ++i)
+      if (!checkRepresentable(f.paramTys[i], f.params[i].span)) return;
+    if (!checkRepresentable(f.retTy, f.span)) return;
+    std::vector<Value*> params;
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      params.push_back(irf->param(static_cast<unsigned>(i)));
+      params.back()->setName(f.params[i].name == "_" ? "" : f.params[i].name);
+    }
+    const ir::Type* rt = irf->resultTypes()[0];
+
+    // Self tail calls: run the body in a loop over sum<struct<params>, result>.
+    bool loop = hasSelfTailCall(*f.body, f.name) && fabricable(rt);
+    if (loop) {
+      const ir::Type* argsT = ctx_.structType({irf->paramTypes().begin(), irf->paramTypes().end()});
+      const ir::Type* S = ctx_.sumType({argsT, rt});
+      Value* init = b_.op("sum.make", {b_.op("struct.make", params, argsT)}, S, {{"tag", ir::Attr::integer(0)}});
+      ir::Op* w = b_.create("while", {init}, {S}, {}, 2);
+      {
+        ir::Region& r0 = w->region(0);
+        Value* s0 = r0.addArg(S, "state");
+        B rb(ctx_, r0);
+        rb.setLoc(loc(f.span));
+        Value* tag = rb.op("sum.tag", {s0}, ctx_.u32());
+        Value* zero = rb.constInt(ctx_.u32(), 0);
+        Value* go = rb.op("eq", {tag, zero}, ctx_.boolType());
+        rb.create("condition", {go, s0});
+      }
+      ir::Region& r1 = w->region(1);
+      Value* s1 = r1.addArg(S, "state");
+      b_.setInsertionPoint(r1);
+      ir::Op* mt = b_.create("match", {s1}, {S}, {}, 2);
+      {
+        Value* args = mt->region(0).addArg(argsT, "args");
+        b_.setInsertionPoint(mt->region(0));
+        std::vector<Value*> ps = argsT->members().empty()
+                                     ? std::vector<Value*>{}
+                                     : b_.create("struct.unpack", {args}, {argsT->members().begin(), argsT->members().end()})->results();
+        bindParams(f, ps);
+        loopSum_ = S;
+        Value* next = lowerTail(*f.body);
+        endScopeAll();
+        b_.create("yield", {next});
+        loopSum_ = nullptr;
+      }
+      {
+        Value* res = mt->region(1).addArg(rt, "result");
+        b_.setInsertionPoint(mt->region(1));
+        b_.create("yield", {b_.op("sum.make", {res}, S, {{"tag", ir::Attr::integer(1)}})});
+      }
+      b_.setInsertionPoint(r1);
+      b_.create("yield", {mt->result(0)});
+      b_.setInsertionPoint(irf->body());
+      ir::Op* out = b_.create("match", {w->result(0)}, {rt}, {}, 2);
+      {
+        Value* args = out->region(0).addArg(argsT, "args");
+        b_.setInsertionPoint(out->region(0));
+        dropValue(args);
+        b_.create("yield", {fabricate(rt)});
+        Value* res = out->region(1).addArg(rt, "result");
+        b_.setInsertionPoint(out->region(1));
+        b_.create("yield", {res});
+      }
+      b_.setInsertionPoint(irf->body());
+      b_.create("return", {out->result(0)});
+      return;
+    }
+    bindParams(f, params);
+    Value* v = lowerExpr(*f.body);
+    v = coerce(v, rt, f.body->span);
+    endScopeAll();
+    b_.create("return", {v});
+  }
+
+  void bindParams(FnDecl& f, const std::vector<Value*>& vals) {
+    for (size_t i = 0; i < f.params.size() && i < vals.size(); ++i) bindValue(f.params[i].binding, vals[i], f.params[i].span);
+  }
+
+  // ---- bindings ----------------------------------------------------------------------
+  // Binds b to v. A binding that must be used exactly once is re-bound here,
+  // at its binding site: a token box when the value owns nothing, else a
+  // struct.make/struct.unpack pair, so that a leak is reported at `site`.
+  void bindValue(const Binding* b, Value* v, Span site) {
+    LBinding lb;
+    lb.b = b;
+    lb.v = v;
+    Ty* t = sub(b->ty);
+    lb.list = t->kind == Ty::List;
+    if (b && usageOf(c_, *b) == Usage::ExactlyOnce && !lb.list) {
+      Loc saved = curLoc_;
+      setLoc(site);
+      if (owns(v->type())) {
+        Value* box = b_.op("struct.make", {v}, ctx_.structType({v->type()}));
+        lb.v = b_.create("struct.unpack", {box}, {v->type()})->result(0);
+      } else {
+        Value* tok = b_.op("alloc", {b_.constInt(ctx_.i32(), 0)}, token());
+        lb.v = b_.op("struct.make", {v, tok}, ctx_.structType({v->type(), token()}));
+        lb.kind = LBinding::Boxed;
+      }
+      curLoc_ = saved;
+      b_.setLoc(saved);
+    }
+    if (!lb.v->name().empty() || !b->name.empty()) lb.v->setName(b->name == "_" ? "" : b->name);
+    env_.push_back(lb);
+  }
+
+  LBinding* lookup(const Binding* b) {
+    for (size_t i = env_.size(); i-- > 0;)
+      if (env_[i].b == b) return &env_[i];
+    return nullptr;
+  }
+
+  // Pops bindings down to `mark`, freeing what may be dropped and was not used.
+  void endScope(size_t mark) {
+    while (env_.size() > mark) {
+      LBinding& lb = env_.back();
+      bool mustUse = lb.b && usageOf(c_, *lb.b) == Usage::ExactlyOnce && !lb.list;
+      if (!lb.consumed && !mustUse && owns(lb.v->type())) dropValue(lb.v);
+      env_.pop_back();
+    }
+  }
+  void endScopeAll() { endScope(0); }
+
+  // A use of a variable by value.
+  Value* useVar(LBinding& lb, Span s) {
+    if (lb.list) return lb.v;
+    if (lb.kind == LBinding::Boxed) {
+      lb.consumed = true;
+      const ir::Type* st = lb.v->type();
+      ir::Op* up = b_.create("struct.unpack", {lb.v}, {st->members()[0], st->members()[1]});
+      b_.create("free", {up->result(1)});
+      return up->result(0);
+    }
+    if (owns(lb.v->type())) lb.consumed = true;
+    return lb.v;
+  }
+  // A borrow: the value, without consuming it.
+  Value* borrowVar(LBinding& lb) {
+    if (lb.kind == LBinding::Boxed)
+      return b_.op("struct.extract", {lb.v}, lb.v->type()->members()[0], {{"index", ir::Attr::integer(0)}});
+    return lb.v;
+  }
+
+  // ---- values ------------------------------------------------------------------------
+  Loc curLoc_;
+  void setLoc(Span s) {
+    curLoc_ = loc(s);
+    b_.setLoc(curLoc_);
+  }
+
+  bool fabricable(const ir::Type* t) {
+    if (t->isBuffer()) return t->ownership() == ir::Ownership::Linear || t->ownership() == ir::Ownership::Affine;
+    for (const ir::Type* m : t->members())
+      if (!fabricable(m)) return false;
+    return !t->isFunction() && !t->isVar();
+  }
+
+  // A value of type t for a path that never runs (the unreachable end of a
+  // loop or match); owned parts are fresh empty buffers, so ownership holds.
+  Value* fabricate(const ir::Type* t) {
+    switch (t->kind()) {
+      case ir::TypeKind::Bool: return b_.constBool(false);
+      case ir::TypeKind::Int: return b_.constInt(t, 0);
+      case ir::TypeKind::Float: return b_.constFloat(t, 0);
+      case ir::TypeKind::Struct: {
+        std::vector<Value*> parts;
+        for (const ir::Type* m : t->members()) parts.push_back(fabricate(m));
+        return b_.op("struct.make", parts, t);
+      }
+      case ir::TypeKind::Sum:
+        return b_.op("sum.make", {fabricate(t->members()[0])}, t, {{"tag", ir::Attr::integer(0)}});
+      case ir::TypeKind::Buffer:
+        if (t->ownership() == ir::Ownership::Linear || t->ownership() == ir::Ownership::Affine)
+          return b_.op("alloc", {b_.constInt(ctx_.i32(), 0)}, t);
+        break;
+      default: break;
+    }
+    unsupported(Span{curLoc_.line, curLoc_.col, 1}, "internal error: cannot make a placeholder of type " + t->str());
+    return b_.constInt(ctx_.i32(), 0);
+  }
+
+  // Frees every buffer a value owns.
+  void dropValue(Value* v) {
+    const ir::Type* t = v->type();
+    if (!owns(t)) return;
+    if (t->isBuffer()) {
+      b_.create("free", {v});
+      return;
+    }
+    if (t->isStruct()) {
+      ir::Op* up = b_.create("struct.unpack", {v}, {t->members().begin(), t->members().end()});
+      for (Value* p : up->results()) dropValue(p);
+      return;
+    }
+    if (t->isSum()) {
+      ir::Op* mt = b_.create("match", {v}, {}, {}, static_cast<unsigned>(t->members().size()));
+      B saved = b_;
+      for (unsigned k = 0; k < t->members().size(); ++k) {
+        Value* p = mt->region(k).addArg(t->members()[k]);
+        b_.setInsertionPoint(mt->region(k));
+        dropValue(p);
+        b_.create("yield");
+      }
+      b_ = saved;
+      return;
+    }
+  }
+
+  // Converts between the representations of types the checker unified: a
+  // linear/affine alias and the type it names (adding or removing the token).
+  Value* coerce(Value* v, const ir::Type* want, Span s) {
+    const ir::Type* have = v->type();
+    if (have == want) return v;
+    if (want->isStruct() && want->members().size() == 2 && want->members()[0] == have && want->members()[1]->isBuffer() &&
+        want->members()[1]->elem() == ctx_.intType(8, false)) {
+      Value* tok = b_.op("alloc", {b_.constInt(ctx_.i32(), 0)}, want->members()[1]);
+      return b_.op("struct.make", {v, tok}, want);
+    }
+    if (have->isStruct() && have->members().size() == 2 && have->members()[0] == want && have->members()[1]->isBuffer() &&
+        have->members()[1]->elem() == ctx_.intType(8, false)) {
+      ir::Op* up = b_.create("struct.unpack", {v}, {have->members()[0], have->members()[1]});
+      b_.create("free", {up->result(1)});
+      return up->result(0);
+    }
+    unsupported(s, "code generation cannot pass a value of IR type " + have->str() + " where " + want->str() +
+                       " is expected (lists and borrows can only be bound, indexed and passed to functions)");
+    dropValue(v);
+    return fabricate(want);
+  }
+
+  // Lowers `e` and drops its value (a sequence's first part, a `_` binding).
+  void lowerAndDrop(Expr& e) { dropValue(lowerExpr(e)); }
+
+  // Branching ops (if / match) with balanced ownership: a droppable binding
+  // consumed on some paths is freed on the others.
+  Value* branch(const char* opName, Value* operand, unsigned n, const ir::Type* resultT, Span s,
+                const std::function<Value*(unsigned k, Value* payload)>& body) {
+    setLoc(s);
+    ir::Op* op = b_.create(opName, {operand}, resultT ? std::vector<const ir::Type*>{resultT} : std::vector<const ir::Type*>{}, {}, n);
+    std::vector<bool> start;
+    for (auto& lb : env_) start.push_back(lb.consumed);
+    size_t envSize = env_.size();
+    std::vector<std::vector<bool>> after;
+    std::vector<Value*> results;
+    B outer = b_;
+    for (unsigned k = 0; k < n; ++k) {
+      for (size_t i = 0; i < envSize; ++i) env_[i].consumed = start[i];
+      ir::Region& r = op->region(k);
+      Value* payload = nullptr;
+      if (std::string_view(opName) == "match") payload = r.addArg(operand->type()->members()[k]);
+      b_.setInsertionPoint(r);
+      Value* v = body(k, payload);
+      if (resultT) v = coerce(v, resultT, s);
+      results.push_back(v);
+      std::vector<bool> c;
+      for (size_t i = 0; i < envSize; ++i) c.push_back(env_[i].consumed);
+      after.push_back(c);
+      env_.resize(envSize);
+    }
+    for (unsigned k = 0; k < n; ++k) {
+      b_.setInsertionPoint(op->region(k));
+      b_.setLoc(loc(s));
+      for (size_t i = 0; i < envSize; ++i) {
+        bool any = false;
+        for (auto& c : after) any |= c[i];
+        LBinding& lb = env_[i];
+        bool mustUse = lb.b && usageOf(c_, *lb.b) == Usage::ExactlyOnce && !lb.list;
+        if (any && !after[k][i] && !mustUse && owns(lb.v->type())) dropValue(lb.v);
+      }
+      if (resultT) b_.create("yield", {results[k]});
+      else b_.create("yield");
+    }
+    for (size_t i = 0; i < envSize; ++i) {
+      bool any = false;
+      for (auto& c : after) any |= c[i];
+      env_[i].consumed = any;
+    }
+    b_ = outer;
+    b_.setInsertionPoint(*op->parentRegion());
+    return resultT ? op->result(0) : nullptr;
+  }
+
+  Value* lowerExpr(Expr& e) {
+    Loc saved = curLoc_;
+    setLoc(e.span);
+    Value* v = lowerKind(e, false);
+    setLoc(Span{saved.line, saved.col, 1});
+    curLoc_ = saved;
+    b_.setLoc(saved);
+    return v;
+  }
+
+  // Tail position of a function lowered as a loop: returns sum<args, result>.
+  Value* lowerTail(Expr& e) {
+    Loc saved = curLoc_;
+    setLoc(e.span);
+    Value* v = lowerKind(e, true);
+    curLoc_ = saved;
+    b_.setLoc(saved);
+    return v;
+  }
+
+  Value* finishTail(Value* v, Span s) {
+    const ir::Type* rt = loopSum_->members()[1];
+    v = coerce(v, rt, s);
+    return b_.op("sum.make", {v}, loopSum_, {{"tag", ir::Attr::integer(1)}});
+  }
+
+  Value* lowerKind(Expr& e, bool tail) {
+    const ir::Type* ty = tail ? loopSum_ : lowerTy(e.ty);
+    auto value = [&](Value* v) { return tail ? finishTail(v, e.span) : v; };
+    switch (e.kind) {
+      case ExprKind::IntLit: return value(b_.constInt(lowerTy(e.ty), e.ival));
+      case ExprKind::FloatLit: return value(b_.constFloat(lowerTy(e.ty), e.fval));
+      case ExprKind::BoolLit: return value(b_.constBool(e.bval));
+      case ExprKind::Unit: return value(b_.op("struct.make", {}, ctx_.unitType()));
+      case ExprKind::StrLit: return value(newString(e.name));
+      case ExprKind::StrNew: return value(newString(e.kids[0]->name));
+      case ExprKind::Var: return value(lowerVar(e));
+      case ExprKind::Let: {
+        Value* v = lowerExpr(*e.kids[0]);
+        size_t mark = env_.size();
+        setLoc(e.span);
+        bindPattern(*e.pat, v, e.bval);
+        Value* r = e.kids.size() > 1 ? (tail ? lowerTail(*e.kids[1]) : lowerExpr(*e.kids[1]))
+                                     : value(b_.op("struct.make", {}, ctx_.unitType()));
+        setLoc(e.span);
+        endScope(mark);
+        return r;
+      }
+      case ExprKind::Seq:
+        lowerAndDrop(*e.kids[0]);
+        return tail ? lowerTail(*e.kids[1]) : lowerExpr(*e.kids[1]);
+      case ExprKind::Region: return tail ? lowerTail(*e.kids[0]) : lowerExpr(*e.kids[0]);
+      case ExprKind::If: {
+        Value* c = lowerExpr(*e.kids[0]);
+        return branch("if", c, 2, ty, e.span, [&](unsigned k, Value*) {
+          return tail ? lowerTail(*e.kids[k + 1]) : lowerExpr(*e.kids[k + 1]);
+        });
+      }
+      case ExprKind::Case: {
+        Value* s = lowerExpr(*e.kids[0]);
+        return branch("match", s, 2, ty, e.span, [&](unsigned k, Value* payload) {
+          size_t mark = env_.size();
+          Span vs = k < e.nameSpans.size() ? e.nameSpans[k] : e.span;
+          if (e.caseBindings[k]) bindValue(e.caseBindings[k], payload, vs);
+          Value* r = tail ? lowerTail(*e.kids[k + 1]) : lowerExpr(*e.kids[k + 1]);
+          endScope(mark);
+          return r;
+        });
+      }
+      case ExprKind::Match: return lowerMatch(e, tail, ty);
+      case ExprKind::Binary: return value(lowerBinary(e));
+      case ExprKind::Unary: {
+        Value* a = lowerExpr(*e.kids[0]);
+        const ir::Type* pt = primOf(e.kids[0]->ty);
+        a = coerce(a, pt, e.kids[0]->span);
+        setLoc(e.span);
+        Value* r = b_.op(e.uop == UnOp::Neg ? "neg" : "not", {a}, pt);
+        return value(coerce(r, lowerTy(e.ty), e.span));
+      }
+      case ExprKind::Call: return lowerCall(e, tail);
+      case ExprKind::Index: {
+        Value* list = lowerBorrowOf(*e.kids[0]);
+        Value* i = lowerExpr(*e.kids[1]);
+        setLoc(e.span);
+        if (!list->type()->isBuffer()) {
+          unsupported(e.span, "code generation cannot index this value");
+          return value(fabricate(lowerTy(e.ty)));
+        }
+        Value* r = b_.op("load", {list, i}, list->type()->elem());
+        return value(r);
+      }
+      case ExprKind::Member: {
+        Value* base = lowerExpr(*e.kids[0]);
+        Ty* bt = sub(e.kids[0]->ty);
+        if (Ty* ex = expandAlias(T, bt)) bt = sub(ex);
+        size_t index = 0;
+        if (e.bval) index = static_cast<size_t>(e.ival);
+        else if (bt->kind == Ty::Named && bt->decl->kind == TypeDecl::Record) {
+          auto& names = bt->decl->fieldNames;
+          index = std::find(names.begin(), names.end(), e.name) - names.begin();
+        }
+        setLoc(e.span);
+        return value(project(base, index));
+      }
+      case ExprKind::Fst:
+      case ExprKind::Snd: {
+        Value* base = lowerExpr(*e.kids[0]);
+        setLoc(e.span);
+        return value(project(base, e.kind == ExprKind::Fst ? 0 : 1));
+      }
+      case ExprKind::Inl:
+      case ExprKind::Inr: {
+        Value* v = lowerExpr(*e.kids[0]);
+        const ir::Type* st = lowerTy(e.ty);
+        unsigned k = e.kind == ExprKind::Inl ? 0 : 1;
+        v = coerce(v, st->members()[k], e.kids[0]->span);
+        setLoc(e.span);
+        return value(b_.op("sum.make", {v}, st, {{"tag", ir::Attr::integer(k)}}));
+      }
+      case ExprKind::Borrow: return value(lowerBorrowOf(*e.kids[0]));
+      case ExprKind::Drop: {
+        Value* v = lowerExpr(*e.kids[0]);
+        setLoc(e.span);
+        dropValue(v);
+        return value(b_.op("struct.make", {}, ctx_.unitType()));
+      }
+      case ExprKind::Copy: {
+        Value* v = lowerExpr(*e.kids[0]);
+        setLoc(e.span);
+        return value(b_.op("struct.make", {v, v}, lowerTy(e.ty)));
+      }
+      case ExprKind::Record: {
+        Ty* rt = sub(e.ty);
+        const ir::Type* st = lowerTy(rt);
+        std::vector<Value*> fields(st->members().size(), nullptr);
+        std::vector<Value*> given;
+        for (auto& k : e.kids) given.push_back(lowerExpr(*k));
+        for (size_t i = 0; i < e.names.size(); ++i) {
+          auto& names = rt->decl->fieldNames;
+          size_t at = std::find(names.begin(), names.end(), e.names[i]) - names.begin();
+          if (at < fields.size()) fields[at] = coerce(given[i], st->members()[at], e.kids[i]->span);
+        }
+        setLoc(e.span);
+        return value(b_.op("struct.make", fields, st));
+      }
+      case ExprKind::Tuple: {
+        std::vector<Value*> parts;
+        for (auto& k : e.kids) parts.push_back(lowerExpr(*k));
+        setLoc(e.span);
+        const ir::Type* st = lowerTy(e.ty);
+        for (size_t i = 0; i < parts.size(); ++i) parts[i] = coerce(parts[i], st->members()[i], e.kids[i]->span);
+        return value(b_.op("struct.make", parts, st));
+      }
+      case ExprKind::List: {
+        const ir::Type* lt = lowerTy(e.ty);
+        std::vector<Value*> elems;
+        for (auto& k : e.kids) elems.push_back(coerce(lowerExpr(*k), lt->elem(), k->span));
+        setLoc(e.span);
+        if (owns(lt->elem())) unsupported(e.span, "code generation does not support lists of values that own memory");
+        Value* buf = b_.op("alloc", {b_.constInt(ctx_.i32(), static_cast<int64_t>(elems.size()))},
+                           ctx_.bufferType(lt->elem(), ir::Space::Host, ir::Ownership::Affine));
+        for (size_t i = 0; i < elems.size(); ++i)
+          b_.create("store", {buf, b_.constInt(ctx_.i32(), static_cast<int64_t>(i)), elems[i]});
+        if (tail) {
+          unsupported(e.span, "code generation cannot return a list literal from a function");
+          dropValue(buf);
+          return value(fabricate(lt));
+        }
+        pendingList_ = true;
+        return buf;
+      }
+      case ExprKind::StrLen: {
+        bool borrowed = e.kids[0]->kind == ExprKind::Borrow;
+        Value* s = borrowed ? lowerBorrowOf(*e.kids[0]->kids[0]) : lowerExpr(*e.kids[0]);
+        setLoc(e.span);
+        Value* n = b_.op("buffer.len", {s}, ctx_.i32());
+        if (!borrowed) {
+          setLoc(e.kids[0]->span);
+          dropValue(s);
+        }
+        return value(n);
+      }
+      case ExprKind::StrConcat: return value(lowerConcat(e));
+      case ExprKind::Lambda: return value(makeLambdaClosure(e, 0, e.span));
+      case ExprKind::Ffi: {
+        std::vector<Value*> args;
+        for (auto& k : e.kids) args.push_back(lowerExpr(*k));
+        setLoc(e.span);
+        return value(ffiCall(e.name, args, lowerTy(e.ty), e.span));
+      }
+      case ExprKind::Perform:
+      case ExprKind::Handle:
+        unsupported(e.span, "effects (perform/handle) are type-checked but not supported by code generation", "E200");
+        return value(fabricate(lowerTy(e.ty)));
+    }
+    return value(fabricate(lowerTy(e.ty)));
+  }
+  bool pendingList_ = false;
+
+  Value* ffiCall(const std::string& sym, const std::vector<Value*>& args, const ir::Type* rt, Span s) {
+    std::vector<const ir::Type*> ps;
+    for (Value* a : args) ps.push_back(a->type());
+    if (std::string why = ffiSignatureProblem(ps, rt); !why.empty()) {
+      unsupported(s, "extern call to '" + sym + "' " + why, "E202");
+      for (Value* a : args) dropValue(a);
+      return fabricate(rt);
+    }
+    return b_.create("ephapax.ffi_call", args, {rt}, {{"symbol", ir::Attr::string(sym)}})->result(0);
+  }
+
+  // The primitive IR type behind a (possibly aliased) numeric/Bool type.
+  const ir::Type* primOf(Ty* t) {
+    t = sub(t);
+    for (int i = 0; i < 40; ++i) {
+      Ty* e = expandAlias(T, t);
+      if (!e) break;
+      t = sub(e);
+    }
+    return lowerTy(t);
+  }
+
+  Value* project(Value* base, size_t index) {
+    const ir::Type* t = base->type();
+    if (!t->isStruct() || index >= t->members().size()) {
+      unsupported(Span{curLoc_.line, curLoc_.col, 1}, "internal error: projection of " + t->str());
+      return fabricate(ctx_.i32());
+    }
+    if (!owns(t)) return b_.op("struct.extract", {base}, t->members()[index], {{"index", ir::Attr::integer(static_cast<int64_t>(index))}});
+    ir::Op* up = b_.create("struct.unpack", {base}, {t->members().begin(), t->members().end()});
+    for (size_t i = 0; i < up->numResults(); ++i)
+      if (i != index) dropValue(up->result(static_cast<unsigned>(i)));
+    return up->result(static_cast<unsigned>(index));
+  }
+
+  Value* newString(const std::string& bytes) {
+    const ir::Type* u8 = ctx_.intType(8, false);
+    Value* buf = b_.op("alloc", {b_.constInt(ctx_.i32(), static_cast<int64_t>(bytes.size()))},
+                       ctx_.bufferType(u8, ir::Space::Host, ir::Ownership::Linear));
+    for (size_t i = 0; i < bytes.size(); ++i)
+      b_.create("store", {buf, b_.constInt(ctx_.i32(), static_cast<int64_t>(i)),
+                          b_.constInt(u8, static_cast<unsigned char>(bytes[i]))});
+    return buf;
+  }
+
+  // Copies src[0..n) to dst[at..at+n) with a `for` loop.
+  void copyInto(Value* dst, Value* src, Value* at, Value* n) {
+    Value* zero = b_.constInt(ctx_.i32(), 0);
+    Value* one = b_.constInt(ctx_.i32(), 1);
+    ir::Op* loop = b_.create("for", {zero, n, one}, {}, {}, 1);
+    ir::Region& r = loop->region(0);
+    Value* i = r.addArg(ctx_.i32(), "i");
+    B saved = b_;
+    b_.setInsertionPoint(r);
+    Value* byte = b_.op("load", {src, i}, src->type()->elem());
+    Value* j = b_.op("add", {i, at}, ctx_.i32());
+    b_.create("store", {dst, j, byte});
+    b_.create("yield");
+    b_ = saved;
+  }
+
+  Value* lowerConcat(Expr& e) {
+    Value* a = lowerExpr(*e.kids[0]);
+    Value* b = lowerExpr(*e.kids[1]);
+    setLoc(e.span);
+    Value* la = b_.op("buffer.len", {a}, ctx_.i32());
+    Value* lb = b_.op("buffer.len", {b}, ctx_.i32());
+    Value* n = b_.op("add", {la, lb}, ctx_.i32());
+    Value* out = b_.op("alloc", {n}, ctx_.bufferType(ctx_.intType(8, false), ir::Space::Host, ir::Ownership::Linear));
+    copyInto(out, a, b_.constInt(ctx_.i32(), 0), la);
+    copyInto(out, b, la, lb);
+    // Each argument is consumed where it is written.
+    setLoc(e.kids[0]->span);
+    dropValue(a);
+    setLoc(e.kids[1]->span);
+    dropValue(b);
+    setLoc(e.span);
+    return out;
+  }
+
+  // The value behind `&e`: a variable without consuming it.
+  Value* lowerBorrowOf(Expr& e) {
+    if (e.kind == ExprKind::Var && e.binding)
+      if (LBinding* lb = lookup(e.binding)) {
+        setLoc(e.span);
+        return borrowVar(*lb);
+      }
+    Value* v = lowerExpr(e);
+    if (owns(v->type())) {
+      if (pendingList_) {
+        pendingList_ = false;
+        unsupported(e.span, "code generation can index or borrow a list only through a variable (bind it with `let` first)");
+      } else {
+        unsupported(e.span, "code generation can borrow only variables, not this temporary value", "E201");
+      }
+    }
+    return v;
+  }
+
+  Value* lowerVar(Expr& e) {
+    if (e.binding) {
+      LBinding* lb = lookup(e.binding);
+      if (!lb) {
+        unsupported(e.span, "internal error: `" + e.name + "` is not in scope in the lowering");
+        return fabricate(lowerTy(e.ty));
+      }
+      return useVar(*lb, e.span);
+    }
+    switch (e.refKind) {
+      case Expr::Const: {
+        ConstDecl& k = *c_.prog.consts[e.global];
+        Subst saved = subst_;
+        subst_.clear();
+        Value* v = lowerExpr(*k.value);
+        subst_ = saved;
+        return v;
+      }
+      case Expr::Fn: {
+        FnDecl& f = *c_.prog.fns[e.global];
+        std::vector<Ty*> inst;
+        for (Ty* t : e.inst) inst.push_back(deep(t, subst_));
+        return makeFnClosure(f, inst, 0, {}, {}, e.span);
+      }
+      case Expr::Ctor: {
+        auto [d, k] = std::pair<TypeDecl*, int>(c_.ctors[e.name]);
+        if (!d->ctorTys[k].empty()) {
+          unsupported(e.span, "code generation does not support constructor `" + e.name + "` as a function value; apply it");
+          return fabricate(lowerTy(e.ty));
+        }
+        const ir::Type* st = lowerTy(e.ty);
+        return b_.op("sum.make", {b_.op("struct.make", {}, ctx_.unitType())}, st, {{"tag", ir::Attr::integer(k)}});
+      }
+      default:
+        unsupported(e.span, "code generation does not support extern function `" + e.name + "` as a value; call it");
+        return fabricate(lowerTy(e.ty));
+    }
+  }
+
+  Value* lowerBinary(Expr& e) {
+    if (e.bop == BinOp::And || e.bop == BinOp::Or) {
+      Value* a = coerce(lowerExpr(*e.kids[0]), ctx_.boolType(), e.kids[0]->span);
+      bool isAnd = e.bop == BinOp::And;
+      return branch("if", a, 2, ctx_.boolType(), e.span, [&](unsigned k, Value*) -> Value* {
+        if ((k == 0) == isAnd) return coerce(lowerExpr(*e.kids[1]), ctx_.boolType(), e.kids[1]->span);
+        return b_.constBool(!isAnd);
+      });
+    }
+    const ir::Type* pt = primOf(e.kids[0]->ty);
+    Value* a = coerce(lowerExpr(*e.kids[0]), pt, e.kids[0]->span);
+    Value* b = coerce(lowerExpr(*e.kids[1]), primOf(e.kids[1]->ty), e.kids[1]->span);
+    setLoc(e.span);
+    static const char* names[] = {"add", "sub", "mul", "div", "rem", "eq", "ne", "lt", "le", "gt", "ge"};
+    const char* name = names[static_cast<int>(e.bop)];
+    bool cmp = e.bop >= BinOp::Eq;
+    if (cmp && pt->isUnit()) return b_.constBool(e.bop == BinOp::Eq);
+    Value* r = b_.op(name, {a, b}, cmp ? ctx_.boolType() : pt);
+    return coerce(r, lowerTy(e.ty), e.span);
+  }
+
+  Value* lowerCall(Expr& e, bool tail) {
+    Expr& callee = *e.kids[0];
+    const ir::Type* ty = lowerTy(e.ty);
+    auto value = [&](Value* v) { return tail ? finishTail(v, e.span) : v; };
+    bool named = callee.kind == ExprKind::Var && !callee.binding;
+    if (named && callee.refKind == Expr::Fn) {
+      FnDecl& f = *c_.prog.fns[callee.global];
+      Subst fs;
+      for (size_t i = 0; i < f.typeParamTys.size() && i < callee.inst.size(); ++i)
+        fs.push_back({f.typeParamTys[i]->id, deep(callee.inst[i], subst_)});
+      ir::Function* target = instance(f, fs);
+      std::vector<Value*> args;
+      for (size_t i = 1; i < e.kids.size(); ++i)
+        args.push_back(coerce(lowerArg(*e.kids[i]), target->paramTypes()[i - 1], e.kids[i]->span));
+      setLoc(e.span);
+      Value* r;
+      if (tail && loopSum_ && target->name() == curKey_) {
+        const ir::Type* argsT = loopSum_->members()[0];
+        r = b_.op("sum.make", {b_.op("struct.make", args, argsT)}, loopSum_, {{"tag", ir::Attr::integer(0)}});
+        dropPendingArgs();
+        return r;
+      }
+      r = b_.create("call", args, {target->resultTypes()[0]}, {{"callee", ir::Attr::symbol(target->name())}})->result(0);
+      dropPendingArgs();
+      return value(coerce(r, ty, e.span));
+    }
+    if (named && callee.refKind == Expr::Extern) {
+      FnDecl& f = *c_.prog.fns[callee.global];
+      std::vector<Value*> args;
+      for (size_t i = 1; i < e.kids.size(); ++i)
+        args.push_back(coerce(lowerExpr(*e.kids[i]), lowerTy(f.paramTys[i - 1]), e.kids[i]->span));
+      setLoc(e.span);
+      return value(coerce(ffiCall(f.name, args, lowerTy(f.retTy), e.span), ty, e.span));
+    }
+    if (named && callee.refKind == Expr::Ctor) {
+      auto [d, k] = std::pair<TypeDecl*, int>(c_.ctors[callee.name]);
+      const ir::Type* st = ty;
+      const ir::Type* payloadT = st->isSum() && static_cast<size_t>(k) < st->members().size() ? st->members()[k] : ctx_.unitType();
+      std::vector<Value*> fields;
+      for (size_t i = 1; i < e.kids.size(); ++i) {
+        Value* v = lowerExpr(*e.kids[i]);
+        fields.push_back(i - 1 < payloadT->members().size() ? coerce(v, payloadT->members()[i - 1], e.kids[i]->span) : v);
+      }
+      setLoc(e.span);
+      if (!st->isSum()) return value(fabricate(st));
+      return value(b_.op("sum.make", {b_.op("struct.make", fields, payloadT)}, st, {{"tag", ir::Attr::integer(k)}}));
+    }
+    // A closure: apply it to one argument at a time.
+    Value* f = lowerExpr(callee);
+    Ty* ft = callee.ty;
+    if (e.kids.size() == 1) {
+      setLoc(e.span);
+      return value(coerce(apply(f, ft, b_.op("struct.make", {}, ctx_.unitType())), ty, e.span));
+    }
+    for (size_t i = 1; i < e.kids.size(); ++i) {
+      Ty* fr = deep(ft, subst_);
+      Value* a = lowerExpr(*e.kids[i]);
+      Subst saved = subst_;
+      subst_.clear();
+      const ir::Type* want = lowerTy(fr->args[0]);
+      subst_ = saved;
+      a = coerce(a, want, e.kids[i]->span);
+      setLoc(e.span);
+      f = apply(f, fr, a);
+      ft = fr->args[1];
+    }
+    return value(coerce(f, ty, e.span));
+  }
+
+  // Call arguments: list literals are passed as borrows and freed after the call.
+  std::vector<Value*> pendingArgs_;
+  Value* lowerArg(Expr& e) {
+    pendingList_ = false;
+    Value* v = lowerExpr(e);
+    if (pendingList_) {
+      pendingList_ = false;
+      pendingArgs_.push_back(v);
+    }
+    return v;
+  }
+  void dropPendingArgs() {
+    for (Value* v : pendingArgs_) dropValue(v);
+    pendingArgs_.clear();
+  }
+
+  // ---- patterns ------------------------------------------------------------------------
+  // Irrefutable patterns of `let` (variables, tuples, `_`, `()`).
+  void bindPattern(Pattern& p, Value* v, bool bang) {
+    switch (p.kind) {
+      case Pattern::Var:
+        if (p.binding) {
+          if (pendingList_) pendingList_ = false;
+          bindValue(p.binding, v, bang ? lookupLetSpan(p) : p.span);
+          if (sub(p.binding->ty)->kind == Ty::List) env_.back().list = true;
+        }
+        return;
+      case Pattern::Tuple: {
+        const ir::Type* t = v->type();
+        if (!t->isStruct() || t->members().size() != p.args.size()) {
+          unsupported(p.span, "internal error: tuple pattern on " + t->str());
+          return;
+        }
+        std::vector<Value*> parts;
+        if (owns(t)) parts = b_.create("struct.unpack", {v}, {t->members().begin(), t->members().end()})->results();
+        else
+          for (size_t i = 0; i < p.args.size(); ++i)
+            parts.push_back(b_.op("struct.extract", {v}, t->members()[i], {{"index", ir::Attr::integer(static_cast<int64_t>(i))}}));
+        for (size_t i = 0; i < p.args.size(); ++i) bindPattern(*p.args[i], parts[i], bang);
+        return;
+      }
+      default:
+        pendingList_ = false;
+        dropValue(v);
+        return;
+    }
+  }
+  // A `let!` obligation lives at the keyword: the binding's span.
+  Span lookupLetSpan(const Pattern& p) { return p.binding ? p.binding->span : p.span; }
+
+  // Match compilation: a decision tree over the scrutinee's parts. Each
+  // "slot" is a value being matched; a slot taken apart (a constructor, a
+  // tuple) has sub-slots and can be rebuilt for a variable bound to it.
+  struct Slot {
+    Value* v = nullptr;  // null once taken apart
+    int ctor = -1;       // taken apart: the variant (or 0 for tuples)
+    bool sum = false;    // taken apart by a match (rebuild with sum.make)
+    const ir::Type* type = nullptr;
+    const ir::Type* payloadT = nullptr;
+    bool payloadTIsRaw = false;  // inl/inr: the payload is the single part itself
+    std::vector<int> parts;
+    bool used = false;   // consumed (bound, or rebuilt into a binding)
+  };
+  struct Row {
+    std::vector<std::pair<const Pattern*, int>> tests;  // pattern on slot
+    Arm* arm;
+  };
+
+  Value* lowerMatch(Expr& e, bool tail, const ir::Type* ty) {
+    Value* s = lowerExpr(*e.kids[0]);
+    std::vector<Slot> slots(1);
+    slots[0].v = s;
+    slots[0].type = s->type();
+    std::vector<Row> rows;
+    for (Arm& a : e.arms) rows.push_back(Row{{{a.pat.get(), 0}}, &a});
+    return compileRows(rows, slots, tail, ty, e.span);
+  }
+
+  static bool irrefutable(const Pattern* p) { return p->kind == Pattern::Wild || p->kind == Pattern::Var; }
+
+  Value* rebuild(std::vector<Slot>& slots, int i) {
+    Slot& s = slots[i];
+    if (s.v) {
+      s.used = true;
+      return s.v;
+    }
+    std::vector<Value*> parts;
+    for (int p : s.parts) parts.push_back(rebuild(slots, p));
+    if (!s.sum) return b_.op("struct.make", parts, s.type);
+    Value* payload = s.payloadT->isStruct() && !s.payloadTIsRaw ? b_.op("struct.make", parts, s.payloadT) : parts[0];
+    return b_.op("sum.make", {payload}, s.type, {{"tag", ir::Attr::integer(s.ctor)}});
+  }
+
+  // Frees the slots no binding took (the parts a `_` matched).
+  void dropUnused(std::vector<Slot>& slots, int i) {
+    Slot& s = slots[i];
+    if (s.used) return;
+    if (s.v) {
+      dropValue(s.v);
+      s.used = true;
+      return;
+    }
+    for (int p : s.parts) dropUnused(slots, p);
+  }
+
+  Value* compileRows(std::vector<Row> rows, std::vector<Slot> slots, bool tail, const ir::Type* ty, Span span) {
+    if (rows.empty()) {
+      dropUnused(slots, 0);
+      return fabricate(ty);  // unreachable: the checker proved the match exhaustive
+    }
+    Row& row = rows[0];
+    // The first test of the first row that needs work.
+    size_t ti = 0;
+    while (ti < row.tests.size() && irrefutable(row.tests[ti].first)) ++ti;
+    if (ti == row.tests.size()) return leaf(rows, slots, tail, ty, span);
+    const Pattern* p = row.tests[ti].first;
+    int si = row.tests[ti].second;
+    switch (p->kind) {
+      case Pattern::Tuple:
+      case Pattern::Unit: {
+        // Take the struct apart for every row.
+        Value* v = takeSlot(slots, si);
+        const ir::Type* t = v->type();
+        std::vector<Value*> parts;
+        if (!t->members().empty()) {
+          if (owns(t)) parts = b_.create("struct.unpack", {v}, {t->members().begin(), t->members().end()})->results();
+          else
+            for (size_t i = 0; i < t->members().size(); ++i)
+              parts.push_back(b_.op("struct.extract", {v}, t->members()[i], {{"index", ir::Attr::integer(static_cast<int64_t>(i))}}));
+        }
+        splitSlot(slots, si, parts, 0, false, nullptr);
+        for (Row& r : rows) expandTests(r, si, -1, slots[si].parts);
+        return compileRows(rows, slots, tail, ty, span);
+      }
+      case Pattern::Int: {
+        Value* v = slots[si].v;
+        Value* lit = b_.constInt(v->type(), p->ival);
+        Value* eq = b_.op("eq", {v, lit}, ctx_.boolType());
+        std::vector<Row> yes, no;
+        for (const Row& r : rows) {
+          const Pattern* q = patternOn(r, si);
+          if (!q || irrefutable(q)) {
+            yes.push_back(r);
+            no.push_back(r);
+          } else if (q->kind == Pattern::Int && q->ival == p->ival) {
+            yes.push_back(withoutTest(r, si));
+          } else {
+            no.push_back(r);
+          }
+        }
+        return branch("if", eq, 2, ty, span, [&](unsigned k, Value*) {
+          return compileRows(k == 0 ? yes : no, slots, tail, ty, span);
+        });
+      }
+      case Pattern::Bool: {
+        Value* v = slots[si].v;
+        return branch("if", v, 2, ty, span, [&](unsigned k, Value*) {
+          bool want = k == 0;
+          std::vector<Row> sel;
+          for (const Row& r : rows) {
+            const Pattern* q = patternOn(r, si);
+            if (!q || irrefutable(q)) sel.push_back(r);
+            else if (q->kind == Pattern::Bool && q->bval == want) sel.push_back(withoutTest(r, si));
+          }
+          return compileRows(sel, slots, tail, ty, span);
+        });
+      }
+      case Pattern::Ctor: {
+        Value* v = takeSlot(slots, si);
+        const ir::Type* st = v->type();
+        bool rawPayload = p->name == "inl" || p->name == "inr";
+        return branch("match", v, static_cast<unsigned>(st->members().size()), ty, span, [&](unsigned k, Value* payload) {
+          std::vector<Slot> sl = slots;
+          std::vector<Value*> parts;
+          const ir::Type* pt = payload->type();
+          if (rawPayload) parts.push_back(payload);
+          else if (!pt->members().empty()) {
+            if (owns(pt)) parts = b_.create("struct.unpack", {payload}, {pt->members().begin(), pt->members().end()})->results();
+            else
+              for (size_t i = 0; i < pt->members().size(); ++i)
+                parts.push_back(b_.op("struct.extract", {payload}, pt->members()[i], {{"index", ir::Attr::integer(static_cast<int64_t>(i))}}));
+          }
+          splitSlot(sl, si, parts, static_cast<int>(k), true, pt);
+          sl[si].payloadTIsRaw = rawPayload;
+          std::vector<Row> sel;
+          for (const Row& r : rows) {
+            const Pattern* q = patternOn(r, si);
+            if (!q || irrefutable(q)) {
+              sel.push_back(r);
+            } else if (q->kind == Pattern::Ctor && q->ctorIndex == static_cast<int>(k)) {
+              Row nr = r;
+              expandTests(nr, si, static_cast<int>(k), sl[si].parts);
+              sel.push_back(nr);
+            }
+          }
+          return compileRows(sel, sl, tail, ty, span);
+        });
+      }
+      default:
+        unsupported(p->span, "code generation does not support this pattern");
+        return fabricate(ty);
+    }
+  }
+
+  Value* takeSlot(std::vector<Slot>& slots, int si) { return slots[si].v; }
+
+  void splitSlot(std::vector<Slot>& slots, int si, const std::vector<Value*>& parts, int ctor, bool sum, const ir::Type* payloadT) {
+    std::vector<int> ids;
+    for (Value* p : parts) {
+      Slot s;
+      s.v = p;
+      s.type = p->type();
+      slots.push_back(s);
+      ids.push_back(static_cast<int>(slots.size()) - 1);
+    }
+    Slot& s = slots[si];
+    // A non-owning value stays usable as a whole after being taken apart.
+    if (owns(s.type)) s.v = nullptr;
+    s.parts = ids;
+    s.ctor = ctor;
+    s.sum = sum;
+    s.payloadT = payloadT;
+  }
+
+  static const Pattern* patternOn(const Row& r, int si) {
+    for (auto& [p, s] : r.tests)
+      if (s == si) return p;
+    return nullptr;
+  }
+  static Row withoutTest(const Row& r, int si) {
+    Row nr = r;
+    for (size_t i = 0; i < nr.tests.size(); ++i)
+      if (nr.tests[i].second == si) {
+        nr.tests.erase(nr.tests.begin() + static_cast<long>(i));
+        break;
+      }
+    return nr;
+  }
+  // Replaces the row's test on slot si (a tuple or the matching constructor)
+  // with tests of its sub-patterns on the parts.
+  static void expandTests(Row& r, int si, int ctor, const std::vector<int>& parts) {
+    for (size_t i = 0; i < r.tests.size(); ++i) {
+      if (r.tests[i].second != si) continue;
+      const Pattern* p = r.tests[i].first;
+      if (irrefutable(p)) return;
+      if (ctor >= 0 && (p->kind != Pattern::Ctor || p->ctorIndex != ctor)) return;
+      r.tests.erase(r.tests.begin() + static_cast<long>(i));
+      for (size_t k = 0; k < p->args.size() && k < parts.size(); ++k) r.tests.push_back({p->args[k].get(), parts[k]});
+      return;
+    }
+  }
+
+  // The first row matches: bind its variables, check its guard, run its body.
+  Value* leaf(std::vector<Row>& rows, std::vector<Slot>& slots, bool tail, const ir::Type* ty, Span span) {
+    Row row = rows[0];
+    if (row.arm->guard) {
+      // Variables are bound on both paths from the same slots; the guard only reads them.
+      std::vector<Row> rest(rows.begin() + 1, rows.end());
+      size_t mark = env_.size();
+      for (auto& [p, si] : row.tests)
+        if (p->kind == Pattern::Var && p->binding) env_.push_back(LBinding{LBinding::Plain, p->binding, peekSlot(slots, si)});
+      Value* g = lowerExpr(*row.arm->guard);
+      env_.resize(mark);
+      return branch("if", g, 2, ty, span, [&](unsigned k, Value*) {
+        std::vector<Slot> sl = slots;
+        if (k == 0) return runArm(row, sl, tail, ty);
+        return compileRows(rest, sl, tail, ty, span);
+      });
+    }
+    return runArm(row, slots, tail, ty);
+  }
+
+  // A slot's value for a guard to read (a rebuilt aggregate would consume parts).
+  Value* peekSlot(std::vector<Slot>& slots, int si) {
+    if (slots[si].v) return slots[si].v;
+    std::vector<Slot> copy = slots;
+    return rebuild(copy, si);
+  }
+
+  Value* runArm(Row& row, std::vector<Slot>& slots, bool tail, const ir::Type* ty) {
+    size_t mark = env_.size();
+    for (auto& [p, si] : row.tests)
+      if (p->kind == Pattern::Var && p->binding) bindValue(p->binding, rebuild(slots, si), p->span);
+    dropUnused(slots, 0);
+    Value* r = tail ? lowerTail(*row.arm->body) : lowerExpr(*row.arm->body);
+    endScope(mark);
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ir::Module> lowerProgram(Checked& c, ir::Context& ctx, const std::string& file, DiagSink& diags) {
+  registerRuntimeOps();
+  // Pass 1 discovers every closure (per function type), so that pass 2 knows
+  // each closure type's variants before it makes the first one.
+  std::map<std::string, ClosureGroup> known;
+  {
+    DiagSink scratch;
+    ir::Module m(ctx);
+    Lowerer discover(c, ctx, file, scratch, m, nullptr);
+    discover.run();
+    known = discover.groups();
+  }
+  auto m = std::make_unique<ir::Module>(ctx);
+  m->sourceName = file;
+  Lowerer real(c, ctx, file, diags, *m, &known);
+  real.run();
+  if (real.failed()) return nullptr;
+  return m;
+}
+
+}  // namespace eph::ephapax

@@ -1,0 +1,1031 @@
+#include "frontends/ephapax/Parser.h"
+
+#include "frontends/ephapax/Lexer.h"
+
+namespace eph::ephapax {
+
+namespace {
+
+class Parser {
+ public:
+  Parser(std::vector<Token> toks, DiagSink& diags) : toks_(std::move(toks)), diags_(diags) {}
+
+  Program run() {
+    Program p;
+    while (!at(Tok::End)) {
+      size_t before = pos_;
+      parseDecl(p);
+      if (panic_) {
+        panic_ = false;
+        depth_ = 0;
+        if (pos_ == before) ++pos_;
+        syncToDecl();
+      }
+    }
+    return p;
+  }
+
+ private:
+  std::vector<Token> toks_;
+  DiagSink& diags_;
+  size_t pos_ = 0;
+  bool panic_ = false;
+  unsigned depth_ = 0;
+  std::vector<std::string> pendingAnnotations_;
+
+  // ---- tokens ---------------------------------------------------------------
+  const Token& cur() const { return toks_[pos_]; }
+  const Token& peekTok(size_t k = 1) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
+  bool at(Tok k) const { return cur().kind == k; }
+  bool atIdent(std::string_view name) const { return at(Tok::Ident) && cur().text == name; }
+  Token take() {
+    Token t = cur();
+    if (pos_ + 1 < toks_.size()) ++pos_;
+    return t;
+  }
+  bool accept(Tok k) {
+    if (!at(k)) return false;
+    take();
+    return true;
+  }
+
+  std::string describe(const Token& t) const {
+    switch (t.kind) {
+      case Tok::Ident: return "'" + t.text + "'";
+      case Tok::Int: return "'" + t.text + "'";
+      case Tok::String: return "a string";
+      default: return tokName(t.kind);
+    }
+  }
+
+  // Reports a syntax error at the current token (once per declaration).
+  void fail(const std::string& what, std::string hint = {}) {
+    if (panic_) return;
+    panic_ = true;
+    // A malformed token was already reported by the lexer.
+    if (at(Tok::Error)) return;
+    diags_.error("E000", cur().span, "expected " + what + ", got " + describe(cur()), std::move(hint));
+  }
+  bool expect(Tok k, std::string_view context = {}, std::string hint = {}) {
+    if (panic_) return false;
+    if (accept(k)) return true;
+    fail(tokName(k) + (context.empty() ? "" : " " + std::string(context)), std::move(hint));
+    return false;
+  }
+  std::string expectIdent(const char* what, Span* span = nullptr) {
+    if (panic_) return "_";
+    if (at(Tok::Ident) || at(Tok::KwResume)) {
+      Token t = take();
+      if (span) *span = t.span;
+      return t.kind == Tok::KwResume ? "resume" : t.text;
+    }
+    fail(what);
+    return "_";
+  }
+
+  void syncToDecl() {
+    while (!at(Tok::End)) {
+      Tok k = cur().kind;
+      if (k == Tok::KwFn || k == Tok::KwData || k == Tok::KwType || k == Tok::KwExtern ||
+          k == Tok::KwModule || k == Tok::KwImport || k == Tok::KwPub || k == Tok::KwLinear)
+        if (cur().span.col == 1) return;
+      if ((k == Tok::KwLet || k == Tok::At || atIdent("affine")) && cur().span.col == 1) return;
+      take();
+    }
+  }
+
+  // Depth guard: true when nesting is still allowed (else reports once).
+  struct DepthGuard {
+    Parser& p;
+    unsigned n;
+    DepthGuard(Parser& p, unsigned n = 1) : p(p), n(n) { p.depth_ += n; }
+    ~DepthGuard() { p.depth_ -= n; }
+  };
+  bool tooDeep() {
+    if (depth_ <= kMaxDepth) return false;
+    if (!panic_) {
+      diags_.error("E000", cur().span, "nesting is too deep (more than " + std::to_string(kMaxDepth) + " levels)",
+                   "split the expression with `let` bindings or helper functions");
+      panic_ = true;
+    }
+    return true;
+  }
+
+  // ---- declarations ---------------------------------------------------------
+  void parseDecl(Program& p) {
+    if (at(Tok::At)) {
+      take();
+      std::string name = expectIdent("an annotation name after '@'");
+      if (accept(Tok::LParen)) {  // annotation arguments: skipped, balanced
+        int level = 1;
+        while (level > 0 && !at(Tok::End)) {
+          if (at(Tok::LParen)) ++level;
+          if (at(Tok::RParen)) --level;
+          take();
+        }
+      }
+      pendingAnnotations_.push_back(name);
+      return;
+    }
+    accept(Tok::KwPub);
+    switch (cur().kind) {
+      case Tok::KwFn: p.fns.push_back(parseFn()); break;
+      case Tok::KwData: p.types.push_back(parseData()); break;
+      case Tok::KwType:
+      case Tok::KwLinear: p.types.push_back(parseTypeDecl()); break;
+      case Tok::KwExtern: parseExtern(p); break;
+      case Tok::KwLet: p.consts.push_back(parseConst()); break;
+      case Tok::KwModule: {
+        take();
+        p.moduleName = parsePath();
+        break;
+      }
+      case Tok::KwImport: {
+        take();
+        std::string m = parsePath();
+        p.imports.push_back(m);
+        if (accept(Tok::LParen)) {
+          while (!panic_ && !at(Tok::RParen)) {
+            expectIdent("a name to import");
+            if (!accept(Tok::Comma)) break;
+          }
+          expect(Tok::RParen, "after the imported names");
+        }
+        break;
+      }
+      default:
+        if (atIdent("affine")) {
+          p.types.push_back(parseTypeDecl());
+          break;
+        }
+        fail("a declaration (fn, data, type, extern, let, module, import)");
+    }
+    pendingAnnotations_.clear();
+  }
+
+  // a/b/c or A.B.C: returns the last component.
+  std::string parsePath() {
+    std::string last = expectIdent("a module name");
+    while (at(Tok::Slash) || at(Tok::Dot)) {
+      take();
+      last = expectIdent("a module name");
+    }
+    return last;
+  }
+
+  std::vector<Param> parseParams() {
+    std::vector<Param> ps;
+    expect(Tok::LParen, "before the parameters");
+    while (!panic_ && !at(Tok::RParen)) {
+      Param prm;
+      prm.name = expectIdent("a parameter name", &prm.span);
+      expect(Tok::Colon, "after the parameter name", "every parameter needs a type: `x: I32`");
+      prm.type = parseType();
+      ps.push_back(std::move(prm));
+      if (!accept(Tok::Comma)) break;
+    }
+    expect(Tok::RParen, "after the parameters");
+    return ps;
+  }
+
+  std::unique_ptr<FnDecl> parseFn(bool isExtern = false) {
+    auto f = std::make_unique<FnDecl>();
+    take();  // fn
+    f->annotations = pendingAnnotations_;
+    f->name = expectIdent("a function name", &f->span);
+    if (accept(Tok::Lt)) {
+      while (!panic_ && !at(Tok::Gt)) {
+        f->typeParams.push_back(expectIdent("a type parameter"));
+        if (!accept(Tok::Comma)) break;
+      }
+      expect(Tok::Gt, "after the type parameters");
+    }
+    f->params = parseParams();
+    if (accept(Tok::Colon) || accept(Tok::Arrow)) f->ret = parseType();
+    f->isExtern = isExtern;
+    if (isExtern) return f;
+    if (at(Tok::LBrace)) {
+      fail("'=' before the function body", "write `fn f(): T = expr`; brace-bodied functions are not core Ephapax");
+      return f;
+    }
+    expect(Tok::Eq, "before the function body");
+    f->body = parseExpr();
+    return f;
+  }
+
+  std::vector<std::string> parseTypeParamList() {
+    std::vector<std::string> ps;
+    if (accept(Tok::LParen)) {
+      while (!panic_ && !at(Tok::RParen)) {
+        ps.push_back(expectIdent("a type parameter"));
+        if (!accept(Tok::Comma)) break;
+      }
+      expect(Tok::RParen, "after the type parameters");
+    } else if (accept(Tok::Lt)) {
+      while (!panic_ && !at(Tok::Gt)) {
+        ps.push_back(expectIdent("a type parameter"));
+        if (!accept(Tok::Comma)) break;
+      }
+      expect(Tok::Gt, "after the type parameters");
+    }
+    return ps;
+  }
+
+  std::unique_ptr<TypeDecl> parseData() {
+    auto d = std::make_unique<TypeDecl>();
+    d->kind = TypeDecl::Data;
+    take();
+    d->name = expectIdent("a data type name", &d->span);
+    d->params = parseTypeParamList();
+    expect(Tok::Eq, "after the data type name");
+    accept(Tok::Bar);
+    do {
+      CtorDecl c;
+      c.name = expectIdent("a constructor name", &c.span);
+      if (accept(Tok::LParen)) {
+        while (!panic_ && !at(Tok::RParen)) {
+          c.fields.push_back(parseType());
+          if (!accept(Tok::Comma)) break;
+        }
+        expect(Tok::RParen, "after the constructor's fields");
+      }
+      d->ctors.push_back(std::move(c));
+    } while (!panic_ && accept(Tok::Bar));
+    return d;
+  }
+
+  std::unique_ptr<TypeDecl> parseTypeDecl(bool inExtern = false) {
+    auto d = std::make_unique<TypeDecl>();
+    if (accept(Tok::KwLinear)) d->linear = true;
+    else if (atIdent("affine")) take(), d->affine = true;
+    expect(Tok::KwType);
+    d->name = expectIdent("a type name", &d->span);
+    d->params = parseTypeParamList();
+    if (inExtern && !at(Tok::Eq)) {
+      d->kind = TypeDecl::Extern;
+      return d;
+    }
+    expect(Tok::Eq, "after the type name");
+    if (accept(Tok::LBrace)) {
+      d->kind = TypeDecl::Record;
+      while (!panic_ && !at(Tok::RBrace)) {
+        d->fieldNames.push_back(expectIdent("a field name"));
+        expect(Tok::Colon, "after the field name");
+        d->fieldTypes.push_back(parseType());
+        if (!accept(Tok::Comma)) break;
+      }
+      expect(Tok::RBrace, "after the record fields");
+    } else {
+      d->kind = TypeDecl::Alias;
+      d->alias = parseType();
+    }
+    return d;
+  }
+
+  void parseExtern(Program& p) {
+    take();
+    std::string abi;
+    if (at(Tok::String)) abi = take().text;
+    else fail("the ABI string after 'extern' (e.g. \"C\")");
+    expect(Tok::LBrace, "after the extern ABI");
+    while (!panic_ && !at(Tok::RBrace) && !at(Tok::End)) {
+      if (at(Tok::KwFn)) {
+        auto f = parseFn(true);
+        f->abi = abi;
+        p.fns.push_back(std::move(f));
+      } else if (at(Tok::KwType) || at(Tok::KwLinear) || atIdent("affine")) {
+        p.types.push_back(parseTypeDecl(true));
+      } else {
+        fail("'fn' or 'type' in an extern block");
+      }
+      accept(Tok::Semi);
+    }
+    expect(Tok::RBrace, "to close the extern block");
+  }
+
+  std::unique_ptr<ConstDecl> parseConst() {
+    auto c = std::make_unique<ConstDecl>();
+    take();
+    c->name = expectIdent("a constant name", &c->span);
+    if (accept(Tok::Colon)) c->annot = parseType();
+    expect(Tok::Eq, "after the constant name");
+    c->value = parseExpr();
+    return c;
+  }
+
+  // ---- types ------------------------------------------------------------------
+  TypeP typeNode(TypeExpr::Kind k, Span s) {
+    auto t = std::make_unique<TypeExpr>();
+    t->kind = k;
+    t->span = s;
+    return t;
+  }
+
+  TypeP parseType() {
+    DepthGuard g(*this);
+    if (tooDeep()) return typeNode(TypeExpr::Unit, cur().span);
+    TypeP t = parseSumType();
+    if (at(Tok::Arrow)) {
+      Span s = take().span;
+      auto f = typeNode(TypeExpr::Fn, s);
+      f->span = t->span;
+      f->args.push_back(std::move(t));
+      f->args.push_back(parseType());
+      return f;
+    }
+    return t;
+  }
+
+  TypeP parseSumType() {
+    TypeP t = parseTypeAtom();
+    unsigned chain = 0;
+    while (!panic_ && at(Tok::Plus)) {
+      take();
+      DepthGuard g(*this, ++chain > 1 ? 1 : 0);
+      if (tooDeep()) break;
+      auto s = typeNode(TypeExpr::Sum, t->span);
+      s->args.push_back(std::move(t));
+      s->args.push_back(parseTypeAtom());
+      t = std::move(s);
+      depth_ += 0;
+    }
+    return t;
+  }
+
+  TypeP parseTypeAtom() {
+    DepthGuard g(*this);
+    Span s = cur().span;
+    if (panic_ || tooDeep()) return typeNode(TypeExpr::Unit, s);
+    auto prim = [&](const char* name) {
+      take();
+      auto t = typeNode(TypeExpr::Prim, s);
+      t->name = name;
+      return t;
+    };
+    switch (cur().kind) {
+      case Tok::KwI32: return prim("I32");
+      case Tok::KwI64: return prim("I64");
+      case Tok::KwF32: return prim("F32");
+      case Tok::KwF64: return prim("F64");
+      case Tok::KwBool: return prim("Bool");
+      case Tok::KwString: {
+        take();
+        auto t = typeNode(TypeExpr::String, s);
+        if (accept(Tok::At)) t->region = expectIdent("a region name after '@'");
+        return t;
+      }
+      case Tok::LParen: {
+        take();
+        if (accept(Tok::RParen)) return typeNode(TypeExpr::Unit, s);
+        TypeP first = parseType();
+        if (accept(Tok::RParen)) return first;
+        auto t = typeNode(TypeExpr::Tuple, s);
+        t->args.push_back(std::move(first));
+        while (!panic_ && accept(Tok::Comma)) t->args.push_back(parseType());
+        expect(Tok::RParen, "after the tuple type");
+        return t;
+      }
+      case Tok::Amp: {
+        take();
+        auto t = typeNode(TypeExpr::Ref, s);
+        t->mut = accept(Tok::KwMut);
+        t->args.push_back(parseTypeAtom());
+        return t;
+      }
+      case Tok::LBracket: {
+        take();
+        auto t = typeNode(TypeExpr::List, s);
+        t->args.push_back(parseType());
+        expect(Tok::RBracket, "after the list element type");
+        return t;
+      }
+      case Tok::KwFn: {  // fn(A, B) -> R, curried
+        take();
+        expect(Tok::LParen, "after 'fn' in a type");
+        std::vector<TypeP> ps;
+        while (!panic_ && !at(Tok::RParen)) {
+          ps.push_back(parseType());
+          if (!accept(Tok::Comma)) break;
+        }
+        expect(Tok::RParen, "after the parameter types");
+        expect(Tok::Arrow, "after the parameter types of a function type");
+        TypeP r = parseType();
+        if (ps.empty()) ps.push_back(typeNode(TypeExpr::Unit, s));
+        for (size_t i = ps.size(); i-- > 0;) {
+          auto f = typeNode(TypeExpr::Fn, s);
+          f->args.push_back(std::move(ps[i]));
+          f->args.push_back(std::move(r));
+          r = std::move(f);
+        }
+        return r;
+      }
+      case Tok::Ident: {
+        std::string name = take().text;
+        static const std::pair<const char*, const char*> lower[] = {
+            {"i32", "I32"}, {"i64", "I64"}, {"f32", "F32"}, {"f64", "F64"}, {"bool", "Bool"}, {"u32", "U32"}, {"U32", "U32"}};
+        for (auto& [l, u] : lower)
+          if (name == l) {
+            auto t = typeNode(TypeExpr::Prim, s);
+            t->name = u;
+            return t;
+          }
+        auto t = typeNode(TypeExpr::Named, s);
+        t->name = name;
+        t->span.len = static_cast<unsigned>(name.size());
+        if (at(Tok::LParen) || at(Tok::Lt)) {
+          Tok close = at(Tok::LParen) ? Tok::RParen : Tok::Gt;
+          take();
+          while (!panic_ && !at(close)) {
+            t->args.push_back(parseType());
+            if (!accept(Tok::Comma)) break;
+          }
+          expect(close, "after the type arguments");
+        }
+        return t;
+      }
+      default:
+        fail("a type");
+        return typeNode(TypeExpr::Unit, s);
+    }
+  }
+
+  // ---- patterns -----------------------------------------------------------------
+  PatternP pat(Pattern::Kind k, Span s) {
+    auto p = std::make_unique<Pattern>();
+    p->kind = k;
+    p->span = s;
+    return p;
+  }
+
+  PatternP parsePattern() {
+    DepthGuard g(*this);
+    Span s = cur().span;
+    if (panic_ || tooDeep()) return pat(Pattern::Wild, s);
+    switch (cur().kind) {
+      case Tok::Int: {
+        Token t = take();
+        auto p = pat(Pattern::Int, s);
+        p->ival = t.ival;
+        p->wide = t.wide;
+        return p;
+      }
+      case Tok::Minus: {
+        take();
+        if (!at(Tok::Int)) {
+          fail("an integer after '-' in a pattern");
+          return pat(Pattern::Wild, s);
+        }
+        Token t = take();
+        auto p = pat(Pattern::Int, s);
+        p->ival = -t.ival;
+        p->wide = t.ival > 2147483648LL;
+        p->span.len = t.span.col + t.span.len - s.col;
+        return p;
+      }
+      case Tok::KwTrue:
+      case Tok::KwFalse: {
+        auto p = pat(Pattern::Bool, s);
+        p->bval = take().kind == Tok::KwTrue;
+        return p;
+      }
+      case Tok::String: {
+        auto p = pat(Pattern::String, s);
+        p->sval = take().text;
+        return p;
+      }
+      case Tok::LParen: {
+        take();
+        if (accept(Tok::RParen)) return pat(Pattern::Unit, s);
+        PatternP first = parsePattern();
+        if (accept(Tok::RParen)) return first;
+        auto p = pat(Pattern::Tuple, s);
+        p->args.push_back(std::move(first));
+        while (!panic_ && accept(Tok::Comma)) p->args.push_back(parsePattern());
+        expect(Tok::RParen, "after the tuple pattern");
+        return p;
+      }
+      case Tok::KwInl:
+      case Tok::KwInr: {
+        auto p = pat(Pattern::Ctor, s);
+        p->name = take().kind == Tok::KwInl ? "inl" : "inr";
+        expect(Tok::LParen, "after '" + p->name + "' in a pattern");
+        p->args.push_back(parsePattern());
+        expect(Tok::RParen, "after the pattern");
+        return p;
+      }
+      case Tok::Ident: {
+        Token t = take();
+        if (t.text == "_") return pat(Pattern::Wild, s);
+        bool upper = t.text[0] >= 'A' && t.text[0] <= 'Z';
+        if (!upper && !at(Tok::LParen)) {
+          auto p = pat(Pattern::Var, s);
+          p->name = t.text;
+          return p;
+        }
+        auto p = pat(Pattern::Ctor, s);
+        p->name = t.text;
+        if (accept(Tok::LParen)) {
+          while (!panic_ && !at(Tok::RParen)) {
+            p->args.push_back(parsePattern());
+            if (!accept(Tok::Comma)) break;
+          }
+          expect(Tok::RParen, "after the constructor's patterns");
+        }
+        return p;
+      }
+      default:
+        fail("a pattern");
+        return pat(Pattern::Wild, s);
+    }
+  }
+
+  // ---- expressions -----------------------------------------------------------
+  ExprP node(ExprKind k, Span s) {
+    auto e = std::make_unique<Expr>();
+    e->kind = k;
+    e->span = s;
+    return e;
+  }
+  ExprP dummy() { return node(ExprKind::Unit, cur().span); }
+
+  // expr := exprNoSeq (';' exprNoSeq)*   (right-nested Seq)
+  ExprP parseExpr() {
+    DepthGuard g(*this);
+    if (panic_ || tooDeep()) return dummy();
+    ExprP e = parseExprNoSeq();
+    if (!panic_ && at(Tok::Semi)) {
+      Span s = take().span;
+      if (startsExpr()) {
+        auto seq = node(ExprKind::Seq, e->span);
+        (void)s;
+        seq->kids.push_back(std::move(e));
+        seq->kids.push_back(parseExpr());
+        return seq;
+      }
+    }
+    return e;
+  }
+
+  bool startsExpr() const {
+    switch (cur().kind) {
+      case Tok::End: case Tok::RParen: case Tok::RBrace: case Tok::RBracket: case Tok::KwEnd:
+      case Tok::KwElse: case Tok::KwThen: case Tok::KwIn: case Tok::Bar: case Tok::Comma:
+      case Tok::KwInr: case Tok::KwData: case Tok::KwType: case Tok::KwExtern: case Tok::KwWith:
+      case Tok::KwOf: case Tok::FatArrow: case Tok::Arrow: case Tok::Semi: case Tok::At:
+      case Tok::KwPub: case Tok::KwModule: case Tok::KwImport: case Tok::KwLinear:
+        return false;
+      case Tok::KwFn: return peekTok().kind == Tok::LParen;  // a lambda, not a declaration
+      default: return true;
+    }
+  }
+
+  ExprP parseExprNoSeq() { return parseBinary(0); }
+
+  static int precOf(Tok k) {
+    switch (k) {
+      case Tok::OrOr: return 1;
+      case Tok::AndAnd: return 2;
+      case Tok::EqEq: case Tok::NotEq: case Tok::Lt: case Tok::Le: case Tok::Gt: case Tok::Ge: return 3;
+      case Tok::Plus: case Tok::Minus: return 4;
+      case Tok::Star: case Tok::Slash: case Tok::Percent: return 5;
+      default: return 0;
+    }
+  }
+  static BinOp binOpOf(Tok k) {
+    switch (k) {
+      case Tok::OrOr: return BinOp::Or;
+      case Tok::AndAnd: return BinOp::And;
+      case Tok::EqEq: return BinOp::Eq;
+      case Tok::NotEq: return BinOp::Ne;
+      case Tok::Lt: return BinOp::Lt;
+      case Tok::Le: return BinOp::Le;
+      case Tok::Gt: return BinOp::Gt;
+      case Tok::Ge: return BinOp::Ge;
+      case Tok::Plus: return BinOp::Add;
+      case Tok::Minus: return BinOp::Sub;
+      case Tok::Star: return BinOp::Mul;
+      case Tok::Slash: return BinOp::Div;
+      default: return BinOp::Rem;
+    }
+  }
+
+  // Precedence climbing; left-associative. A long chain deepens the tree, so
+  // each operator in it counts towards the depth limit.
+  ExprP parseBinary(int minPrec) {
+    DepthGuard g(*this);
+    if (panic_ || tooDeep()) return dummy();
+    ExprP lhs = parseUnary();
+    unsigned chain = 0;
+    while (!panic_) {
+      int p = precOf(cur().kind);
+      if (p == 0 || p <= minPrec) break;
+      Token op = take();
+      ++chain;
+      ++depth_;
+      ExprP rhs = parseBinary(p);
+      auto b = node(ExprKind::Binary, op.span);
+      b->bop = binOpOf(op.kind);
+      b->kids.push_back(std::move(lhs));
+      b->kids.push_back(std::move(rhs));
+      lhs = std::move(b);
+      if (tooDeep()) break;
+    }
+    depth_ -= chain;
+    return lhs;
+  }
+
+  ExprP parseUnary() {
+    DepthGuard g(*this);
+    if (panic_ || tooDeep()) return dummy();
+    Span s = cur().span;
+    if (at(Tok::Minus)) {
+      take();
+      if (at(Tok::Int) || at(Tok::Float)) {  // -5 is a literal
+        Token t = take();
+        ExprP lit = node(t.kind == Tok::Int ? ExprKind::IntLit : ExprKind::FloatLit, s);
+        lit->span.len = t.span.col + t.span.len - s.col;
+        if (t.kind == Tok::Int) {
+          lit->ival = -t.ival;
+          lit->bval = t.ival > 2147483648LL;
+        } else {
+          lit->fval = -t.fval;
+        }
+        return parsePostfix(std::move(lit));
+      }
+      auto u = node(ExprKind::Unary, s);
+      u->uop = UnOp::Neg;
+      u->kids.push_back(parseUnary());
+      return u;
+    }
+    if (at(Tok::Bang)) {
+      take();
+      auto u = node(ExprKind::Unary, s);
+      u->uop = UnOp::Not;
+      u->kids.push_back(parseUnary());
+      return u;
+    }
+    if (at(Tok::Amp)) {
+      take();
+      auto b = node(ExprKind::Borrow, s);
+      b->bval = accept(Tok::KwMut);
+      b->kids.push_back(parseUnary());
+      return b;
+    }
+    return parsePostfix(parsePrimary());
+  }
+
+  std::vector<ExprP> parseArgs(const char* what) {
+    std::vector<ExprP> args;
+    expect(Tok::LParen, what);
+    while (!panic_ && !at(Tok::RParen)) {
+      args.push_back(parseExpr());
+      if (!accept(Tok::Comma)) break;
+    }
+    expect(Tok::RParen, "after the arguments");
+    return args;
+  }
+
+  ExprP parsePostfix(ExprP e) {
+    unsigned chain = 0;
+    while (!panic_) {
+      if (at(Tok::LParen)) {
+        Span s = e->span;
+        auto c = node(ExprKind::Call, s);
+        c->kids.push_back(std::move(e));
+        for (ExprP& a : parseArgs("")) c->kids.push_back(std::move(a));
+        e = std::move(c);
+      } else if (at(Tok::LBracket)) {
+        Span s = take().span;
+        auto ix = node(ExprKind::Index, s);
+        ix->kids.push_back(std::move(e));
+        ix->kids.push_back(parseExpr());
+        expect(Tok::RBracket, "after the index");
+        e = std::move(ix);
+      } else if (at(Tok::Dot)) {
+        take();
+        Span s = cur().span;
+        auto m = node(ExprKind::Member, s);
+        if (at(Tok::Int)) {
+          m->ival = take().ival;
+          m->bval = true;
+        } else {
+          m->name = expectIdent("a field name or tuple index after '.'");
+        }
+        m->kids.push_back(std::move(e));
+        e = std::move(m);
+      } else {
+        break;
+      }
+      ++chain;
+      ++depth_;
+      if (tooDeep()) break;
+    }
+    depth_ -= chain;
+    return e;
+  }
+
+  ExprP parseLet() {
+    Span s = cur().span;
+    bool bang = take().kind == Tok::KwLetBang;
+    auto e = node(ExprKind::Let, s);
+    e->bval = bang;
+    e->pat = parsePattern();
+    if (accept(Tok::Colon)) e->annot = parseType();
+    expect(Tok::Eq, "in a let binding");
+    e->kids.push_back(parseExprNoSeq());
+    // `in`, `;` or (block form) a following expression.
+    if (!accept(Tok::KwIn)) accept(Tok::Semi);
+    if (panic_) return e;
+    if (!startsExpr()) {
+      fail("the body of the let binding (`in` and an expression)");
+      return e;
+    }
+    e->kids.push_back(parseExpr());
+    return e;
+  }
+
+  ExprP parsePrimary() {
+    DepthGuard g(*this);
+    Span s = cur().span;
+    if (panic_ || tooDeep()) return dummy();
+    switch (cur().kind) {
+      case Tok::Int: {
+        Token t = take();
+        auto e = node(ExprKind::IntLit, s);
+        e->ival = t.ival;
+        e->bval = t.wide;
+        if (t.ival < 0) {  // 2^63 without a minus
+          diags_.error("E000", s, "integer literal '" + t.text + "' is out of range for I64");
+          panic_ = true;
+        }
+        return e;
+      }
+      case Tok::Float: {
+        auto e = node(ExprKind::FloatLit, s);
+        e->fval = take().fval;
+        return e;
+      }
+      case Tok::String: {
+        auto e = node(ExprKind::StrLit, s);
+        e->name = take().text;
+        return e;
+      }
+      case Tok::KwTrue:
+      case Tok::KwFalse: {
+        auto e = node(ExprKind::BoolLit, s);
+        e->bval = take().kind == Tok::KwTrue;
+        return e;
+      }
+      case Tok::Ident: {
+        Token t = take();
+        if (t.text == "__ffi") {
+          auto e = node(ExprKind::Ffi, s);
+          expect(Tok::LParen, "after '__ffi'");
+          if (at(Tok::String)) e->name = take().text;
+          else fail("the symbol name (a string) as the first argument of __ffi");
+          while (!panic_ && accept(Tok::Comma)) e->kids.push_back(parseExpr());
+          expect(Tok::RParen, "after the __ffi arguments");
+          return e;
+        }
+        auto e = node(ExprKind::Var, s);
+        e->name = t.text;
+        return e;
+      }
+      case Tok::LParen: {
+        take();
+        if (accept(Tok::RParen)) return node(ExprKind::Unit, s);
+        ExprP first = parseExpr();
+        if (accept(Tok::RParen)) return first;
+        auto t = node(ExprKind::Tuple, s);
+        t->kids.push_back(std::move(first));
+        while (!panic_ && accept(Tok::Comma)) t->kids.push_back(parseExpr());
+        expect(Tok::RParen, "after the tuple", "tuples are written `(a, b)`");
+        return t;
+      }
+      case Tok::LBrace: {
+        take();
+        auto r = node(ExprKind::Record, s);
+        while (!panic_ && !at(Tok::RBrace)) {
+          if (!at(Tok::Ident)) {
+            fail("a field name in a record literal `{ f = e }`",
+                 "braces make a record; a function body is an expression after `=`, with no braces");
+            break;
+          }
+          r->names.push_back(take().text);
+          expect(Tok::Eq, "after the field name");
+          r->kids.push_back(parseExpr());
+          if (!accept(Tok::Comma)) break;
+        }
+        if (!panic_ && r->names.empty()) fail("a field name in a record literal `{ f = e }`");
+        expect(Tok::RBrace, "after the record fields");
+        return r;
+      }
+      case Tok::LBracket: {
+        take();
+        auto l = node(ExprKind::List, s);
+        while (!panic_ && !at(Tok::RBracket)) {
+          l->kids.push_back(parseExpr());
+          if (!accept(Tok::Comma)) break;
+        }
+        expect(Tok::RBracket, "after the list elements");
+        return l;
+      }
+      case Tok::KwLet:
+      case Tok::KwLetBang: return parseLet();
+      case Tok::KwFn: {
+        take();
+        auto l = node(ExprKind::Lambda, s);
+        l->params = parseParams();
+        if (l->params.empty()) {
+          Param unit;
+          unit.name = "_";
+          unit.span = s;
+          unit.type = typeNode(TypeExpr::Unit, s);
+          l->params.push_back(std::move(unit));
+        }
+        if (accept(Tok::Colon)) l->annot = parseTypeAtom();
+        expect(Tok::Arrow, "before the lambda body", "lambdas are written `fn(x: T) -> body`");
+        l->kids.push_back(parseExprNoSeq());
+        return l;
+      }
+      case Tok::KwIf: {
+        take();
+        auto e = node(ExprKind::If, s);
+        e->kids.push_back(parseExpr());
+        expect(Tok::KwThen, "after the condition", "write `if c then a else b`");
+        e->kids.push_back(parseExpr());
+        expect(Tok::KwElse, "after the then-branch", "every `if` needs an `else`");
+        e->kids.push_back(parseExprNoSeq());
+        return e;
+      }
+      case Tok::KwRegion: {
+        take();
+        auto e = node(ExprKind::Region, s);
+        e->name = expectIdent("a region name after 'region'");
+        if (accept(Tok::LBrace)) {
+          e->kids.push_back(parseExpr());
+          expect(Tok::RBrace, "to close the region");
+        } else if (accept(Tok::Colon)) {
+          e->kids.push_back(parseExpr());
+        } else {
+          fail("'{' or ':' after the region name");
+        }
+        return e;
+      }
+      case Tok::KwMatch: {
+        take();
+        auto e = node(ExprKind::Match, s);
+        e->kids.push_back(parseExpr());
+        expect(Tok::KwOf, "after the match scrutinee", "write `match e of | P => e end`");
+        bool first = true;
+        while (!panic_ && !at(Tok::KwEnd)) {
+          if (!accept(Tok::Bar) && !first) {
+            fail("'|' before the next match arm or 'end'");
+            break;
+          }
+          first = false;
+          Arm a;
+          a.span = cur().span;
+          a.pat = parsePattern();
+          if (accept(Tok::KwIf)) a.guard = parseExpr();
+          expect(Tok::FatArrow, "after the pattern");
+          a.body = parseExpr();
+          e->arms.push_back(std::move(a));
+        }
+        if (!panic_ && e->arms.empty()) fail("a match arm");
+        expect(Tok::KwEnd, "to close the match");
+        return e;
+      }
+      case Tok::KwCase: {
+        take();
+        auto e = node(ExprKind::Case, s);
+        e->kids.push_back(parseExpr());
+        expect(Tok::KwOf, "after the case scrutinee");
+        for (Tok side : {Tok::KwInl, Tok::KwInr}) {
+          accept(Tok::Bar);
+          expect(side, "in a case expression", "write `case e of inl(x) -> a inr(y) -> b end`");
+          expect(Tok::LParen);
+          Span vs = cur().span;
+          e->names.push_back(expectIdent("a variable name", &vs));
+          e->nameSpans.push_back(vs);
+          expect(Tok::RParen);
+          if (!accept(Tok::Arrow)) expect(Tok::FatArrow, "after the case pattern");
+          e->kids.push_back(parseExpr());
+        }
+        expect(Tok::KwEnd, "to close the case");
+        return e;
+      }
+      case Tok::KwHandle: {
+        take();
+        auto e = node(ExprKind::Handle, s);
+        e->kids.push_back(parseExpr());
+        expect(Tok::KwWith, "after the handled expression");
+        while (!panic_ && accept(Tok::Bar)) {
+          Arm a;
+          a.span = cur().span;
+          if (accept(Tok::KwReturn)) a.name = "return";
+          else a.name = expectIdent("an operation name or 'return'");
+          expect(Tok::LParen, "after the handler's name");
+          while (!panic_ && !at(Tok::RParen)) {
+            Param p;
+            p.name = expectIdent("a parameter name", &p.span);
+            a.params.push_back(std::move(p));
+            if (!accept(Tok::Comma)) break;
+          }
+          expect(Tok::RParen, "after the handler's parameters");
+          expect(Tok::FatArrow, "after the handler's parameters");
+          a.body = parseExpr();
+          e->arms.push_back(std::move(a));
+        }
+        expect(Tok::KwEnd, "to close the handler");
+        return e;
+      }
+      case Tok::KwPerform: {
+        take();
+        auto e = node(ExprKind::Perform, s);
+        e->name = expectIdent("an operation name after 'perform'");
+        e->kids = parseArgs("after the operation name");
+        return e;
+      }
+      case Tok::KwInl:
+      case Tok::KwInr: {
+        auto e = node(take().kind == Tok::KwInl ? ExprKind::Inl : ExprKind::Inr, s);
+        if (accept(Tok::LBracket)) {
+          e->annot = parseType();
+          expect(Tok::RBracket, "after the type");
+        }
+        auto args = parseArgs("after inl/inr");
+        if (!panic_ && args.size() != 1) {
+          diags_.error("E106", s, "inl/inr take 1 argument, got " + std::to_string(args.size()));
+          e->kids.push_back(node(ExprKind::Unit, s));
+        } else if (!args.empty()) {
+          e->kids.push_back(std::move(args[0]));
+        } else {
+          e->kids.push_back(node(ExprKind::Unit, s));
+        }
+        return e;
+      }
+      case Tok::KwFst:
+      case Tok::KwSnd:
+      case Tok::KwDrop:
+      case Tok::KwCopy: {
+        Tok k = take().kind;
+        ExprKind ek = k == Tok::KwFst ? ExprKind::Fst : k == Tok::KwSnd ? ExprKind::Snd
+                      : k == Tok::KwDrop ? ExprKind::Drop : ExprKind::Copy;
+        auto e = node(ek, s);
+        auto args = parseArgs("after the built-in's name");
+        if (!panic_ && args.size() != 1)
+          diags_.error("E106", s, "this built-in takes 1 argument, got " + std::to_string(args.size()));
+        e->kids.push_back(args.empty() ? node(ExprKind::Unit, s) : std::move(args[0]));
+        return e;
+      }
+      case Tok::KwString: {
+        take();
+        expect(Tok::Dot, "after 'String'", "the string operations are String.new@r(\"...\"), String.len(s), String.concat(a, b)");
+        Span ns = cur().span;
+        std::string op = expectIdent("new, len or concat after 'String.'");
+        if (panic_) return dummy();
+        if (op == "new") {
+          auto e = node(ExprKind::StrNew, s);
+          e->name = "_";
+          if (accept(Tok::At)) e->name = expectIdent("a region name after '@'");
+          auto args = parseArgs("after String.new");
+          if (!panic_ && args.size() != 1) {
+            diags_.error("E106", s, "String.new takes 1 argument, got " + std::to_string(args.size()));
+            return dummy();
+          }
+          if (!panic_) e->kids.push_back(std::move(args[0]));
+          return e;
+        }
+        if (op == "len" || op == "concat") {
+          auto e = node(op == "len" ? ExprKind::StrLen : ExprKind::StrConcat, s);
+          auto args = parseArgs("after the string operation");
+          size_t want = op == "len" ? 1 : 2;
+          if (!panic_ && args.size() != want) {
+            diags_.error("E106", s, "String." + op + " takes " + std::to_string(want) + " argument" +
+                                        (want == 1 ? "" : "s") + ", got " + std::to_string(args.size()));
+            return dummy();
+          }
+          for (ExprP& a : args) e->kids.push_back(std::move(a));
+          return e;
+        }
+        diags_.error("E104", ns, "unknown string operation 'String." + op + "'",
+                     "the string operations are String.new@r(\"...\"), String.len(s), String.concat(a, b)");
+        panic_ = true;
+        return dummy();
+      }
+      default:
+        fail("an expression");
+        return dummy();
+    }
+  }
+};
+
+}  // namespace
+
+Program parseProgram(std::string_view src, DiagSink& diags) {
+  std::vector<Token> toks = lex(src, diags);
+  return Parser(std::move(toks), diags).run();
+}
+
+}  // namespace eph::ephapax

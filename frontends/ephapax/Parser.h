@@ -1,0 +1,22 @@
+// The Ephapax parser: recursive descent over the lexer's tokens, building the
+// AST of frontends/ephapax/Ast.h. Syntax errors are E000 diagnostics; after
+// one, the parser skips to the next declaration and goes on, so independent
+// errors in different declarations are all reported. Nesting deeper than
+// kMaxDepth (expressions, types, patterns, operator chains) is an error, never
+// a stack overflow.
+#pragma once
+
+#include <string_view>
+
+#include "frontends/ephapax/Ast.h"
+#include "frontends/ephapax/Diag.h"
+
+namespace eph::ephapax {
+
+constexpr unsigned kMaxDepth = 200;
+
+// Parses a whole .eph file. Check `diags` for errors; the program holds every
+// declaration that parsed.
+Program parseProgram(std::string_view src, DiagSink& diags);
+
+}  // namespace eph::ephapax
