@@ -22,6 +22,7 @@ const Command kCommands[] = {
     {checkSpec, runCheckCommand},
     {passesSpec, runPassesCommand},
     {opsSpec, runOpsCommand},
+    {lowerSpec, runLowerCommand},
 };
 
 std::string commandNames() {

@@ -1,0 +1,188 @@
+// `ephc lower FILE --emit=KIND`: parse and verify a module, then hand its
+// kernels to a code generator and write what it emits. The emit kinds are a
+// table (name, what it writes, whether the output is text, the function that
+// produces it), so a target adds one row.
+//
+// The device the code is for is a built-in DeviceCaps profile
+// (--device-caps=lavapipe|nvidia|minimal, default lavapipe), optionally with
+// features taken away (--caps=nofloatatomics,...), so what a kernel becomes
+// on a given kind of device can be seen and tested without one.
+#include <fstream>
+#include <functional>
+#include <ostream>
+
+#include "tools/ephc/Driver.h"
+
+#ifdef EPH_HAVE_SPIRV
+#include "targets/spirv/CapsProfiles.h"
+#include "targets/spirv/Spirv.h"
+#endif
+
+namespace eph::ephc {
+
+namespace {
+
+// Produces the output for the selected kernels; false after reporting an error.
+using EmitFn = bool (*)(Session& s, const std::vector<const ir::Function*>& kernels,
+                        const DeviceCaps& caps, std::string& out);
+
+struct EmitKind {
+  std::string_view name;
+  std::string_view what;
+  bool text;       // may go to stdout; several kernels allowed
+  EmitFn emit;     // null: not built into this ephc
+};
+
+#ifdef EPH_HAVE_SPIRV
+bool emitSpirvBinary(Session& s, const std::vector<const ir::Function*>& kernels, const DeviceCaps& caps,
+                     std::string& out) {
+  auto words = spirv::emitKernel(*kernels[0], caps);
+  if (!words) return s.report(words.error()), false;
+  out.assign(reinterpret_cast<const char*>(words->data()), words->size() * 4);
+  return true;
+}
+
+bool emitSpirvText(Session& s, const std::vector<const ir::Function*>& kernels, const DeviceCaps& caps,
+                   std::string& out) {
+  for (const ir::Function* k : kernels) {
+    auto words = spirv::emitKernel(*k, caps);
+    if (!words) return s.report(words.error()), false;
+    if (kernels.size() > 1) out += "; kernel @" + k->name() + "\n";
+    out += spirv::disassemble(*words);
+  }
+  return true;
+}
+constexpr EmitFn kSpirvBinary = emitSpirvBinary, kSpirvText = emitSpirvText;
+#else
+constexpr EmitFn kSpirvBinary = nullptr, kSpirvText = nullptr;
+#endif
+
+const EmitKind kEmitKinds[] = {
+    {"spirv", "a SPIR-V binary module for one kernel (validated)", false, kSpirvBinary},
+    {"spvasm", "SPIR-V assembly of each kernel (validated), spirv-dis style", true, kSpirvText},
+};
+
+// Features --caps can take away from a profile.
+struct CapsEdit {
+  std::string_view name;
+  std::function<void(DeviceCaps&)> apply;
+};
+const std::vector<CapsEdit>& capsEdits() {
+  static const std::vector<CapsEdit> edits = {
+      {"nofloatatomics", [](DeviceCaps& c) { c.atomicFloat32Add = c.atomicFloat64Add = false; }},
+      {"noint64atomics", [](DeviceCaps& c) { c.atomicInt64 = false; }},
+      {"nofloat64", [](DeviceCaps& c) { c.float64 = false; }},
+      {"nofloat16", [](DeviceCaps& c) { c.float16 = false; }},
+      {"noint64", [](DeviceCaps& c) { c.int64 = false; }},
+      {"noint16", [](DeviceCaps& c) { c.int16 = false; }},
+      {"noint8", [](DeviceCaps& c) { c.int8 = false; }},
+  };
+  return edits;
+}
+
+std::string emitKindNames() {
+  std::string s;
+  for (const EmitKind& k : kEmitKinds) s += (s.empty() ? "" : ", ") + std::string(k.name);
+  return s;
+}
+
+std::string capsEditNames() {
+  std::string s;
+  for (const CapsEdit& e : capsEdits()) s += (s.empty() ? "" : ", ") + std::string(e.name);
+  return s;
+}
+
+}  // namespace
+
+CommandSpec lowerSpec() {
+  return CommandSpec{
+      .name = "lower",
+      .operands = "FILE",
+      .summary = "Compile the kernels of an .eir module for a target (--emit=spirv|spvasm).",
+      .description = "FILE may be '-' for standard input. --emit=spirv writes one kernel's SPIR-V\n"
+                     "binary (choose it with --kernel when there are several) and needs -o;\n"
+                     "--emit=spvasm prints the assembly of every kernel (or the one named).\n"
+                     "Every module passes the spirv-tools validator before it is written.\n"
+                     "The device is a built-in profile: lavapipe (default), nvidia or minimal;\n"
+                     "--caps takes features away from it, e.g. --caps=nofloatatomics.",
+      .options =
+          {
+              {"--emit", "KIND", "what to produce: spirv, spvasm"},
+              {"--kernel", "NAME", "lower only this kernel"},
+              {"--device-caps", "PROFILE", "the device to compile for: lavapipe, nvidia, minimal"},
+              {"--caps", "LIST", "take features away: nofloatatomics, noint64atomics, nofloat64, nofloat16, noint64, noint16, noint8"},
+              {"-o", "OUT", "write the output to OUT (required for binary kinds)"},
+          },
+      .minOperands = 1,
+      .maxOperands = 1,
+  };
+}
+
+int runLowerCommand(Session& s, std::span<const std::string> argv) {
+  CommandSpec spec = lowerSpec();
+  auto args = parseArgs(spec, argv);
+  if (!args) return s.report(args.error());
+  if (args->help) return s.io.out << helpText(spec), 0;
+
+  if (!args->has("--emit")) return s.fail("lower needs --emit=KIND (one of: " + emitKindNames() + ")");
+  std::string kindName = args->get("--emit");
+  const EmitKind* kind = nullptr;
+  for (const EmitKind& k : kEmitKinds)
+    if (k.name == kindName) kind = &k;
+  if (!kind) return s.fail("unknown --emit kind '" + kindName + "' (kinds: " + emitKindNames() + ")");
+  if (!kind->emit) return s.fail("--emit=" + kindName + ": this ephc was built without that target");
+  if (!kind->text && !args->has("-o"))
+    return s.fail("--emit=" + kindName + " writes binary output: give a file with -o");
+
+  DeviceCaps caps;
+#ifdef EPH_HAVE_SPIRV
+  std::string profile = args->get("--device-caps", "lavapipe");
+  auto found = spirv::capsProfile(profile);
+  if (!found)
+    return s.fail("unknown --device-caps profile '" + profile + "' (profiles: " + spirv::capsProfileNames() + ")");
+  caps = *found;
+#endif
+  for (const std::string& edit : splitList(args->get("--caps"))) {
+    const CapsEdit* e = nullptr;
+    for (const CapsEdit& c : capsEdits())
+      if (c.name == edit) e = &c;
+    if (!e) return s.fail("unknown --caps entry '" + edit + "' (entries: " + capsEditNames() + ")");
+    e->apply(caps);
+  }
+
+  ir::Context ctx;
+  auto m = s.loadModule(ctx, args->operands[0]);
+  if (!m) return 1;
+  std::vector<const ir::Function*> kernels;
+  if (args->has("--kernel")) {
+    std::string name = args->get("--kernel");
+    if (!name.empty() && name[0] == '@') name = name.substr(1);
+    const ir::Function* f = m->lookup(name);
+    if (!f) return s.fail("no function @" + name + " in '" + args->operands[0] + "'");
+    if (!f->isKernel()) return s.fail("@" + name + " is a " + std::string(ir::functionKindName(f->kind())) + " function, not a kernel");
+    kernels.push_back(f);
+  } else {
+    for (const auto& f : m->functions())
+      if (f->isKernel()) kernels.push_back(f.get());
+  }
+  if (kernels.empty()) return s.fail("'" + args->operands[0] + "' has no kernels to lower");
+  if (!kind->text && kernels.size() > 1) {
+    std::string names;
+    for (const ir::Function* k : kernels) names += (names.empty() ? "@" : ", @") + k->name();
+    return s.fail("--emit=" + kindName + " writes one kernel, and there are " + std::to_string(kernels.size()) +
+                  " (" + names + "): choose one with --kernel");
+  }
+
+  std::string out;
+  if (!kind->emit(s, kernels, caps, out)) return 1;
+  if (!args->has("-o") || args->get("-o") == "-") {
+    s.io.out << out;
+    return 0;
+  }
+  std::string outPath = args->get("-o");
+  std::ofstream file(outPath, std::ios::binary);
+  if (!file || !(file << out) || !file.flush()) return s.fail("cannot write '" + outPath + "'");
+  return 0;
+}
+
+}  // namespace eph::ephc
