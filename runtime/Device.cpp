@@ -1,8 +1,12 @@
 #include "runtime/Device.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "runtime/InterpDevice.h"
+#ifdef EPH_HAVE_LLVM
+#include "runtime/cpu/CpuDevice.h"
+#endif
 #ifdef EPH_HAVE_VULKAN
 #include "runtime/vulkan/VulkanDevice.h"
 #endif
@@ -24,6 +28,9 @@ Expected<std::vector<interp::RtValue>> runHost(Device& device, interp::Interpret
 
 std::vector<std::string> availableTargets() {
   std::vector<std::string> targets = {"interp"};
+#ifdef EPH_HAVE_LLVM
+  targets.push_back("cpu");
+#endif
 #ifdef EPH_HAVE_VULKAN
   targets.push_back("vulkan");
 #endif
@@ -32,6 +39,9 @@ std::vector<std::string> availableTargets() {
 
 Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index) {
   if (target == "interp") return std::unique_ptr<Device>(new InterpDevice());
+#ifdef EPH_HAVE_LLVM
+  if (target == "cpu") return std::unique_ptr<Device>(new CpuDevice());
+#endif
 #ifdef EPH_HAVE_VULKAN
   if (target == "vulkan") {
     VulkanOptions options;
@@ -45,6 +55,16 @@ Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index)
   for (auto& t : availableTargets()) known += (known.empty() ? "" : ", ") + t;
   return Error{{}, "target '" + std::string(target) + "' is not available in this build (available: " +
                        known + ")"};
+}
+
+// A real GPU through Vulkan when there is one; else the CPU target (a CPU
+// Vulkan driver such as lavapipe is slower than it); else the interpreter.
+std::string defaultTarget() {
+  auto targets = availableTargets();
+  auto has = [&](const char* t) { return std::find(targets.begin(), targets.end(), t) != targets.end(); };
+  if (has("vulkan"))
+    if (auto dev = openDevice("vulkan"); dev && (*dev)->caps().isGpu) return "vulkan";
+  return has("cpu") ? "cpu" : "interp";
 }
 
 }  // namespace eph::runtime

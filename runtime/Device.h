@@ -49,7 +49,12 @@ Expected<std::vector<interp::RtValue>> runHost(Device& device, interp::Interpret
 // first GPU, else the first device); -1 means the default.
 Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index = -1);
 
-// The targets this build has, in preference order for defaults.
+// The targets this build has, the reference interpreter first.
 std::vector<std::string> availableTargets();
+
+// The target `ephc run` uses when none is named: "vulkan" when a real GPU is
+// present (not a CPU driver such as lavapipe), else "cpu" when this build has
+// it, else "interp".
+std::string defaultTarget();
 
 }  // namespace eph::runtime

@@ -170,11 +170,11 @@ bool FunctionEmitter::emitMatch(const ir::Op& op) {
 
 bool FunctionEmitter::emitCall(const ir::Op& op) {
   const ir::Function* callee = M.irm.lookup(op.symbolAttr("callee"));
-  auto it = callee ? M.deviceFns.find(callee) : M.deviceFns.end();
-  if (it == M.deviceFns.end()) return fail(op, "calls a function that is not a device function");
-  if (M.hasBarrier(op))
+  if (callee && M.hasBarrier(op))
     return fail(op, "@" + callee->name() + " contains a barrier; barriers in called functions are not "
                     "supported (inline the call first: --passes=inline)");
+  auto it = callee ? M.deviceFns.find(callee) : M.deviceFns.end();
+  if (it == M.deviceFns.end()) return fail(op, "calls a function that is not a device function");
   std::vector<llvm::Value*> args;
   for (const ir::Value* v : op.operands()) args.push_back(get(v));
   for (auto* group : {ids.local, ids.group, ids.numGroups, ids.size})

@@ -127,6 +127,14 @@ bool ModuleEmitter::run() {
   // Names a kernel must not take: they are C library functions this target calls.
   static const char* const kReserved[] = {"exp", "log", "sin", "cos", "tan", "tanh", "pow",
                                           "fmod", "fmodf", "memcpy", "memset", "memmove"};
+  // Device functions with barriers are not lowered: calling one is an error
+  // at the call (LowerControl.cpp).
+  auto lowered = [&](const ir::Function& f) {
+    if (f.kind() != ir::FunctionKind::Device) return false;
+    for (const auto& op : f.body().ops())
+      if (hasBarrier(*op)) return false;
+    return true;
+  };
   for (const auto& f : irm.functions()) {
     if (f->isKernel()) {
       for (const char* r : kReserved)
@@ -136,10 +144,10 @@ bool ModuleEmitter::run() {
       if (f->name().ends_with(".range") || f->name().starts_with("dev."))
         return fail(nullptr, f.get(), "kernel names ending in '.range' or starting with 'dev.' are reserved");
     }
-    if (f->kind() == ir::FunctionKind::Device && !declareDevice(*f)) return false;
+    if (lowered(*f) && !declareDevice(*f)) return false;
   }
   for (const auto& f : irm.functions())
-    if (f->kind() == ir::FunctionKind::Device && !emitDeviceFunction(*this, *f)) return false;
+    if (lowered(*f) && !emitDeviceFunction(*this, *f)) return false;
   for (const auto& f : irm.functions())
     if (f->isKernel() && !emitKernel(*this, *f)) return false;
   return true;
