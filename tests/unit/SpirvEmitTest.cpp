@@ -213,6 +213,40 @@ kernel @k(%o: buffer<struct<f32, bool, vec<i32, 3>, array<u32, 3>>, device, writ
   EXPECT_TRUE(has(text, "Offset 32"));      // the array after the 16-byte vec3
 }
 
+TEST_F(SpirvEmitTest, AggregatesOnSpirv13) {
+  // Vulkan 1.1 means SPIR-V 1.3, where OpSelect takes only scalars and
+  // vectors: selecting structs, sums and arrays goes member by member.
+  std::string text = asmOf(R"(
+kernel @k(%o: buffer<u32, device, write>, %c: bool, %a: u32) workgroup(1, 1, 1) {
+  %z = const {value = 0} : u32
+  %s1 = struct.make %a, %c : struct<u32, bool>
+  %s2 = struct.make %z, %c : struct<u32, bool>
+  %s = select %c, %s1, %s2 : struct<u32, bool>
+  %arr1 = array.make %a, %z : array<u32, 2>
+  %arr2 = array.make %z, %a : array<u32, 2>
+  %arr = select %c, %arr1, %arr2 : array<u32, 2>
+  %u = struct.make : struct<>
+  %m1 = sum.make %a {tag = 1} : sum<struct<>, u32>
+  %m2 = sum.make %u {tag = 0} : sum<struct<>, u32>
+  %m = select %c, %m1, %m2 : sum<struct<>, u32>
+  %t = sum.tag %m : u32
+  %x = struct.extract %s {index = 0} : u32
+  %y = array.get %arr, %t : u32
+  %r = match %m : u32 { |%p: struct<>|
+    yield %x
+  } { |%p: u32|
+    %q = add %p, %y : u32
+    yield %q
+  }
+  store %o, %z, %r
+  return
+}
+)", "k", "minimal");
+  EXPECT_TRUE(has(text, "; Version: 1.3")) << text;
+  EXPECT_TRUE(has(text, "OpCompositeConstruct")) << text;
+  EXPECT_TRUE(has(text, "OpSwitch")) << text;
+}
+
 TEST_F(SpirvEmitTest, ControlFlow) {
   std::string text = asmOf(R"(
 kernel @k(%o: buffer<i32, device, write>, %n: i32, %step: i32) workgroup(1, 1, 1) {
