@@ -592,9 +592,11 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
 
 const DeviceCaps& VulkanDevice::caps() const { return impl_->physical.caps; }
 
+// Emits and validates every kernel again on each call (a module at the
+// address of an earlier, destroyed one must not reuse its kernels); the
+// driver's pipelines are reused through the cache keyed by the SPIR-V.
 Status VulkanDevice::prepare(const ir::Module& m) {
   Impl& I = *impl_;
-  if (I.module == &m && I.prepared) return Status::ok();
   I.module = &m;
   I.prepared = false;
   I.kernels.clear();
@@ -722,7 +724,7 @@ Status VulkanDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3
                               std::span<const interp::RtValue> args, Loc site) {
   Impl& I = *impl_;
   auto it = I.kernels.find(&kernel);
-  if (it == I.kernels.end()) {
+  if (it == I.kernels.end() || kernel.module() != I.module || !I.prepared) {
     if (!kernel.module()) return Error{site, "kernel '@" + kernel.name() + "' belongs to no module"};
     if (Status s = prepare(*kernel.module()); !s) return s;
     it = I.kernels.find(&kernel);

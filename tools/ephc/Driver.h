@@ -78,12 +78,16 @@ CommandSpec runSpec();
 CommandSpec passesSpec();
 CommandSpec opsSpec();
 CommandSpec lowerSpec();
+CommandSpec devicesSpec();
+CommandSpec diffSpec();
 int runOptCommand(Session& s, std::span<const std::string> args);
 int runCheckCommand(Session& s, std::span<const std::string> args);
 int runRunCommand(Session& s, std::span<const std::string> args);
 int runPassesCommand(Session& s, std::span<const std::string> args);
 int runOpsCommand(Session& s, std::span<const std::string> args);
 int runLowerCommand(Session& s, std::span<const std::string> args);
+int runDevicesCommand(Session& s, std::span<const std::string> args);
+int runDiffCommand(Session& s, std::span<const std::string> args);
 
 // All of ephc: argv without the program name. Used by main() and by tests.
 int ephcMain(std::span<const std::string> args, std::ostream& out, std::ostream& err);

@@ -2,6 +2,7 @@
 // it the rest of the arguments. Global flags: --help, --version.
 #include <ostream>
 
+#include "runtime/Device.h"
 #include "tools/ephc/Driver.h"
 
 #ifndef EPH_VERSION
@@ -23,6 +24,8 @@ const Command kCommands[] = {
     {passesSpec, runPassesCommand},
     {opsSpec, runOpsCommand},
     {lowerSpec, runLowerCommand},
+    {devicesSpec, runDevicesCommand},
+    {diffSpec, runDiffCommand},
 };
 
 std::string commandNames() {
@@ -65,7 +68,9 @@ int ephcMain(std::span<const std::string> args, std::ostream& out, std::ostream&
     return 0;
   }
   if (cmd == "--version") {
-    out << "ephc " << EPH_VERSION << "\ntargets: interp\n";
+    std::string targets;
+    for (const std::string& t : runtime::availableTargets()) targets += (targets.empty() ? "" : ", ") + t;
+    out << "ephc " << EPH_VERSION << "\ntargets: " << targets << "\n";
     return 0;
   }
   for (const Command& c : kCommands)

@@ -1,5 +1,6 @@
 // `ephc run FILE --target=interp`: run a module's entry host function and
 // print its results, one per line.
+#include <cstdlib>
 #include <ostream>
 
 #include "ir/interp/Interp.h"
@@ -17,10 +18,12 @@ CommandSpec runSpec() {
           "the entry function runs with one --arg per parameter, each parsed against\n"
           "the parameter's type: 42, -1.5, true, or [1, 2, 3] for a buffer. Each\n"
           "result is printed on its own line. Targets: interp (the reference\n"
-          "interpreter); the SPIR-V and CPU targets are not part of this build.",
+          "interpreter) and, where this build has it, vulkan ('ephc devices' lists\n"
+          "the devices; --device N or EPH_DEVICE picks one, else the first GPU).",
       .options =
           {
-              {"--target", "NAME", "where to run: interp (default)"},
+              {"--target", "NAME", "where to run: interp (default) or vulkan"},
+              {"--device", "N", "which Vulkan device (as 'ephc devices' numbers them; default: EPH_DEVICE, else the first GPU)"},
               {"--entry", "NAME", "the host function to run (default: main)"},
               {"--arg", "VALUE", "an argument for the entry function; one per parameter, in order", true},
           },
@@ -66,7 +69,15 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   if (!args) return s.report(args.error());
   if (args->help) return s.io.out << helpText(spec), 0;
 
-  auto device = runtime::openDevice(args->get("--target", runtime::availableTargets().front()));
+  int deviceIndex = -1;
+  if (args->has("--device")) {
+    const std::string text = args->get("--device");
+    char* end = nullptr;
+    long n = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end || n < 0) return s.fail("run: --device wants a device number, got '" + text + "'");
+    deviceIndex = int(n);
+  }
+  auto device = runtime::openDevice(args->get("--target", runtime::availableTargets().front()), deviceIndex);
   if (!device) return s.fail("run: " + device.error().message);
 
   if (!loadPlugins(s, *args)) return 1;

@@ -1,0 +1,214 @@
+// `ephc diff FILE --targets=interp,vulkan`: run the entry host function on
+// each target (each with a fresh interpreter and device) and compare every
+// result with the first target's: exit 0 when all agree, 1 showing the first
+// difference.
+#include "tools/ephc/Diff.h"
+
+#include <cmath>
+#include <cstring>
+#include <ostream>
+#include <sstream>
+
+#include "runtime/Device.h"
+#include "tools/ephc/Driver.h"
+
+namespace eph::ephc {
+
+std::string Tolerance::str() const {
+  std::ostringstream s;
+  s << ulps << " ulp, " << relative << " relative or " << absolute << " absolute";
+  return s.str();
+}
+
+bool floatsAgree(double a, double b, unsigned bits, const Tolerance& tol) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (a == b) return true;  // -0 and +0 agree
+  if (std::isinf(a) || std::isinf(b)) return false;
+  double diff = std::fabs(a - b), mag = std::max(std::fabs(a), std::fabs(b));
+  int mantissa = bits == 16 ? 10 : bits == 32 ? 23 : 52;
+  int minExp = bits == 16 ? -14 : bits == 32 ? -126 : -1022;
+  int e = std::max(std::ilogb(mag), minExp);
+  double ulp = std::ldexp(1.0, e - mantissa);
+  return diff <= tol.ulps * ulp || diff <= tol.relative * mag || diff <= tol.absolute;
+}
+
+namespace {
+
+// Scalars of a value in order: vector, struct and array elements, a sum's tag
+// then payload, a buffer's elements (read from `mem`).
+void flatten(const interp::RtValue& v, interp::Memory& mem, std::vector<interp::RtValue>& out) {
+  const ir::Type* t = v.type;
+  if (t && t->isBuffer()) {
+    if (interp::BufferData* b = mem.get(v.buffer))
+      for (auto& e : b->elems) flatten(e, mem, out);
+    return;
+  }
+  if (t && t->kind() == ir::TypeKind::Sum) {
+    interp::RtValue tag = v;
+    tag.elems.clear();
+    out.push_back(tag);
+  }
+  if (!v.elems.empty()) {
+    for (auto& e : v.elems) flatten(e, mem, out);
+    return;
+  }
+  if (t && t->kind() != ir::TypeKind::Sum) out.push_back(v);
+}
+
+bool scalarsAgree(const interp::RtValue& a, const interp::RtValue& b, const Tolerance& tol) {
+  if (a.type != b.type) return false;
+  if (a.type && a.type->isFloat()) return floatsAgree(a.f, b.f, a.type->bits(), tol);
+  return a.i == b.i;
+}
+
+}  // namespace
+
+std::optional<Difference> compareResults(const std::vector<interp::RtValue>& a, interp::Memory& memA,
+                                         const std::vector<interp::RtValue>& b, interp::Memory& memB,
+                                         const Tolerance& tol) {
+  if (a.size() != b.size())
+    return Difference{0, 0, {}, {}, std::to_string(a.size()) + " results vs " + std::to_string(b.size())};
+  for (size_t r = 0; r < a.size(); ++r) {
+    std::vector<interp::RtValue> fa, fb;
+    flatten(a[r], memA, fa);
+    flatten(b[r], memB, fb);
+    if (fa.size() != fb.size())
+      return Difference{r, 0, {}, {}, std::to_string(fa.size()) + " elements vs " + std::to_string(fb.size())};
+    for (size_t e = 0; e < fa.size(); ++e)
+      if (!scalarsAgree(fa[e], fb[e], tol))
+        return Difference{r, e, interp::format(fa[e]), interp::format(fb[e]), {}};
+  }
+  return std::nullopt;
+}
+
+CommandSpec diffSpec() {
+  CommandSpec spec{
+      .name = "diff",
+      .operands = "FILE",
+      .summary = "Run the entry host function on several targets and compare the results.",
+      .description =
+          "Runs the entry (default @main) with the --arg values on each target, each\n"
+          "with a fresh interpreter and device, and compares every result with the\n"
+          "first target's: integers, bools and sum tags exactly; floats within the\n"
+          "tolerance (by default 4 ulp, 1e-5 relative or 1e-6 absolute: GPU math is\n"
+          "not correctly rounded). Exits 0 when all agree, 1 showing the first\n"
+          "difference: the target, the result index, the element index within it\n"
+          "(buffers, vectors, structs and arrays are flattened) and both values.",
+      .options =
+          {
+              {"--targets", "LIST", "comma-separated targets (default: every target this build has)"},
+              {"--entry", "NAME", "the host function to run (default: main)"},
+              {"--arg", "VALUE", "an argument for the entry function; one per parameter, in order", true},
+              {"--device", "N", "which Vulkan device (as 'ephc devices' numbers them; default: EPH_DEVICE, else the first GPU)"},
+              {"--ulp", "N", "float tolerance in units in the last place (default 4)"},
+              {"--rel", "X", "float tolerance relative to the larger magnitude (default 1e-5)"},
+              {"--abs", "X", "absolute float tolerance (default 1e-6)"},
+          },
+      .minOperands = 1,
+      .maxOperands = 1,
+  };
+  for (OptionSpec& o : pipelineOptions()) spec.options.push_back(o);
+  return spec;
+}
+
+namespace {
+
+// One target's run: its interpreter (holding result buffers) and results.
+struct TargetRun {
+  std::string target;
+  std::unique_ptr<interp::Interpreter> interp;
+  std::vector<interp::RtValue> results;
+};
+
+bool parseNumber(const std::string& text, double& out) {
+  char* end = nullptr;
+  out = std::strtod(text.c_str(), &end);
+  return !text.empty() && end && !*end && out >= 0;
+}
+
+}  // namespace
+
+int runDiffCommand(Session& s, std::span<const std::string> argv) {
+  CommandSpec spec = diffSpec();
+  auto args = parseArgs(spec, argv);
+  if (!args) return s.report(args.error());
+  if (args->help) return s.io.out << helpText(spec), 0;
+
+  Tolerance tol;
+  for (auto [flag, field] : {std::pair{"--ulp", &tol.ulps}, {"--rel", &tol.relative}, {"--abs", &tol.absolute}})
+    if (args->has(flag) && !parseNumber(args->get(flag), *field))
+      return s.fail(std::string("diff: ") + flag + " wants a non-negative number, got '" + args->get(flag) + "'");
+  int deviceIndex = -1;
+  if (args->has("--device")) {
+    double d;
+    if (!parseNumber(args->get("--device"), d) || d != std::floor(d))
+      return s.fail("diff: --device wants a device number, got '" + args->get("--device") + "'");
+    deviceIndex = int(d);
+  }
+  std::vector<std::string> targets =
+      args->has("--targets") ? splitList(args->get("--targets")) : runtime::availableTargets();
+  if (targets.size() < 2)
+    return s.fail("diff: needs at least two targets to compare, got " + std::to_string(targets.size()) +
+                  " (--targets=interp,vulkan)");
+
+  if (!loadPlugins(s, *args)) return 1;
+  passes::PassManager pm;
+  passes::PipelineOptions opts;
+  if (!buildPipeline(s, *args, pm, opts)) return 1;
+  const std::string& file = args->operands[0];
+  ir::Context ctx;
+  auto m = s.loadModule(ctx, file);
+  if (!m) return 1;
+  if (!runPipeline(s, *m, pm, opts)) return 1;
+
+  std::string entryName = args->get("--entry", "main");
+  if (!entryName.empty() && entryName[0] == '@') entryName.erase(0, 1);
+  const ir::Function* entry = m->lookup(entryName);
+  if (!entry || !entry->isHost()) return s.fail("diff: no host function '@" + entryName + "' in '" + file + "'");
+  auto params = entry->paramTypes();
+  std::vector<std::string> texts = args->all("--arg");
+  if (texts.size() != params.size())
+    return s.fail("diff: '@" + entry->name() + "' takes " + std::to_string(params.size()) + " argument" +
+                  (params.size() == 1 ? "" : "s") + ", got " + std::to_string(texts.size()) +
+                  "; give each with --arg VALUE");
+
+  std::vector<TargetRun> runs;
+  for (const std::string& target : targets) {
+    auto device = runtime::openDevice(target, deviceIndex);
+    if (!device) return s.fail("diff: " + target + ": " + device.error().message);
+    TargetRun run{target, std::make_unique<interp::Interpreter>(*m), {}};
+    std::vector<interp::RtValue> values;
+    for (size_t i = 0; i < params.size(); ++i) {
+      auto v = interp::parseValue(texts[i], params[i], run.interp->memory());
+      if (!v) return s.fail("diff: bad --arg '" + texts[i] + "' for parameter " + std::to_string(i) + ": " + v.error().message);
+      values.push_back(std::move(*v));
+    }
+    auto results = runtime::runHost(**device, *run.interp, *entry, std::move(values));
+    if (!results) {
+      s.io.err << "ephc: diff: on " << target << ":\n";
+      return s.report(results.error());
+    }
+    run.results = std::move(*results);
+    runs.push_back(std::move(run));
+  }
+
+  TargetRun& ref = runs[0];
+  for (size_t t = 1; t < runs.size(); ++t) {
+    auto d = compareResults(ref.results, ref.interp->memory(), runs[t].results, runs[t].interp->memory(), tol);
+    if (!d) continue;
+    if (!d->what.empty())
+      s.io.out << "results differ: " << ref.target << " vs " << runs[t].target << ": " << d->what << "\n";
+    else
+      s.io.out << "results differ: result " << d->result << ", element " << d->element << ": " << ref.target
+               << " gives " << d->a << ", " << runs[t].target << " gives " << d->b << " (float tolerance: "
+               << tol.str() << ")\n";
+    return 1;
+  }
+  size_t n = ref.results.size();
+  s.io.out << "ok: " << n << (n == 1 ? " result agrees on " : " results agree on ");
+  for (size_t t = 0; t < runs.size(); ++t) s.io.out << (t ? ", " : "") << runs[t].target;
+  s.io.out << "\n";
+  return 0;
+}
+
+}  // namespace eph::ephc
