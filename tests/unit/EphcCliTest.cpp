@@ -126,7 +126,7 @@ TEST(EphcMain, VersionHelpAndUnknownCommands) {
   Result v = ephc({"--version"});
   EXPECT_EQ(v.status, 0);
   EXPECT_EQ(v.out.rfind("ephc 0.", 0), 0u) << v.out;
-  EXPECT_NE(v.out.find("\ntargets: interp\n"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("\ntargets: interp"), std::string::npos) << v.out;
   Result h = ephc({"help", "run"});
   EXPECT_EQ(h.status, 0);
   EXPECT_EQ(h.out.rfind("usage: ephc run FILE [options]", 0), 0u);
@@ -169,9 +169,9 @@ TEST(EphcMain, OptPrintsTheModuleAndWritesOutputFiles) {
 }
 
 TEST(EphcMain, RunRejectsUnavailableTargetsBeforeReadingTheFile) {
-  Result r = ephc({"run", "/nonexistent.eir", "--target=vulkan"});
+  Result r = ephc({"run", "/nonexistent.eir", "--target=metal"});
   EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.err, "ephc: run: target 'vulkan' is not available in this build (available: interp)\n");
+  EXPECT_EQ(r.err.rfind("ephc: run: target 'metal' is not available in this build (available: interp", 0), 0u) << r.err;
 }
 
 // CI must run exactly the README's test command (the second command block).

@@ -1,0 +1,432 @@
+// VulkanDevice on whatever Vulkan device this machine has (lavapipe in CI),
+// with the Khronos validation layer on: any message it sends fails the test.
+// The examples give the interpreter's results; bad input (an oversized
+// buffer, too many workgroups, too much workgroup memory, a kernel needing a
+// capability the device lacks, a device index that does not exist) is a one-
+// line error naming the limit; barriers go only between dependent commands;
+// the pipeline cache finds its pipelines in memory and on disk; dispatches are
+// timed. Tests skip only when there is no Vulkan device at all (and fail even
+// then under EPH_REQUIRE_VULKAN=1).
+#ifdef EPH_HAVE_VULKAN
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ir/Layout.h"
+#include "ir/Parser.h"
+#include "ir/Verifier.h"
+#include "runtime/vulkan/VulkanDevice.h"
+#include "targets/spirv/Spirv.h"
+
+namespace eph::test {
+namespace {
+
+// Skips the test when this machine has no Vulkan device at all.
+#define REQUIRE_VULKAN()                                                                  \
+  do {                                                                                    \
+    auto devs = runtime::listVulkanDevices();                                             \
+    if (!devs) {                                                                          \
+      const char* req = std::getenv("EPH_REQUIRE_VULKAN");                                \
+      if (req && std::string(req) == "1") FAIL() << devs.error().message;                 \
+      GTEST_SKIP() << "no Vulkan device: " << devs.error().message;                       \
+    }                                                                                     \
+  } while (0)
+
+std::unique_ptr<runtime::VulkanDevice> openValidated(runtime::VulkanOptions o = {}) {
+  o.validation = true;
+  if (o.cacheDir.empty()) o.cacheDir = "off";
+  auto dev = runtime::VulkanDevice::open(o);
+  EXPECT_TRUE(dev) << dev.error().message;
+  return dev ? std::move(*dev) : nullptr;
+}
+
+void expectNoValidationMessages(runtime::VulkanDevice& dev) {
+  for (const std::string& m : dev.takeValidationMessages()) ADD_FAILURE() << "validation: " << m;
+}
+
+std::string readFile(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::unique_ptr<ir::Module> parse(ir::Context& ctx, const std::string& text, const char* name = "test.eir") {
+  auto m = ir::parseModule(ctx, text, name);
+  EXPECT_TRUE(m) << m.error().str();
+  if (!m) return nullptr;
+  Status v = ir::verify(**m);
+  EXPECT_TRUE(v) << v.error().str();
+  return std::move(*m);
+}
+
+std::string runExample(runtime::Device& dev, const std::string& file, std::vector<std::string> argTexts) {
+  ir::Context ctx;
+  auto m = parse(ctx, readFile(std::string(EPH_SOURCE_DIR) + "/examples/ir/" + file), file.c_str());
+  if (!m) return "parse error";
+  const ir::Function* main = m->lookup("main");
+  interp::Interpreter in(*m);
+  std::vector<interp::RtValue> args;
+  for (size_t i = 0; i < argTexts.size(); ++i)
+    args.push_back(*interp::parseValue(argTexts[i], main->paramTypes()[i], in.memory()));
+  auto r = runtime::runHost(dev, in, *main, args);
+  if (!r) return "error: " + r.error().str();
+  std::string s;
+  for (auto& v : *r) s += interp::format(v, &in.memory()) + "\n";
+  return s;
+}
+
+// Copies in to out, one element per invocation (64 per workgroup).
+const char* kCopy =
+    "kernel @copy(%in: buffer<f32, device, read>, %out: buffer<f32, device, write>) workgroup(64, 1, 1) {\n"
+    "  %i = global_id {dim = 0} : u32\n"
+    "  %n = buffer.len %out : u32\n"
+    "  %inside = lt %i, %n : bool\n"
+    "  if %inside {\n"
+    "    %v = load %in, %i : f32\n"
+    "    store %out, %i, %v\n"
+    "    yield\n"
+    "  } {\n"
+    "    yield\n"
+    "  }\n"
+    "  return\n"
+    "}\n";
+
+interp::RtValue bufferArg(ir::Context& ctx, uint64_t handle) {
+  interp::RtValue v;
+  v.type = ctx.bufferType(ctx.f32(), ir::Space::Device, ir::Ownership::Write);
+  v.buffer = handle;
+  return v;
+}
+
+TEST(VulkanDevice, OpensAndReportsCapabilities) {
+  REQUIRE_VULKAN();
+  auto dev = openValidated();
+  ASSERT_TRUE(dev);
+  const DeviceCaps& c = dev->caps();
+  EXPECT_EQ(dev->target(), "vulkan");
+  EXPECT_FALSE(c.name.empty());
+  EXPECT_FALSE(c.driver.empty());
+  EXPECT_GE(c.subgroupSize, 1u);
+  EXPECT_GT(c.maxBufferBytes, 0u);
+  EXPECT_GT(c.memoryBytes, 0u);
+  EXPECT_GE(c.maxWorkgroupInvocations, 128u);  // the Vulkan minimum
+  EXPECT_GE(c.maxWorkgroupCount[0], 65535u);
+  EXPECT_GE(c.maxWorkgroupMemoryBytes, 16384u);
+  EXPECT_GE(c.maxPushConstantBytes, 128u);
+  EXPECT_GE(c.vulkanApiVersion, (1u << 22) | (1u << 12));  // 1.1
+  auto list = runtime::listVulkanDevices();
+  ASSERT_TRUE(list);
+  bool found = false;
+  for (auto& d : *list) found = found || d.caps.name == c.name;
+  EXPECT_TRUE(found);
+  expectNoValidationMessages(*dev);
+}
+
+TEST(VulkanDevice, ExamplesGiveTheInterpretersResults) {
+  REQUIRE_VULKAN();
+  auto dev = openValidated();
+  ASSERT_TRUE(dev);
+  EXPECT_EQ(runExample(*dev, "saxpy.eir", {}), "0\n1000000\n");
+  EXPECT_EQ(runExample(*dev, "reduce.eir", {}), "499500\ntrue\n");
+  EXPECT_EQ(runExample(*dev, "histogram.eir", {}), "[250, 500, 0, 0, 250, 0, 0, 0]\n");
+  EXPECT_EQ(runExample(*dev, "collatz.eir", {"27"}), "111\n10946\n");
+  // Every kernel the examples compiled passes the SPIR-V validator.
+  expectNoValidationMessages(*dev);
+}
+
+TEST(VulkanDevice, OpenDeviceByTargetName) {
+  REQUIRE_VULKAN();
+  auto dev = runtime::openDevice("vulkan");
+  ASSERT_TRUE(dev) << dev.error().message;
+  EXPECT_EQ((*dev)->target(), "vulkan");
+  auto targets = runtime::availableTargets();
+  EXPECT_NE(std::find(targets.begin(), targets.end(), "vulkan"), targets.end());
+}
+
+TEST(VulkanDevice, OversizedAllocationNamesTheLimit) {
+  REQUIRE_VULKAN();
+  auto dev = openValidated();
+  ASSERT_TRUE(dev);
+  ir::Context ctx;
+  const ir::Type* t = ctx.bufferType(ctx.f32(), ir::Space::Device, ir::Ownership::Linear);
+  uint64_t count = dev->caps().maxBufferBytes / 4 + 1;
+  auto h = dev->alloc(t, count, {});
+  ASSERT_FALSE(h);
+  EXPECT_EQ(h.error().message, "allocation of " + std::to_string(count * 4) +
+                                   " bytes exceeds the device's largest buffer (" +
+                                   std::to_string(dev->caps().maxBufferBytes) + " bytes) on " + dev->caps().name);
+  auto huge = dev->alloc(t, UINT64_MAX / 2, {});
+  ASSERT_FALSE(huge);
+  EXPECT_NE(huge.error().message.find("overflows"), std::string::npos) << huge.error().message;
+  expectNoValidationMessages(*dev);
+}
+
+TEST(VulkanDevice, TooManyWorkgroupsNamesTheLimit) {
+  REQUIRE_VULKAN();
+  auto dev = openValidated();
+  ASSERT_TRUE(dev);
+  ir::Context ctx;
+  auto m = parse(ctx, kCopy);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(dev->prepare(*m));
+  const ir::Type* t = ctx.bufferType(ctx.f32(), ir::Space::Device, ir::Ownership::Linear);
+  auto a = dev->alloc(t, 64, {});
+  auto b = dev->alloc(t, 64, {});
+  ASSERT_TRUE(a && b);
+  std::vector<interp::RtValue> args = {bufferArg(ctx, *a), bufferArg(ctx, *b)};
+  uint32_t limit = dev->caps().maxWorkgroupCount[0];
+  Status s = dev->dispatch(*m->lookup("copy"), {limit + 1, 1, 1}, args, {});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("maxComputeWorkGroupCount"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("(" + std::to_string(limit + 1) + ", 1, 1) workgroups"), std::string::npos)
+      << s.error().message;
+  EXPECT_NE(s.error().message.find("@copy"), std::string::npos);
+  expectNoValidationMessages(*dev);
+}
+
+TEST(VulkanDevice, TooMuchWorkgroupMemoryNamesTheKernelAndLimit) {
+  REQUIRE_VULKAN();
+  auto dev = openValidated();
+  ASSERT_TRUE(dev);
+  uint32_t words = dev->caps().maxWorkgroupMemoryBytes / 4 + 1;
+  ir::Context ctx;
+  auto m = parse(ctx,
+                 "kernel @big(%out: buffer<f32, device, write>) workgroup(64, 1, 1) {\n"
+                 "  %s = workgroup.alloc {size = " + std::to_string(words) + "} : buffer<f32, workgroup, write>\n"
+                 "  return\n"
+                 "}\n");
+  ASSERT_TRUE(m);
+  Status s = dev->prepare(*m);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("kernel '@big'"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("maxComputeSharedMemorySize"), std::string::npos) << s.error().message;
+}
+
+// A device without float64 (simulated: the capability is masked off) rejects
+// a kernel that computes in f64 at prepare, naming the kernel and float64.
+TEST(VulkanDevice, MissingFloat64IsAnErrorAtPrepare) {
+  REQUIRE_VULKAN();
+  runtime::VulkanOptions o;
+  o.withoutCaps = {"float64"};
+  auto dev = openValidated(o);
+  ASSERT_TRUE(dev);
+  EXPECT_FALSE(dev->caps().float64);
+  ir::Context ctx;
+  auto m = parse(ctx,
+                 "kernel @twice(%x: buffer<f64, device, write>) workgroup(1, 1, 1) {\n"
+                 "  %i = global_id {dim = 0} : u32\n"
+                 "  %v = load %x, %i : f64\n"
+                 "  %w = add %v, %v : f64\n"
+                 "  store %x, %i, %w\n"
+                 "  return\n"
+                 "}\n");
+  ASSERT_TRUE(m);
+  Status s = dev->prepare(*m);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("@twice"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("float64"), std::string::npos) << s.error().message;
+}
+
+TEST(VulkanDevice, MissingInt64IsAnErrorAtPrepare) {
+  REQUIRE_VULKAN();
+  runtime::VulkanOptions o;
+  o.withoutCaps = {"int64", "atomicInt64"};
+  auto dev = openValidated(o);
+  ASSERT_TRUE(dev);
+  ir::Context ctx;
+  auto m = parse(ctx,
+                 "kernel @count(%x: buffer<u64, device, write>) workgroup(1, 1, 1) {\n"
+                 "  %i = global_id {dim = 0} : u32\n"
+                 "  %one = const {value = 1} : u64\n"
+                 "  %old = atomic.add %x, %i, %one : u64\n"
+                 "  return\n"
+                 "}\n");
+  ASSERT_TRUE(m);
+  Status s = dev->prepare(*m);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("@count"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("64-bit integer"), std::string::npos) << s.error().message;
+}
+
+TEST(VulkanDevice, DeviceIndexOutOfRange) {
+  REQUIRE_VULKAN();
+  runtime::VulkanOptions o;
+  o.deviceIndex = 999;
+  auto dev = runtime::VulkanDevice::open(o);
+  ASSERT_FALSE(dev);
+  EXPECT_NE(dev.error().message.find("--device 999: no such Vulkan device"), std::string::npos)
+      << dev.error().message;
+  runtime::VulkanOptions bad;
+  bad.withoutCaps = {"teleportation"};
+  auto dev2 = runtime::VulkanDevice::open(bad);
+  ASSERT_FALSE(dev2);
+  EXPECT_NE(dev2.error().message.find("teleportation"), std::string::npos);
+}
+
+// Uploads, independent dispatches and dependent ones: a barrier only where a
+// command touches what an earlier unbarriered one wrote (or writes what it
+// read). Synchronization validation (on in these tests) would report a
+// missing one.
+TEST(VulkanDevice, BarriersOnlyBetweenDependentCommands) {
+  REQUIRE_VULKAN();
+  auto dev = openValidated();
+  ASSERT_TRUE(dev);
+  ir::Context ctx;
+  auto m = parse(ctx, kCopy);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(dev->prepare(*m));
+  const ir::Function& copy = *m->lookup("copy");
+  const ir::Type* t = ctx.bufferType(ctx.f32(), ir::Space::Device, ir::Ownership::Linear);
+  const uint64_t n = 256;
+  uint64_t h[5];
+  for (auto& x : h) {
+    auto a = dev->alloc(t, n, {});
+    ASSERT_TRUE(a);
+    x = *a;
+  }
+  std::vector<float> src(n);
+  for (uint64_t i = 0; i < n; ++i) src[i] = float(i) * 0.5f;
+  auto bytes = std::as_bytes(std::span(src));
+  unsigned before = dev->stats().barriers;
+  ASSERT_TRUE(dev->uploadBytes(h[0], bytes));
+  ASSERT_TRUE(dev->uploadBytes(h[1], bytes));  // independent: no barrier
+  EXPECT_EQ(dev->stats().barriers, before);
+  auto run = [&](uint64_t in, uint64_t out) {
+    std::vector<interp::RtValue> args = {bufferArg(ctx, in), bufferArg(ctx, out)};
+    ASSERT_TRUE(dev->dispatch(copy, {4, 1, 1}, args, {}));
+  };
+  run(h[0], h[2]);  // reads h0, written by an upload: barrier
+  EXPECT_EQ(dev->stats().barriers, before + 1);
+  run(h[1], h[3]);  // h1 was written before that barrier: none
+  EXPECT_EQ(dev->stats().barriers, before + 1);
+  run(h[2], h[4]);  // reads h2, written after the barrier: barrier
+  EXPECT_EQ(dev->stats().barriers, before + 2);
+  unsigned submits = dev->stats().submits;
+  std::vector<float> got(n);
+  ASSERT_TRUE(dev->downloadBytes(std::as_writable_bytes(std::span(got)), h[4]));
+  EXPECT_EQ(dev->stats().submits, submits + 1);  // one command buffer for all of it
+  EXPECT_EQ(got, src);
+  ASSERT_TRUE(dev->downloadBytes(std::as_writable_bytes(std::span(got)), h[3]));
+  EXPECT_EQ(got, src);
+
+  // Dispatches are timed on the GPU, in order.
+  auto times = dev->takeDispatchTimes();
+  ASSERT_EQ(times.size(), 3u);
+  for (auto& t : times) {
+    EXPECT_EQ(t.kernel, "copy");
+    EXPECT_GE(t.ms, 0.0);
+  }
+  EXPECT_TRUE(dev->takeDispatchTimes().empty());
+
+  // Freeing a buffer that recorded work uses submits that work first.
+  run(h[0], h[1]);
+  submits = dev->stats().submits;
+  ASSERT_TRUE(dev->free(h[1], {}));
+  EXPECT_EQ(dev->stats().submits, submits + 1);
+  // Freeing one nothing pending uses does not.
+  ASSERT_TRUE(dev->free(h[2], {}));
+  EXPECT_EQ(dev->stats().submits, submits + 1);
+  Status again = dev->free(h[2], {});
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.error().message.find("freed"), std::string::npos);
+  ASSERT_TRUE(dev->wait({}));
+  expectNoValidationMessages(*dev);
+}
+
+TEST(VulkanDevice, TransfersCheckSizes) {
+  REQUIRE_VULKAN();
+  auto dev = openValidated();
+  ASSERT_TRUE(dev);
+  ir::Context ctx;
+  const ir::Type* t = ctx.bufferType(ctx.f32(), ir::Space::Device, ir::Ownership::Linear);
+  auto h = dev->alloc(t, 8, {});
+  ASSERT_TRUE(h);
+  EXPECT_EQ(dev->bufferBytes(*h), 32u);
+  std::vector<std::byte> wrong(16);
+  Status s = dev->uploadBytes(*h, wrong);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message, "copies 16 bytes into a device buffer of 32 bytes");
+  interp::BufferData host;
+  host.elemType = ctx.f32();
+  host.elems.resize(8, interp::RtValue::ofFloat(ctx.f32(), 1));
+  host.written.assign(8, true);
+  host.written[5] = false;
+  Status partial = dev->upload(*h, host, {});
+  ASSERT_FALSE(partial);  // element 5 has no value to copy
+  EXPECT_NE(partial.error().message.find("5"), std::string::npos) << partial.error().message;
+  expectNoValidationMessages(*dev);
+}
+
+// prepare() finds pipelines it built before in memory, and a new device finds
+// the driver's data for them on disk.
+TEST(VulkanDevice, PipelineCacheInMemoryAndOnDisk) {
+  REQUIRE_VULKAN();
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ephc-cache-test-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  runtime::VulkanOptions o;
+  o.cacheDir = dir.string();
+  {
+    auto dev = openValidated(o);
+    ASSERT_TRUE(dev);
+    ir::Context ctx;
+    auto m = parse(ctx, kCopy);
+    ASSERT_TRUE(dev->prepare(*m));
+    EXPECT_EQ(dev->stats().compiled, 1u);
+    EXPECT_EQ(dev->stats().fromDisk, 0u);
+    // The same kernel in another module: the same SPIR-V, found in memory.
+    ir::Context ctx2;
+    auto m2 = parse(ctx2, kCopy);
+    ASSERT_TRUE(dev->prepare(*m2));
+    EXPECT_EQ(dev->stats().fromMemory, 1u);
+    EXPECT_EQ(dev->stats().compiled, 1u);
+    expectNoValidationMessages(*dev);
+  }
+  size_t files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) files += e.path().extension() == ".vkpc";
+  EXPECT_EQ(files, 1u);
+  {
+    auto dev = openValidated(o);
+    ASSERT_TRUE(dev);
+    ir::Context ctx;
+    auto m = parse(ctx, kCopy);
+    ASSERT_TRUE(dev->prepare(*m));
+    EXPECT_EQ(dev->stats().fromDisk, 1u);
+    EXPECT_EQ(dev->stats().compiled, 0u);
+    EXPECT_EQ(runExample(*dev, "saxpy.eir", {}), "0\n1000000\n");
+    expectNoValidationMessages(*dev);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// The SPIR-V of every prepared kernel passes spirv-tools' validator.
+TEST(VulkanDevice, PreparedModulesPassTheValidator) {
+  REQUIRE_VULKAN();
+  auto dev = openValidated();
+  ASSERT_TRUE(dev);
+  for (const char* file : {"saxpy.eir", "reduce.eir", "histogram.eir"}) {
+    ir::Context ctx;
+    auto m = parse(ctx, readFile(std::string(EPH_SOURCE_DIR) + "/examples/ir/" + file), file);
+    ASSERT_TRUE(m);
+    ASSERT_TRUE(dev->prepare(*m));
+    for (auto& f : m->functions())
+      if (f->isKernel()) {
+        std::vector<uint32_t> words = dev->spirvOf(*f);
+        ASSERT_FALSE(words.empty()) << f->name();
+        Status v = spirv::validate(words, dev->caps().vulkanApiVersion, f->name());
+        EXPECT_TRUE(v) << v.error().message;
+      }
+  }
+  expectNoValidationMessages(*dev);
+}
+
+}  // namespace
+}  // namespace eph::test
+
+#endif  // EPH_HAVE_VULKAN
