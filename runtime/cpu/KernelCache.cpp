@@ -29,7 +29,9 @@ Cache& cache() {
 
 Expected<std::shared_ptr<const llvmtarget::JitModule>> compiledModule(
     const ir::Module& m, const llvmtarget::LowerOptions& opts) {
-  std::string key = "O" + std::to_string(opts.optLevel) + (opts.hoistUniformLoops ? "h" : "") + "\n" + ir::print(m);
+  std::string key = "O" + std::to_string(opts.optLevel) + (opts.hoistUniformLoops ? " hoist" : "");
+  for (const std::string& k : opts.kernels) key += " @" + k;
+  key += "\n" + ir::print(m);
   size_t hash = std::hash<std::string>{}(key);
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);

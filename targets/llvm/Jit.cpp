@@ -6,6 +6,7 @@
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/Support/Error.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -88,6 +89,8 @@ Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const Lower
   auto out = std::make_unique<LlJitModule>();
   for (const auto& f : m.functions()) {
     if (!f->isKernel()) continue;
+    if (!opts.kernels.empty() && std::find(opts.kernels.begin(), opts.kernels.end(), f->name()) == opts.kernels.end())
+      continue;
     auto wg = (*jit)->lookup(f->name());
     if (!wg) return Error{f->loc(), "cpu target: " + message(wg.takeError())};
     auto range = (*jit)->lookup(f->name() + ".range");

@@ -54,6 +54,9 @@ struct LowerOptions {
   unsigned optLevel = 2;  // 0..3, the -O level of LLVM's default pipelines
   // Interchange uniform `for` loops with the invocation loop (see above).
   bool hoistUniformLoops = true;
+  // Kernels to lower, by name; empty: every kernel. Device functions are
+  // always lowered (unused ones are dropped from -O1 up).
+  std::vector<std::string> kernels;
 };
 
 // The optimised LLVM IR of the module's kernels and device functions, as text.

@@ -2,6 +2,8 @@
 // bodies, and the per-op dispatch of FunctionEmitter.
 #include <llvm/IR/Intrinsics.h>
 
+#include <algorithm>
+
 #include "ir/OpTable.h"
 #include "targets/llvm/Emitter.h"
 
@@ -148,8 +150,11 @@ bool ModuleEmitter::run() {
   }
   for (const auto& f : irm.functions())
     if (lowered(*f) && !emitDeviceFunction(*this, *f)) return false;
+  auto selected = [&](const ir::Function& f) {
+    return opts.kernels.empty() || std::find(opts.kernels.begin(), opts.kernels.end(), f.name()) != opts.kernels.end();
+  };
   for (const auto& f : irm.functions())
-    if (f->isKernel() && !emitKernel(*this, *f)) return false;
+    if (f->isKernel() && selected(*f) && !emitKernel(*this, *f)) return false;
   return true;
 }
 

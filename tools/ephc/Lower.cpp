@@ -11,8 +11,12 @@
 #include <functional>
 #include <ostream>
 
+#include "ir/DeviceCaps.h"
 #include "tools/ephc/Driver.h"
 
+#ifdef EPH_HAVE_LLVM
+#include "targets/llvm/Llvm.h"
+#endif
 #ifdef EPH_HAVE_SPIRV
 #include "targets/spirv/CapsProfiles.h"
 #include "targets/spirv/Spirv.h"
@@ -24,7 +28,7 @@ namespace {
 
 // Produces the output for the selected kernels; false after reporting an error.
 using EmitFn = bool (*)(Session& s, const std::vector<const ir::Function*>& kernels,
-                        const DeviceCaps& caps, std::string& out);
+                        const DeviceCaps& caps, const ParsedArgs& args, std::string& out);
 
 struct EmitKind {
   std::string_view name;
@@ -35,7 +39,7 @@ struct EmitKind {
 
 #ifdef EPH_HAVE_SPIRV
 bool emitSpirvBinary(Session& s, const std::vector<const ir::Function*>& kernels, const DeviceCaps& caps,
-                     std::string& out) {
+                     const ParsedArgs&, std::string& out) {
   auto words = spirv::emitKernel(*kernels[0], caps);
   if (!words) return s.report(words.error()), false;
   out.assign(reinterpret_cast<const char*>(words->data()), words->size() * 4);
@@ -43,7 +47,7 @@ bool emitSpirvBinary(Session& s, const std::vector<const ir::Function*>& kernels
 }
 
 bool emitSpirvText(Session& s, const std::vector<const ir::Function*>& kernels, const DeviceCaps& caps,
-                   std::string& out) {
+                   const ParsedArgs&, std::string& out) {
   for (const ir::Function* k : kernels) {
     auto words = spirv::emitKernel(*k, caps);
     if (!words) return s.report(words.error()), false;
@@ -57,9 +61,42 @@ constexpr EmitFn kSpirvBinary = emitSpirvBinary, kSpirvText = emitSpirvText;
 constexpr EmitFn kSpirvBinary = nullptr, kSpirvText = nullptr;
 #endif
 
+#ifdef EPH_HAVE_LLVM
+// The CPU target: the selected kernels (and the device functions) for the
+// host CPU at -O0..-O3 (default -O2).
+llvmtarget::LowerOptions llvmOptions(const std::vector<const ir::Function*>& kernels, const ParsedArgs& args) {
+  llvmtarget::LowerOptions o;
+  for (unsigned level = 0; level <= 3; ++level)
+    if (args.has("-O" + std::to_string(level))) o.optLevel = level;
+  for (const ir::Function* k : kernels) o.kernels.push_back(k->name());
+  return o;
+}
+
+bool emitLlvmText(Session& s, const std::vector<const ir::Function*>& kernels, const DeviceCaps&,
+                  const ParsedArgs& args, std::string& out) {
+  auto text = llvmtarget::emitLlvmText(*kernels[0]->module(), llvmOptions(kernels, args));
+  if (!text) return s.report(text.error()), false;
+  out = std::move(*text);
+  return true;
+}
+
+bool emitLlvmObject(Session& s, const std::vector<const ir::Function*>& kernels, const DeviceCaps&,
+                    const ParsedArgs& args, std::string& out) {
+  auto object = llvmtarget::emitObject(*kernels[0]->module(), llvmOptions(kernels, args));
+  if (!object) return s.report(object.error()), false;
+  out.assign(object->begin(), object->end());
+  return true;
+}
+constexpr EmitFn kLlvmText = emitLlvmText, kLlvmObject = emitLlvmObject;
+#else
+constexpr EmitFn kLlvmText = nullptr, kLlvmObject = nullptr;
+#endif
+
 const EmitKind kEmitKinds[] = {
     {"spirv", "a SPIR-V binary module for one kernel (validated)", false, kSpirvBinary},
     {"spvasm", "SPIR-V assembly of each kernel (validated), spirv-dis style", true, kSpirvText},
+    {"llvm", "LLVM IR of the kernels for the host CPU (verified, optimised at -O0..-O3)", true, kLlvmText},
+    {"obj", "a host object file: the kernel as a function over one workgroup, and NAME.range", false, kLlvmObject},
 };
 
 // Features --caps can take away from a profile.
@@ -98,20 +135,27 @@ CommandSpec lowerSpec() {
   return CommandSpec{
       .name = "lower",
       .operands = "FILE",
-      .summary = "Compile the kernels of an .eir module for a target (--emit=spirv|spvasm).",
+      .summary = "Compile the kernels of an .eir module for a target (--emit=spirv|spvasm|llvm|obj).",
       .description = "FILE may be '-' for standard input. --emit=spirv writes one kernel's SPIR-V\n"
                      "binary (choose it with --kernel when there are several) and needs -o;\n"
                      "--emit=spvasm prints the assembly of every kernel (or the one named).\n"
                      "Every module passes the spirv-tools validator before it is written.\n"
                      "The device is a built-in profile: lavapipe (default), nvidia or minimal;\n"
-                     "--caps takes features away from it, e.g. --caps=nofloatatomics.",
+                     "--caps takes features away from it, e.g. --caps=nofloatatomics.\n"
+                     "--emit=llvm prints the LLVM IR of the kernels for the host CPU, and\n"
+                     "--emit=obj writes an object file of one kernel (-o needed), both after\n"
+                     "LLVM's pipeline for -O0..-O3 (default -O2).",
       .options =
           {
-              {"--emit", "KIND", "what to produce: spirv, spvasm"},
+              {"--emit", "KIND", "what to produce: spirv, spvasm, llvm, obj"},
               {"--kernel", "NAME", "lower only this kernel"},
               {"--device-caps", "PROFILE", "the device to compile for: lavapipe, nvidia, minimal"},
               {"--caps", "LIST", "take features away: nofloatatomics, noint64atomics, nofloat64, nofloat16, noint64, noint16, noint8"},
               {"-o", "OUT", "write the output to OUT (required for binary kinds)"},
+              {"-O0", "", "llvm, obj: no optimisation"},
+              {"-O1", "", "llvm, obj: LLVM's -O1 pipeline"},
+              {"-O2", "", "llvm, obj: LLVM's -O2 pipeline (the default)"},
+              {"-O3", "", "llvm, obj: LLVM's -O3 pipeline"},
           },
       .minOperands = 1,
       .maxOperands = 1,
@@ -174,7 +218,7 @@ int runLowerCommand(Session& s, std::span<const std::string> argv) {
   }
 
   std::string out;
-  if (!kind->emit(s, kernels, caps, out)) return 1;
+  if (!kind->emit(s, kernels, caps, *args, out)) return 1;
   if (!args->has("-o") || args->get("-o") == "-") {
     s.io.out << out;
     return 0;
