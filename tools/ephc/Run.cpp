@@ -18,11 +18,13 @@ CommandSpec runSpec() {
           "the entry function runs with one --arg per parameter, each parsed against\n"
           "the parameter's type: 42, -1.5, true, or [1, 2, 3] for a buffer. Each\n"
           "result is printed on its own line. Targets: interp (the reference\n"
-          "interpreter) and, where this build has it, vulkan ('ephc devices' lists\n"
-          "the devices; --device N or EPH_DEVICE picks one, else the first GPU).",
+          "interpreter) and, where this build has them, cpu (kernels compiled by\n"
+          "LLVM, on EPH_THREADS threads) and vulkan ('ephc devices' lists the\n"
+          "devices; --device N or EPH_DEVICE picks one, else the first GPU). The\n"
+          "default is a GPU through Vulkan when there is one, else cpu.",
       .options =
           {
-              {"--target", "NAME", "where to run: interp (default) or vulkan"},
+              {"--target", "NAME", "where to run: interp, cpu or vulkan (default: a GPU, else cpu)"},
               {"--device", "N", "which Vulkan device (as 'ephc devices' numbers them; default: EPH_DEVICE, else the first GPU)"},
               {"--entry", "NAME", "the host function to run (default: main)"},
               {"--arg", "VALUE", "an argument for the entry function; one per parameter, in order", true},
@@ -77,7 +79,7 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
     if (text.empty() || *end || n < 0) return s.fail("run: --device wants a device number, got '" + text + "'");
     deviceIndex = int(n);
   }
-  auto device = runtime::openDevice(args->get("--target", runtime::availableTargets().front()), deviceIndex);
+  auto device = runtime::openDevice(args->has("--target") ? args->get("--target") : runtime::defaultTarget(), deviceIndex);
   if (!device) return s.fail("run: " + device.error().message);
 
   if (!loadPlugins(s, *args)) return 1;
