@@ -37,7 +37,7 @@ class TypeChecker {
     declareFunctions();
     for (auto& k : c_.prog.consts) checkConst(*k);
     for (auto& f : c_.prog.fns)
-      if (!f->isExtern && f->body) checkFn(*f);
+      if (!f->isExtern && f->body && f->type) checkFn(*f);
     return diags_.size() == before;
   }
 
@@ -325,12 +325,58 @@ class TypeChecker {
     f.checkedOk = diags_.size() == before;
   }
 
+  // Integer literals take the integer type their context wants; alone they
+  // are I32 when they fit, else I64.
+  struct IntLit {
+    Span span;
+    int64_t value;
+    bool wide;
+    Ty* var;
+  };
+  std::vector<IntLit> intLits_;
+  Ty* intLiteral(Span s, int64_t value, bool wide) {
+    wide = wide || value > 2147483647LL || value < -2147483648LL;
+    Ty* v = T.var();
+    v->intLit = true;
+    intLits_.push_back({s, value, wide, v});
+    return v;
+  }
+  Ty* core(Ty* t) {
+    t = resolve(t);
+    for (int i = 0; i < 40; ++i) {
+      Ty* e = expandAlias(T, t);
+      if (!e) break;
+      t = resolve(e);
+    }
+    return t;
+  }
+  void checkIntLiterals() {
+    for (const IntLit& l : intLits_) {
+      Ty* r = core(l.var);
+      if (r->kind == Ty::Var) {
+        unify(T, r, T.prim(l.wide ? Prim::I64 : Prim::I32));
+        continue;
+      }
+      if (r->kind == Ty::Error) continue;
+      bool ok = r->kind == Ty::Prim && (r->prim == Prim::I32 || r->prim == Prim::I64 || r->prim == Prim::U32);
+      if (!ok) {
+        error("E101", l.span, "type mismatch: an integer literal cannot have type " + show(l.var));
+        continue;
+      }
+      bool fits = r->prim == Prim::I64 || (r->prim == Prim::I32 && !l.wide) ||
+                  (r->prim == Prim::U32 && l.value >= 0 && l.value <= 4294967295LL);
+      if (!fits) error("E101", l.span, "integer literal " + std::to_string(l.value) + " does not fit in " + show(r));
+    }
+    intLits_.clear();
+  }
+
   // Defaults what inference left open and re-checks what needed known types.
   void finishInference() {
+    checkIntLiterals();
     for (Expr* e : deferredMembers_) inferMemberLate(*e);
     deferredMembers_.clear();
     for (auto& [e, t] : numericChecks_) {
-      Ty* r = resolve(t);
+      Ty* r = core(t);
       if (r->kind == Ty::Var) unify(T, r, T.prim(Prim::I32));
       else if (!isNumeric(r) && r->kind != Ty::Error)
         error("E101", e->span, "this operator needs a number (I32, I64, U32, F32 or F64), got " + show(r));
@@ -384,7 +430,7 @@ class TypeChecker {
 
   Ty* inferKind(Expr& e) {
     switch (e.kind) {
-      case ExprKind::IntLit: return T.prim(e.bval || e.ival > 2147483647LL || e.ival < -2147483648LL ? Prim::I64 : Prim::I32);
+      case ExprKind::IntLit: return intLiteral(e.span, e.ival, e.bval);
       case ExprKind::FloatLit: return T.prim(Prim::F64);
       case ExprKind::BoolLit: return T.prim(Prim::Bool);
       case ExprKind::StrLit: return T.string(T.region(-1, "_"));
@@ -418,8 +464,7 @@ class TypeChecker {
           expectTy(e.kids[0]->span, T.prim(Prim::Bool), t, " (the operand of `!`)");
           return T.prim(Prim::Bool);
         }
-        numericChecks_.push_back({&e, t});
-        return t;
+        return numericNow(e, t, "-") ? t : T.error();
       }
       case ExprKind::Call: return inferCall(e);
       case ExprKind::Index: {
@@ -557,8 +602,7 @@ class TypeChecker {
         p.binding = bind(origin, p.name, p.span, t);
         return;
       case Pattern::Int:
-        expectTy(p.span, t, T.prim(p.wide || p.ival > 2147483647LL || p.ival < -2147483648LL ? Prim::I64 : Prim::I32),
-                 " (an integer pattern)");
+        expectTy(p.span, t, intLiteral(p.span, p.ival, p.wide), " (an integer pattern)");
         return;
       case Pattern::Bool: expectTy(p.span, t, T.prim(Prim::Bool), " (a Bool pattern)"); return;
       case Pattern::String:
@@ -744,6 +788,18 @@ class TypeChecker {
     return result;
   }
 
+  // A number now, or (still open) checked when inference finishes.
+  bool numericNow(Expr& e, Ty* t, const std::string& op) {
+    Ty* r = core(t);
+    if (r->kind == Ty::Var) {
+      numericChecks_.push_back({&e, t});
+      return true;
+    }
+    if (isNumeric(r) || r->kind == Ty::Error) return true;
+    error("E101", e.span, "`" + op + "` needs numbers (I32, I64, U32, F32 or F64), got " + show(t));
+    return false;
+  }
+
   Ty* inferBinary(Expr& e) {
     Ty* a = infer(*e.kids[0]);
     Ty* b = infer(*e.kids[1]);
@@ -765,11 +821,10 @@ class TypeChecker {
           error("E101", e.kids[1]->span, "type mismatch: `" + op + "` compares " + show(a) + " with " + show(b));
           return T.prim(Prim::Bool);
         }
-        Ty* r = resolve(a);
+        Ty* r = core(a);
         bool eq = e.bop == BinOp::Eq || e.bop == BinOp::Ne;
-        if (eq && r->kind == Ty::Prim) return T.prim(Prim::Bool);
-        if (eq && r->kind == Ty::Unit) return T.prim(Prim::Bool);
-        numericChecks_.push_back({&e, a});
+        if (eq && (r->kind == Ty::Prim || r->kind == Ty::Unit)) return T.prim(Prim::Bool);
+        if (!numericNow(e, a, op)) return T.prim(Prim::Bool);
         return T.prim(Prim::Bool);
       }
       default:
@@ -777,7 +832,7 @@ class TypeChecker {
           error("E101", e.kids[1]->span, "type mismatch: `" + op + "` needs operands of one type, got " + show(a) + " and " + show(b));
           return T.error();
         }
-        numericChecks_.push_back({&e, a});
+        if (!numericNow(e, a, op)) return T.error();
         return a;
     }
   }

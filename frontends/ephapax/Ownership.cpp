@@ -3,6 +3,7 @@
 // scope, whether it has been consumed and where. Branches are checked from the
 // same starting state and must agree on the `let!` / linear bindings they
 // consume; afterwards a binding consumed in any branch counts as consumed.
+#include <algorithm>
 #include <functional>
 
 #include "frontends/ephapax/Checker.h"
@@ -145,7 +146,7 @@ class OwnershipChecker {
       }
       if (consumer < 0) continue;
       if (keeper >= 0 && usageOf(c_, b) == Usage::ExactlyOnce)
-        diags_.error("E005", e.span, "`" + b.name + "` is consumed in the " + names[consumer] + " but not in the " + names[keeper],
+        diags_.error("E005", e.span, "`" + b.name + "` is consumed in " + names[consumer] + " but not in " + names[keeper],
                      "every branch must consume the same linear values; consume `" + b.name + "` in each branch");
       state_[b.id] = branches[consumer][b.id];
     }
@@ -175,12 +176,35 @@ class OwnershipChecker {
                    "take the pair apart with `let (a, b) = ...` and consume both parts");
   }
 
-  // LET! PATTERNS. `let! (a, _) = e` would discard a part it promised to use (E001).
-  void ruleLetBangNoWildcard(const Pattern& p) {
+  // PROJECTION. `.N` / `.field` may not discard a linear field (E001).
+  void ruleMemberKeepsLinear(const Expr& e) {
+    Ty* t = resolve(e.kids[0]->ty);
+    if (Ty* ex = expandAlias(c_.types, t)) t = resolve(ex);
+    std::vector<Ty*> fields;
+    size_t index = 0;
+    if (t->kind == Ty::Tuple && e.bval) {
+      fields = t->args;
+      index = static_cast<size_t>(e.ival);
+    } else if (t->kind == Ty::Named && t->decl->kind == TypeDecl::Record && !e.bval) {
+      fields = recordFields(c_.types, t);
+      auto& names = t->decl->fieldNames;
+      index = std::find(names.begin(), names.end(), e.name) - names.begin();
+    }
+    for (size_t i = 0; i < fields.size(); ++i)
+      if (i != index && isLinear(c_.types, fields[i])) {
+        diags_.error("E001", e.span, "this projection discards a linear field of type " + show(fields[i]),
+                     "take the value apart with a pattern and consume every linear part");
+        return;
+      }
+  }
+
+  // LET! PATTERNS. `let! (a, _) = e` would discard a part it promised to use
+  // (E001, at the `let!`).
+  void ruleLetBangNoWildcard(const Pattern& p, Span letSpan) {
     if (p.kind == Pattern::Wild)
-      diags_.error("E001", p.span, "`_` in a `let!` pattern discards a value that must be used exactly once",
+      diags_.error("E001", letSpan, "`_` in a `let!` pattern discards a value that must be used exactly once",
                    "bind it to a name and use it");
-    for (auto& a : p.args) ruleLetBangNoWildcard(*a);
+    for (auto& a : p.args) ruleLetBangNoWildcard(*a, letSpan);
   }
 
   // ---- the walk ---------------------------------------------------------------------
@@ -210,7 +234,7 @@ class OwnershipChecker {
         return;
       case ExprKind::Let: {
         walk(*e.kids[0]);
-        if (e.bval) ruleLetBangNoWildcard(*e.pat);
+        if (e.bval) ruleLetBangNoWildcard(*e.pat, e.span);
         std::vector<Binding*> bs;
         declarePattern(*e.pat, bs);
         if (e.kids.size() > 1) walk(*e.kids[1]);
@@ -229,7 +253,7 @@ class OwnershipChecker {
       }
       case ExprKind::If:
         walk(*e.kids[0]);
-        branches(e, 2, {"then-branch", "else-branch"}, [&](size_t k) { walk(*e.kids[k + 1]); });
+        branches(e, 2, {"the then-branch", "the else-branch"}, [&](size_t k) { walk(*e.kids[k + 1]); });
         return;
       case ExprKind::Match: {
         walk(*e.kids[0]);
@@ -247,7 +271,7 @@ class OwnershipChecker {
       }
       case ExprKind::Case:
         walk(*e.kids[0]);
-        branches(e, 2, {"inl arm", "inr arm"}, [&](size_t k) {
+        branches(e, 2, {"the inl arm", "the inr arm"}, [&](size_t k) {
           std::vector<Binding*> bs;
           if (Binding* b = e.caseBindings[k]) declare(b), bs.push_back(b);
           walk(*e.kids[k + 1]);
@@ -257,7 +281,7 @@ class OwnershipChecker {
       case ExprKind::Handle: {
         walk(*e.kids[0]);
         std::vector<std::string> names;
-        for (Arm& a : e.arms) names.push_back("handler `" + a.name + "`");
+        for (Arm& a : e.arms) names.push_back("the handler `" + a.name + "`");
         branches(e, e.arms.size(), names, [&](size_t k) {
           Arm& a = e.arms[k];
           std::vector<Binding*> bs;
@@ -271,6 +295,10 @@ class OwnershipChecker {
       case ExprKind::Fst:
       case ExprKind::Snd:
         ruleProjectionKeepsLinear(e);
+        walk(*e.kids[0]);
+        return;
+      case ExprKind::Member:
+        ruleMemberKeepsLinear(e);
         walk(*e.kids[0]);
         return;
       case ExprKind::Copy:

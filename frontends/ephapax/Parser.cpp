@@ -64,7 +64,12 @@ class Parser {
     panic_ = true;
     // A malformed token was already reported by the lexer.
     if (at(Tok::Error)) return;
-    diags_.error("E000", cur().span, "expected " + what + ", got " + describe(cur()), std::move(hint));
+    Span where = cur().span;
+    if (at(Tok::End) && pos_ > 0) {  // just after the last token, not on an empty last line
+      const Span& last = toks_[pos_ - 1].span;
+      where = Span{last.line, last.col + last.len, 1};
+    }
+    diags_.error("E000", where, "expected " + what + ", got " + describe(cur()), std::move(hint));
   }
   bool expect(Tok k, std::string_view context = {}, std::string hint = {}) {
     if (panic_) return false;

@@ -2,7 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 
 #include "ir/OpTable.h"
@@ -16,6 +18,25 @@ using I = int64_t;
 using D = double;
 
 bool isIntLike(const ir::Type* t) { return t->isInt() || t->isBool(); }
+
+// The size (and alignment) of an integer-like type in C: _Bool is one byte.
+unsigned cSize(const ir::Type* t) { return t->isBool() ? 1 : t->bits() / 8; }
+
+struct Reg2 {
+  uint64_t lo, hi;
+};
+
+// Integer fields laid out as C would; 0 when the struct is not all integers.
+unsigned cStructSize(const ir::Type* t) {
+  unsigned offset = 0, align = 1;
+  for (const ir::Type* f : t->members()) {
+    if (!isIntLike(f)) return 0;
+    unsigned size = cSize(f);
+    offset = (offset + size - 1) / size * size + size;
+    align = std::max(align, size);
+  }
+  return (offset + align - 1) / align * align;
+}
 
 std::string verifyFfiCall(const ir::Op& op) {
   const ir::Attr* sym = op.attr("symbol");
@@ -56,6 +77,27 @@ bool interpFfiCall(interp::Exec& ex, const ir::Op& op) {
   }
   std::vector<I> args;
   for (unsigned i = 0; i < op.numOperands(); ++i) args.push_back(ex.operand(op, i).i);
+  if (rt && rt->isStruct() && !rt->isUnit()) {
+    // A small struct of integers comes back in two registers (x86-64 SysV
+    // RAX:RDX, AArch64 x0:x1): read its fields at their C offsets.
+    Reg2 r = callN<Reg2, I>(fn, args);
+    unsigned char bytes[16];
+    std::memcpy(bytes, &r, sizeof bytes);
+    interp::RtValue out;
+    out.type = rt;
+    unsigned offset = 0;
+    for (const ir::Type* f : rt->members()) {
+      unsigned size = cSize(f);
+      offset = (offset + size - 1) / size * size;
+      uint64_t raw = 0;
+      std::memcpy(&raw, bytes + offset, size);
+      offset += size;
+      int64_t v = static_cast<int64_t>(raw);
+      if (f->isInt() && f->isSigned() && size < 8) v = static_cast<int64_t>(raw << (64 - 8 * size)) >> (64 - 8 * size);
+      out.elems.push_back(f->isBool() ? interp::RtValue::ofBool(f, raw != 0) : interp::RtValue::ofInt(f, v));
+    }
+    return ex.setResult(op, std::move(out));
+  }
   I r = callN<I, I>(fn, args);
   if (!rt) return true;
   if (rt->isUnit()) {
@@ -88,8 +130,10 @@ std::string ffiSignatureProblem(const std::vector<const ir::Type*>& params, cons
       return "argument type " + t->str() + " cannot be passed to an extern function (integers, Bool, F64 and extern handles can)";
     }
   }
-  if (result && !result->isUnit() && !isIntLike(result) && !(result->isFloat() && result->bits() == 64))
-    return "result type " + result->str() + " cannot be returned by an extern function";
+  bool smallStruct = result && result->isStruct() && !result->isUnit() && cStructSize(result) > 0 && cStructSize(result) <= 16;
+  if (result && !result->isUnit() && !isIntLike(result) && !smallStruct && !(result->isFloat() && result->bits() == 64))
+    return "result type " + result->str() + " cannot be returned by an extern function (integers, Bool, F64, () and tuples of at most 16 bytes of integers can)";
+  if (smallStruct) anyInt = true;
   if (anyFloat && anyInt) return "mixes integer and float arguments/results, which extern calls do not support";
   if (anyFloat && (!result || !result->isFloat())) return "float arguments need an F64 result";
   return {};

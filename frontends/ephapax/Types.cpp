@@ -180,6 +180,20 @@ bool unifyAt(TyArena& a, Ty* x, Ty* y, unsigned depth) {
   if (x->kind == Ty::Error || y->kind == Ty::Error) return true;
   if (x->kind == Ty::Var) {
     if (occurs(x, y)) return false;
+    if (x->intLit) {
+      if (y->kind == Ty::Var) {
+        y->intLit = true;
+      } else {
+        Ty* core = y;
+        for (int i = 0; i < 40; ++i) {
+          Ty* e = expandAlias(a, core);
+          if (!e) break;
+          core = resolve(e);
+        }
+        bool isInt = core->kind == Ty::Prim && (core->prim == Prim::I32 || core->prim == Prim::I64 || core->prim == Prim::U32);
+        if (!isInt && core->kind != Ty::Error) return false;
+      }
+    }
     x->link = y;
     return true;
   }
@@ -289,7 +303,9 @@ void showInto(std::string& s, Ty* t, bool nested, unsigned depth) {
     return;
   }
   switch (t->kind) {
-    case Ty::Var: s += t->regionVar ? "?r" + std::to_string(t->id) : "?" + std::to_string(t->id); return;
+    case Ty::Var:
+      s += t->regionVar ? "?r" + std::to_string(t->id) : t->intLit ? "{integer}" : "?" + std::to_string(t->id);
+      return;
     case Ty::Param: s += t->name; return;
     case Ty::Prim: {
       static const char* names[] = {"I32", "I64", "U32", "F32", "F64", "Bool"};

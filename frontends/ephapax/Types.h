@@ -21,6 +21,7 @@ struct Ty {
   Ty* link = nullptr;      // Var: what it is bound to
   int id = 0;              // Var/Param: a number; Region: the region's identity (-1: global `_`)
   bool regionVar = false;  // Var/Param standing for a region
+  bool intLit = false;     // Var: the type of an integer literal (only integer types unify with it)
   bool mut = false;        // Ref
   std::string name;        // Param, Region, Named
   TypeDecl* decl = nullptr;  // Named

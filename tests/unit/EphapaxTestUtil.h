@@ -1,0 +1,121 @@
+// Shared helpers for the Ephapax tests: reading files, checking and running
+// a program on a target, and the `-- expect:` header of tests/ephapax/*.eph.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "frontends/ephapax/Frontend.h"
+#include "ir/interp/Interp.h"
+#include "passes/PassManager.h"
+#include "runtime/Device.h"
+
+namespace eph::ephapax::test {
+
+inline std::string readFile(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// What a program is expected to do: "ok", "error E001" (optionally
+// "error E001 at 3:5" for the first diagnostic's position), "result 42".
+struct Expectation {
+  std::string kind;  // ok | error | result
+  std::string value; // the code or the printed result
+  unsigned line = 0, col = 0;
+};
+
+inline Expectation parseExpectation(const std::string& text) {
+  Expectation e;
+  std::istringstream in(text);
+  in >> e.kind;
+  if (e.kind == "ok") return e;
+  std::string rest;
+  std::getline(in, rest);
+  size_t start = rest.find_first_not_of(' ');
+  rest = start == std::string::npos ? "" : rest.substr(start);
+  if (e.kind == "error") {
+    std::istringstream r(rest);
+    std::string at, pos;
+    r >> e.value >> at >> pos;
+    if (at == "at") {
+      size_t colon = pos.find(':');
+      e.line = static_cast<unsigned>(std::stoul(pos.substr(0, colon)));
+      e.col = static_cast<unsigned>(std::stoul(pos.substr(colon + 1)));
+    }
+  } else {
+    e.value = rest;
+  }
+  return e;
+}
+
+// The first `-- expect: ...` line of a test program.
+inline std::string expectLine(const std::string& src) {
+  const std::string tag = "-- expect: ";
+  size_t at = src.find(tag);
+  if (at == std::string::npos) return {};
+  size_t end = src.find('\n', at);
+  return src.substr(at + tag.size(), end == std::string::npos ? std::string::npos : end - at - tag.size());
+}
+
+// Checks a program against its expectation; returns "" or what went wrong.
+// `targets`: where `result` programs run.
+inline std::string checkProgram(const std::string& file, const std::string& src, const Expectation& want,
+                                const std::vector<std::string>& targets) {
+  DiagSink diags;
+  auto checked = check(src, diags);
+  if (want.kind == "ok") {
+    if (!diags.empty()) return "expected ok, got:\n" + renderAll(diags, file, src);
+    // Every valid program must also lower to IR the verifier and the IR
+    // linearity pass accept (effects excepted: code generation has E200).
+    ir::Context ctx;
+    DiagSink lowerDiags;
+    auto m = compile(ctx, src, file, lowerDiags);
+    if (!m && (lowerDiags.empty() || lowerDiags.all()[0].code != "E200"))
+      return "checks, but does not lower:\n" + renderAll(lowerDiags, file, src);
+    return {};
+  }
+  if (want.kind == "error") {
+    if (diags.empty()) return "expected error " + want.value + ", got none";
+    const Diag& d = diags.all()[0];
+    if (d.code != want.value) return "expected error " + want.value + ", first diagnostic is:\n" + renderAll(diags, file, src);
+    if (want.line && (d.span.line != want.line || d.span.col != want.col))
+      return "expected error " + want.value + " at " + std::to_string(want.line) + ":" + std::to_string(want.col) +
+             ", got:\n" + renderAll(diags, file, src);
+    return {};
+  }
+  // result
+  ir::Context ctx;
+  DiagSink lowerDiags;
+  auto m = compile(ctx, src, file, lowerDiags);
+  if (!m) return "does not compile:\n" + renderAll(lowerDiags, file, src);
+  const ir::Function* entry = m->lookup("main");
+  if (!entry) return "no main";
+  for (const std::string& target : targets) {
+    auto dev = runtime::openDevice(target);
+    if (!dev) return "cannot open " + target + ": " + dev.error().message;
+    if (Status st = (*dev)->prepare(*m); !st) return target + ": prepare failed: " + st.error().str();
+    interp::Interpreter in(*m);
+    auto results = runtime::runHost(**dev, in, *entry, {});
+    if (!results) return target + ": run failed: " + results.error().str();
+    if (results->size() != 1) return target + ": main returned " + std::to_string(results->size()) + " values";
+    std::string got = interp::format((*results)[0], &in.memory());
+    if (got != want.value) return target + ": expected result " + want.value + ", got " + got;
+  }
+  return {};
+}
+
+// interp, and cpu when this build has it.
+inline std::vector<std::string> runTargets() {
+  std::vector<std::string> out = {"interp"};
+  for (const std::string& t : runtime::availableTargets())
+    if (t == "cpu") out.push_back(t);
+  return out;
+}
+
+}  // namespace eph::ephapax::test
