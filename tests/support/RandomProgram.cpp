@@ -1,0 +1,332 @@
+#include "tests/support/RandomProgram.h"
+
+#include <random>
+#include <vector>
+
+namespace eph::test {
+namespace {
+
+constexpr unsigned kInputLength = 256;  // a power of two: indices are masked into range
+
+class Generator {
+ public:
+  Generator(uint64_t seed, const RandomProgramOptions& opts) : rng_(seed), opts_(opts) {
+    static const unsigned kSizes[][2] = {{1, 1}, {4, 1}, {8, 1}, {16, 1}, {32, 1}, {64, 1}, {4, 4}, {8, 2}};
+    auto& s = kSizes[below(8)];
+    wx_ = s[0];
+    wy_ = s[1];
+    groups_ = 1 + below(4);
+  }
+
+  std::string program() {
+    std::string kernel = kernelText();
+    return kernel + hostText();
+  }
+
+ private:
+  struct Val {
+    std::string name, type;
+  };
+
+  unsigned below(unsigned n) { return unsigned(rng_() % n); }
+  bool chance(unsigned percent) { return below(100) < percent; }
+  std::string fresh() { return "%v" + std::to_string(next_++); }
+  void line(const std::string& s) { out_ += std::string(2 * indent_, ' ') + s + "\n"; }
+
+  std::string pick(const std::string& type) {
+    std::vector<const Val*> of;
+    for (const Val& v : pool_)
+      if (v.type == type) of.push_back(&v);
+    return of[below(unsigned(of.size()))]->name;
+  }
+  std::string def(const std::string& type, const std::string& rhs) {
+    std::string n = fresh();
+    line(n + " = " + rhs + " : " + type);
+    pool_.push_back({n, type});
+    return n;
+  }
+  std::string constant(const std::string& type, const std::string& value) {
+    return def(type, "const {value = " + value + "}");
+  }
+  std::string numericType() { return opts_.floats && chance(35) ? "f32" : chance(60) ? "i32" : "u32"; }
+  std::string anyType() { return chance(15) ? "bool" : numericType(); }
+
+  // An index into the input buffers.
+  std::string index() { return def("u32", "and " + pick("u32") + ", %mask"); }
+
+  void intArith(const std::string& t) {
+    static const char* const kOps[] = {"add", "sub", "mul", "and", "or", "xor", "shl", "shr", "min", "max", "div", "rem"};
+    std::string op = kOps[below(12)];
+    std::string a = pick(t), b = pick(t);
+    if (op == "div" || op == "rem") b = def(t, "or " + b + ", " + (t == "i32" ? "%one_i" : "%one_u"));
+    if (chance(20)) {
+      def(t, std::string(chance(50) ? "neg " : chance(50) ? "abs " : "not ") + a);
+      return;
+    }
+    def(t, op + " " + a + ", " + b);
+  }
+
+  void floatArith() {
+    static const char* const kBinary[] = {"add", "sub", "mul", "div", "min", "max"};
+    static const char* const kUnary[] = {"neg", "abs", "floor", "ceil", "sqrt", "sin", "exp"};
+    if (chance(30)) {
+      std::string op = kUnary[below(7)];
+      std::string a = pick("f32");
+      if (op == "sqrt") a = def("f32", "abs " + a);
+      def("f32", op + " " + a);
+      return;
+    }
+    def("f32", std::string(kBinary[below(6)]) + " " + pick("f32") + ", " + pick("f32"));
+  }
+
+  void compare() {
+    static const char* const kOps[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+    std::string t = numericType();
+    def("bool", std::string(kOps[below(6)]) + " " + pick(t) + ", " + pick(t));
+  }
+
+  void castOrSelect() {
+    std::string from = anyType(), to = anyType();
+    if (chance(30)) {
+      def(to, "select " + pick("bool") + ", " + pick(to) + ", " + pick(to));
+      return;
+    }
+    if (from == to) return;
+    def(to, "cast " + pick(from));
+  }
+
+  void load() {
+    std::string i = index();
+    if (opts_.floats && chance(40)) def("f32", "load %fin, " + i);
+    else def("i32", "load %in, " + i);
+  }
+
+  void atomic() {
+    std::string slot = def("u32", "and " + pick("u32") + ", %seven");
+    if (opts_.floats && chance(30)) {
+      std::string small = def("u32", "and " + pick("u32") + ", %fifteen");
+      std::string f = def("f32", "cast " + small);
+      line(fresh() + " = atomic.add %facc, " + slot + ", " + f + " : f32");
+      return;
+    }
+    // add, min and max commute only with themselves: each has its own 8 slots.
+    static const char* const kOps[] = {"atomic.add", "atomic.min", "atomic.max"};
+    unsigned k = below(3);
+    if (k) slot = def("u32", "add " + slot + ", " + (k == 1 ? "%eight" : "%sixteen"));
+    line(fresh() + " = " + kOps[k] + " %acc, " + slot + ", " + pick("i32") + " : i32");
+  }
+
+  // Every invocation publishes a value in workgroup memory and reads a
+  // neighbour's after the barrier.
+  void exchange() {
+    line("barrier");
+    line("store %shared, %lid, " + pick("i32"));
+    line("barrier");
+    std::string j = def("u32", "add %lid, " + pick("u32"));
+    std::string k = def("u32", "rem " + j + ", %wgsize");
+    def("i32", "load %shared, " + k);
+  }
+
+  // Runs `body` in a region, dropping the values it defined afterwards.
+  template <class F>
+  void region(F body) {
+    size_t mark = pool_.size();
+    ++indent_;
+    body();
+    --indent_;
+    pool_.resize(mark);
+  }
+
+  void ifStmt(unsigned depth, bool uniform) {
+    std::string t = anyType();
+    bool uniformCond = uniform && opts_.barriers && chance(50);
+    std::string c = uniformCond ? def("bool", "lt %wgid, " + constant("u32", std::to_string(below(4)))) : pick("bool");
+    bool inner = uniform && uniformCond;
+    std::string r = fresh();
+    line(r + " = if " + c + " : " + t + " {");
+    for (int arm = 0; arm < 2; ++arm) {
+      if (arm) line("} {");
+      region([&] {
+        block(depth + 1, 2 + below(4), inner);
+        line("yield " + pick(t));
+      });
+    }
+    line("}");
+    pool_.push_back({r, t});
+  }
+
+  void forStmt(unsigned depth, bool uniform) {
+    std::string t = numericType();
+    bool constantBounds = chance(60);
+    std::string hi = constantBounds ? constant("u32", std::to_string(1 + below(4)))
+                                    : def("u32", "and " + pick("u32") + ", %three");
+    std::string init = pick(t);
+    std::string r = fresh(), iv = fresh(), acc = fresh();
+    line(r + " = for %zero, " + hi + ", %one_u, " + init + " : " + t + " { |" + iv + ": u32, " + acc + ": " + t + "|");
+    region([&] {
+      pool_.push_back({iv, "u32"});
+      pool_.push_back({acc, t});
+      block(depth + 1, 2 + below(4), uniform && constantBounds);
+      line("yield " + pick(t));
+    });
+    line("}");
+    pool_.push_back({r, t});
+  }
+
+  void statement(unsigned depth, bool uniform) {
+    unsigned k = below(100);
+    if (k < 30) intArith(chance(60) ? "i32" : "u32");
+    else if (k < 42) opts_.floats ? floatArith() : intArith("i32");
+    else if (k < 50) compare();
+    else if (k < 60) castOrSelect();
+    else if (k < 72) load();
+    else if (k < 78 && opts_.atomics) atomic();
+    else if (k < 84 && opts_.barriers && uniform) exchange();
+    else if (k < 92 && depth < 2) ifStmt(depth, uniform);
+    else if (depth < 2) forStmt(depth, uniform);
+    else intArith("i32");
+  }
+
+  void block(unsigned depth, unsigned count, bool uniform) {
+    for (unsigned i = 0; i < count; ++i) statement(depth, uniform);
+  }
+
+  std::string kernelText() {
+    out_.clear();
+    indent_ = 1;
+    std::string acc = "buffer<i32, device, write>";
+    line("%shared = workgroup.alloc {size = " + std::to_string(wx_ * wy_) + "} : buffer<i32, workgroup, write>");
+    line("%gx = global_id {dim = 0} : u32");
+    line("%gy = global_id {dim = 1} : u32");
+    line("%lx = local_id {dim = 0} : u32");
+    line("%ly = local_id {dim = 1} : u32");
+    line("%wgid = workgroup_id {dim = 0} : u32");
+    line("%wgsize = const {value = " + std::to_string(wx_ * wy_) + "} : u32");
+    line("%width = const {value = " + std::to_string(wx_ * groups_) + "} : u32");
+    line("%sx = const {value = " + std::to_string(wx_) + "} : u32");
+    line("%row = mul %gy, %width : u32");
+    line("%gid = add %row, %gx : u32");
+    line("%lrow = mul %ly, %sx : u32");
+    line("%lid = add %lrow, %lx : u32");
+    line("%mask = const {value = " + std::to_string(kInputLength - 1) + "} : u32");
+    line("%zero = const {value = 0} : u32");
+    line("%one_u = const {value = 1} : u32");
+    line("%one_i = const {value = 1} : i32");
+    line("%three = const {value = 3} : u32");
+    line("%seven = const {value = 7} : u32");
+    line("%fifteen = const {value = 15} : u32");
+    line("%eight = const {value = 8} : u32");
+    line("%sixteen = const {value = 16} : u32");
+    pool_ = {{"%gid", "u32"}, {"%lid", "u32"}, {"%wgid", "u32"}, {"%zero", "u32"}, {"%one_i", "i32"}};
+    static const char* const kInts[] = {"0", "1", "-1", "7", "-100", "2147483647", "-2147483648", "12345"};
+    static const char* const kUints[] = {"0", "1", "3", "31", "32", "4294967295", "65536"};
+    static const char* const kFloats[] = {"0.0", "1.0", "-2.5", "0.1", "1e30", "-0.0", "3.75"};
+    for (int i = 0; i < 3; ++i) {
+      constant("i32", kInts[below(8)]);
+      constant("u32", kUints[below(7)]);
+      if (opts_.floats) constant("f32", kFloats[below(7)]);
+    }
+    def("i32", "cast %gid");
+    if (opts_.floats) def("f32", "cast %gid");
+    constant("bool", chance(50) ? "true" : "false");
+    block(0, opts_.statements, true);
+    line("store %out, %gid, " + pick("i32"));
+    if (opts_.floats) line("store %fout, %gid, " + pick("f32"));
+    line("return");
+    return "kernel @k(%in: buffer<i32, device, read>, %fin: buffer<f32, device, read>, %out: buffer<i32, device, write>, "
+           "%fout: buffer<f32, device, write>, %acc: " + acc + ", %facc: buffer<f32, device, write>) workgroup(" +
+           std::to_string(wx_) + ", " + std::to_string(wy_) + ", 1) {\n" + out_ + "}\n\n";
+  }
+
+  std::string hostText() {
+    unsigned n = wx_ * wy_ * groups_;
+    std::string N = std::to_string(n), L = std::to_string(kInputLength);
+    std::string a = std::to_string(int(below(2000)) - 1000), b = std::to_string(int(below(1 << 30)) - (1 << 29));
+    return R"(host @main() -> (buffer<i32, host, linear>, buffer<f32, host, linear>, buffer<i32, host, linear>, buffer<f32, host, linear>) {
+  %n = const {value = )" + N + R"(} : u32
+  %len = const {value = )" + L + R"(} : u32
+  %eight = const {value = 8} : u32
+  %accn = const {value = 24} : u32
+  %zero = const {value = 0} : u32
+  %one = const {value = 1} : u32
+  %groups = const {value = )" + std::to_string(groups_) + R"(} : u32
+  %a = const {value = )" + a + R"(} : i32
+  %b = const {value = )" + b + R"(} : i32
+  %scale = const {value = 0.37} : f32
+  %zi = const {value = 0} : i32
+  %zf = const {value = 0.0} : f32
+  %hin = alloc %len : buffer<i32, host, linear>
+  %hfin = alloc %len : buffer<f32, host, linear>
+  for %zero, %len, %one { |%i: u32|
+    %ii = cast %i : i32
+    %m = mul %ii, %a : i32
+    %v = add %m, %b : i32
+    store %hin, %i, %v
+    %f = cast %v : f32
+    %g = mul %f, %scale : f32
+    store %hfin, %i, %g
+    yield
+  }
+  %hout = alloc %n : buffer<i32, host, linear>
+  %hfout = alloc %n : buffer<f32, host, linear>
+  for %zero, %n, %one { |%i: u32|
+    store %hout, %i, %zi
+    store %hfout, %i, %zf
+    yield
+  }
+  %hacc = alloc %accn : buffer<i32, host, linear>
+  %hfacc = alloc %eight : buffer<f32, host, linear>
+  for %zero, %accn, %one { |%i: u32|
+    store %hacc, %i, %zi
+    yield
+  }
+  for %zero, %eight, %one { |%i: u32|
+    store %hfacc, %i, %zf
+    yield
+  }
+  %din = alloc %len : buffer<i32, device, linear>
+  %dfin = alloc %len : buffer<f32, device, linear>
+  %dout = alloc %n : buffer<i32, device, linear>
+  %dfout = alloc %n : buffer<f32, device, linear>
+  %dacc = alloc %accn : buffer<i32, device, linear>
+  %dfacc = alloc %eight : buffer<f32, device, linear>
+  h2d %din, %hin
+  h2d %dfin, %hfin
+  h2d %dout, %hout
+  h2d %dfout, %hfout
+  h2d %dacc, %hacc
+  h2d %dfacc, %hfacc
+  dispatch %groups, %one, %one, %din, %dfin, %dout, %dfout, %dacc, %dfacc {kernel = @k}
+  wait
+  d2h %hout, %dout
+  d2h %hfout, %dfout
+  d2h %hacc, %dacc
+  d2h %hfacc, %dfacc
+  free %hin
+  free %hfin
+  free %din
+  free %dfin
+  free %dout
+  free %dfout
+  free %dacc
+  free %dfacc
+  return %hout, %hfout, %hacc, %hfacc
+}
+)";
+  }
+
+  std::mt19937_64 rng_;
+  RandomProgramOptions opts_;
+  unsigned wx_ = 1, wy_ = 1, groups_ = 1;
+  std::vector<Val> pool_;
+  std::string out_;
+  unsigned indent_ = 1, next_ = 0;
+};
+
+}  // namespace
+
+std::string generateRandomProgram(uint64_t seed, const RandomProgramOptions& opts) {
+  return Generator(seed, opts).program();
+}
+
+}  // namespace eph::test
