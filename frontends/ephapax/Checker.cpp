@@ -1,6 +1,8 @@
 // Pass 1 of the checker: names, types, regions, arity, exhaustiveness.
 #include "frontends/ephapax/Checker.h"
 
+#include "frontends/ephapax/Parser.h"
+
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -1111,5 +1113,25 @@ class TypeChecker {
 }  // namespace
 
 bool typeCheck(Checked& c, DiagSink& diags) { return TypeChecker(c, diags).run(); }
+
+std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags) {
+  auto c = std::make_unique<Checked>();
+  size_t before = diags.size();
+  c->prog = parseProgram(src, diags);
+  if (diags.size() != before) return nullptr;
+  bool typed = typeCheck(*c, diags);
+  // Ownership errors of the functions that type-checked are independent.
+  checkOwnership(*c, diags);
+  if (!typed) return nullptr;
+  return c;
+}
+
+std::string renderAll(const DiagSink& diags, std::string_view file, std::string_view src) {
+  std::string out;
+  for (const Diag& d : diags.all()) out += renderDiag(d, file, src);
+  return out;
+}
+
+bool isEphapaxFile(std::string_view path) { return path.size() > 4 && path.substr(path.size() - 4) == ".eph"; }
 
 }  // namespace eph::ephapax

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "frontends/ephapax/Ast.h"
@@ -58,5 +59,15 @@ enum class Usage : uint8_t {
   ExactlyOnce, // linear: must be consumed on every path
 };
 Usage usageOf(Checked& c, const Binding& b);
+
+// Parses and checks (both passes). Null when there were syntax or type
+// errors; with ownership errors the program is returned and `diags` holds them.
+std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags);
+
+// Every diagnostic rendered (renderDiag), in order.
+std::string renderAll(const DiagSink& diags, std::string_view file, std::string_view src);
+
+// True for a file name that ends in ".eph".
+bool isEphapaxFile(std::string_view path);
 
 }  // namespace eph::ephapax

@@ -1,25 +1,10 @@
 #include "frontends/ephapax/Frontend.h"
 
 #include "frontends/ephapax/Lower.h"
-#include "frontends/ephapax/Parser.h"
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
 
 namespace eph::ephapax {
-
-std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags) {
-  auto c = std::make_unique<Checked>();
-  size_t before = diags.size();
-  c->prog = parseProgram(src, diags);
-  if (diags.size() != before) return nullptr;
-  if (!typeCheck(*c, diags)) {
-    // Ownership errors of the functions that type-checked are independent.
-    checkOwnership(*c, diags);
-    return nullptr;
-  }
-  checkOwnership(*c, diags);
-  return c;
-}
 
 std::unique_ptr<ir::Module> compile(ir::Context& ctx, std::string_view src, const std::string& file, DiagSink& diags,
                                     const CompileOptions& opts) {
@@ -47,13 +32,5 @@ std::unique_ptr<ir::Module> compile(ir::Context& ctx, std::string_view src, cons
   }
   return m;
 }
-
-std::string renderAll(const DiagSink& diags, std::string_view file, std::string_view src) {
-  std::string out;
-  for (const Diag& d : diags.all()) out += renderDiag(d, file, src);
-  return out;
-}
-
-bool isEphapaxFile(std::string_view path) { return path.size() > 4 && path.substr(path.size() - 4) == ".eph"; }
 
 }  // namespace eph::ephapax

@@ -1,5 +1,6 @@
 // The Ephapax frontend as one call: source text in, diagnostics and/or an IR
-// module out.
+// module out. (check() and renderAll() are in Checker.h, which does not need
+// the IR.)
 //
 //   DiagSink diags;
 //   auto checked = ephapax::check(src, diags);          // parse + both checker passes
@@ -20,10 +21,6 @@
 
 namespace eph::ephapax {
 
-// Parses and checks. Null when there were syntax or type errors; with
-// ownership errors the program is returned and `diags` holds them.
-std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags);
-
 struct CompileOptions {
   // Run the ownership checker first and stop on its errors.
   bool frontendCheck = true;
@@ -36,11 +33,5 @@ struct CompileOptions {
 // Parses, checks and lowers to IR. Null after reporting errors in `diags`.
 std::unique_ptr<ir::Module> compile(ir::Context& ctx, std::string_view src, const std::string& file,
                                     DiagSink& diags, const CompileOptions& opts = {});
-
-// Every diagnostic rendered (renderDiag), in order.
-std::string renderAll(const DiagSink& diags, std::string_view file, std::string_view src);
-
-// True for a file name that ends in ".eph".
-bool isEphapaxFile(std::string_view path);
 
 }  // namespace eph::ephapax

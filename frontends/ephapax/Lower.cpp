@@ -196,7 +196,11 @@ class Lowerer {
             return ctx_.structType(parts);
           }
           case TypeDecl::Data: {
-            if (d->recursive) return ctx_.unitType();
+            if (d->recursive) {
+              unsupported(Span{curLoc_.line, curLoc_.col, 1},
+                          "the recursive data type `" + d->name + "` cannot be lowered (the IR has no recursive types)", "E203");
+              return ctx_.unitType();
+            }
             std::vector<const ir::Type*> variants;
             for (size_t k = 0; k < d->ctorTys.size(); ++k) {
               std::vector<const ir::Type*> fields;
@@ -442,7 +446,7 @@ class Lowerer {
     curFn_ = nullptr;
     curKey_.clear();
     b_ = B(ctx_, e.body->body());
-    b_.setLoc(loc(sp));
+    setLoc(sp);
     std::vector<Value*> caps = env->members().empty() ? std::vector<Value*>{}
                                                       : b_.create("struct.unpack", {envV}, {env->members().begin(), env->members().end()})->results();
     Value* result = nullptr;
@@ -478,6 +482,7 @@ class Lowerer {
         result = b_.create("call", args, {callee->resultTypes()[0]}, {{"callee", ir::Attr::symbol(callee->name())}})->result(0);
       }
     }
+    setLoc(sp);
     b_.create("return", {result});
     env_ = std::move(savedEnv);
     subst_ = savedSubst;
@@ -565,7 +570,7 @@ class Lowerer {
     loopSum_ = nullptr;
     ir::Function* irf = in.irfn;
     b_ = B(ctx_, irf->body());
-    b_.setLoc(loc(f.span));
+    setLoc(f.span);
     for (size_t i = 0; i < f.params.size(); ++i)
       if (!checkRepresentable(f.paramTys[i], f.params[i].span)) return;
     if (!checkRepresentable(f.retTy, f.span)) return;
@@ -635,6 +640,7 @@ class Lowerer {
     bindParams(f, params);
     Value* v = lowerExpr(*f.body);
     v = coerce(v, rt, f.body->span);
+    setLoc(f.span);
     endScopeAll();
     b_.create("return", {v});
   }
