@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "frontends/ephapax/Frontend.h"
+#include "frontends/ephapax/Runtime.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 
@@ -125,6 +126,7 @@ std::unique_ptr<ir::Module> Session::loadModule(ir::Context& ctx, const std::str
     if (!diags.empty()) return nullptr;
     return lowered;
   }
+  ephapax::registerRuntimeOps();  // IR printed from an .eph program may call extern functions
   auto m = ir::parseModule(ctx, text, name);
   if (!m) {
     report(m.error());

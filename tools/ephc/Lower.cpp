@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "ir/DeviceCaps.h"
+#include "ir/Printer.h"
 #include "tools/ephc/Driver.h"
 
 #ifdef EPH_HAVE_LLVM
@@ -92,7 +93,23 @@ constexpr EmitFn kLlvmText = emitLlvmText, kLlvmObject = emitLlvmObject;
 constexpr EmitFn kLlvmText = nullptr, kLlvmObject = nullptr;
 #endif
 
+// The module as IR text: what a frontend (an .eph program) lowered to, every
+// function (or just the ones --kernel names), with --locations their source
+// locations.
+bool emitIr(Session&, const std::vector<const ir::Function*>& fns, const DeviceCaps&, const ParsedArgs& args,
+            std::string& out) {
+  ir::PrintOptions opts;
+  opts.locations = args.has("--locations");
+  if (!args.has("--kernel")) {
+    out = ir::print(*fns[0]->module(), opts);
+    return true;
+  }
+  for (const ir::Function* f : fns) out += ir::print(*f, opts);
+  return true;
+}
+
 const EmitKind kEmitKinds[] = {
+    {"ir", "the module as IR text (an .eph program after lowering); every function, not just kernels", true, emitIr},
     {"spirv", "a SPIR-V binary module for one kernel (validated)", false, kSpirvBinary},
     {"spvasm", "SPIR-V assembly of each kernel (validated), spirv-dis style", true, kSpirvText},
     {"llvm", "LLVM IR of the kernels for the host CPU (verified, optimised at -O0..-O3)", true, kLlvmText},
@@ -144,10 +161,13 @@ CommandSpec lowerSpec() {
                      "--caps takes features away from it, e.g. --caps=nofloatatomics.\n"
                      "--emit=llvm prints the LLVM IR of the kernels for the host CPU, and\n"
                      "--emit=obj writes an object file of one kernel (-o needed), both after\n"
-                     "LLVM's pipeline for -O0..-O3 (default -O2).",
+                     "LLVM's pipeline for -O0..-O3 (default -O2). --emit=ir prints the whole\n"
+                     "module as IR text (an .eph program after lowering; --locations adds\n"
+                     "each op's source location).",
       .options =
           {
-              {"--emit", "KIND", "what to produce: spirv, spvasm, llvm, obj"},
+              {"--emit", "KIND", "what to produce: ir, spirv, spvasm, llvm, obj"},
+              {"--locations", "", "ir: print each op's source location (an .eph file's line:col)"},
               {"--kernel", "NAME", "lower only this kernel"},
               {"--device-caps", "PROFILE", "the device to compile for: lavapipe, nvidia, minimal"},
               {"--caps", "LIST", "take features away: nofloatatomics, noint64atomics, nofloat64, nofloat16, noint64, noint16, noint8"},
@@ -203,11 +223,11 @@ int runLowerCommand(Session& s, std::span<const std::string> argv) {
     if (!name.empty() && name[0] == '@') name = name.substr(1);
     const ir::Function* f = m->lookup(name);
     if (!f) return s.fail("no function @" + name + " in '" + args->operands[0] + "'");
-    if (!f->isKernel()) return s.fail("@" + name + " is a " + std::string(ir::functionKindName(f->kind())) + " function, not a kernel");
+    if (!f->isKernel() && kind->emit != emitIr) return s.fail("@" + name + " is a " + std::string(ir::functionKindName(f->kind())) + " function, not a kernel");
     kernels.push_back(f);
   } else {
     for (const auto& f : m->functions())
-      if (f->isKernel()) kernels.push_back(f.get());
+      if (f->isKernel() || kind->emit == emitIr) kernels.push_back(f.get());
   }
   if (kernels.empty()) return s.fail("'" + args->operands[0] + "' has no kernels to lower");
   if (!kind->text && kernels.size() > 1) {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <ostream>
 
+#include "frontends/ephapax/Runtime.h"
 #include "ir/interp/Interp.h"
 #include "runtime/Device.h"
 #include "tools/ephc/Driver.h"
@@ -28,6 +29,7 @@ CommandSpec runSpec() {
               {"--device", "N", "which Vulkan device (as 'ephc devices' numbers them; default: EPH_DEVICE, else the first GPU)"},
               {"--entry", "NAME", "the host function to run (default: main)"},
               {"--arg", "VALUE", "an argument for the entry function; one per parameter, in order", true},
+              {"--link", "LIB.so", "load a shared library first: Ephapax extern functions and __ffi resolve in it", true},
           },
       .minOperands = 1,
       .maxOperands = 1,
@@ -83,6 +85,8 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   if (!device) return s.fail("run: " + device.error().message);
 
   if (!loadPlugins(s, *args)) return 1;
+  for (const std::string& lib : args->all("--link"))
+    if (Status st = ephapax::loadLibrary(lib); !st) return s.fail("run: " + st.error().message);
   passes::PassManager pm;
   passes::PipelineOptions opts;
   if (!buildPipeline(s, *args, pm, opts)) return 1;

@@ -1,0 +1,1 @@
+long triple(long x) { return 3 * x; }
