@@ -260,10 +260,16 @@ class Lowerer {
     return ctx_.structType(parts);
   }
 
-  std::set<std::string> inProgress_;
+  std::set<std::string> inProgress_, reportedRecursive_;
   const ir::Type* closureType(Ty* fnTy) {
     std::string key = show(fnTy);
-    if (inProgress_.count(key)) return ctx_.unitType();  // a closure type mentioning itself
+    if (inProgress_.count(key)) {  // a closure of this type captures one of the same type
+      if (known_ && reportedRecursive_.insert(key).second)
+        unsupported(Span{curLoc_.line, curLoc_.col, 1},
+                    "a closure of type " + key + " captures a function of the same type, which code generation cannot "
+                    "represent (the IR has no recursive types); pass the function as an argument instead");
+      return ctx_.unitType();
+    }
     inProgress_.insert(key);
     ClosureGroup& g = group(fnTy);
     std::vector<const ir::Type*> variants;
