@@ -1078,7 +1078,7 @@ class Lowerer {
     std::vector<const ir::Type*> ps;
     for (Value* a : args) ps.push_back(a->type());
     if (std::string why = ffiSignatureProblem(ps, rt); !why.empty()) {
-      unsupported(s, "extern call to '" + sym + "' " + why, "E202");
+      unsupported(s, "extern call to '" + sym + "': " + why, "E202");
       for (Value* a : args) dropValue(a);
       return fabricate(rt);
     }

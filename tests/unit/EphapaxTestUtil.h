@@ -23,7 +23,8 @@ inline std::string readFile(const std::filesystem::path& p) {
 }
 
 // What a program is expected to do: "ok", "error E001" (optionally
-// "error E001 at 3:5" for the first diagnostic's position), "result 42".
+// "error E001 at 3:5" for the first diagnostic's position), "result 42", or
+// "lower-error E200" (it checks, and code generation reports the code).
 struct Expectation {
   std::string kind;  // ok | error | result
   std::string value; // the code or the printed result
@@ -39,7 +40,7 @@ inline Expectation parseExpectation(const std::string& text) {
   std::getline(in, rest);
   size_t start = rest.find_first_not_of(' ');
   rest = start == std::string::npos ? "" : rest.substr(start);
-  if (e.kind == "error") {
+  if (e.kind == "error" || e.kind == "lower-error") {
     std::istringstream r(rest);
     std::string at, pos;
     r >> e.value >> at >> pos;
@@ -78,6 +79,19 @@ inline std::string checkProgram(const std::string& file, const std::string& src,
     auto m = compile(ctx, src, file, lowerDiags);
     if (!m && (lowerDiags.empty() || lowerDiags.all()[0].code != "E200"))
       return "checks, but does not lower:\n" + renderAll(lowerDiags, file, src);
+    return {};
+  }
+  if (want.kind == "lower-error") {
+    if (!diags.empty()) return "expected it to check, got:\n" + renderAll(diags, file, src);
+    ir::Context ctx;
+    DiagSink lowerDiags;
+    auto m = compile(ctx, src, file, lowerDiags);
+    if (m || lowerDiags.empty()) return "expected lowering to fail with " + want.value;
+    const Diag& d = lowerDiags.all()[0];
+    if (d.code != want.value) return "expected lowering error " + want.value + ", got:\n" + renderAll(lowerDiags, file, src);
+    if (want.line && (d.span.line != want.line || d.span.col != want.col))
+      return "expected lowering error at " + std::to_string(want.line) + ":" + std::to_string(want.col) + ", got:\n" +
+             renderAll(lowerDiags, file, src);
     return {};
   }
   if (want.kind == "error") {
