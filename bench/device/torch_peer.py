@@ -1,0 +1,114 @@
+"""PyTorch peer for eph_gpu_bench: the same operations at the same sizes,
+timed with CUDA events (median of the same number of runs), checked like
+ours. With --eph-json, prints one table last with eph's rates, PyTorch's, and
+the ratio eph / PyTorch, and writes both to --json.
+
+  copy   y.copy_(x)                          GB/s, read + write
+  saxpy  y.add_(x, alpha=a)                  GB/s, 2 reads + 1 write
+  sum    torch.sum(x)                        GB/s, read
+  sgemm  torch.mm(a, b), TF32 off (cuBLAS)   TFLOP/s
+"""
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+
+
+def time_ms(fn, runs, warmup=3):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times), times
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--eph-json", help="eph_gpu_bench's JSON: sizes and runs come from it")
+    ap.add_argument("--json", help="write the combined results here")
+    args = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    dev = torch.device("cuda")
+
+    eph = {"results": []}
+    if args.eph_json:
+        with open(args.eph_json) as f:
+            eph = json.load(f)
+    wanted = [(r["name"], int(r["size"])) for r in eph["results"]] or [
+        ("copy", 1 << 28), ("saxpy", 1 << 28), ("sum", 1 << 28),
+        ("sgemm", 1024), ("sgemm", 4096), ("sgemm", 8192)]
+    runs = int(eph.get("runs", 20))
+
+    peers = []
+    for name, size in wanted:
+        g = torch.Generator(device=dev).manual_seed(size)
+        if name == "copy":
+            x = torch.rand(size, device=dev, generator=g) * 2 - 1
+            y = torch.full_like(x, float("nan"))
+            y.copy_(x)
+            assert torch.equal(x, y), "copy: wrong result"
+            med, ts = time_ms(lambda: y.copy_(x), runs)
+            work, unit = 8.0 * size, "GB/s"
+        elif name == "saxpy":
+            a = 1.75
+            x = torch.rand(size, device=dev, generator=g) * 2 - 1
+            y = torch.rand(size, device=dev, generator=g) * 2 - 1
+            want = a * x.double() + y.double()
+            y.add_(x, alpha=a)
+            err = ((y.double() - want).abs() / (a * x.double().abs() + (want - a * x.double()).abs() + 1e-30)).max().item()
+            assert err < 1e-5, f"saxpy: error {err}"
+            med, ts = time_ms(lambda: y.add_(x, alpha=a), runs)
+            work, unit = 12.0 * size, "GB/s"
+        elif name == "sum":
+            x = torch.rand(size, device=dev, generator=g)
+            got, want = torch.sum(x).item(), x.double().sum().item()
+            assert abs(got - want) / want < 1e-4, f"sum: {got} vs {want}"
+            med, ts = time_ms(lambda: torch.sum(x), runs)
+            work, unit = 4.0 * size, "GB/s"
+        elif name == "sgemm":
+            n = size
+            a = torch.rand(n, n, device=dev, generator=g) * 2 - 1
+            b = torch.rand(n, n, device=dev, generator=g) * 2 - 1
+            c = torch.mm(a, b)
+            rows = torch.randint(0, n, (256,), device=dev, generator=g)
+            ref = a[rows].double() @ b.double()
+            err = (torch.linalg.norm(c[rows].double() - ref) / torch.linalg.norm(ref)).item()
+            assert err < 1e-5, f"sgemm {n}: error {err} (TF32 on?)"
+            med, ts = time_ms(lambda: torch.mm(a, b), max(5, runs // 2) if n >= 8192 else runs)
+            work, unit = 2.0 * n ** 3, "TFLOP/s"
+            del a, b, c
+        else:
+            continue
+        rate = work / (med * 1e-3) / (1e12 if unit == "TFLOP/s" else 1e9)
+        peers.append({"name": name, "size": size, "unit": unit, "median_ms": med, "rate": rate, "runs_ms": ts})
+        torch.cuda.empty_cache()
+
+    print(f"\nPyTorch {torch.__version__} on {torch.cuda.get_device_name()} (TF32 off); eph_gpu_bench on "
+          f"{eph.get('device', '?')} ({eph.get('driver', '?')}), {eph.get('date', '?')}; medians")
+    print(f"{'kernel':8} {'size':>10} {'eph ms':>10} {'torch ms':>10} {'eph':>9} {'torch':>9} {'unit':8} {'eph/torch':>9}")
+    combined = []
+    for p in peers:
+        e = next((r for r in eph["results"] if r["name"] == p["name"] and int(r["size"]) == p["size"]), None)
+        ratio = e["rate"] / p["rate"] if e and p["rate"] else float("nan")
+        print(f"{p['name']:8} {p['size']:>10} {e['median_ms'] if e else float('nan'):>10.4f} {p['median_ms']:>10.4f} "
+              f"{e['rate'] if e else float('nan'):>9.2f} {p['rate']:>9.2f} {p['unit']:8} {ratio:>9.1%}")
+        combined.append({"name": p["name"], "size": p["size"], "unit": p["unit"], "eph": e, "torch": p, "ratio": ratio})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": eph.get("device"), "driver": eph.get("driver"), "date": eph.get("date"),
+                       "torch": torch.__version__, "results": combined}, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
