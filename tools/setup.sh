@@ -5,7 +5,8 @@
 set -eu
 
 PACKAGES="cmake ninja-build g++ libgtest-dev googletest libbenchmark-dev libfmt-dev
-llvm-19-dev llvm-19-tools python3"
+llvm-19-dev llvm-19-tools python3
+libvulkan-dev mesa-vulkan-drivers spirv-tools spirv-headers vulkan-validationlayers"
 
 missing=""
 for p in $PACKAGES; do

@@ -37,8 +37,22 @@ namespace {
     }                                                                                     \
   } while (0)
 
+// The validation layer is on unless EPH_TEST_NO_VALIDATION=1 (for machines
+// without it, such as the GPU machine the benchmarks run on).
+bool validationWanted() {
+  const char* e = std::getenv("EPH_TEST_NO_VALIDATION");
+  return !(e && std::string(e) == "1");
+}
+
+// The repository (for examples/): EPH_SOURCE_DIR from the environment, else
+// where this test was built.
+std::string sourceDir() {
+  const char* e = std::getenv("EPH_SOURCE_DIR");
+  return e && *e ? e : EPH_SOURCE_DIR;
+}
+
 std::unique_ptr<runtime::VulkanDevice> openValidated(runtime::VulkanOptions o = {}) {
-  o.validation = true;
+  o.validation = validationWanted();
   if (o.cacheDir.empty()) o.cacheDir = "off";
   auto dev = runtime::VulkanDevice::open(o);
   EXPECT_TRUE(dev) << dev.error().message;
@@ -67,7 +81,7 @@ std::unique_ptr<ir::Module> parse(ir::Context& ctx, const std::string& text, con
 
 std::string runExample(runtime::Device& dev, const std::string& file, std::vector<std::string> argTexts) {
   ir::Context ctx;
-  auto m = parse(ctx, readFile(std::string(EPH_SOURCE_DIR) + "/examples/ir/" + file), file.c_str());
+  auto m = parse(ctx, readFile(sourceDir() + "/examples/ir/" + file), file.c_str());
   if (!m) return "parse error";
   const ir::Function* main = m->lookup("main");
   interp::Interpreter in(*m);
@@ -412,7 +426,7 @@ TEST(VulkanDevice, PreparedModulesPassTheValidator) {
   ASSERT_TRUE(dev);
   for (const char* file : {"saxpy.eir", "reduce.eir", "histogram.eir"}) {
     ir::Context ctx;
-    auto m = parse(ctx, readFile(std::string(EPH_SOURCE_DIR) + "/examples/ir/" + file), file);
+    auto m = parse(ctx, readFile(sourceDir() + "/examples/ir/" + file), file);
     ASSERT_TRUE(m);
     ASSERT_TRUE(dev->prepare(*m));
     for (auto& f : m->functions())
