@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/IR.h"
@@ -93,6 +94,9 @@ class FunctionEmitter {
   llvm::Value* trapMask = nullptr;
   InvocationIds ids;
   std::unordered_map<const ir::Value*, llvm::Value*> vals;
+  // Accesses known to be in bounds where they are being emitted (a versioned
+  // invocation loop checked them up front): no bounds check.
+  std::unordered_set<const ir::Op*> unchecked;
 
   llvm::Value* get(const ir::Value* v) const;
   void set(const ir::Value* v, llvm::Value* x) { vals[v] = x; }
@@ -129,6 +133,7 @@ class FunctionEmitter {
   // LowerMemory.cpp
   bool emitMemory(const ir::Op& op, bool& handled);
   bool emitAccess(const ir::Op& op);
+  llvm::Value* accessAt(const ir::Op& op, const ir::Type* elem, llvm::Value* p);
   // LowerControl.cpp
   bool emitControl(const ir::Op& op, bool& handled);
   bool emitIf(const ir::Op& op);

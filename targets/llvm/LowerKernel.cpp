@@ -4,6 +4,7 @@
 // describes. Values crossing from one run to another live in per-invocation
 // arrays ("slots": [N x T] allocas indexed by the linear invocation index).
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 
 #include <functional>
 #include <unordered_set>
@@ -38,7 +39,14 @@ class KernelEmitter {
   bool emitWorkgroupWhile(const ir::Op& op);
 
   // Emits body() inside a loop over every invocation (z, y, x; x innermost).
-  bool invocationLoop(const std::function<bool()>& body);
+  // The x loop is versioned on the `ranged` accesses: when all of them are
+  // in bounds for every x, a copy of it without their bounds checks runs.
+  bool invocationLoop(const std::function<bool()>& body, const std::vector<const ir::Op*>& ranged = {});
+  bool loopLevel(int d, const std::function<bool()>& body, const std::vector<const ir::Op*>& ranged);
+  bool dependsOnX(const ir::Value* v, unsigned depth) const;
+  bool unitStrideInX(const ir::Value* v, unsigned depth) const;
+  bool pureChain(const ir::Value* v, unsigned depth) const;
+  llvm::Value* rangesInBounds(const std::vector<const ir::Op*>& ranged);
   Slot newSlot(llvm::Type* t, const llvm::Twine& name = "slot");
   Slot slotFor(const ir::Value* v) { return slots[v] = newSlot(M.valueType(v->type()), "slot"); }
   llvm::Type* slotElem(Slot s) const { return llvm::cast<llvm::ArrayType>(s->getAllocatedType())->getElementType(); }
@@ -113,43 +121,159 @@ KernelEmitter::Slot KernelEmitter::newSlot(llvm::Type* t, const llvm::Twine& nam
   return F.entryAlloca(llvm::ArrayType::get(t, N), name);
 }
 
-bool KernelEmitter::invocationLoop(const std::function<bool()>& body) {
-  struct Level {
-    int dim;
-    llvm::PHINode* iv;
-    llvm::BasicBlock* head;
-  };
-  std::vector<Level> levels;
-  for (int d = 2; d >= 0; --d) {
-    if (size[d] == 1) {
-      F.ids.local[d] = b.getInt32(0);
-      continue;
-    }
-    llvm::BasicBlock* pre = b.GetInsertBlock();
-    llvm::BasicBlock* head = F.newBlock(d == 0 ? "inv.x" : d == 1 ? "inv.y" : "inv.z");
-    b.CreateBr(head);
-    b.SetInsertPoint(head);
-    llvm::PHINode* iv = b.CreatePHI(M.i32, 2, d == 0 ? "lx" : d == 1 ? "ly" : "lz");
-    iv->addIncoming(b.getInt32(0), pre);
-    F.ids.local[d] = iv;
-    levels.push_back({d, iv, head});
+// One loop level (dimension d) of the invocation loop, then the next; the
+// body runs inside the innermost.
+bool KernelEmitter::loopLevel(int d, const std::function<bool()>& body, const std::vector<const ir::Op*>& ranged) {
+  if (d < 0) {
+    auto wide = [&](int k) { return b.CreateZExt(F.ids.local[k], M.i64); };
+    lin = b.CreateAdd(wide(0), b.CreateMul(b.getInt64(size[0]),
+                                           b.CreateAdd(wide(1), b.CreateMul(b.getInt64(size[1]), wide(2), "", true, true),
+                                                       "", true, true), "", true, true), "lin", true, true);
+    return body();
   }
-  auto wide = [&](int d) { return b.CreateZExt(F.ids.local[d], M.i64); };
-  lin = b.CreateAdd(wide(0), b.CreateMul(b.getInt64(size[0]),
-                                         b.CreateAdd(wide(1), b.CreateMul(b.getInt64(size[1]), wide(2), "", true, true),
-                                                     "", true, true), "", true, true), "lin", true, true);
-  if (!body()) return false;
-  for (auto it = levels.rbegin(); it != levels.rend(); ++it) {
-    llvm::Value* next = b.CreateAdd(it->iv, b.getInt32(1), "", true, true);
-    llvm::BasicBlock* latch = b.GetInsertBlock();
-    llvm::BasicBlock* after = F.newBlock("inv.done");
-    b.CreateCondBr(b.CreateICmpULT(next, b.getInt32(size[it->dim])), it->head, after);
-    it->iv->addIncoming(next, latch);
-    b.SetInsertPoint(after);
+  if (size[d] == 1) {
+    F.ids.local[d] = b.getInt32(0);
+    return loopLevel(d - 1, body, ranged);
   }
+  if (d == 0 && !ranged.empty()) {
+    // Two versions of the x loop: without bounds checks when every ranged
+    // access stays in bounds for all of x, else with them.
+    llvm::Value* ok = rangesInBounds(ranged);
+    llvm::BasicBlock* fast = F.newBlock("inv.x.unchecked");
+    llvm::BasicBlock* slow = F.newBlock("inv.x.checked");
+    llvm::BasicBlock* merge = F.newBlock("inv.x.merge");
+    b.CreateCondBr(ok, fast, slow, llvm::MDBuilder(M.ctx).createBranchWeights(1 << 20, 1));
+    b.SetInsertPoint(fast);
+    for (const ir::Op* op : ranged) F.unchecked.insert(op);
+    bool good = loopLevel(0, body, {});
+    for (const ir::Op* op : ranged) F.unchecked.erase(op);
+    if (!good) return false;
+    b.CreateBr(merge);
+    b.SetInsertPoint(slow);
+    if (!loopLevel(0, body, {})) return false;
+    b.CreateBr(merge);
+    b.SetInsertPoint(merge);
+    return true;
+  }
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  llvm::BasicBlock* head = F.newBlock(d == 0 ? "inv.x" : d == 1 ? "inv.y" : "inv.z");
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode* iv = b.CreatePHI(M.i32, 2, d == 0 ? "lx" : d == 1 ? "ly" : "lz");
+  iv->addIncoming(b.getInt32(0), pre);
+  F.ids.local[d] = iv;
+  bool innermost = true;
+  for (int k = d - 1; k >= 0; --k) innermost = innermost && size[k] == 1;
+  if (!loopLevel(d - 1, body, ranged)) return false;
+  llvm::Value* next = b.CreateAdd(iv, b.getInt32(1), "", true, true);
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  llvm::BasicBlock* after = F.newBlock("inv.done");
+  llvm::BranchInst* br = b.CreateCondBr(b.CreateICmpULT(next, b.getInt32(size[d])), head, after);
+  if (innermost && size[d] < 16) {
+    // A short innermost invocation loop is still for the vectoriser, which
+    // on its own would skip loops of fewer than 16 iterations that need
+    // run-time checks (32-bit index arithmetic may wrap), and which runs
+    // after the full unroller would have turned it into scalar code.
+    llvm::LLVMContext& c = M.ctx;
+    llvm::MDNode* unroll = llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")});
+    llvm::MDNode* vectorize = llvm::MDNode::get(
+        c, {llvm::MDString::get(c, "llvm.loop.vectorize.enable"), llvm::ConstantAsMetadata::get(b.getTrue())});
+    llvm::MDNode* loop = llvm::MDNode::getDistinct(c, {nullptr, unroll, vectorize});
+    loop->replaceOperandWith(0, loop);
+    br->setMetadata(llvm::LLVMContext::MD_loop, loop);
+  }
+  iv->addIncoming(next, latch);
+  b.SetInsertPoint(after);
+  return true;
+}
+
+bool KernelEmitter::invocationLoop(const std::function<bool()>& body, const std::vector<const ir::Op*>& ranged) {
+  bool ok = loopLevel(2, body, ranged);
   for (int d = 0; d < 3; ++d) F.ids.local[d] = nullptr;
   lin = nullptr;
+  return ok;
+}
+
+// Does v depend on local_id x (directly or through global_id x)?
+bool KernelEmitter::dependsOnX(const ir::Value* v, unsigned depth) const {
+  if (uniform.count(v)) return false;
+  const ir::Op* d = v->definingOp();
+  if (!d || depth > 12) return true;
+  std::string_view n = d->name();
+  if (n == "local_id" || n == "global_id") return !d->attr("dim") || d->intAttr("dim") == 0;
+  if (n == "subgroup_id" || n == "subgroup_local_id") return true;
+  for (const ir::Value* u : d->operands())
+    if (dependsOnX(u, depth + 1)) return true;
+  return false;
+}
+
+// An index that is (x id) + (something the same for all x), computed only
+// from ids and uniform values with adds, subtracts and same-width casts, so
+// that its values over a row of x ids are consecutive unless they wrap.
+bool KernelEmitter::unitStrideInX(const ir::Value* v, unsigned depth) const {
+  const ir::Op* d = v->definingOp();
+  if (!d || depth > 12 || uniform.count(v)) return false;
+  std::string_view n = d->name();
+  if (n == "local_id" || n == "global_id") return !d->attr("dim") || d->intAttr("dim") == 0;
+  auto independent = [&](const ir::Value* u) { return !dependsOnX(u, depth + 1) && pureChain(u, depth + 1); };
+  if (n == "add")
+    return (unitStrideInX(d->operand(0), depth + 1) && independent(d->operand(1))) ||
+           (unitStrideInX(d->operand(1), depth + 1) && independent(d->operand(0)));
+  if (n == "sub") return unitStrideInX(d->operand(0), depth + 1) && independent(d->operand(1));
+  if (n == "cast") {
+    const ir::Type* from = d->operand(0)->type();
+    return from->isInt() && from->bits() == v->type()->bits() && unitStrideInX(d->operand(0), depth + 1);
+  }
+  return false;
+}
+
+// Computed by pure, non-trapping ops from ids and uniform values only, so it
+// can be evaluated again for any x id.
+bool KernelEmitter::pureChain(const ir::Value* v, unsigned depth) const {
+  if (uniform.count(v)) return true;
+  const ir::Op* d = v->definingOp();
+  if (!d || depth > 12 || d->numRegions() || !d->info().has(ir::kPure)) return false;
+  std::string_view n = d->name();
+  if (n == "div" || n == "rem" || n.starts_with("array.")) return false;
+  for (const ir::Value* u : d->operands())
+    if (!pureChain(u, depth + 1)) return false;
   return true;
+}
+
+// i1: every ranged access is in bounds for x = 0 .. size[0] - 1 (at the
+// current y and z). The index is evaluated at both ends; no wrap-around in
+// between (the last is not below the first) and the last below the length
+// means all are in bounds.
+llvm::Value* KernelEmitter::rangesInBounds(const std::vector<const ir::Op*>& ranged) {
+  llvm::Value* all = b.getTrue();
+  std::unordered_map<const ir::Value*, llvm::Value*> saved = F.vals;
+  for (const ir::Op* op : ranged) {
+    const ir::Value* index = op->operand(1);
+    const ir::Type* t = index->type();
+    llvm::Value* ends[2];
+    for (int e = 0; e < 2; ++e) {
+      F.ids.local[0] = b.getInt32(e == 0 ? 0 : size[0] - 1);
+      std::vector<const ir::Op*> chain;
+      std::unordered_set<const ir::Value*> seen;
+      std::function<void(const ir::Value*)> collect = [&](const ir::Value* v) {
+        if (uniform.count(v) || !seen.insert(v).second) return;
+        for (const ir::Value* u : v->definingOp()->operands()) collect(u);
+        chain.push_back(v->definingOp());
+      };
+      collect(index);
+      for (const ir::Op* c : chain) F.emitOp(*c);
+      ends[e] = F.get(index);
+    }
+    llvm::Value* len = b.CreateExtractValue(F.get(op->operand(0)), 1);
+    bool sg = t->isSigned();
+    llvm::Value* ordered = sg ? b.CreateAnd(b.CreateICmpSGE(ends[0], llvm::ConstantInt::get(ends[0]->getType(), 0)),
+                                            b.CreateICmpSGE(ends[1], ends[0]))
+                              : b.CreateICmpUGE(ends[1], ends[0]);
+    llvm::Value* last = sg ? b.CreateSExtOrTrunc(ends[1], M.i64) : b.CreateZExtOrTrunc(ends[1], M.i64);
+    all = b.CreateAnd(all, b.CreateAnd(ordered, b.CreateICmpULT(last, len)));
+  }
+  F.vals = std::move(saved);
+  return all;
 }
 
 llvm::Value* KernelEmitter::checkUniform(Slot s, const ir::Op& site) {
@@ -216,13 +340,35 @@ bool KernelEmitter::flush(const ir::Region& r, std::vector<const ir::Op*>& run,
     return top && inRun.count(top);
   };
   std::vector<const ir::Value*> externals;
+  std::vector<const ir::Op*> remat;  // recomputed here, in dependency order
   std::unordered_set<const ir::Value*> seen;
   std::vector<const ir::Value*> defined;
+  // Cheap pure values (ids and arithmetic on them) are recomputed in each
+  // run rather than kept in slots, so LLVM sees that an index such as
+  // wg * 8 + local_id is affine in the invocation and loads contiguously.
+  std::function<bool(const ir::Value*, unsigned)> rematerialisable = [&](const ir::Value* v, unsigned depth) {
+    const ir::Op* d = v->definingOp();
+    if (!d || depth > 12 || d->numRegions() || !d->info().has(ir::kPure) || d->name() == "workgroup.alloc")
+      return false;
+    for (const ir::Value* u : d->operands())
+      if (!uniform.count(u) && !rematerialisable(u, depth + 1)) return false;
+    return true;
+  };
+  std::function<void(const ir::Value*)> addRemat = [&](const ir::Value* v) {
+    if (uniform.count(v) || !seen.insert(v).second) return;
+    for (const ir::Value* u : v->definingOp()->operands()) addRemat(u);
+    remat.push_back(v->definingOp());
+  };
   for (const ir::Op* top : run) {
     bool ok = true;
     const_cast<ir::Op*>(top)->walk([&](ir::Op* op) {
       for (const ir::Value* v : op->operands()) {
-        if (uniform.count(v) || definedInRun(v) || !seen.insert(v).second) continue;
+        if (uniform.count(v) || definedInRun(v) || seen.count(v)) continue;
+        if (rematerialisable(v, 0)) {
+          addRemat(v);
+          continue;
+        }
+        seen.insert(v);
         if (!slots.count(v)) ok = false;
         externals.push_back(v);
       }
@@ -242,11 +388,25 @@ bool KernelEmitter::flush(const ir::Region& r, std::vector<const ir::Op*>& run,
           break;
         }
 
+  // Buffer accesses whose index runs along x with unit stride: the x loop is
+  // versioned on them (only where there is an x loop to vectorise).
+  std::vector<const ir::Op*> ranged;
+  if (size[0] > 1)
+    for (const ir::Op* top : run)
+      const_cast<ir::Op*>(top)->walk([&](ir::Op* op) {
+        std::string_view n = op->name();
+        if ((n == "load" || n == "store" || n.starts_with("atomic.")) && uniform.count(op->operand(0)) &&
+            unitStrideInX(op->operand(1), 0) && pureChain(op->operand(1), 0))
+          ranged.push_back(op);
+      });
+
   bool ok = invocationLoop([&] {
     for (const ir::Value* v : externals) {
       Slot s = slots.at(v);
       F.set(v, b.CreateLoad(slotElem(s), slotAt(s, lin)));
     }
+    for (const ir::Op* op : remat)
+      if (!F.emitOp(*op)) return false;
     for (const ir::Op* op : run) {
       if (op->info().has(ir::kTerminator)) {
         for (unsigned i = 0; i < op->numOperands(); ++i) b.CreateStore(F.get(op->operand(i)), slotAt(targets[i], lin));
@@ -257,8 +417,10 @@ bool KernelEmitter::flush(const ir::Region& r, std::vector<const ir::Op*>& run,
         if (auto it = escaping.find(v); it != escaping.end()) b.CreateStore(F.get(v), slotAt(it->second, lin));
     }
     return true;
-  });
+  }, ranged);
   for (const ir::Value* v : externals) F.vals.erase(v);
+  for (const ir::Op* op : remat)
+    for (const ir::Value* v : op->results()) F.vals.erase(v);
   for (const ir::Value* v : defined) F.vals.erase(v);
   run.clear();
   return ok;

@@ -1,6 +1,7 @@
 // Buffer memory: converting between value layout and the storage layout of
 // ir/Layout.h, bounds-checked loads and stores, atomics and buffer.len.
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 
 #include "ir/Layout.h"
 #include "ir/OpTable.h"
@@ -100,6 +101,27 @@ void FunctionEmitter::storeStorage(const ir::Type* t, llvm::Value* p, llvm::Valu
   }
 }
 
+// The access itself at p; the loaded or old value, or null for a store.
+llvm::Value* FunctionEmitter::accessAt(const ir::Op& op, const ir::Type* et, llvm::Value* p) {
+  std::string_view n = op.name();
+  auto order = llvm::AtomicOrdering::SequentiallyConsistent;
+  if (n == "load") return loadStorage(et, p);
+  if (n == "store") {
+    storeStorage(et, p, get(op.operand(2)));
+    return nullptr;
+  }
+  if (n == "atomic.cmpxchg") {
+    llvm::Value* pair = b.CreateAtomicCmpXchg(p, get(op.operand(2)), get(op.operand(3)), alignOf(et), order, order);
+    return b.CreateExtractValue(pair, 0);
+  }
+  using K = llvm::AtomicRMWInst::BinOp;
+  bool sg = et->isInt() && et->isSigned();
+  K k = n == "atomic.add" ? (et->isFloat() ? K::FAdd : K::Add)
+        : n == "atomic.min" ? (sg ? K::Min : K::UMin)
+        : n == "atomic.max" ? (sg ? K::Max : K::UMax) : K::Xchg;
+  return b.CreateAtomicRMW(k, p, get(op.operand(2)), alignOf(et), order);
+}
+
 // load, store and the atomics: the index is checked against the length; an
 // access out of bounds sets the op's trap bit and is skipped (a load or an
 // atomic then gives 0).
@@ -112,44 +134,43 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
   llvm::Value* len = b.CreateExtractValue(buf, 1);
   llvm::Value* idx = get(op.operand(1));
   idx = op.operand(1)->type()->isSigned() ? b.CreateSExtOrTrunc(idx, M.i64) : b.CreateZExtOrTrunc(idx, M.i64);
+  if (unchecked.count(&op)) {
+    llvm::Type* lt = M.valueType(et);
+    size_t stride = ir::storageStride(et);
+    bool natural = (et->isInt() || et->isFloat()) && stride == ir::storageSize(et);
+    llvm::Value* p = natural ? b.CreateInBoundsGEP(lt, base, idx)
+                             : b.CreateInBoundsGEP(M.i8, base, b.CreateMul(idx, b.getInt64(stride)));
+    llvm::Value* r = accessAt(op, et, p);
+    if (r) set(op.result(0), r);
+    return true;
+  }
   llvm::Value* inb = b.CreateICmpULT(idx, len);
-  trapIf(op, b.CreateNot(inb));
 
-  llvm::BasicBlock* from = b.GetInsertBlock();
+  // The check is a branch to a cold block that records the trap, in the
+  // shape LLVM's inductive range check elimination recognises: in loops over
+  // invocations it moves the check out of the main loop (Pipeline.cpp).
   llvm::BasicBlock* access = newBlock(std::string(n) + ".inbounds");
+  llvm::BasicBlock* oob = newBlock(std::string(n) + ".outofbounds");
   llvm::BasicBlock* cont = newBlock(std::string(n) + ".done");
-  b.CreateCondBr(inb, access, cont);
+  llvm::MDNode* likely = llvm::MDBuilder(M.ctx).createBranchWeights(1 << 20, 1);
+  b.CreateCondBr(inb, access, oob, likely);
+  b.SetInsertPoint(oob);
+  trapIf(op, b.getTrue());
+  b.CreateBr(cont);
   b.SetInsertPoint(access);
   llvm::Type* lt = M.valueType(et);
   size_t stride = ir::storageStride(et);
   bool natural = (et->isInt() || et->isFloat()) && stride == ir::storageSize(et);
   llvm::Value* p = natural ? b.CreateInBoundsGEP(lt, base, idx)
                            : b.CreateInBoundsGEP(M.i8, base, b.CreateMul(idx, b.getInt64(stride)));
-  llvm::Value* result = nullptr;
-  auto order = llvm::AtomicOrdering::SequentiallyConsistent;
-  if (n == "load") {
-    result = loadStorage(et, p);
-  } else if (n == "store") {
-    storeStorage(et, p, get(op.operand(2)));
-  } else if (n == "atomic.cmpxchg") {
-    llvm::Value* pair = b.CreateAtomicCmpXchg(p, get(op.operand(2)), get(op.operand(3)), alignOf(et), order,
-                                              llvm::AtomicOrdering::SequentiallyConsistent);
-    result = b.CreateExtractValue(pair, 0);
-  } else {
-    using K = llvm::AtomicRMWInst::BinOp;
-    bool sg = et->isInt() && et->isSigned();
-    K k = n == "atomic.add" ? (et->isFloat() ? K::FAdd : K::Add)
-          : n == "atomic.min" ? (sg ? K::Min : K::UMin)
-          : n == "atomic.max" ? (sg ? K::Max : K::UMax) : K::Xchg;
-    result = b.CreateAtomicRMW(k, p, get(op.operand(2)), alignOf(et), order);
-  }
+  llvm::Value* result = accessAt(op, et, p);
   llvm::BasicBlock* accessEnd = b.GetInsertBlock();
   b.CreateBr(cont);
   b.SetInsertPoint(cont);
   if (result) {
     llvm::PHINode* phi = b.CreatePHI(lt, 2);
     phi->addIncoming(result, accessEnd);
-    phi->addIncoming(llvm::Constant::getNullValue(lt), from);
+    phi->addIncoming(llvm::Constant::getNullValue(lt), oob);
     set(op.result(0), phi);
   }
   return true;

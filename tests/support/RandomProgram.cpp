@@ -95,7 +95,28 @@ class Generator {
     def(to, "cast " + pick(from));
   }
 
+  // A load at gid + c, guarded by the buffer's length: in bounds for some
+  // workgroups and not for others.
+  void guardedLoad() {
+    std::string j = def("u32", "add %gid, " + constant("u32", std::to_string(below(300))));
+    std::string ok = def("bool", "lt " + j + ", %inlen");
+    std::string r = fresh();
+    line(r + " = if " + ok + " : i32 {");
+    ++indent_;
+    line(fresh() + " = load %in, " + j + " : i32");
+    line("yield %v" + std::to_string(next_ - 1));
+    --indent_;
+    line("} {");
+    line("  yield %one_i");
+    line("}");
+    pool_.push_back({r, "i32"});
+  }
+
   void load() {
+    if (chance(25)) {
+      guardedLoad();
+      return;
+    }
     std::string i = index();
     if (opts_.floats && chance(40)) def("f32", "load %fin, " + i);
     else def("i32", "load %in, " + i);
@@ -210,6 +231,7 @@ class Generator {
     line("%lid = add %lrow, %lx : u32");
     line("%mask = const {value = " + std::to_string(kInputLength - 1) + "} : u32");
     line("%zero = const {value = 0} : u32");
+    line("%inlen = buffer.len %in : u32");
     line("%one_u = const {value = 1} : u32");
     line("%one_i = const {value = 1} : i32");
     line("%three = const {value = 3} : u32");

@@ -1,0 +1,3 @@
+#include "bench/cpu/PlainLoops.h"
+#define SUFFIX Plain
+#include "bench/cpu/PlainLoops.inc"
