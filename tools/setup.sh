@@ -5,7 +5,7 @@
 set -eu
 
 PACKAGES="cmake ninja-build g++ libgtest-dev googletest libbenchmark-dev libfmt-dev
-llvm-19-dev llvm-19-tools python3
+llvm-19-dev llvm-19-tools libopenblas-dev python3
 libvulkan-dev mesa-vulkan-drivers spirv-tools spirv-headers vulkan-validationlayers"
 
 missing=""
