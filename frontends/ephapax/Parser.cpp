@@ -554,15 +554,20 @@ class Parser {
   ExprP dummy() { return node(ExprKind::Unit, cur().span); }
 
   // expr := exprNoSeq (';' exprNoSeq)*   (right-nested Seq)
+  //
+  // Depth: every way expressions nest counts one level — an atom that holds
+  // expressions (parsePrimary), a prefix operator, each `;` of a sequence,
+  // and each operator or postfix of a chain — so kMaxDepth levels of
+  // parentheses, `let` lines or `else if`s are fine and more are an error.
   ExprP parseExpr() {
-    DepthGuard g(*this);
-    if (panic_ || tooDeep()) return dummy();
+    if (panic_) return dummy();
     ExprP e = parseExprNoSeq();
     if (!panic_ && at(Tok::Semi)) {
-      Span s = take().span;
+      take();
       if (startsExpr()) {
+        DepthGuard g(*this);
+        if (tooDeep()) return e;
         auto seq = node(ExprKind::Seq, e->span);
-        (void)s;
         seq->kids.push_back(std::move(e));
         seq->kids.push_back(parseExpr());
         return seq;
@@ -617,8 +622,7 @@ class Parser {
   // Precedence climbing; left-associative. A long chain deepens the tree, so
   // each operator in it counts towards the depth limit.
   ExprP parseBinary(int minPrec) {
-    DepthGuard g(*this);
-    if (panic_ || tooDeep()) return dummy();
+    if (panic_) return dummy();
     ExprP lhs = parseUnary();
     unsigned chain = 0;
     while (!panic_) {
@@ -640,9 +644,11 @@ class Parser {
   }
 
   ExprP parseUnary() {
-    DepthGuard g(*this);
-    if (panic_ || tooDeep()) return dummy();
+    if (panic_) return dummy();
     Span s = cur().span;
+    bool prefix = at(Tok::Minus) || at(Tok::Bang) || at(Tok::Amp);
+    DepthGuard g(*this, prefix ? 1 : 0);
+    if (tooDeep()) return dummy();
     if (at(Tok::Minus)) {
       take();
       if (at(Tok::Int) || at(Tok::Float)) {  // -5 is a literal

@@ -82,8 +82,15 @@ TEST(EphapaxParser, DeepNestingIsAnErrorNotACrash) {
     EXPECT_EQ(d[0].code, "E000");
     EXPECT_NE(d[0].message.find("nesting is too deep"), std::string::npos) << d[0].message;
   }
-  // Just below the limit is fine.
-  EXPECT_EQ(firstCode("fn f(): I32 = " + std::string(40, '(') + "1" + std::string(40, ')')), "ok");
+  // Up to the limit is fine: 190 parentheses, a block of 190 `let` lines, 190 `else if`s.
+  EXPECT_EQ(firstCode("fn f(): I32 = " + std::string(190, '(') + "1" + std::string(190, ')')), "ok");
+  std::string lets = "fn f(): I32 =\n";
+  for (int i = 0; i < 190; ++i) lets += "  let x" + std::to_string(i) + " = " + std::to_string(i) + "\n";
+  EXPECT_EQ(firstCode(lets + "  x189"), "ok");
+  std::string ifs = "fn f(n: I32): I32 = ";
+  for (int i = 0; i < 190; ++i) ifs += "if n == " + std::to_string(i) + " then " + std::to_string(i) + " else ";
+  EXPECT_EQ(firstCode(ifs + "0"), "ok");
+  EXPECT_EQ(run("fn main(): I32 =\n" + [] { std::string s; for (int i = 0; i < 150; ++i) s += "  let x" + std::to_string(i) + " = " + std::to_string(i) + "\n"; return s; }() + "  x149"), "149");
 }
 
 TEST(EphapaxParser, RecoversAtTheNextDeclaration) {
