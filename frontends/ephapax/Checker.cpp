@@ -159,6 +159,7 @@ class TypeChecker {
       for (const std::string& p : d->params) d->paramTys.push_back(T.param(p, nextParam_++));
     }
     for (auto& d : c_.prog.types) {
+      if (c_.typeDecls[d->name] != d.get()) continue;  // a duplicate (reported)
       typeVars_.clear();
       for (size_t i = 0; i < d->params.size(); ++i) typeVars_[d->params[i]] = d->paramTys[i];
       switch (d->kind) {
@@ -197,7 +198,7 @@ class TypeChecker {
     }
     typeVars_.clear();
     for (auto& d : c_.prog.types)
-      if (d->kind == TypeDecl::Data) d->recursive = dataRecursive(d.get());
+      if (d->kind == TypeDecl::Data && c_.typeDecls[d->name] == d.get()) d->recursive = dataRecursive(d.get());
   }
 
   bool mentionsDecl(Ty* t, const TypeDecl* d, unsigned depth) {
