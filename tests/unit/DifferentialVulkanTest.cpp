@@ -1,5 +1,6 @@
 // Differential tests: every kernel op runs on the interpreter (the semantics)
-// and on Vulkan (SPIR-V from targets/spirv), on the same random inputs, and
+// and on Vulkan (SPIR-V from targets/spirv) and, when built, the cpu target
+// (LLVM), on the same random inputs, and
 // the outputs must agree: integers and bools exactly, floats within the
 // tolerance of tools/ephc/Diff.h (docs/runtime.md). Kernels come from a table
 // of op / types / input ranges: each row is one small kernel that loads its
@@ -22,6 +23,9 @@
 #include "ir/Verifier.h"
 #include "runtime/InterpDevice.h"
 #include "runtime/vulkan/VulkanDevice.h"
+#ifdef EPH_HAVE_LLVM
+#include "runtime/cpu/CpuDevice.h"
+#endif
 #include "targets/spirv/Spirv.h"
 #include "tools/ephc/Diff.h"
 
@@ -259,6 +263,21 @@ class VulkanDifferential : public ::testing::Test {
             break;
           }
       }
+#ifdef EPH_HAVE_LLVM
+      // The cpu target runs every case too, compared by the same rules.
+      auto onCpu = runCase(cpu_, **m, inputs, acc);
+      ASSERT_TRUE(onCpu) << "cpu: " << onCpu.error().str() << "\n" << text;
+      for (const char* which : {"out", "acc"}) {
+        const interp::BufferData& w = which[0] == 'o' ? want->first : want->second;
+        const interp::BufferData& g = which[0] == 'o' ? onCpu->first : onCpu->second;
+        for (uint32_t e = 0; e < kCount; ++e)
+          if (!agree(w.elems[e], g.elems[e], c.tol)) {
+            ADD_FAILURE() << which << "[" << e << "]: interp " << interp::format(w.elems[e]) << ", cpu "
+                          << interp::format(g.elems[e]) << "\n" << text;
+            break;
+          }
+      }
+#endif
       std::vector<uint32_t> words = vk_->spirvOf(k);
       EXPECT_FALSE(words.empty());
       Status valid = spirv::validate(words, vk_->caps().vulkanApiVersion, c.name);
@@ -269,6 +288,9 @@ class VulkanDifferential : public ::testing::Test {
 
   static std::unique_ptr<runtime::VulkanDevice> vk_;
   static std::string skipReason_, openError_;
+#ifdef EPH_HAVE_LLVM
+  runtime::CpuDevice cpu_;
+#endif
 };
 
 std::unique_ptr<runtime::VulkanDevice> VulkanDifferential::vk_;
