@@ -1,9 +1,12 @@
 #include "runtime/vulkan/VulkanApi.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cstdlib>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace eph::runtime::vk {
 
@@ -61,6 +64,20 @@ Status loadInstance(VkInstance instance, bool debugUtils) {
   return Status::ok();
 }
 
+void pinLoadedLibraries() {
+  std::vector<std::string> names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) -> int {
+        if (info->dlpi_name && info->dlpi_name[0])
+          static_cast<std::vector<std::string>*>(out)->push_back(info->dlpi_name);
+        return 0;
+      },
+      &names);
+  // RTLD_NOLOAD: only libraries already loaded; RTLD_NODELETE: never unloaded.
+  // The handles are kept on purpose (the libraries stay for the process).
+  for (const std::string& n : names) dlopen(n.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 const char* resultName(VkResult r) {
   switch (r) {
 #define EPH_VK_RESULT(x) \
@@ -99,3 +116,17 @@ Error vkError(Loc site, const std::string& what, VkResult r) {
 }
 
 }  // namespace eph::runtime::vk
+
+#if defined(__SANITIZE_ADDRESS__)
+// Under LeakSanitizer: Vulkan drivers, layers and the LLVM inside lavapipe keep
+// allocations for the life of the process (and leak some at
+// vkDestroyInstance); they are not ours to report.
+extern "C" const char* __lsan_default_suppressions() {
+  return "leak:libvulkan_lvp.so\n"
+         "leak:libvulkan.so\n"
+         "leak:libVkLayer_khronos_validation.so\n"
+         "leak:libLLVM\n"
+         "leak:libGLX_nvidia.so\n"
+         "leak:libnvidia-\n";
+}
+#endif

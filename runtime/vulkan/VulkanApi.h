@@ -112,6 +112,13 @@ Api& api();
 Status loadLoader();
 Status loadInstance(VkInstance instance, bool debugUtils);
 
+// Keeps every shared library now loaded (the driver and layers the loader
+// opened) loaded for the life of the process: vkDestroyInstance would unload
+// them, and loading them again for every instance costs time, has made the
+// NVIDIA driver refuse new instances after a few dozen, and leaves leak
+// reports (LeakSanitizer) pointing into unmapped code.
+void pinLoadedLibraries();
+
 // "VK_ERROR_OUT_OF_DEVICE_MEMORY", ...
 const char* resultName(VkResult r);
 // "what failed: VK_ERROR_..." as an Error (at `site`).

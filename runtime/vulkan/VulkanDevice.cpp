@@ -555,6 +555,7 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   info.ppEnabledExtensionNames = extensions.data();
   if (VkResult r = api().vkCreateDevice(pd.handle, &info, nullptr, &I.device); r != VK_SUCCESS)
     return vkError({}, "cannot open Vulkan device " + std::to_string(index) + " (" + pd.caps.name + ")", r);
+  vk::pinLoadedLibraries();
   api().vkGetDeviceQueue(I.device, pd.queueFamily, 0, &I.queue);
 
   VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};

@@ -113,6 +113,7 @@ Expected<std::unique_ptr<Instance>> Instance::create(bool validation) {
     return Error{{}, "Vulkan is not available: no Vulkan driver found (vkCreateInstance: "
                      "VK_ERROR_INCOMPATIBLE_DRIVER)"};
   if (r != VK_SUCCESS) return vkError({}, "Vulkan is not available: vkCreateInstance failed", r);
+  pinLoadedLibraries();
   if (Status s = loadInstance(inst->instance_, validation); !s) return s.error();
   if (validation) {
     r = a.vkCreateDebugUtilsMessengerEXT(inst->instance_, &messengerInfo, nullptr, &inst->messenger_);
