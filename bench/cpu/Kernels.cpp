@@ -60,6 +60,35 @@ kernel @sum(%x: buffer<f32, device, read>, %partial: buffer<f32, device, write>,
 }
 )";
 
+std::string sgemmPackKernel() {
+  return R"(
+kernel @pack(%b: buffer<vec<f32, 4>, device, read>, %bp: buffer<vec<f32, 4>, device, write>, %n: u32) workgroup(64, 1, 1) {
+  %p = global_id {dim = 0} : u32
+  %total = buffer.len %bp : u32
+  %inside = lt %p, %total : bool
+  if %inside {
+    %four = const {value = 4} : u32
+    %vcols = const {value = )" + std::to_string(kSgemmVecCols) + R"(} : u32
+    %n4 = div %n, %four : u32
+    %v = rem %p, %vcols : u32
+    %t = div %p, %vcols : u32
+    %k = rem %t, %n : u32
+    %cb = div %t, %n : u32
+    %row = mul %k, %n4 : u32
+    %c0 = mul %cb, %vcols : u32
+    %c = add %c0, %v : u32
+    %src = add %row, %c : u32
+    %x = load %b, %src : vec<f32, 4>
+    store %bp, %p, %x
+    yield
+  } {
+    yield
+  }
+  return
+}
+)";
+}
+
 std::string sgemmKernel() {
   constexpr unsigned R = kSgemmRows, V = kSgemmVecCols;
   auto num = [](unsigned v) { return std::to_string(v); };
@@ -77,7 +106,8 @@ std::string sgemmKernel() {
       "  %zv = vec.make %zf, %zf, %zf, %zf : vec<f32, 4>\n"
       "  %n4 = div %n, %four : u32\n"
       "  %r0 = mul %rb, %rows : u32\n"
-      "  %c0 = mul %cb, %vcols : u32\n";
+      "  %c0 = mul %cb, %vcols : u32\n"
+      "  %pbase = mul %cb, %n : u32\n";
   for (unsigned r = 0; r < R; ++r) {
     t += "  %ro" + num(r) + " = const {value = " + num(r) + "} : u32\n";
     t += "  %row" + num(r) + " = add %r0, %ro" + num(r) + " : u32\n";
@@ -99,9 +129,11 @@ std::string sgemmKernel() {
       yields += std::string(yields.empty() ? "" : ", ") + "%t" + id;
     }
   t += "  " + accs + " = for %zero, %n, %one" + inits + " : " + types + " { |%k: u32" + args + "|\n";
-  t += "    %bk = mul %k, %n4 : u32\n";
+  // B is packed: column block cb's vec4s for row k are at (cb * n + k) * V.
+  t += "    %bk0 = add %pbase, %k : u32\n";
+  t += "    %bk = mul %bk0, %vcols : u32\n";
   for (unsigned v = 0; v < V; ++v) {
-    t += "    %bi" + num(v) + " = add %bk, %col" + num(v) + " : u32\n";
+    t += "    %bi" + num(v) + " = add %bk, %vo" + num(v) + " : u32\n";
     t += "    %b" + num(v) + " = load %b, %bi" + num(v) + " : vec<f32, 4>\n";
   }
   for (unsigned r = 0; r < R; ++r) {

@@ -14,16 +14,20 @@ extern const char* const kSaxpyKernel;
 // (invocation i adds elements i, i + 32, ...; invocation 0 adds the 32 sums).
 // Run twice: over the input, then over the partial sums.
 extern const char* const kSumKernel;
-// C = A * B for row-major n x n f32 matrices (n a multiple of 16). Each
-// invocation (a workgroup of one) computes a block of kSgemmRows rows by
-// 4 * kSgemmVecCols columns of C in vec4 registers: per k, kSgemmVecCols
-// vec4 loads of B's row k, one broadcast of A[row][k] per row, and
-// multiply-adds (a separate multiply and add, as the interpreter rounds).
-// B and C are bound as buffers of vec<f32, 4> (the same bytes as f32 rows).
-// Workgroup (x, y) computes row block x and column block y, so consecutive
-// workgroups reuse the same columns of B from cache. Grid: n / kSgemmRows
-// by n / (4 * kSgemmVecCols).
+// C = A * B for row-major n x n f32 matrices (n a multiple of 16), in two
+// kernels. @pack copies B into column panels: for each block of 4 *
+// kSgemmVecCols columns, its rows one after another, so that the multiply
+// streams B contiguously. @sgemm: each invocation (a workgroup of one)
+// computes a block of kSgemmRows rows by 4 * kSgemmVecCols columns of C in
+// vec4 registers; per k, kSgemmVecCols vec4 loads of the packed B, one
+// broadcast of A[row][k] per row, and multiply-adds (a separate multiply and
+// add, as the interpreter rounds). B and C are bound as buffers of
+// vec<f32, 4> (the same bytes as f32 rows). Workgroup (x, y) computes row
+// block x and column block y, so consecutive workgroups reuse one panel of B
+// from cache. Grids: pack n * n / 4 / 64 workgroups; sgemm n / kSgemmRows by
+// n / (4 * kSgemmVecCols).
 constexpr unsigned kSgemmRows = 4, kSgemmVecCols = 4;
 std::string sgemmKernel();
+std::string sgemmPackKernel();
 
 }  // namespace eph::bench

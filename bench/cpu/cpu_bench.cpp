@@ -220,15 +220,21 @@ void BM_sgemm_openblas(benchmark::State& st) {
 
 void BM_sgemm_eph(benchmark::State& st) {
   size_t n = size_t(st.range(0));
-  CpuKernel k(sgemmKernel());
+  CpuKernel k(sgemmPackKernel() + sgemmKernel());
   const ir::Function& f = k.kernel("sgemm");
+  const ir::Function& pack = k.kernel("pack");
   auto pa = pattern(n * n, 0.001f), pb = pattern(n * n, 0.002f);
   auto a = k.buffer(f.paramTypes()[0], pa);
   auto b = k.buffer(f.paramTypes()[1], pb);
+  auto packed = k.buffer(f.paramTypes()[1], std::vector<float>(n * n, 0.f));
   auto c = k.buffer(f.paramTypes()[2], std::vector<float>(n * n, 0.f));
   interp::RtValue nv = interp::RtValue::ofInt(f.paramTypes()[3], int64_t(n));
   std::array<uint32_t, 3> grid = {uint32_t(n / kSgemmRows), uint32_t(n / (4 * kSgemmVecCols)), 1};
-  for (auto _ : st) k.dispatch(f, grid, {a, b, c, nv});
+  uint32_t packGroups = uint32_t(n * n / 4 / 64);
+  for (auto _ : st) {
+    k.dispatch(pack, {packGroups, 1, 1}, {b, packed, nv});
+    k.dispatch(f, grid, {a, packed, c, nv});
+  }
   st.counters["GFLOPS"] = benchmark::Counter(double(st.iterations()) * 2.0 * n * n * n / 1e9, benchmark::Counter::kIsRate);
   std::vector<float> want(n * n);
   sgemmPlain(pa.data(), pb.data(), want.data(), n);
@@ -247,7 +253,10 @@ struct NamedKernel {
   std::string text;
   const char* kernel;
 };
-const NamedKernel kAll[] = {{"saxpy", kSaxpyKernel, "saxpy"}, {"sum", kSumKernel, "sum"}, {"sgemm", sgemmKernel(), "sgemm"}};
+const NamedKernel kAll[] = {{"saxpy", kSaxpyKernel, "saxpy"},
+                            {"sum", kSumKernel, "sum"},
+                            {"sgemm", sgemmKernel(), "sgemm"},
+                            {"pack", sgemmPackKernel(), "pack"}};
 
 void BM_compile_llvm_O2(benchmark::State& st) {
   const NamedKernel& nk = kAll[st.range(0)];
@@ -310,7 +319,7 @@ void registerAll() {
   benchmark::RegisterBenchmark("sgemm/openblas", BM_sgemm_openblas)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
   benchmark::RegisterBenchmark("sgemm/eph_cpu", BM_sgemm_eph)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
-  for (int64_t k = 0; k < 3; ++k) {
+  for (int64_t k = 0; k < 4; ++k) {
     benchmark::RegisterBenchmark("compile/llvm_O2_jit", BM_compile_llvm_O2)->Arg(k)->Unit(benchmark::kMillisecond);
 #ifdef EPH_BENCH_SPIRV
     benchmark::RegisterBenchmark("compile/spirv_emit_validate", BM_compile_spirv)->Arg(k)->Unit(benchmark::kMillisecond);
