@@ -1,5 +1,6 @@
 // `ephc devices`: the devices this build can run on and what each can do, as
 // a table with one column per device and one row per capability.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -17,7 +18,8 @@ CommandSpec devicesSpec() {
       .name = "devices",
       .summary = "List the devices this build can run on and their capabilities.",
       .description =
-          "One column per device: the reference interpreter, then each Vulkan device\n"
+          "One column per device: the reference interpreter, the cpu target (when\n"
+          "built with LLVM), then each Vulkan device\n"
           "numbered as --device N and EPH_DEVICE take it. Rows: name, type, driver,\n"
           "Vulkan version, subgroup size, 16/64-bit types, atomics, and the limits\n"
           "that bad input runs into (largest buffer, workgroup size and count,\n"
@@ -60,6 +62,9 @@ int runDevicesCommand(Session& s, std::span<const std::string> argv) {
   std::vector<Column> cols;
   auto interp = runtime::openDevice("interp");
   if (interp) cols.push_back({"interp", "reference", (*interp)->caps()});
+  auto targets = runtime::availableTargets();
+  if (std::find(targets.begin(), targets.end(), "cpu") != targets.end())
+    if (auto cpu = runtime::openDevice("cpu")) cols.push_back({"cpu", "LLVM JIT", (*cpu)->caps()});
   std::string vulkanNote;
 #ifdef EPH_HAVE_VULKAN
   auto vk = runtime::listVulkanDevices();
