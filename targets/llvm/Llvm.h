@@ -27,7 +27,15 @@
 //     that do not synchronise may interleave in any order on a GPU too.)
 // Values that live across runs (and loop-carried values of workgroup-level
 // loops) are kept in per-invocation arrays; LLVM keeps them in registers
-// when a run is fully vectorised.
+// when a run is fully vectorised. Cheap values (ids and pure arithmetic on
+// ids and uniform values) are recomputed in each run instead, so LLVM sees
+// that an index like workgroup_id * 64 + local_id is affine.
+//
+// Every buffer access is bounds-checked (a trap, never a stray write). Inside
+// a run, accesses whose index is (x id) + (the same for every x) are checked
+// once for the whole row of x ids before the x loop, which then runs in a
+// copy without their per-access checks (or, if any could fail, in the
+// checked copy), so elementwise kernels vectorise like plain loops.
 //
 // Not supported, with a compile error naming the op: a barrier inside a
 // `match`, or in a device function a kernel calls (inline it first with
