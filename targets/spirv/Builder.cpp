@@ -248,6 +248,24 @@ Id ModuleBuilder::typeStruct(const std::vector<Id>& members, const std::vector<u
   return id;
 }
 
+Id ModuleBuilder::typeBlockStruct(const std::vector<Id>& members, const std::vector<uint32_t>& offsets,
+                                  uint32_t tag) {
+  assert(offsets.size() == members.size());
+  Words key = {u(spv::Op::OpTypeStruct), uint32_t(members.size())};
+  key.insert(key.end(), members.begin(), members.end());
+  key.insert(key.end(), offsets.begin(), offsets.end());
+  key.push_back(0xB10C0000u);  // cannot collide with typeStruct's keys (they end in 0 or 1)
+  key.push_back(tag);
+  bool fresh = !typeIds_.count(key);
+  Id id = typeFor(key, spv::Op::OpTypeStruct, {.members = members}, members);
+  if (fresh) {
+    decorate(id, spv::Decoration::Block);
+    for (size_t i = 0; i < offsets.size(); ++i)
+      decorateMember(id, uint32_t(i), spv::Decoration::Offset, {offsets[i]});
+  }
+  return id;
+}
+
 Id ModuleBuilder::typePointer(spv::StorageClass sc, Id pointee) {
   Words key = {u(spv::Op::OpTypePointer), w(sc), pointee};
   if (!typeIds_.count(key)) noteStorageAccess(sc, pointee);

@@ -67,6 +67,14 @@ class ModuleBuilder {
   // struct for StorageBuffer/PushConstant); offsets are then required.
   Id typeStruct(const std::vector<Id>& members, const std::vector<uint32_t>& offsets = {},
                 bool block = false);
+  // A Block struct of its own for one interface variable (`tag` tells them
+  // apart), never shared with another. Drivers may apply what a variable is
+  // decorated with (NonWritable) to every variable of its type: NVIDIA's
+  // compiler turned loads of a written buffer into non-coherent reads that
+  // ignored an earlier store when it shared its Block type with a read-only
+  // buffer.
+  Id typeBlockStruct(const std::vector<Id>& members, const std::vector<uint32_t>& offsets,
+                     uint32_t tag);
   Id typePointer(spv::StorageClass sc, Id pointee);
   Id typeFunction(Id result, const std::vector<Id>& params);
 

@@ -295,7 +295,8 @@ Status Emitter::declareInterface(std::vector<Val>& params) {
       ref.asBits = floatAsBits(t->elem(), ir::Space::Device);
       ref.elemMemType = ref.asBits ? b.typeInt(t->elem()->bits(), false) : memoryType(t->elem());
       uint32_t stride = uint32_t(ir::storageStride(t->elem()));
-      Id block = b.typeStruct({b.typeRuntimeArray(ref.elemMemType, stride)}, {0}, true);
+      Id block = b.typeBlockStruct({b.typeRuntimeArray(ref.elemMemType, stride)}, {0},
+                                   uint32_t(kernel.bindingOf(i)));
       ref.var = b.globalVariable(b.typePointer(ref.sc, block), ref.sc);
       b.decorate(ref.var, spv::Decoration::DescriptorSet, {0});
       b.decorate(ref.var, spv::Decoration::Binding, {uint32_t(kernel.bindingOf(i))});

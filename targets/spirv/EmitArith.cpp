@@ -81,8 +81,17 @@ Status Emitter::emitBinary(const ir::Op& op) {
         bad = b.op(Op::OpLogicalOr, B, {bad, b.op(Op::OpLogicalAnd, B, {isMin, minusOne})});
       }
       Id safe = b.op(Op::OpSelect, T, {bad, intConstLike(t, 1), y});
-      Op o = n == "div" ? (sg ? Op::OpSDiv : Op::OpUDiv) : (sg ? Op::OpSRem : Op::OpUMod);
-      r = b.op(o, T, {x, safe});
+      if (n == "div") {
+        r = b.op(sg ? Op::OpSDiv : Op::OpUDiv, T, {x, safe});
+      } else if (sg) {
+        // x - (x / y) * y rather than OpSRem: NVIDIA's driver gives wrong
+        // remainders for negative operands (seen on an H200, driver 580),
+        // while truncating division is right everywhere.
+        Id q = b.op(Op::OpSDiv, T, {x, safe});
+        r = b.op(Op::OpISub, T, {x, b.op(Op::OpIMul, T, {q, safe})});
+      } else {
+        r = b.op(Op::OpUMod, T, {x, safe});
+      }
     } else {
       return error(op, "'" + std::string(n) + "' is not defined on integers");
     }
