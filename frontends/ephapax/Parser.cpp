@@ -472,6 +472,10 @@ class Parser {
         auto p = pat(Pattern::Int, s);
         p->ival = t.ival;
         p->wide = t.wide;
+        if (t.ival < 0) {  // 2^63 without a minus
+          diags_.error("E000", s, "integer literal '" + t.text + "' is out of range for I64");
+          panic_ = true;
+        }
         return p;
       }
       case Tok::Minus: {
@@ -482,8 +486,8 @@ class Parser {
         }
         Token t = take();
         auto p = pat(Pattern::Int, s);
-        p->ival = -t.ival;
-        p->wide = t.ival > 2147483648LL;
+        p->ival = int64_t(0 - uint64_t(t.ival));  // -2^63 is the one value whose magnitude is negative
+        p->wide = t.ival < 0 || t.ival > 2147483648LL;
         p->span.len = t.span.col + t.span.len - s.col;
         return p;
       }
@@ -656,8 +660,8 @@ class Parser {
         ExprP lit = node(t.kind == Tok::Int ? ExprKind::IntLit : ExprKind::FloatLit, s);
         lit->span.len = t.span.col + t.span.len - s.col;
         if (t.kind == Tok::Int) {
-          lit->ival = -t.ival;
-          lit->bval = t.ival > 2147483648LL;
+          lit->ival = int64_t(0 - uint64_t(t.ival));  // -2^63 is the one value whose magnitude is negative
+          lit->bval = t.ival < 0 || t.ival > 2147483648LL;
         } else {
           lit->fval = -t.fval;
         }

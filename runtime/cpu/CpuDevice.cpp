@@ -31,8 +31,9 @@ std::byte* scratch(size_t bytes) {
   thread_local Scratch s;
   if (s.size < bytes) {
     std::free(s.data);
-    s.size = (bytes + kAlign - 1) / kAlign * kAlign;
-    s.data = static_cast<std::byte*>(std::aligned_alloc(kAlign, s.size));
+    size_t size = (bytes + kAlign - 1) / kAlign * kAlign;
+    s.data = static_cast<std::byte*>(std::aligned_alloc(kAlign, size));
+    s.size = s.data ? size : 0;  // on failure, try again next time
   }
   return s.data;
 }
@@ -180,21 +181,32 @@ Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> g
       ir::encode(args[i], block + pl.offsets[i]);
     }
   }
-  uint64_t total = uint64_t(groups[0]) * groups[1] * groups[2];
+  uint64_t total = 0;
+  if (__builtin_mul_overflow(uint64_t(groups[0]) * groups[1], uint64_t(groups[2]), &total))
+    return Error{site, "the grid has more than 2^64 workgroups"};
   if (total == 0) return Status::ok();
 
   llvmtarget::KernelStatus status;
+  uint32_t outOfMemory = 0;  // a thread could not get its workgroup memory
   uint64_t perGroup = uint64_t(kernel.workgroupSize[0]) * kernel.workgroupSize[1] * kernel.workgroupSize[2];
   // Chunks of about 8 per thread, so that uneven workgroups even out.
   uint64_t chunk = total * perGroup < kInlineInvocations ? total
                                                          : std::max<uint64_t>(1, total / (8 * pool_.size()));
   pool_.parallelFor(total, chunk, [&](uint64_t begin, uint64_t end) {
-    k->range(bufs.data(), lens.data(), block, groups[0], groups[1], groups[2], begin, end,
-             scratch(k->workgroupBytes), &status);
+    std::byte* shared = scratch(k->workgroupBytes);
+    if (!shared && k->workgroupBytes) {
+      std::atomic_ref<uint32_t>(outOfMemory).store(1);
+      return false;
+    }
+    k->range(bufs.data(), lens.data(), block, groups[0], groups[1], groups[2], begin, end, shared,
+             &status);
     std::atomic_ref<uint32_t> diverged(status.diverged);
     std::atomic_ref<uint64_t> traps(status.trapMask);
     return diverged.load(std::memory_order_relaxed) == 0 && traps.load(std::memory_order_relaxed) == 0;
   });
+  if (outOfMemory)
+    return Error{site, "out of memory for " + std::to_string(k->workgroupBytes) +
+                           " bytes of workgroup memory running kernel @" + kernel.name()};
   return llvmtarget::statusError(*m, kernel, status);
 }
 

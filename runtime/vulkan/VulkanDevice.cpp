@@ -1,5 +1,6 @@
 #include "runtime/vulkan/VulkanDevice.h"
 
+#include <climits>
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,8 @@ using vk::vkError;
 constexpr uint32_t kQueryCapacity = 8192;       // timestamps per command buffer (two a dispatch)
 constexpr uint32_t kSetsPerPool = 256;          // descriptor sets per pool
 constexpr uint32_t kDescriptorsPerPool = 4096;  // storage-buffer descriptors per pool
+constexpr size_t kMaxStagingBuffers = 256;            // uploads between submits, at most
+constexpr uint64_t kMaxStagedBytes = uint64_t(1) << 30;  // bytes staged between submits, at most
 constexpr uint64_t kFenceTimeoutNs = 600ull * 1000 * 1000 * 1000;
 
 std::string tuple3(std::array<uint32_t, 3> v) {
@@ -116,6 +119,16 @@ struct VulkanDevice::Impl {
   std::vector<DispatchTime> times;
   PipelineStats stats;
   std::vector<std::string> validationLog;  // messages already reported as errors
+  // Work that never finished (a fence timeout) or a lost device: resources may
+  // still be in use by the GPU, so nothing is reset or freed any more, and
+  // every later call fails at once.
+  bool wedged = false;
+  Status wedgedError(Loc site) const {
+    return Error{site, "the device " + physical.caps.name +
+                           " is unusable after earlier work did not finish or the device was lost"};
+  }
+  // Gives up ownership of a buffer the GPU may still use (it is leaked).
+  static void abandon(Buffer& b) { b.buffer = VK_NULL_HANDLE; b.memory = VK_NULL_HANDLE; }
 
   ~Impl();
   const std::string& name() const { return physical.caps.name; }
@@ -134,6 +147,12 @@ struct VulkanDevice::Impl {
 };
 
 VulkanDevice::Impl::~Impl() {
+  if (wedged) {  // waiting could block for ever; leak what the GPU may still use
+    for (auto& [h, b] : buffers) abandon(b);
+    for (Buffer& b : staging) abandon(b);
+    for (auto& [k, p] : pipelines) (void)p.release();
+    return;
+  }
   if (device) {
     if (recording) (void)submitAndWait({});
     api().vkDeviceWaitIdle(device);
@@ -205,6 +224,7 @@ Expected<Buffer> VulkanDevice::Impl::makeBuffer(uint64_t bytes, VkBufferUsageFla
 }
 
 Status VulkanDevice::Impl::beginRecording(Loc site) {
+  if (wedged) return wedgedError(site);
   if (recording) return Status::ok();
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
@@ -256,11 +276,15 @@ Status VulkanDevice::Impl::submitAndWait(Loc site) {
     ++stats.submits;
     VkResult r = api().vkQueueSubmit(queue, 1, &submit, fence);
     if (r == VK_SUCCESS) r = api().vkWaitForFences(device, 1, &fence, VK_TRUE, kFenceTimeoutNs);
-    if (r == VK_TIMEOUT) {
-      result = Error{site, "device work did not finish within 10 minutes on " + name()};
-    } else if (r == VK_ERROR_DEVICE_LOST) {
-      result = Error{site, "the device was lost while running submitted work on " + name() +
-                               " (a kernel faulted or ran too long)"};
+    if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) {
+      // The command buffer, its descriptor sets and staging buffers may still
+      // be in use: reset and free nothing.
+      wedged = true;
+      for (Buffer& b : staging) abandon(b);
+      return Error{site, r == VK_TIMEOUT
+                             ? "device work did not finish within 10 minutes on " + name()
+                             : "the device was lost while running submitted work on " + name() +
+                                   " (a kernel faulted or ran too long)"};
     } else if (r != VK_SUCCESS) {
       result = vkError(site, "submitting device work failed", r);
     } else if (queryPool && !timedDispatches.empty()) {
@@ -432,6 +456,10 @@ Status VulkanDevice::Impl::prepareKernel(const ir::Function& k) {
       scalarParams.push_back(i);
     }
   }
+  if (info.bindingParam.size() > kDescriptorsPerPool)
+    return Error{k.loc(), "kernel '@" + kn + "': " + std::to_string(info.bindingParam.size()) +
+                              " buffer parameters exceed ephc's limit of " +
+                              std::to_string(kDescriptorsPerPool) + " per kernel"};
   if (info.bindingParam.size() > physical.maxStorageBuffersPerStage)
     return Error{k.loc(), "kernel '@" + kn + "': " + std::to_string(info.bindingParam.size()) +
                               " buffer parameters exceed the device's maxPerStageDescriptorStorageBuffers (" +
@@ -503,7 +531,8 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
     if (const char* e = std::getenv("EPH_DEVICE"); e && *e) {
       char* end = nullptr;
       long v = std::strtol(e, &end, 10);
-      if (*end || v < 0) return Error{{}, "EPH_DEVICE='" + std::string(e) + "' is not a device number"};
+      if (*end || v < 0 || v > INT_MAX)
+        return Error{{}, "EPH_DEVICE='" + std::string(e) + "' is not a device number"};
       index = int(v);
       source = "EPH_DEVICE";
     }
@@ -650,6 +679,13 @@ Status VulkanDevice::uploadBytes(uint64_t dst, std::span<const std::byte> bytes,
     return Error{site, "copies " + std::to_string(bytes.size()) + " bytes into a device buffer of " +
                            std::to_string(b->bytes) + " bytes"};
   if (bytes.empty()) return Status::ok();
+  // Staging buffers live until the next submit: flush now and then so that a
+  // long run of uploads neither holds all their memory nor runs into the
+  // driver's limit on allocations.
+  uint64_t staged = bytes.size();
+  for (const Buffer& sb : I.staging) staged += sb.bytes;
+  if (I.staging.size() >= kMaxStagingBuffers || staged > kMaxStagedBytes)
+    if (Status s = I.submitAndWait(site); !s) return s;
   auto stage = I.makeBuffer(bytes.size(), VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, false, site);
   if (!stage) return stage.error();
   std::memcpy(stage->mapped, bytes.data(), bytes.size());
@@ -684,7 +720,10 @@ Status VulkanDevice::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc
   api().vkCmdPipelineBarrier(I.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
                              nullptr, 0, nullptr);
   Buffer readback = std::move(*stage);  // outlives the submit (staging is cleared there)
-  if (Status s = I.submitAndWait(site); !s) return s;
+  if (Status s = I.submitAndWait(site); !s) {
+    if (I.wedged) Impl::abandon(readback);  // the copy into it may still be running
+    return s;
+  }
   std::memcpy(bytes.data(), readback.mapped, bytes.size());
   return Status::ok();
 }

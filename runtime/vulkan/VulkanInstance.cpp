@@ -133,7 +133,9 @@ void FeatureChain::link(uint32_t apiVersion, bool hasAtomicFloat) {
     *next = &s;
     next = &s.pNext;
   };
-  append(v11);
+  core11 = apiVersion >= VK_API_VERSION_1_2;
+  if (core11) append(v11);
+  else append(storage16);
   if (apiVersion >= VK_API_VERSION_1_2) append(v12);
   if (apiVersion >= VK_API_VERSION_1_3) append(v13);
   if (hasAtomicFloat) append(atomicFloat);
@@ -210,8 +212,8 @@ Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
     bool v12 = api >= VK_API_VERSION_1_2;
     c.float64 = f.base.features.shaderFloat64;
     c.int64 = f.base.features.shaderInt64;
-    c.int16 = f.base.features.shaderInt16 && f.v11.storageBuffer16BitAccess;
-    c.float16 = v12 && f.v12.shaderFloat16 && f.v11.storageBuffer16BitAccess;
+    c.int16 = f.base.features.shaderInt16 && f.storageBuffer16BitAccess();
+    c.float16 = v12 && f.v12.shaderFloat16 && f.storageBuffer16BitAccess();
     c.int8 = v12 && f.v12.shaderInt8 && f.v12.storageBuffer8BitAccess;
     c.atomicInt64 = v12 && f.v12.shaderBufferInt64Atomics && f.v12.shaderSharedInt64Atomics;
     c.atomicFloat32Add =

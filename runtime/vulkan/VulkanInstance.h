@@ -51,8 +51,15 @@ struct FeatureChain {
   VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomicFloat{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  // Vulkan 1.1 devices have no VkPhysicalDeviceVulkan11Features (a 1.2
+  // struct); they report 16-bit storage here instead.
+  VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  bool core11 = false;  // v11 is linked (Vulkan 1.2 and later)
   // Links the structs the device knows (by API version and extensions).
   void link(uint32_t apiVersion, bool hasAtomicFloat);
+  bool storageBuffer16BitAccess() const {
+    return core11 ? v11.storageBuffer16BitAccess : storage16.storageBuffer16BitAccess;
+  }
 };
 
 struct PhysicalDevice {
