@@ -138,13 +138,8 @@ int runDiffCommand(Session& s, std::span<const std::string> argv) {
   for (auto [flag, field] : {std::pair{"--ulp", &tol.ulps}, {"--rel", &tol.relative}, {"--abs", &tol.absolute}})
     if (args->has(flag) && !parseNumber(args->get(flag), *field))
       return s.fail(std::string("diff: ") + flag + " wants a non-negative number, got '" + args->get(flag) + "'");
-  int deviceIndex = -1;
-  if (args->has("--device")) {
-    double d;
-    if (!parseNumber(args->get("--device"), d) || d != std::floor(d))
-      return s.fail("diff: --device wants a device number, got '" + args->get("--device") + "'");
-    deviceIndex = int(d);
-  }
+  std::optional<int> deviceIndex = deviceIndexArg(s, *args, "diff");
+  if (!deviceIndex) return 1;
   std::vector<std::string> targets =
       args->has("--targets") ? splitList(args->get("--targets")) : runtime::availableTargets();
   if (targets.size() < 2)
@@ -161,29 +156,19 @@ int runDiffCommand(Session& s, std::span<const std::string> argv) {
   if (!m) return 1;
   if (!runPipeline(s, *m, pm, opts)) return 1;
 
-  std::string entryName = args->get("--entry", "main");
-  if (!entryName.empty() && entryName[0] == '@') entryName.erase(0, 1);
-  const ir::Function* entry = m->lookup(entryName);
-  if (!entry || !entry->isHost()) return s.fail("diff: no host function '@" + entryName + "' in '" + file + "'");
-  auto params = entry->paramTypes();
+  const ir::Function* entry = findEntry(s, *m, args->get("--entry", "main"), file, "diff");
+  if (!entry) return 1;
   std::vector<std::string> texts = args->all("--arg");
-  if (texts.size() != params.size())
-    return s.fail("diff: '@" + entry->name() + "' takes " + std::to_string(params.size()) + " argument" +
-                  (params.size() == 1 ? "" : "s") + ", got " + std::to_string(texts.size()) +
-                  "; give each with --arg VALUE");
+  if (!checkArgCount(s, *entry, texts.size(), "diff")) return 1;
 
   std::vector<TargetRun> runs;
   for (const std::string& target : targets) {
-    auto device = runtime::openDevice(target, deviceIndex);
+    auto device = runtime::openDevice(target, *deviceIndex);
     if (!device) return s.fail("diff: " + target + ": " + device.error().message);
     TargetRun run{target, std::make_unique<interp::Interpreter>(*m), {}};
-    std::vector<interp::RtValue> values;
-    for (size_t i = 0; i < params.size(); ++i) {
-      auto v = interp::parseValue(texts[i], params[i], run.interp->memory());
-      if (!v) return s.fail("diff: bad --arg '" + texts[i] + "' for parameter " + std::to_string(i) + ": " + v.error().message);
-      values.push_back(std::move(*v));
-    }
-    auto results = runtime::runHost(**device, *run.interp, *entry, std::move(values));
+    auto values = parseEntryArgs(s, *entry, texts, run.interp->memory(), "diff");
+    if (!values) return 1;
+    auto results = runtime::runHost(**device, *run.interp, *entry, std::move(*values));
     if (!results) {
       s.io.err << "ephc: diff: on " << target << ":\n";
       return s.report(results.error());

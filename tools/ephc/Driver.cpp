@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -148,6 +150,71 @@ std::vector<OptionSpec> pipelineOptions() {
       {"--time-passes", "", "report the time each pass took, on stderr"},
       {"--load-pass-plugin", "LIB.so", "load passes from a plugin shared library", true},
   };
+}
+
+const ir::Function* findEntry(Session& s, const ir::Module& m, std::string name,
+                              const std::string& file, std::string_view cmd) {
+  std::string c(cmd);
+  if (!name.empty() && name[0] == '@') name.erase(0, 1);
+  const ir::Function* f = m.lookup(name);
+  if (!f) {
+    std::string hosts;
+    for (auto& fn : m.functions())
+      if (fn->isHost()) hosts += (hosts.empty() ? "" : ", ") + ("@" + fn->name());
+    s.fail(c + ": no function '@" + name + "' in '" + file + "'" +
+           (hosts.empty() ? " (it has no host functions)" : " (host functions: " + hosts + ")"));
+    return nullptr;
+  }
+  if (f->isKernel()) {
+    s.fail(c + ": '@" + name +
+           "' is a kernel; the entry must be a host function (kernels run through 'dispatch')");
+    return nullptr;
+  }
+  return f;
+}
+
+std::optional<int> deviceIndexArg(Session& s, const ParsedArgs& args, std::string_view cmd) {
+  if (!args.has("--device")) return -1;
+  const std::string text = args.get("--device");
+  char* end = nullptr;
+  errno = 0;
+  long n = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end || n < 0 || n > INT_MAX || errno) {
+    s.fail(std::string(cmd) + ": --device wants a device number, got '" + text + "'");
+    return std::nullopt;
+  }
+  return int(n);
+}
+
+bool checkArgCount(Session& s, const ir::Function& entry, size_t given, std::string_view cmd) {
+  auto params = entry.paramTypes();
+  if (given == params.size()) return true;
+  std::string types;
+  for (const ir::Type* t : params) types += (types.empty() ? "" : ", ") + t->str();
+  s.fail(std::string(cmd) + ": '@" + entry.name() + "' takes " + std::to_string(params.size()) +
+         " argument" + (params.size() == 1 ? "" : "s") + (params.empty() ? "" : " (" + types + ")") +
+         ", got " + std::to_string(given) + "; give each with --arg VALUE");
+  return false;
+}
+
+std::optional<std::vector<interp::RtValue>> parseEntryArgs(Session& s, const ir::Function& entry,
+                                                           const std::vector<std::string>& texts,
+                                                           interp::Memory& mem, std::string_view cmd) {
+  if (!checkArgCount(s, entry, texts.size(), cmd)) return std::nullopt;
+  auto params = entry.paramTypes();
+  std::vector<interp::RtValue> values;
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto v = interp::parseValue(texts[i], params[i], mem);
+    if (!v) {
+      std::string pname = entry.param(i)->name();
+      s.fail(std::string(cmd) + ": bad --arg '" + texts[i] + "' for parameter " + std::to_string(i) +
+             (pname.empty() ? "" : " (%" + pname + ")") + " of type '" + params[i]->str() +
+             "': " + v.error().message);
+      return std::nullopt;
+    }
+    values.push_back(std::move(*v));
+  }
+  return values;
 }
 
 bool loadPlugins(Session& s, const ParsedArgs& args) {

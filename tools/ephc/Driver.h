@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/IR.h"
+#include "ir/interp/Interp.h"
 #include "passes/PassManager.h"
 #include "tools/ephc/Args.h"
 
@@ -69,6 +70,21 @@ bool buildPipeline(Session& s, const ParsedArgs& args, passes::PassManager& pm,
 // Runs `pm` on `m`, reporting every error of a failing pass. False on failure.
 bool runPipeline(Session& s, ir::Module& m, const passes::PassManager& pm,
                  const passes::PipelineOptions& opts);
+
+// What `run` and `diff` share. Each reports its own error (prefixed with the
+// command name, `cmd`) and returns null / nullopt / false after it.
+// The entry function --entry names (default main): a host or device function.
+const ir::Function* findEntry(Session& s, const ir::Module& m, std::string name,
+                              const std::string& file, std::string_view cmd);
+// --device N, or -1 when not given.
+std::optional<int> deviceIndexArg(Session& s, const ParsedArgs& args, std::string_view cmd);
+// One --arg per parameter of the entry.
+bool checkArgCount(Session& s, const ir::Function& entry, size_t given, std::string_view cmd);
+// The --arg texts parsed against the entry's parameter types; buffers are made
+// in `mem`.
+std::optional<std::vector<interp::RtValue>> parseEntryArgs(Session& s, const ir::Function& entry,
+                                                           const std::vector<std::string>& texts,
+                                                           interp::Memory& mem, std::string_view cmd);
 
 // The subcommands: each has a spec (its flags and help) and returns the
 // process exit status.

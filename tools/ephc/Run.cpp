@@ -38,34 +38,6 @@ CommandSpec runSpec() {
   return spec;
 }
 
-namespace {
-
-std::string typeList(std::span<const ir::Type* const> types) {
-  std::string s;
-  for (const ir::Type* t : types) s += (s.empty() ? "" : ", ") + t->str();
-  return s;
-}
-
-// The function to run, or null after reporting why it cannot be the entry.
-const ir::Function* findEntry(Session& s, const ir::Module& m, std::string name, const std::string& file) {
-  if (!name.empty() && name[0] == '@') name.erase(0, 1);
-  const ir::Function* f = m.lookup(name);
-  if (!f) {
-    std::string hosts;
-    for (auto& fn : m.functions())
-      if (fn->isHost()) hosts += (hosts.empty() ? "" : ", ") + ("@" + fn->name());
-    s.fail("run: no function '@" + name + "' in '" + file + "'" +
-           (hosts.empty() ? " (it has no host functions)" : " (host functions: " + hosts + ")"));
-    return nullptr;
-  }
-  if (f->isKernel()) {
-    s.fail("run: '@" + name + "' is a kernel; the entry must be a host function (kernels run through 'dispatch')");
-    return nullptr;
-  }
-  return f;
-}
-
-}  // namespace
 
 int runRunCommand(Session& s, std::span<const std::string> argv) {
   CommandSpec spec = runSpec();
@@ -73,15 +45,9 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   if (!args) return s.report(args.error());
   if (args->help) return s.io.out << helpText(spec), 0;
 
-  int deviceIndex = -1;
-  if (args->has("--device")) {
-    const std::string text = args->get("--device");
-    char* end = nullptr;
-    long n = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end || n < 0) return s.fail("run: --device wants a device number, got '" + text + "'");
-    deviceIndex = int(n);
-  }
-  auto device = runtime::openDevice(args->has("--target") ? args->get("--target") : runtime::defaultTarget(), deviceIndex);
+  std::optional<int> deviceIndex = deviceIndexArg(s, *args, "run");
+  if (!deviceIndex) return 1;
+  auto device = runtime::openDevice(args->has("--target") ? args->get("--target") : runtime::defaultTarget(), *deviceIndex);
   if (!device) return s.fail("run: " + device.error().message);
 
   if (!loadPlugins(s, *args)) return 1;
@@ -97,28 +63,14 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   if (!m) return 1;
   if (!runPipeline(s, *m, pm, opts)) return 1;
 
-  const ir::Function* entry = findEntry(s, *m, args->get("--entry", "main"), file);
+  const ir::Function* entry = findEntry(s, *m, args->get("--entry", "main"), file, "run");
   if (!entry) return 1;
-  auto params = entry->paramTypes();
   std::vector<std::string> texts = args->all("--arg");
-  if (texts.size() != params.size())
-    return s.fail("run: '@" + entry->name() + "' takes " + std::to_string(params.size()) + " argument" +
-                  (params.size() == 1 ? "" : "s") + (params.empty() ? "" : " (" + typeList(params) + ")") +
-                  ", got " + std::to_string(texts.size()) + "; give each with --arg VALUE");
-
+  if (!checkArgCount(s, *entry, texts.size(), "run")) return 1;
   interp::Interpreter interp(*m);
-  std::vector<interp::RtValue> values;
-  for (size_t i = 0; i < params.size(); ++i) {
-    auto v = interp::parseValue(texts[i], params[i], interp.memory());
-    if (!v) {
-      std::string pname = entry->param(i)->name();
-      return s.fail("run: bad --arg '" + texts[i] + "' for parameter " + std::to_string(i) +
-                    (pname.empty() ? "" : " (%" + pname + ")") + " of type '" + params[i]->str() +
-                    "': " + v.error().message);
-    }
-    values.push_back(std::move(*v));
-  }
-  auto results = runtime::runHost(**device, interp, *entry, std::move(values));
+  auto values = parseEntryArgs(s, *entry, texts, interp.memory(), "run");
+  if (!values) return 1;
+  auto results = runtime::runHost(**device, interp, *entry, std::move(*values));
   if (!results) return s.report(results.error());
   for (const interp::RtValue& r : *results) s.io.out << interp::format(r, &interp.memory()) << "\n";
   return 0;
