@@ -123,7 +123,10 @@ std::unique_ptr<ir::Module> Session::loadModule(ir::Context& ctx, const std::str
   sources.add(name, text);
   if (ephapax::isEphapaxFile(name)) {
     ephapax::DiagSink diags;
-    auto lowered = ephapax::compile(ctx, text, name, diags);
+    ephapax::CompileOptions opts;
+    opts.frontendCheck = opts.checkIR = frontendCheck;
+    auto lowered = ephapax::compile(ctx, text, name, diags, opts);
+    if (lowered && !frontendCheck) return lowered;  // ownership errors left to the IR passes
     io.err << ephapax::renderAll(diags, name, text);
     if (!diags.empty()) return nullptr;
     return lowered;
@@ -139,6 +142,16 @@ std::unique_ptr<ir::Module> Session::loadModule(ir::Context& ctx, const std::str
     return nullptr;
   }
   return std::move(*m);
+}
+
+OptionSpec noFrontendCheckOption() {
+  return {"--no-frontend-check", "",
+          ".eph: lower even if the ownership checker rejects the program (the IR 'linearity' pass "
+          "then reports it)"};
+}
+
+void applyFrontendOptions(Session& s, const ParsedArgs& args) {
+  s.frontendCheck = !args.has("--no-frontend-check");
 }
 
 // ---- pass pipelines -----------------------------------------------------------

@@ -58,7 +58,15 @@ struct Session {
   // Reads, parses and verifies `path`; null after reporting the error. An
   // Ephapax source (.eph) is parsed, checked and lowered to IR instead.
   std::unique_ptr<ir::Module> loadModule(ir::Context& ctx, const std::string& path);
+  // Ephapax: false lowers programs the frontend's ownership checker rejects
+  // (type errors still stop them), silently, so that the IR `linearity` pass
+  // can be seen reporting the same errors (--no-frontend-check).
+  bool frontendCheck = true;
 };
+
+// --no-frontend-check (opt, run, lower): sets Session::frontendCheck.
+OptionSpec noFrontendCheckOption();
+void applyFrontendOptions(Session& s, const ParsedArgs& args);
 
 // The pass-pipeline options shared by `opt` and `run`.
 std::vector<OptionSpec> pipelineOptions();

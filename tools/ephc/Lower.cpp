@@ -149,7 +149,7 @@ std::string capsEditNames() {
 }  // namespace
 
 CommandSpec lowerSpec() {
-  return CommandSpec{
+  CommandSpec spec{
       .name = "lower",
       .operands = "FILE",
       .summary = "Compile the kernels of an .eir module for a target (--emit=spirv|spvasm|llvm|obj).",
@@ -180,6 +180,8 @@ CommandSpec lowerSpec() {
       .minOperands = 1,
       .maxOperands = 1,
   };
+  spec.options.push_back(noFrontendCheckOption());
+  return spec;
 }
 
 int runLowerCommand(Session& s, std::span<const std::string> argv) {
@@ -187,6 +189,7 @@ int runLowerCommand(Session& s, std::span<const std::string> argv) {
   auto args = parseArgs(spec, argv);
   if (!args) return s.report(args.error());
   if (args->help) return s.io.out << helpText(spec), 0;
+  applyFrontendOptions(s, *args);
 
   if (!args->has("--emit")) return s.fail("lower needs --emit=KIND (one of: " + emitKindNames() + ")");
   std::string kindName = args->get("--emit");

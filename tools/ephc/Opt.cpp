@@ -20,6 +20,7 @@ CommandSpec optSpec() {
   spec.options = pipelineOptions();
   spec.options.push_back({"--print-locs", "", "print loc(\"file\":line:col) on every op and function"});
   spec.options.push_back({"-o", "OUT", "write the IR to OUT instead of stdout"});
+  spec.options.push_back(noFrontendCheckOption());
   return spec;
 }
 
@@ -28,6 +29,7 @@ int runOptCommand(Session& s, std::span<const std::string> argv) {
   auto args = parseArgs(spec, argv);
   if (!args) return s.report(args.error());
   if (args->help) return s.io.out << helpText(spec), 0;
+  applyFrontendOptions(s, *args);
 
   if (!loadPlugins(s, *args)) return 1;
   passes::PassManager pm;

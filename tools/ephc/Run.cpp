@@ -35,6 +35,7 @@ CommandSpec runSpec() {
       .maxOperands = 1,
   };
   for (OptionSpec& o : pipelineOptions()) spec.options.push_back(o);
+  spec.options.push_back(noFrontendCheckOption());
   return spec;
 }
 
@@ -44,6 +45,7 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   auto args = parseArgs(spec, argv);
   if (!args) return s.report(args.error());
   if (args->help) return s.io.out << helpText(spec), 0;
+  applyFrontendOptions(s, *args);
 
   std::optional<int> deviceIndex = deviceIndexArg(s, *args, "run");
   if (!deviceIndex) return 1;
