@@ -468,6 +468,15 @@ struct Bench {
     results.push_back(r);
   }
 
+  // A checked result: with --check-only it is recorded as it is; otherwise the
+  // work `record` submits is timed and the rate computed from `work` (bytes,
+  // or FLOPs when tflops).
+  void report(Result r, double work, bool tflops, int dispatchesPerRun,
+              const std::function<void()>& record) {
+    if (checkOnly) results.push_back(r);
+    else finish(r, work, time(dispatchesPerRun, record), tflops);
+  }
+
   // Workgroups for n4 vec4s, one each per invocation, as a 2D grid.
   std::array<uint32_t, 3> streamGrid(uint64_t n4) {
     uint64_t g = (n4 + 255) / 256;
@@ -488,12 +497,7 @@ struct Bench {
     Result r{"copy", n};
     r.checked = std::memcmp(got.data(), src.data(), n * 4) == 0;
     if (!r.checked) fail("copy: result differs from the source");
-    if (!checkOnly) {
-      auto t = time(1, [&] { check(dev.dispatch(kernel("copy4"), g, args, {})); });
-      finish(r, 2.0 * 4 * n, t, false);
-    } else {
-      results.push_back(r);
-    }
+    report(r, 2.0 * 4 * n, false, 1, [&] { check(dev.dispatch(kernel("copy4"), g, args, {})); });
     check(dev.free(hs, {}));
     check(dev.free(hd, {}));
   }
@@ -521,13 +525,8 @@ struct Bench {
     }
     r.error = worst;
     r.checked = true;
-    if (!checkOnly) {
-      // y keeps changing; the bytes moved per run do not.
-      auto t = time(1, [&] { check(dev.dispatch(kernel("saxpy4"), g, args, {})); });
-      finish(r, 3.0 * 4 * n, t, false);
-    } else {
-      results.push_back(r);
-    }
+    // y keeps changing; the bytes moved per run do not.
+    report(r, 3.0 * 4 * n, false, 1, [&] { check(dev.dispatch(kernel("saxpy4"), g, args, {})); });
     check(dev.free(hx, {}));
     check(dev.free(hy, {}));
   }
@@ -555,8 +554,7 @@ struct Bench {
     r.error = std::fabs(got - want) / want;
     if (!(r.error < 1e-4)) fail("sum: got " + std::to_string(got) + ", want " + std::to_string(want));
     r.checked = true;
-    if (!checkOnly) finish(r, 4.0 * n, time(2, record), false);
-    else results.push_back(r);
+    report(r, 4.0 * n, false, 2, record);
     check(dev.free(hx, {}));
     check(dev.free(hp, {}));
     check(dev.free(ho, {}));
@@ -592,12 +590,7 @@ struct Bench {
     r.error = std::sqrt(num / den);
     if (!(r.error < 1e-5)) fail("sgemm " + std::to_string(n) + ": relative error " + std::to_string(r.error));
     r.checked = true;
-    if (!checkOnly) {
-      auto t = time(1, [&] { check(dev.dispatch(kernel("sgemm"), grid, args, {})); });
-      finish(r, 2.0 * double(n) * n * n, t, true);
-    } else {
-      results.push_back(r);
-    }
+    report(r, 2.0 * double(n) * n * n, true, 1, [&] { check(dev.dispatch(kernel("sgemm"), grid, args, {})); });
     check(dev.free(ha, {}));
     check(dev.free(hb, {}));
     check(dev.free(hc, {}));
