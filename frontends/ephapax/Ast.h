@@ -19,9 +19,14 @@ struct Binding;
 // ---- types as written ---------------------------------------------------------
 
 struct TypeExpr {
-  enum Kind : uint8_t { Prim, Unit, Named, String, Ref, List, Tuple, Sum, Fn } kind = Prim;
+  // GPU extension: Gpu is GPUBuffer<T>, GPUBuffer<T>! (bang) or GPUBufferAffine<T>
+  // (name "GPUBufferAffine"); Vec/Mat are vec2..vec4 / mat2..mat4 of F32 (size
+  // in `size`); Array is `[T; N]` (workgroup arrays); Future is Future<T>.
+  enum Kind : uint8_t { Prim, Unit, Named, String, Ref, List, Tuple, Sum, Fn, Gpu, Vec, Mat, Array, Future } kind = Prim;
   Span span;
-  std::string name;    // Prim: "I32".."U32", "Bool"; Named: the name (or type variable)
+  std::string name;    // Prim: "I32".."U32", "Bool"; Named: the name (or type variable); Gpu: as written
+  bool bang = false;   // Gpu: GPUBuffer<T>! (linear, owned)
+  int64_t size = 0;    // Vec/Mat: 2..4; Array: N
   std::string region;  // String: the region ("" = none written, "_" = global)
   bool mut = false;    // Ref: &mut
   std::vector<std::unique_ptr<TypeExpr>> args;  // Named args, Ref/List elem, Tuple parts, Sum/Fn (2)
@@ -75,6 +80,22 @@ enum class ExprKind : uint8_t {
   StrLen,     // kids[0]
   StrConcat,  // kids[0], kids[1]
   Ffi,        // name = symbol, kids = args
+
+  // ---- GPU extension (statement forms desugar into these; see docs/ephapax.md) ----
+  // Statements in a brace block nest: the rest of the block is the last kid
+  // (`rest`), like Let's body. A block's value is its final expression, or ()
+  // when it ends in a statement.
+  VarDecl,      // `var name[: annot] = kids[0]; kids[1]` — a mutable local (never linear)
+  Assign,       // `name = kids[0]` (compound `+=` etc. desugar to Binary); type ()
+  IndexAssign,  // `kids[0][kids[1]] = kids[2]`; type ()
+  While,        // `while kids[0] { kids[1] }`; type ()
+  For,          // `for name in kids[0]..kids[1] { kids[2] }`; type ()
+  Return,       // `return kids[0]` (() when absent): only in tail position
+  Workgroup,    // `workgroup name: [annot elem; ival]; kids[0]` — a workgroup array (kernels only)
+  Dispatch,     // named: `dispatch name(kids...) over grid`; inline: `dispatch over grid { kids[0] }`
+                //   (name empty; also written `kernel over grid { }`); grid = 1..3 dims; type ()
+  AllocGpu,     // `allocate_gpu[@name][<annot>](kids[0])` — name: the region ("" none, "_" global)
+  Await,        // `kids[0].await`
 };
 
 enum class BinOp : uint8_t { Add, Sub, Mul, Div, Rem, Eq, Ne, Lt, Le, Gt, Ge, And, Or };
@@ -86,7 +107,7 @@ using ExprP = std::unique_ptr<Expr>;
 struct Param {
   std::string name;
   Span span;
-  TypeP type;  // may be null for lambdas in the checker's eyes: the parser requires one
+  TypeP type;  // null only for a @gpu kernel's parameter: inferred from its dispatch sites
   Binding* binding = nullptr;
 };
 
@@ -115,6 +136,7 @@ struct Expr {
   TypeP annot;              // Let annotation, Inl/Inr other side, Lambda result
   std::vector<Param> params;  // Lambda
   std::vector<Arm> arms;      // Match, Handle
+  std::vector<ExprP> grid;    // Dispatch: the grid in invocations, 1 to 3 dimensions
   // Filled by the checker.
   Ty* ty = nullptr;
   Binding* binding = nullptr;   // Var: the local it names (null: a global)
@@ -122,7 +144,25 @@ struct Expr {
   int global = -1;              // Var: index of the function / constant / constructor
   enum Ref : uint8_t { None, Fn, Const, Ctor, Extern } refKind = None;
   std::vector<Ty*> inst;        // Var of a generic function or constructor: the type arguments
-  int regionId = -1;            // Region, StrNew: the region's identity
+  int regionId = -1;            // Region, StrNew, AllocGpu: the region's identity
+  // Filled by the checker for the GPU extension.
+  enum Builtin : uint8_t {
+    NoBuiltin,
+    // kernel values (Var): gid = global_id(0); lid, group likewise
+    Gid, Lid, GroupId,
+    // kernel calls: global_id(d), local_id(d), group_id(d), num_groups(d), group_size(d), barrier()
+    GlobalIdOf, LocalIdOf, GroupIdOf, NumGroupsOf, GroupSizeOf, Barrier,
+    AtomicAdd, AtomicMin, AtomicMax, AtomicXchg, AtomicCas,  // (buf, i, v[, new]) -> old
+    // math on scalars / vectors: sqrt exp log sin cos tan tanh floor ceil abs pow min max
+    Sqrt, Exp, Log, Sin, Cos, Tan, Tanh, Floor, Ceil, Abs, Pow, Min, Max,
+    Dot, Cross, Length, Normalize,            // vectors
+    MakeVec, MakeMat,                         // vec3(x, y, z), vec3(s), mat2(c0, c1), mat2(s)
+    Cast,                                     // i32(e) u32(e) i64(e) f32(e) f64(e)
+    Len,                                      // len(buffer or list): I32
+    // host calls
+    H2D, D2H, FreeGpu, ReadGpu, WriteGpu,     // h2d(list) d2h(buf) free_gpu(buf) read_gpu(buf, i) write_gpu(buf, i, v)
+  } builtin = NoBuiltin;
+  bool kernelCode = false;      // the expression is inside a kernel (a @gpu kernel or an inline dispatch)
 };
 
 // ---- declarations ---------------------------------------------------------------
@@ -137,12 +177,19 @@ struct FnDecl {
   bool isExtern = false;
   std::string abi;                  // extern: the ABI string
   std::vector<std::string> annotations;
+  int64_t workgroupSize[3] = {64, 1, 1};  // @workgroup_size(x, y, z)
+  bool isAsync = false;             // `async fn`
+  bool braceBody = false;           // `fn f(..) { .. }`
   // Filled by the checker.
   Ty* type = nullptr;               // the curried function type
   std::vector<Ty*> paramTys;
   Ty* retTy = nullptr;
   std::vector<Ty*> typeParamTys;    // rigid parameters, in order
   bool checkedOk = false;
+  // GPU extension, filled by the checker: a @gpu function whose parameters are
+  // all views (GPUBuffer<T>) or scalars and whose result is () is a kernel;
+  // any other @gpu function is a launcher (host code that may dispatch).
+  enum GpuRole : uint8_t { NotGpu, Kernel, Launcher } gpuRole = NotGpu;
 };
 
 struct CtorDecl {

@@ -16,7 +16,13 @@ namespace eph::ephapax {
 enum class Prim : uint8_t { I32, I64, U32, F32, F64, Bool };
 
 struct Ty {
-  enum Kind : uint8_t { Var, Param, Prim, Unit, String, Region, Ref, List, Tuple, Sum, Fn, Named, Error } kind = Error;
+  // GPU extension: Gpu is a GPU buffer (args[0] the element, `gpu` how it is
+  // owned); Vec/Mat are vecN/matN of F32 (`size` N); Array is a workgroup
+  // array [T; size]; Future is what calling an `async fn` gives (args[0]).
+  enum Kind : uint8_t { Var, Param, Prim, Unit, String, Region, Ref, List, Tuple, Sum, Fn, Named, Error,
+                        Gpu, Vec, Mat, Array, Future } kind = Error;
+  enum GpuOwn : uint8_t { View, Linear, Affine } gpu = View;  // GPUBuffer<T>, GPUBuffer<T>!, GPUBufferAffine<T>
+  int size = 0;            // Vec/Mat: 2..4; Array: element count
   ephapax::Prim prim = ephapax::Prim::I32;
   Ty* link = nullptr;      // Var: what it is bound to
   int id = 0;              // Var/Param: a number; Region: the region's identity (-1: global `_`)
