@@ -1115,7 +1115,8 @@ class TypeChecker {
 
 bool typeCheck(Checked& c, DiagSink& diags) { return TypeChecker(c, diags).run(); }
 
-std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags) {
+std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags, const CheckOptions& opts) {
+  (void)opts;  // TODO(gpu): affine mode
   auto c = std::make_unique<Checked>();
   size_t before = diags.size();
   c->prog = parseProgram(src, diags);

@@ -60,9 +60,16 @@ enum class Usage : uint8_t {
 };
 Usage usageOf(Checked& c, const Binding& b);
 
+// How the ownership rules treat owned GPU buffers: `--mode linear` (the
+// default) requires each to be consumed; `--mode affine` lets them be
+// dropped, and the lowering frees them (docs/ephapax-gpu.md).
+struct CheckOptions {
+  bool affineMode = false;
+};
+
 // Parses and checks (both passes). Null when there were syntax or type
 // errors; with ownership errors the program is returned and `diags` holds them.
-std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags);
+std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags, const CheckOptions& opts = {});
 
 // Every diagnostic rendered (renderDiag), in order.
 std::string renderAll(const DiagSink& diags, std::string_view file, std::string_view src);

@@ -9,7 +9,7 @@ namespace eph::ephapax {
 std::unique_ptr<ir::Module> compile(ir::Context& ctx, std::string_view src, const std::string& file, DiagSink& diags,
                                     const CompileOptions& opts) {
   size_t before = diags.size();
-  auto c = check(src, diags);
+  auto c = check(src, diags, opts.check);
   if (!c) return nullptr;
   if (opts.frontendCheck && diags.size() != before) return nullptr;
   auto m = lowerProgram(*c, ctx, file, diags);

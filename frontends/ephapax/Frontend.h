@@ -28,6 +28,11 @@ struct CompileOptions {
   // failure there is reported as an internal error (it means the lowering
   // broke ownership).
   bool checkIR = true;
+  // The ownership checker's options (--mode linear|affine).
+  CheckOptions check;
+  // Run the IR `monomorphize` pass at the end, so the module has no generic
+  // functions left (false shows the generic IR).
+  bool monomorphize = true;
 };
 
 // Parses, checks and lowers to IR. Null after reporting errors in `diags`.

@@ -1,0 +1,1 @@
+// Lowering of the Ephapax GPU extension (kernels, launches, GPU buffers).

@@ -1,0 +1,1 @@
+// Lowering of Ephapax statements (var, assignment, loops, return).
