@@ -1,42 +1,85 @@
 #!/bin/bash
-# The one script run per call on the GPU machine (see bench/RESULTS.md).
-# Expects, from the repository root: the libvulkan1 package unpacked (the
-# caller's `for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig`) and the
-# static builds in .gl/bin (eph_gpu_bench, ephc, eph_unit_tests; see
-# RESULTS.md for how they are built). Writes everything under $OUT and prints
-# one table last: eph vs PyTorch.
+# The one script run per call on the GPU machine (see bench/RESULTS.md), from
+# the repository root, with .gl carried: the Vulkan loader and libglvnd .debs
+# in .gl/ and the static builds in .gl/bin (eph_gpu_bench, ephc,
+# eph_unit_tests; RESULTS.md says how they are built). Writes everything
+# under $OUT and prints one table last.
 #
-#   bash bench/device/run.sh            check, then time at full size
-#   BENCH_ARGS="--only sgemm" bash bench/device/run.sh
+#   bash bench/device/run.sh             issue #6: the Ephapax kernels
+#                                        (bench/ephapax/*.eph) vs the same
+#                                        algorithms hand-written in CUDA
+#                                        (bench/device/cuda, built here with
+#                                        nvcc) vs PyTorch
+#   EPH=0 bash bench/device/run.sh       the same without the Ephapax side
+#   SUITE=eir bash bench/device/run.sh   the earlier run: Vulkan unit tests,
+#                                        ephc diff, the .eir kernels vs PyTorch
+#                                        (BENCH_ARGS go to eph_gpu_bench)
+# Sizes: VADD, REDUCE (floats), SGEMM (orders), comma-separated; RUNS.
 set -u
 OUT=${OUT:-/tmp/eph-bench-out}
 mkdir -p "$OUT"
 BIN=.gl/bin
 export PYTHONUNBUFFERED=1
-if ! ldconfig -p | grep -q libvulkan.so.1; then echo "run.sh: no libvulkan.so.1 (unpack .gl/*.deb first)"; exit 1; fi
-if ! "$BIN/ephc" devices > "$OUT/devices.txt" 2>&1 || ! grep -q "vulkan 0" "$OUT/devices.txt"; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  "$BIN/ephc" devices > "$OUT/devices.txt" 2>&1
-fi
-cat "$OUT/devices.txt"
+VADD=${VADD:-16777216,67108864,268435456}
+REDUCE=${REDUCE:-16777216,67108864,268435456}
+SGEMM=${SGEMM:-1024,2048,4096}
+RUNS=${RUNS:-20}
+
+for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
+ldconfig
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/nvidia-smi.txt" 2>&1
 cat "$OUT/nvidia-smi.txt"
 
-# The SPIR-V that passes on lavapipe, on this GPU: the differential tests and
-# the device tests (no validation layer here), and ephc diff on the examples.
-EPH_TEST_NO_VALIDATION=1 EPH_SOURCE_DIR=$PWD "$BIN/eph_unit_tests" \
-  --gtest_filter='VulkanDifferential.*:VulkanDevice.*:DiffCompare.*' > "$OUT/unit.txt" 2>&1
-echo "unit tests (Vulkan): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/unit.txt" | tr '\n' ' ')"
-grep -E '^\[  FAILED|Failure' -A3 "$OUT/unit.txt" | head -40
-for f in saxpy reduce histogram; do
-  echo "ephc diff $f: $("$BIN/ephc" diff examples/ir/$f.eir --targets=interp,vulkan 2>&1)"
-done
-echo "ephc diff collatz: $("$BIN/ephc" diff examples/ir/collatz.eir --targets=interp,vulkan --arg 27 2>&1)"
+vulkan_device() {
+  if ! ldconfig -p | grep -q libvulkan.so.1; then echo "run.sh: no libvulkan.so.1 (no .gl/*.deb?)"; exit 1; fi
+  if ! "$BIN/ephc" devices > "$OUT/devices.txt" 2>&1 || ! grep -q "vulkan 0" "$OUT/devices.txt"; then
+    export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+    "$BIN/ephc" devices > "$OUT/devices.txt" 2>&1
+  fi
+  cat "$OUT/devices.txt"
+}
 
-# Correctness of every benchmark kernel at small sizes, then the timed runs.
-"$BIN/eph_gpu_bench" --check-only 2>&1 | tail -9
-"$BIN/eph_gpu_bench" --json "$OUT/eph.json" ${BENCH_ARGS:-} > "$OUT/eph.txt" 2>&1
+if [ "${SUITE:-eph}" = eir ]; then
+  vulkan_device
+  # The SPIR-V that passes on lavapipe, on this GPU: the differential tests and
+  # the device tests (no validation layer here), and ephc diff on the examples.
+  EPH_TEST_NO_VALIDATION=1 EPH_SOURCE_DIR=$PWD "$BIN/eph_unit_tests" \
+    --gtest_filter='VulkanDifferential.*:VulkanDevice.*:DiffCompare.*' > "$OUT/unit.txt" 2>&1
+  echo "unit tests (Vulkan): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/unit.txt" | tr '\n' ' ')"
+  grep -E '^\[  FAILED|Failure' -A3 "$OUT/unit.txt" | head -40
+  for f in saxpy reduce histogram; do
+    echo "ephc diff $f: $("$BIN/ephc" diff examples/ir/$f.eir --targets=interp,vulkan 2>&1)"
+  done
+  echo "ephc diff collatz: $("$BIN/ephc" diff examples/ir/collatz.eir --targets=interp,vulkan --arg 27 2>&1)"
+  "$BIN/eph_gpu_bench" --check-only 2>&1 | tail -9
+  "$BIN/eph_gpu_bench" --json "$OUT/eph.json" ${BENCH_ARGS:-} > "$OUT/eph.txt" 2>&1
+  status=$?
+  cat "$OUT/eph.txt"
+  [ $status -eq 0 ] || exit $status
+  python3 bench/device/torch_peer.py --eph-json "$OUT/eph.json" --json "$OUT/results.json" 2>&1 | tee "$OUT/table.txt"
+  exit 0
+fi
+
+# The CUDA peers: built here, the one thing compiled on this machine.
+t0=$(date +%s%N)
+nvcc -O3 -arch=sm_90 -o /tmp/cuda_bench bench/device/cuda/cuda_bench.cu || exit 1
+echo "nvcc $(nvcc --version | tail -1): cuda_bench built in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+
+peer_args=()
+if [ "${EPH:-1}" != 0 ]; then
+  vulkan_device
+  # The .eph kernels checked at small and odd sizes, then timed.
+  "$BIN/eph_gpu_bench" --eph bench/ephapax --check-only 2>&1 | tail -12
+  "$BIN/eph_gpu_bench" --eph bench/ephapax --runs "$RUNS" --vadd "$VADD" --reduce "$REDUCE" --sgemm "$SGEMM" \
+    --json "$OUT/eph.json" > "$OUT/eph.txt" 2>&1
+  status=$?
+  cat "$OUT/eph.txt"
+  [ $status -eq 0 ] && peer_args+=(--eph-json "$OUT/eph.json")
+fi
+rm -f "$OUT/cuda.jsonl"
+/tmp/cuda_bench --runs "$RUNS" --vadd "$VADD" --reduce "$REDUCE" --sgemm "$SGEMM" --json "$OUT/cuda.jsonl" \
+  > "$OUT/cuda.txt" 2>&1
 status=$?
-cat "$OUT/eph.txt"
-[ $status -eq 0 ] || exit $status
-python3 bench/device/torch_peer.py --eph-json "$OUT/eph.json" --json "$OUT/results.json" 2>&1 | tee "$OUT/table.txt"
+cut -c1-220 "$OUT/cuda.txt"
+[ $status -eq 0 ] && peer_args+=(--cuda-json "$OUT/cuda.jsonl")
+python3 bench/device/torch_peer.py "${peer_args[@]}" --json "$OUT/results.json" 2>&1 | tee "$OUT/table.txt"

@@ -1,12 +1,15 @@
 """PyTorch peer for eph_gpu_bench: the same operations at the same sizes,
 timed with CUDA events (median of the same number of runs), checked like
 ours. With --eph-json, prints one table last with eph's rates, PyTorch's, and
-the ratio eph / PyTorch, and writes both to --json.
+the ratio eph / PyTorch, and writes both to --json. With --cuda-json (the
+JSON lines of bench/device/cuda/cuda_bench.cu) the table also has the
+hand-written CUDA kernels and the ratio eph / CUDA.
 
-  copy   y.copy_(x)                          GB/s, read + write
-  saxpy  y.add_(x, alpha=a)                  GB/s, 2 reads + 1 write
-  sum    torch.sum(x)                        GB/s, read
-  sgemm  torch.mm(a, b), TF32 off (cuBLAS)   TFLOP/s
+  copy          y.copy_(x)                          GB/s, read + write
+  saxpy         y.add_(x, alpha=a)                  GB/s, 2 reads + 1 write
+  vadd          torch.add(a, b, out=c)              GB/s, 2 reads + 1 write
+  sum, reduce   torch.sum(x)                        GB/s, read
+  sgemm         torch.mm(a, b), TF32 off (cuBLAS)   TFLOP/s
 """
 import argparse
 import json
@@ -34,6 +37,7 @@ def time_ms(fn, runs, warmup=3):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--eph-json", help="eph_gpu_bench's JSON: sizes and runs come from it")
+    ap.add_argument("--cuda-json", help="cuda_bench's JSON lines: a CUDA column, and sizes when no --eph-json")
     ap.add_argument("--json", help="write the combined results here")
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -45,7 +49,15 @@ def main():
     if args.eph_json:
         with open(args.eph_json) as f:
             eph = json.load(f)
-    wanted = [(r["name"], int(r["size"])) for r in eph["results"]] or [
+    cuda = []
+    if args.cuda_json:
+        with open(args.cuda_json) as f:
+            cuda = [json.loads(line) for line in f if line.strip()]
+    wanted = []
+    for r in eph["results"] + cuda:
+        if (r["name"], int(r["size"])) not in wanted:
+            wanted.append((r["name"], int(r["size"])))
+    wanted = wanted or [
         ("copy", 1 << 28), ("saxpy", 1 << 28), ("sum", 1 << 28),
         ("sgemm", 1024), ("sgemm", 4096), ("sgemm", 8192)]
     runs = int(eph.get("runs", 20))
@@ -70,12 +82,22 @@ def main():
             assert err < 1e-5, f"saxpy: error {err}"
             med, ts = time_ms(lambda: y.add_(x, alpha=a), runs)
             work, unit = 12.0 * size, "GB/s"
-        elif name == "sum":
+        elif name == "vadd":
+            a = torch.rand(size, device=dev, generator=g) * 2 - 1
+            b = torch.rand(size, device=dev, generator=g) * 2 - 1
+            c = torch.full_like(a, float("nan"))
+            torch.add(a, b, out=c)
+            assert torch.equal(c, a + b), "vadd: wrong result"
+            med, ts = time_ms(lambda: torch.add(a, b, out=c), runs)
+            work, unit = 12.0 * size, "GB/s"
+            del a, b, c
+        elif name in ("sum", "reduce"):
             x = torch.rand(size, device=dev, generator=g)
             got, want = torch.sum(x).item(), x.double().sum().item()
             assert abs(got - want) / want < 1e-4, f"sum: {got} vs {want}"
             med, ts = time_ms(lambda: torch.sum(x), runs)
             work, unit = 4.0 * size, "GB/s"
+            del x
         elif name == "sgemm":
             n = size
             a = torch.rand(n, n, device=dev, generator=g) * 2 - 1
@@ -96,18 +118,28 @@ def main():
 
     print(f"\nPyTorch {torch.__version__} on {torch.cuda.get_device_name()} (TF32 off); eph_gpu_bench on "
           f"{eph.get('device', '?')} ({eph.get('driver', '?')}), {eph.get('date', '?')}; medians")
-    print(f"{'kernel':8} {'size':>10} {'eph ms':>10} {'torch ms':>10} {'eph':>9} {'torch':>9} {'unit':8} {'eph/torch':>9}")
+    nan = float("nan")
+    def pick(rows, p):
+        return next((r for r in rows if r["name"] == p["name"] and int(r["size"]) == p["size"]), None)
+    def rate(r):
+        return r["rate"] if r else nan
+    def ms(r):
+        return r["median_ms"] if r else nan
+    print(f"{'kernel':8} {'size':>10} {'eph ms':>9} {'cuda ms':>9} {'torch ms':>9} {'eph':>8} {'cuda':>8} "
+          f"{'torch':>8} {'unit':8} {'eph/cuda':>8} {'eph/torch':>9}")
     combined = []
     for p in peers:
-        e = next((r for r in eph["results"] if r["name"] == p["name"] and int(r["size"]) == p["size"]), None)
-        ratio = e["rate"] / p["rate"] if e and p["rate"] else float("nan")
-        print(f"{p['name']:8} {p['size']:>10} {e['median_ms'] if e else float('nan'):>10.4f} {p['median_ms']:>10.4f} "
-              f"{e['rate'] if e else float('nan'):>9.2f} {p['rate']:>9.2f} {p['unit']:8} {ratio:>9.1%}")
-        combined.append({"name": p["name"], "size": p["size"], "unit": p["unit"], "eph": e, "torch": p, "ratio": ratio})
+        e, c = pick(eph["results"], p), pick(cuda, p)
+        vs_cuda = e["rate"] / c["rate"] if e and c and c["rate"] else nan
+        vs_torch = e["rate"] / p["rate"] if e and p["rate"] else nan
+        print(f"{p['name']:8} {p['size']:>10} {ms(e):>9.4f} {ms(c):>9.4f} {p['median_ms']:>9.4f} {rate(e):>8.2f} "
+              f"{rate(c):>8.2f} {p['rate']:>8.2f} {p['unit']:8} {vs_cuda:>8.1%} {vs_torch:>9.1%}")
+        combined.append({"name": p["name"], "size": p["size"], "unit": p["unit"], "eph": e, "cuda": c, "torch": p,
+                         "ratio": vs_torch, "ratio_cuda": vs_cuda})
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": eph.get("device"), "driver": eph.get("driver"), "date": eph.get("date"),
-                       "torch": torch.__version__, "results": combined}, f, indent=1)
+                       "torch": torch.__version__, "cuda": torch.version.cuda, "results": combined}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,68 @@
+// SGEMM, C = A B, square or not: A (M x K), B (K x N), C (M x N) row-major,
+// M and N multiples of 128, K of 8. The same algorithm as
+// bench/ephapax/gemm.eph and the .eir sgemm in bench/gpu_bench.cpp:
+// a block of 256 computes a 128x128 tile of C, each thread 8x8 of it (rows
+// ty*4+{0..3} and 64+ty*4+{0..3}, float4 columns tx and 16+tx of the tile,
+// tx = lid % 16, ty = lid / 16), in 16 float4 accumulators. Per k-tile of 8,
+// A's 128x8 slice is staged in shared memory transposed (As[k][m/4] as
+// float4s along m) and B's 8x128 slice as it is (Bs[k][n/4]); the next
+// k-tile is loaded into registers (index clamped to the last tile) while
+// this one is used. Multiply and add are written separately, like the
+// Ephapax kernel (nvcc contracts them into FFMA, as the Vulkan driver does).
+#pragma once
+
+__device__ __forceinline__ float4 axpy4(float4 acc, float s, float4 b) {
+  return make_float4(acc.x + s * b.x, acc.y + s * b.y, acc.z + s * b.z, acc.w + s * b.w);
+}
+
+__global__ void __launch_bounds__(256) sgemm128(int K, const float* __restrict__ a, const float4* __restrict__ b,
+                                                float4* __restrict__ c, int n4) {
+  __shared__ float4 As[256];
+  __shared__ float4 Bs[256];
+  int lid = threadIdx.x;
+  int tx = lid % 16, ty = lid / 16;
+  int ak = lid % 8, rq = lid / 8;
+  int row0 = blockIdx.y * 128;
+  int abase = (row0 + rq * 4) * K + ak;
+  int aslot = ak * 32 + rq;
+  int bkrow = lid / 32, bc4 = lid % 32;
+  int bx32 = blockIdx.x * 32;
+  int bbase = bkrow * n4 + bx32 + bc4;
+  int ktiles = K / 8;
+
+  As[aslot] = make_float4(a[abase], a[abase + K], a[abase + 2 * K], a[abase + 3 * K]);
+  Bs[lid] = b[bbase];
+  __syncthreads();
+
+  float4 acc[8][2];
+#pragma unroll
+  for (int r = 0; r < 8; ++r) acc[r][0] = acc[r][1] = make_float4(0.f, 0.f, 0.f, 0.f);
+
+  for (int t = 0; t < ktiles; ++t) {
+    int tn = min(t + 1, ktiles - 1);
+    int ai = abase + tn * 8;
+    float4 nav = make_float4(a[ai], a[ai + K], a[ai + 2 * K], a[ai + 3 * K]);
+    float4 nbv = b[bbase + tn * n4 * 8];
+#pragma unroll
+    for (int kk = 0; kk < 8; ++kk) {
+      float4 alo = As[kk * 32 + ty], ahi = As[kk * 32 + 16 + ty];
+      float4 blo = Bs[kk * 32 + tx], bhi = Bs[kk * 32 + 16 + tx];
+      float ar[8] = {alo.x, alo.y, alo.z, alo.w, ahi.x, ahi.y, ahi.z, ahi.w};
+#pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        acc[r][0] = axpy4(acc[r][0], ar[r], blo);
+        acc[r][1] = axpy4(acc[r][1], ar[r], bhi);
+      }
+    }
+    __syncthreads();
+    As[aslot] = nav;
+    Bs[lid] = nbv;
+    __syncthreads();
+  }
+#pragma unroll
+  for (int r = 0; r < 8; ++r) {
+    int row = row0 + ty * 4 + (r / 4) * 64 + r % 4;
+    c[row * n4 + bx32 + tx] = acc[r][0];
+    c[row * n4 + bx32 + tx + 16] = acc[r][1];
+  }
+}
