@@ -108,7 +108,7 @@ class Lexer {
     struct P { char a, b; Tok k; };
     static const P pairs[] = {{'-', '>', Tok::Arrow}, {'=', '>', Tok::FatArrow}, {'=', '=', Tok::EqEq},
                               {'!', '=', Tok::NotEq}, {'<', '=', Tok::Le},       {'>', '=', Tok::Ge},
-                              {'&', '&', Tok::AndAnd}, {'|', '|', Tok::OrOr}};
+                              {'&', '&', Tok::AndAnd}, {'|', '|', Tok::OrOr},  {'.', '.', Tok::DotDot}};
     for (const P& p : pairs)
       if (two(p.a, p.b)) {
         advance();
@@ -314,6 +314,7 @@ std::string tokName(Tok t) {
     case Tok::Bar: return "'|'";
     case Tok::Amp: return "'&'";
     case Tok::Slash2: return "'//'";
+    case Tok::DotDot: return "'..'";
     default: break;
   }
   for (const auto& [word, k] : keywords())

@@ -27,6 +27,7 @@ enum class Tok : uint8_t {
   LParen, RParen, LBrace, RBrace, LBracket, RBracket, Comma, Semi, Colon, Dot, At, Arrow,
   FatArrow, Eq, EqEq, NotEq, Lt, Le, Gt, Ge, Plus, Minus, Star, Slash, Percent, Bang, AndAnd,
   OrOr, Bar, Amp, Slash2,
+  DotDot,  // `..` of `for i in a..b`
   Error,  // a malformed token (the lexer reported it)
 };
 

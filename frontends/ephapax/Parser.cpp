@@ -2,6 +2,8 @@
 
 #include "frontends/ephapax/Lexer.h"
 
+#include <algorithm>
+
 namespace eph::ephapax {
 
 namespace {
@@ -32,6 +34,7 @@ class Parser {
   bool panic_ = false;
   unsigned depth_ = 0;
   std::vector<std::string> pendingAnnotations_;
+  int64_t pendingWorkgroupSize_[3] = {64, 1, 1};
 
   // ---- tokens ---------------------------------------------------------------
   const Token& cur() const { return toks_[pos_]; }
@@ -94,7 +97,7 @@ class Parser {
       if (k == Tok::KwFn || k == Tok::KwData || k == Tok::KwType || k == Tok::KwExtern ||
           k == Tok::KwModule || k == Tok::KwImport || k == Tok::KwPub || k == Tok::KwLinear)
         if (cur().span.col == 1) return;
-      if ((k == Tok::KwLet || k == Tok::At || atIdent("affine")) && cur().span.col == 1) return;
+      if ((k == Tok::KwLet || k == Tok::At || atIdent("affine") || atIdent("async")) && cur().span.col == 1) return;
       take();
     }
   }
@@ -121,6 +124,11 @@ class Parser {
     if (at(Tok::At)) {
       take();
       std::string name = expectIdent("an annotation name after '@'");
+      if (name == "workgroup_size") {
+        parseWorkgroupSize(pendingWorkgroupSize_, "after '@workgroup_size'");
+        pendingAnnotations_.push_back(name);
+        return;
+      }
       if (accept(Tok::LParen)) {  // annotation arguments: skipped, balanced
         int level = 1;
         while (level > 0 && !at(Tok::End)) {
@@ -133,6 +141,14 @@ class Parser {
       return;
     }
     accept(Tok::KwPub);
+    if (atIdent("async") && peekTok().kind == Tok::KwFn) {
+      take();
+      p.fns.push_back(parseFn());
+      p.fns.back()->isAsync = true;
+      pendingAnnotations_.clear();
+      resetWorkgroupSize();
+      return;
+    }
     switch (cur().kind) {
       case Tok::KwFn: p.fns.push_back(parseFn()); break;
       case Tok::KwData: p.types.push_back(parseData()); break;
@@ -166,6 +182,35 @@ class Parser {
         fail("a declaration (fn, data, type, extern, let, module, import)");
     }
     pendingAnnotations_.clear();
+    resetWorkgroupSize();
+  }
+
+  void resetWorkgroupSize() {
+    pendingWorkgroupSize_[0] = 64;
+    pendingWorkgroupSize_[1] = pendingWorkgroupSize_[2] = 1;
+  }
+
+  // `(x[, y[, z]])`: positive integer literals; the missing ones are 1.
+  void parseWorkgroupSize(int64_t (&out)[3], const char* context) {
+    expect(Tok::LParen, context, "write the workgroup shape as `(x, y, z)`, e.g. `(64)` or `(8, 8)`");
+    int64_t dims[3] = {1, 1, 1};
+    int n = 0;
+    while (!panic_ && !at(Tok::RParen)) {
+      if (n == 3) {
+        fail("')' after at most 3 workgroup dimensions");
+        return;
+      }
+      if (!at(Tok::Int) || cur().ival <= 0 || cur().ival > 65535) {
+        fail("a positive integer workgroup dimension");
+        return;
+      }
+      dims[n++] = take().ival;
+      if (!accept(Tok::Comma)) break;
+    }
+    if (!panic_ && n == 0) fail("a workgroup dimension");
+    expect(Tok::RParen, "after the workgroup dimensions");
+    if (panic_) return;
+    for (int i = 0; i < 3; ++i) out[i] = dims[i];
   }
 
   // a/b/c or A.B.C: returns the last component.
@@ -178,12 +223,19 @@ class Parser {
     return last;
   }
 
-  std::vector<Param> parseParams() {
+  // `untypedOk`: a @gpu function's parameters may leave out their types
+  // (inferred from the dispatch sites).
+  std::vector<Param> parseParams(bool untypedOk = false) {
     std::vector<Param> ps;
     expect(Tok::LParen, "before the parameters");
     while (!panic_ && !at(Tok::RParen)) {
       Param prm;
       prm.name = expectIdent("a parameter name", &prm.span);
+      if (untypedOk && (at(Tok::Comma) || at(Tok::RParen))) {
+        ps.push_back(std::move(prm));
+        if (!accept(Tok::Comma)) break;
+        continue;
+      }
       expect(Tok::Colon, "after the parameter name", "every parameter needs a type: `x: I32`");
       prm.type = parseType();
       ps.push_back(std::move(prm));
@@ -205,15 +257,18 @@ class Parser {
       }
       expect(Tok::Gt, "after the type parameters");
     }
-    f->params = parseParams();
+    bool gpu = std::find(f->annotations.begin(), f->annotations.end(), "gpu") != f->annotations.end();
+    for (int i = 0; i < 3; ++i) f->workgroupSize[i] = pendingWorkgroupSize_[i];
+    f->params = parseParams(gpu && !isExtern);
     if (accept(Tok::Colon) || accept(Tok::Arrow)) f->ret = parseType();
     f->isExtern = isExtern;
     if (isExtern) return f;
-    if (at(Tok::LBrace)) {
-      fail("'=' before the function body", "write `fn f(): T = expr`; brace-bodied functions are not core Ephapax");
+    if (at(Tok::LBrace)) {  // fn f(..) -> T { statements; value }
+      f->braceBody = true;
+      f->body = parseBlock("to open the function body");
       return f;
     }
-    expect(Tok::Eq, "before the function body");
+    expect(Tok::Eq, "before the function body", "write `fn f(): T = expr` or `fn f() -> T { ... }`");
     f->body = parseExpr();
     return f;
   }
@@ -401,7 +456,15 @@ class Parser {
         take();
         auto t = typeNode(TypeExpr::List, s);
         t->args.push_back(parseType());
-        expect(Tok::RBracket, "after the list element type");
+        if (accept(Tok::Semi)) {  // [T; N]: a workgroup array
+          t->kind = TypeExpr::Array;
+          if (!at(Tok::Int) || cur().ival <= 0 || cur().ival > (1 << 24)) {
+            fail("a positive element count in `[T; N]`");
+            return t;
+          }
+          t->size = take().ival;
+        }
+        expect(Tok::RBracket, t->kind == TypeExpr::Array ? "after the array size" : "after the list element type");
         return t;
       }
       case Tok::KwFn: {  // fn(A, B) -> R, curried
@@ -434,6 +497,7 @@ class Parser {
             t->name = u;
             return t;
           }
+        if (TypeP g = parseGpuType(name, s)) return g;
         auto t = typeNode(TypeExpr::Named, s);
         t->name = name;
         t->span.len = static_cast<unsigned>(name.size());
@@ -452,6 +516,30 @@ class Parser {
         fail("a type");
         return typeNode(TypeExpr::Unit, s);
     }
+  }
+
+  // The GPU extension's types (after their name): GPUBuffer<T>, GPUBuffer<T>!,
+  // GPUBufferAffine<T>, Future<T>, vec2..vec4, mat2..mat4. Null for any other name.
+  TypeP parseGpuType(const std::string& name, Span s) {
+    s.len = static_cast<unsigned>(name.size());
+    if ((name.rfind("vec", 0) == 0 || name.rfind("mat", 0) == 0) && name.size() == 4 && name[3] >= '2' && name[3] <= '4') {
+      auto t = typeNode(name[0] == 'v' ? TypeExpr::Vec : TypeExpr::Mat, s);
+      t->name = name;
+      t->size = name[3] - '0';
+      return t;
+    }
+    bool buffer = name == "GPUBuffer" || name == "GPUBufferAffine";
+    if (!buffer && name != "Future") return nullptr;
+    auto t = typeNode(buffer ? TypeExpr::Gpu : TypeExpr::Future, s);
+    t->name = name;
+    expect(Tok::Lt, ("after '" + name + "'").c_str(), "write `" + name + "<T>`");
+    t->args.push_back(parseType());
+    expect(Tok::Gt, "after the element type");
+    if (name == "GPUBuffer" && !panic_ && at(Tok::Bang)) {
+      take();
+      t->bang = true;
+    }
+    return t;
   }
 
   // ---- patterns -----------------------------------------------------------------
@@ -595,6 +683,280 @@ class Parser {
 
   ExprP parseExprNoSeq() { return parseBinary(0); }
 
+  // ---- blocks and statements (GPU extension) ------------------------------------
+  // A block `{ s; s; e }` desugars into nested nodes whose last kid is the
+  // rest of the block (Ast.h). The statements are collected in a loop and
+  // nested afterwards, so a long block costs no parser recursion; a chain
+  // longer than kMaxStatements (counting enclosing blocks) is an E000 error,
+  // which bounds the recursion of the passes that walk the result.
+  static constexpr unsigned kMaxStatements = 10000;
+  unsigned statements_ = 0;
+
+  // `+=` `-=` `*=` `/=` `%=`: an operator token right before `=`.
+  bool atCompoundAssign() const {
+    Tok k = cur().kind;
+    if (k != Tok::Plus && k != Tok::Minus && k != Tok::Star && k != Tok::Slash && k != Tok::Percent) return false;
+    const Token& n = peekTok();
+    return n.kind == Tok::Eq && n.span.line == cur().span.line && n.span.col == cur().span.col + 1;
+  }
+
+  ExprP parseBlock(const char* context, std::string hint = {}) {
+    DepthGuard g(*this);
+    Span open = cur().span;
+    if (tooDeep()) return dummy();
+    if (!expect(Tok::LBrace, context, std::move(hint))) return dummy();
+    unsigned outer = statements_;
+    ExprP body = parseStatements(open);
+    statements_ = outer;
+    expect(Tok::RBrace, "to close the block");
+    return body;
+  }
+
+  // The statements of a block up to (not including) its `}`.
+  ExprP parseStatements(Span open) {
+    std::vector<ExprP> frames;  // each waits for the rest of the block as its last kid
+    ExprP tail;
+    while (!panic_ && !at(Tok::RBrace) && !at(Tok::End)) {
+      if (++statements_ > kMaxStatements) {
+        diags_.error("E000", cur().span, "this block nests more than " + std::to_string(kMaxStatements) + " statements",
+                     "split it into functions");
+        panic_ = true;
+        break;
+      }
+      Span s = cur().span;
+      if (at(Tok::KwLet) || at(Tok::KwLetBang)) {
+        auto e = node(ExprKind::Let, s);
+        e->bval = take().kind == Tok::KwLetBang;
+        e->pat = parsePattern();
+        if (accept(Tok::Colon)) e->annot = parseType();
+        expect(Tok::Eq, "in a let binding");
+        e->kids.push_back(parseExprNoSeq());
+        if (!accept(Tok::Semi)) accept(Tok::KwIn);
+        frames.push_back(std::move(e));
+        continue;
+      }
+      if (atIdent("var") && peekTok().kind == Tok::Ident && (peekTok(2).kind == Tok::Eq || peekTok(2).kind == Tok::Colon)) {
+        take();
+        auto e = node(ExprKind::VarDecl, cur().span);
+        e->name = expectIdent("a variable name after 'var'", &e->span);
+        if (accept(Tok::Colon)) e->annot = parseType();
+        expect(Tok::Eq, "after the variable", "a `var` needs a value: `var x = 0;`");
+        e->kids.push_back(parseExprNoSeq());
+        expect(Tok::Semi, "after the `var` declaration");
+        frames.push_back(std::move(e));
+        continue;
+      }
+      if (atIdent("workgroup") && peekTok().kind == Tok::Ident && peekTok(2).kind == Tok::Colon) {
+        take();
+        auto e = node(ExprKind::Workgroup, cur().span);
+        e->name = expectIdent("a workgroup array name", &e->span);
+        expect(Tok::Colon, "after the workgroup array name");
+        TypeP t = parseType();
+        if (!panic_ && t->kind != TypeExpr::Array) {
+          diags_.error("E000", t->span, "a workgroup array has the type `[T; N]`", "e.g. `workgroup tile: [F32; 256];`");
+          panic_ = true;
+        } else if (!panic_) {
+          e->ival = t->size;
+          e->annot = std::move(t->args[0]);
+        }
+        expect(Tok::Semi, "after the workgroup array");
+        frames.push_back(std::move(e));
+        continue;
+      }
+      if (at(Tok::KwRegion) && peekTok().kind == Tok::Ident && peekTok(2).kind == Tok::Colon) {
+        take();  // region r: rest of the block
+        auto e = node(ExprKind::Region, s);
+        e->name = take().text;
+        take();
+        frames.push_back(std::move(e));
+        continue;
+      }
+      bool blockLike = at(Tok::KwIf) || at(Tok::KwRegion) || atIdent("while") || atIdent("for") ||
+                       ((atIdent("dispatch") || atIdent("kernel")) && peekTok().kind == Tok::Ident && peekTok().text == "over");
+      ExprP e = parseStatement();
+      if (panic_) break;
+      bool braceEnded = blockLike && pos_ > 0 && toks_[pos_ - 1].kind == Tok::RBrace;
+      if (at(Tok::RBrace)) {  // the block's value
+        tail = std::move(e);
+        break;
+      }
+      if (accept(Tok::Semi) || braceEnded) {
+        if (at(Tok::RBrace) && isStatement(*e)) {  // ends in a statement of type ()
+          tail = std::move(e);
+          break;
+        }
+        auto seq = node(ExprKind::Seq, e->span);
+        seq->kids.push_back(std::move(e));
+        frames.push_back(std::move(seq));
+        continue;
+      }
+      fail("';' after the statement");
+    }
+    ExprP rest = tail ? std::move(tail) : node(ExprKind::Unit, at(Tok::RBrace) ? cur().span : open);
+    while (!frames.empty()) {
+      frames.back()->kids.push_back(std::move(rest));
+      rest = std::move(frames.back());
+      frames.pop_back();
+    }
+    return rest;
+  }
+
+  static bool isStatement(const Expr& e) {
+    switch (e.kind) {
+      case ExprKind::Assign: case ExprKind::IndexAssign: case ExprKind::While: case ExprKind::For:
+      case ExprKind::Return: case ExprKind::Dispatch: return true;
+      default: return false;
+    }
+  }
+
+  // One statement that does not bind: while, for, return, an assignment or an expression.
+  ExprP parseStatement() {
+    Span s = cur().span;
+    if (accept(Tok::KwReturn)) {
+      auto e = node(ExprKind::Return, s);
+      e->kids.push_back(at(Tok::Semi) || at(Tok::RBrace) ? node(ExprKind::Unit, s) : parseExprNoSeq());
+      return e;
+    }
+    if (atIdent("while") && peekTok().kind != Tok::Eq && peekTok().kind != Tok::Semi && peekTok().kind != Tok::Dot) {
+      take();
+      auto e = node(ExprKind::While, s);
+      e->kids.push_back(parseExprNoSeq());
+      e->kids.push_back(parseBlock("after the loop condition", "write `while c { .. }`"));
+      return e;
+    }
+    if (atIdent("for") && peekTok().kind == Tok::Ident && peekTok(2).kind == Tok::KwIn) {
+      take();
+      auto e = node(ExprKind::For, s);
+      Token v = take();
+      e->name = v.text;
+      e->nameSpans.push_back(v.span);
+      take();  // in
+      e->kids.push_back(parseExprNoSeq());
+      expect(Tok::DotDot, "between the bounds of the `for` range", "write `for i in a..b { .. }`");
+      e->kids.push_back(parseExprNoSeq());
+      e->kids.push_back(parseBlock("after the `for` range"));
+      return e;
+    }
+    ExprP lhs = parseExprNoSeq();
+    if (panic_) return lhs;
+    BinOp op = BinOp::Add;
+    bool compound = atCompoundAssign();
+    if (compound) op = binOpOf(take().kind);
+    if (!at(Tok::Eq)) return lhs;
+    Span eq = take().span;
+    if (lhs->kind != ExprKind::Var && lhs->kind != ExprKind::Index) {
+      diags_.error("E000", lhs->span, "only a variable or an element `b[i]` can be assigned to",
+                   "write `x = e;` for a `var x`, or `b[i] = e;`");
+      panic_ = true;
+      return lhs;
+    }
+    ExprP value = parseExprNoSeq();
+    if (compound) {
+      auto b = node(ExprKind::Binary, eq);
+      b->bop = op;
+      ExprP again = cloneExpr(*lhs);
+      if (!again) {
+        diags_.error("E000", lhs->span, "this element is too complex for a compound assignment",
+                     "compute the index into a `let` first");
+        panic_ = true;
+        return lhs;
+      }
+      b->kids.push_back(std::move(again));
+      b->kids.push_back(std::move(value));
+      value = std::move(b);
+    }
+    if (lhs->kind == ExprKind::Var) {
+      auto a = node(ExprKind::Assign, lhs->span);
+      a->name = lhs->name;
+      a->kids.push_back(std::move(value));
+      return a;
+    }
+    auto a = node(ExprKind::IndexAssign, lhs->kids[0]->span);
+    a->kids.push_back(std::move(lhs->kids[0]));
+    a->kids.push_back(std::move(lhs->kids[1]));
+    a->kids.push_back(std::move(value));
+    return a;
+  }
+
+  // A copy of a simple expression (the target of a compound assignment);
+  // null for one holding bindings, lambdas or arms.
+  ExprP cloneExpr(const Expr& e, unsigned depth = 0) {
+    if (depth > kMaxDepth || e.pat || !e.params.empty() || !e.arms.empty() || e.annot || !e.grid.empty()) return nullptr;
+    switch (e.kind) {
+      case ExprKind::Let: case ExprKind::Lambda: case ExprKind::Region: case ExprKind::Match: case ExprKind::Case:
+      case ExprKind::Handle: case ExprKind::Dispatch: case ExprKind::AllocGpu: case ExprKind::Await:
+      case ExprKind::StrNew: case ExprKind::Ffi: case ExprKind::Perform:
+        return nullptr;
+      default: break;
+    }
+    auto c = node(e.kind, e.span);
+    c->name = e.name;
+    c->names = e.names;
+    c->nameSpans = e.nameSpans;
+    c->ival = e.ival;
+    c->fval = e.fval;
+    c->bval = e.bval;
+    c->bop = e.bop;
+    c->uop = e.uop;
+    for (auto& k : e.kids) {
+      ExprP kc = cloneExpr(*k, depth + 1);
+      if (!kc) return nullptr;
+      c->kids.push_back(std::move(kc));
+    }
+    return c;
+  }
+
+  // allocate_gpu[@r][<T>](n), after the name.
+  ExprP parseAllocGpu(Span s) {
+    auto e = node(ExprKind::AllocGpu, s);
+    if (accept(Tok::At)) e->name = expectIdent("a region name after '@'");
+    if (accept(Tok::Lt)) {
+      e->annot = parseType();
+      expect(Tok::Gt, "after the element type");
+    }
+    auto args = parseArgs("after allocate_gpu");
+    if (!panic_ && args.size() != 1) {
+      diags_.error("E106", s, "allocate_gpu takes 1 argument (the element count), got " + std::to_string(args.size()));
+      panic_ = true;
+      return dummy();
+    }
+    if (!panic_) e->kids.push_back(std::move(args[0]));
+    return e;
+  }
+
+  // `dispatch k(args) over g`, `dispatch over g [workgroup (x, y, z)] { body }`,
+  // `kernel over g { body }`; after the first word.
+  ExprP parseDispatch(Span s) {
+    auto e = node(ExprKind::Dispatch, s);
+    bool inlineKernel = atIdent("over");
+    if (!inlineKernel) {
+      Span ns;
+      e->name = expectIdent("the kernel's name", &ns);
+      e->nameSpans.push_back(ns);
+      e->kids = parseArgs("after the kernel's name");
+    }
+    if (!atIdent("over")) {
+      fail("'over' and the grid", "write `dispatch k(args) over n;`");
+      return e;
+    }
+    take();
+    ExprP g = parseExprNoSeq();
+    if (g->kind == ExprKind::Tuple) {
+      for (auto& k : g->kids) e->grid.push_back(std::move(k));
+    } else {
+      e->grid.push_back(std::move(g));
+    }
+    if (!inlineKernel) return e;
+    if (atIdent("workgroup")) {
+      take();
+      int64_t wg[3] = {64, 1, 1};
+      parseWorkgroupSize(wg, "after 'workgroup'");
+      e->ival = packWorkgroupSize(wg);
+    }
+    e->kids.push_back(parseBlock("to open the kernel body"));
+    return e;
+  }
+
   static int precOf(Tok k) {
     switch (k) {
       case Tok::OrOr: return 1;
@@ -631,7 +993,7 @@ class Parser {
     unsigned chain = 0;
     while (!panic_) {
       int p = precOf(cur().kind);
-      if (p == 0 || p <= minPrec) break;
+      if (p == 0 || p <= minPrec || atCompoundAssign()) break;
       Token op = take();
       ++chain;
       ++depth_;
@@ -716,6 +1078,11 @@ class Parser {
         ix->kids.push_back(parseExpr());
         expect(Tok::RBracket, "after the index");
         e = std::move(ix);
+      } else if (at(Tok::Dot) && peekTok().kind == Tok::Ident && peekTok().text == "await") {
+        take();
+        auto a = node(ExprKind::Await, take().span);
+        a->kids.push_back(std::move(e));
+        e = std::move(a);
       } else if (at(Tok::Dot)) {
         take();
         Span s = cur().span;
@@ -802,6 +1169,9 @@ class Parser {
           expect(Tok::RParen, "after the __ffi arguments");
           return e;
         }
+        if (t.text == "allocate_gpu") return parseAllocGpu(s);
+        if (t.text == "dispatch" && at(Tok::Ident)) return parseDispatch(s);
+        if (t.text == "kernel" && atIdent("over")) return parseDispatch(s);
         auto e = node(ExprKind::Var, s);
         e->name = t.text;
         return e;
@@ -823,7 +1193,7 @@ class Parser {
         while (!panic_ && !at(Tok::RBrace)) {
           if (!at(Tok::Ident)) {
             fail("a field name in a record literal `{ f = e }`",
-                 "braces make a record; a function body is an expression after `=`, with no braces");
+                 "braces after `=` make a record; a brace-bodied function has no `=`: `fn f(): T { .. }`");
             break;
           }
           r->names.push_back(take().text);
@@ -867,7 +1237,17 @@ class Parser {
         take();
         auto e = node(ExprKind::If, s);
         e->kids.push_back(parseExpr());
-        expect(Tok::KwThen, "after the condition", "write `if c then a else b`");
+        if (at(Tok::LBrace)) {  // if c { .. } [else if .. | else { .. }]
+          e->kids.push_back(parseBlock("after the condition"));
+          if (accept(Tok::KwElse)) {
+            if (at(Tok::KwIf)) e->kids.push_back(parsePrimary());
+            else e->kids.push_back(parseBlock("after 'else'", "write `else { .. }` or `else if c { .. }`"));
+          } else {
+            e->kids.push_back(node(ExprKind::Unit, s));
+          }
+          return e;
+        }
+        expect(Tok::KwThen, "after the condition", "write `if c then a else b` or `if c { a } else { b }`");
         e->kids.push_back(parseExpr());
         expect(Tok::KwElse, "after the then-branch", "every `if` needs an `else`");
         e->kids.push_back(parseExprNoSeq());
@@ -877,9 +1257,8 @@ class Parser {
         take();
         auto e = node(ExprKind::Region, s);
         e->name = expectIdent("a region name after 'region'");
-        if (accept(Tok::LBrace)) {
-          e->kids.push_back(parseExpr());
-          expect(Tok::RBrace, "to close the region");
+        if (at(Tok::LBrace)) {
+          e->kids.push_back(parseBlock("after the region name"));
         } else if (accept(Tok::Colon)) {
           e->kids.push_back(parseExpr());
         } else {
