@@ -30,6 +30,7 @@ OpTable& OpTable::get() {
     registerControlOps(*t);
     registerMemoryOps(*t);
     registerHostOps(*t);
+    registerFunctionOps(*t);
     return t;
   }();
   return *table;

@@ -39,6 +39,10 @@ enum OpFlags : unsigned {
   kCommutative = 1u << 4, // operands 0 and 1 may be swapped
   kBarrier = 1u << 5,     // synchronises a workgroup
   kReadOnly = 1u << 6,    // reads memory but changes nothing: removable when unused
+  // Its typing rule handles type variables itself (call, dispatch, func.ref,
+  // call.indirect). Other ops whose operand or result types mention a type
+  // variable skip their typing rule until monomorphization substitutes them.
+  kTypeVarAware = 1u << 7,
 };
 
 // Counts: a non-negative number means exactly that many; kVariadic means any.
@@ -93,5 +97,6 @@ void registerAggregateOps(OpTable& t);
 void registerControlOps(OpTable& t);
 void registerMemoryOps(OpTable& t);
 void registerHostOps(OpTable& t);
+void registerFunctionOps(OpTable& t);
 
 }  // namespace eph::ir

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "ir/OpTable.h"
+#include "ir/ops/TypeVars.h"
 
 namespace eph::ir {
 namespace {
@@ -208,7 +209,10 @@ class FunctionVerifier {
   Status types(const Region& r) {
     for (auto& p : r.ops()) {
       const Op& op = *p;
-      if (!op.info().has(kTerminator) && op.info().verify)
+      // In a generic function, an op whose types mention a type variable is
+      // checked after monomorphization, unless its rule handles variables.
+      bool deferred = !op.info().has(kTypeVarAware) && opHasTypeVar(op);
+      if (!op.info().has(kTerminator) && op.info().verify && !deferred)
         if (std::string msg = op.info().verify(op); !msg.empty()) return opError(op, msg);
       for (unsigned i = 0; i < op.numRegions(); ++i)
         if (auto s = types(op.region(i)); !s) return s;

@@ -18,6 +18,11 @@
 //     match, `condition` in the first region of while); kernels and device
 //     functions call only device functions.
 //  3. Types: every other op's verify hook (its typing rule), in text order.
+//     Generic functions (type variables `!T` in their signature) are allowed:
+//     an op whose operand or result types mention a type variable skips its
+//     rule (it is checked after monomorphization) unless the op is flagged
+//     kTypeVarAware; `call` and `dispatch` of a generic callee bind the
+//     callee's variables by unification, one binding per variable.
 // Then, over the module: no recursion (direct or mutual) among device
 // functions. Host functions may recurse.
 #pragma once

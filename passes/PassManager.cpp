@@ -26,6 +26,7 @@ PassRegistry& PassRegistry::get() {
     r->add(dcePass());
     r->add(inlinePass());
     r->add(linearityPass());
+    r->add(monomorphizePass());
     return r;
   }();
   return *registry;

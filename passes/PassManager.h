@@ -79,5 +79,6 @@ Pass csePass();
 Pass dcePass();
 Pass inlinePass();
 Pass linearityPass();
+Pass monomorphizePass();
 
 }  // namespace eph::passes

@@ -3,6 +3,8 @@
 #include <cassert>
 
 #include "ir/OpTable.h"
+#include "ir/interp/Exec.h"
+#include "ir/ops/TypeVars.h"
 #include "ir/interp/Fiber.h"
 
 namespace eph::interp {
@@ -40,6 +42,7 @@ Status runKernel(Memory& mem, const ir::Function& kernel, std::array<uint32_t, 3
                  std::vector<RtValue> args) {
   if (!kernel.isKernel())
     return Error{kernel.loc(), "@" + kernel.name() + " is not a kernel; use a call"};
+  if (ir::isGeneric(kernel)) return genericFunctionError(kernel, kernel.loc());
   if (args.size() != kernel.paramTypes().size())
     return Error{kernel.loc(), "kernel @" + kernel.name() + " takes " +
                                    std::to_string(kernel.paramTypes().size()) + " arguments, got " +

@@ -3,6 +3,7 @@
 #include <cassert>
 
 #include "ir/OpTable.h"
+#include "ir/ops/TypeVars.h"
 #include "ir/interp/Dispatch.h"
 #include "ir/interp/Fiber.h"
 
@@ -12,6 +13,13 @@ namespace {
 // interpreter reports an error instead of overflowing its fiber stack.
 constexpr size_t kStackReserve = 64 * 1024;
 }  // namespace
+
+Error genericFunctionError(const ir::Function& f, Loc at) {
+  std::vector<const ir::Type*> vars;
+  ir::collectTypeVars(f.type(), vars);
+  return Error{at, "@" + f.name() + " is generic (its signature mentions " + vars.front()->str() +
+                       "); run the monomorphize pass before running it"};
+}
 
 std::string allocatedAt(const BufferData& b) {
   return b.allocSite.known() ? " allocated at " + b.allocSite.str() : "";
@@ -100,6 +108,7 @@ bool Exec::callFunction(const ir::Op* site, const ir::Function& f, std::vector<R
   if (callDepth() >= kMaxCallDepth)
     return fail(Error{at, "call depth limit of " + std::to_string(kMaxCallDepth) +
                               " exceeded calling @" + f.name() + " (unbounded recursion?)"});
+  if (ir::isGeneric(f)) return fail(genericFunctionError(f, at));
   if (args.size() != f.paramTypes().size())
     return fail(Error{at, "@" + f.name() + " takes " + std::to_string(f.paramTypes().size()) +
                               " arguments, got " + std::to_string(args.size())});

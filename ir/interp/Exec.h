@@ -111,6 +111,10 @@ class Exec {
   std::span<const RtValue> overrideVals_;
 };
 
+// "@f is generic ...; run the monomorphize pass": the interpreter runs only
+// functions without type variables in their signature.
+Error genericFunctionError(const ir::Function& f, Loc at);
+
 // " allocated at file:line:col" for buffers with a known allocation site.
 std::string allocatedAt(const BufferData& b);
 

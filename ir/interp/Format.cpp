@@ -79,7 +79,9 @@ std::string format(const RtValue& v, Memory* mem) {
       }
       return out + "]";
     }
-    case ir::TypeKind::Function:
+    case ir::TypeKind::Function:  // RtValue::i holds the function (ir/ops/Function.cpp)
+      if (v.i) return "@" + ir::nameText(reinterpret_cast<const ir::Function*>(static_cast<intptr_t>(v.i))->name());
+      break;
     case ir::TypeKind::Var: break;
   }
   return "<" + t->str() + ">";

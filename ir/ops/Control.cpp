@@ -3,6 +3,7 @@
 // out of a region only through its terminator.
 #include "ir/interp/Exec.h"
 #include "ir/ops/Rules.h"
+#include "ir/ops/TypeVars.h"
 
 namespace eph::ir {
 namespace {
@@ -118,15 +119,9 @@ std::string verifyCall(const Op& op) {
   if (op.numOperands() != params.size())
     return "@" + callee->name() + " takes " + countOf(params.size(), "argument") + ", got " +
            std::to_string(op.numOperands());
-  for (unsigned i = 0; i < params.size(); ++i)
-    if (!passableAs(operandType(op, i), params[i]))
-      return "argument " + std::to_string(i) + " has type " + typeStr(operandType(op, i)) +
-             " but @" + callee->name() + " expects " + typeStr(params[i]);
-  std::vector<const Type*> want(callee->resultTypes().begin(), callee->resultTypes().end());
-  if (resultTypes(op) != want)
-    return "results " + typeList(resultTypes(op)) + " do not match @" + callee->name() +
-           "'s " + typeList(want);
-  return {};
+  // A generic callee's type variables are bound by unification (TypeVars.h).
+  TypeBinding binding;
+  return checkCallTypes(*callee, typesOf(op.operands()), resultTypes(op), binding);
 }
 
 // Passing a value to a parameter of linear/affine type moves it; a buffer
@@ -225,7 +220,7 @@ const OpInfo kOps[] = {
     {.name = "return", .numOperands = kVariadic, .numResults = 0, .flags = kTerminator,
      .effectFn = moveOut, .verify = verifyReturn, .interp = interpTerminator, .summary = "ends a function body"},
     {.name = "call", .numOperands = kVariadic, .numResults = kVariadic,
-     .effectFn = callEffect, .verify = verifyCall, .interp = interpCall, .summary = "call @callee with arguments"},
+     .flags = kTypeVarAware, .effectFn = callEffect, .verify = verifyCall, .interp = interpCall, .summary = "call @callee with arguments"},
 };
 
 }  // namespace

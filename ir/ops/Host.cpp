@@ -3,6 +3,7 @@
 // until all submitted work is done.
 #include "ir/interp/Exec.h"
 #include "ir/ops/Rules.h"
+#include "ir/ops/TypeVars.h"
 
 namespace eph::ir {
 namespace {
@@ -58,11 +59,11 @@ std::string verifyDispatch(const Op& op) {
   if (op.numOperands() - 3 != params.size())
     return "kernel @" + k->name() + " takes " + countOf(params.size(), "argument") + ", got " +
            std::to_string(op.numOperands() - 3);
-  for (unsigned i = 0; i < params.size(); ++i)
-    if (!passableAs(operandType(op, i + 3), params[i]))
-      return "argument " + std::to_string(i) + " has type " + typeStr(operandType(op, i + 3)) +
-             " but @" + k->name() + " expects " + typeStr(params[i]);
-  return {};
+  // A generic kernel's type variables are bound by unification (TypeVars.h).
+  TypeBinding binding;
+  std::vector<const Type*> args = typesOf(op.operands());
+  args.erase(args.begin(), args.begin() + 3);
+  return checkCallTypes(*k, args, {}, binding);
 }
 
 Effect dispatchEffect(const Op& op, unsigned i) {
@@ -180,7 +181,7 @@ const OpInfo kOps[] = {
     {.name = "d2h", .numOperands = 2, .numResults = 0, .flags = kHostOnly,
      .effects = {Effect::Write, Effect::Read}, .verify = verifyD2H, .interp = interpCopy,
      .summary = "d2h %host_dst, %device_src: copy device to host (same length)"},
-    {.name = "dispatch", .numOperands = kVariadic, .numResults = 0, .flags = kHostOnly,
+    {.name = "dispatch", .numOperands = kVariadic, .numResults = 0, .flags = kHostOnly | kTypeVarAware,
      .effectFn = dispatchEffect, .verify = verifyDispatch, .interp = interpDispatch,
      .summary = "dispatch %gx, %gy, %gz, %args... {kernel = @k}: run a grid of workgroups"},
     {.name = "wait", .numOperands = 0, .numResults = 0, .flags = kHostOnly, .interp = interpWait,
