@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "runtime/BufferChecks.h"
+#include "runtime/DeviceSet.h"
 #include "runtime/InterpDevice.h"
 #ifdef EPH_HAVE_LLVM
 #include "runtime/cpu/CpuDevice.h"
@@ -13,16 +15,58 @@
 
 namespace eph::runtime {
 
+RunOptions RunOptions::fromEnvironment() {
+  RunOptions opts;
+  const char* v = std::getenv("EPH_CHECK_BUFFERS");
+  opts.checkBuffers = v && *v && std::string_view(v) != "0";
+  return opts;
+}
+
 Expected<std::vector<interp::RtValue>> runHost(Device& device, interp::Interpreter& in,
                                                const ir::Function& entry,
-                                               std::vector<interp::RtValue> args) {
+                                               std::vector<interp::RtValue> args, const RunOptions& opts) {
+  Device* devices[] = {&device};
+  return runHost(devices, in, entry, std::move(args), opts);
+}
+
+namespace {
+
+// The device buffers among `results`: returned to the caller, so not leaks.
+std::vector<uint64_t> returnedHandles(const std::vector<interp::RtValue>& results, unsigned device) {
+  std::vector<uint64_t> handles;
+  for (const interp::RtValue& r : results)
+    if (r.type && r.type->isBuffer() && r.type->space() == ir::Space::Device &&
+        DeviceSet::deviceOf(r.buffer) == device)
+      handles.push_back(DeviceSet::innerOf(r.buffer));
+  return handles;
+}
+
+}  // namespace
+
+Expected<std::vector<interp::RtValue>> runHost(std::span<Device* const> devices, interp::Interpreter& in,
+                                               const ir::Function& entry,
+                                               std::vector<interp::RtValue> args, const RunOptions& opts) {
+  if (devices.empty()) return Error{entry.loc(), "runHost: no device to run on"};
+  // With checks on, each device is seen through a CheckedDevice.
+  std::vector<std::unique_ptr<CheckedDevice>> checked;
+  std::vector<Device*> used(devices.begin(), devices.end());
+  if (opts.checkBuffers)
+    for (size_t k = 0; k < used.size(); ++k) {
+      std::string name = used.size() == 1 ? "" : "device " + std::to_string(k) + " (" + std::string(used[k]->target()) + ")";
+      checked.push_back(std::make_unique<CheckedDevice>(*used[k], std::move(name)));
+      used[k] = checked.back().get();
+    }
+  DeviceSet set(std::move(used));
   if (const ir::Module* m = entry.module(); m)
-    if (Status s = device.prepare(*m); !s) return s.error();
-  in.setDeviceHooks(&device);
+    if (Status s = set.prepare(*m); !s) return s.error();
+  in.setDeviceHooks(&set);
   auto results = in.call(entry, std::move(args));
   in.setDeviceHooks(nullptr);
   if (!results) return results;
-  if (Status s = device.wait(entry.loc()); !s) return s.error();
+  if (Status s = set.wait(entry.loc()); !s) return s.error();
+  for (size_t k = 0; k < checked.size(); ++k)
+    if (Status s = checked[k]->checkLeaks(entry.name(), returnedHandles(*results, unsigned(k))); !s)
+      return s.error();
   return results;
 }
 

@@ -13,9 +13,13 @@
 //   auto dev = runtime::openDevice("vulkan");
 //   interp::Interpreter in(module);
 //   auto results = runtime::runHost(**dev, in, *module.lookup("main"), args);
+//
+// Several devices: runHost over a list of devices (DeviceSet.h); buffer
+// checks: RunOptions::checkBuffers (BufferChecks.h).
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,12 +41,33 @@ class Device : public interp::DeviceHooks {
   virtual Status prepare(const ir::Module& m) = 0;
 };
 
-// Runs host function `entry` of a prepared module: host code in `in` (whose
-// Memory holds the host buffers of `args`), device work on `device`. Waits for
-// all device work before returning.
+// How runHost runs a host function.
+struct RunOptions {
+  // Wrap every device in a CheckedDevice (runtime/BufferChecks.h): use after
+  // free and double free are errors naming the allocation site, and device
+  // buffers still live when the entry returns are a leak error. Off, nothing
+  // is installed and nothing is checked beyond what each device does.
+  bool checkBuffers = false;
+  // checkBuffers from the environment: EPH_CHECK_BUFFERS set, and not "0".
+  static RunOptions fromEnvironment();
+};
+
+// Runs host function `entry` of a module: host code in `in` (whose Memory
+// holds the host buffers of `args`), device work on `device`. Prepares the
+// module for the device first, and waits for all device work before
+// returning.
 Expected<std::vector<interp::RtValue>> runHost(Device& device, interp::Interpreter& in,
                                                const ir::Function& entry,
-                                               std::vector<interp::RtValue> args);
+                                               std::vector<interp::RtValue> args,
+                                               const RunOptions& opts = RunOptions::fromEnvironment());
+
+// The same on several devices (runtime/DeviceSet.h): device k of the program
+// (`alloc {device = k}`, default 0) is devices[k]. With one device it is the
+// overload above.
+Expected<std::vector<interp::RtValue>> runHost(std::span<Device* const> devices, interp::Interpreter& in,
+                                               const ir::Function& entry,
+                                               std::vector<interp::RtValue> args,
+                                               const RunOptions& opts = RunOptions::fromEnvironment());
 
 // Opens the device for a target name. `index` picks one of several devices of
 // that target (vulkan: `--device N`, else the EPH_DEVICE variable, else the

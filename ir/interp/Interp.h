@@ -93,6 +93,21 @@ class DeviceHooks {
                           std::span<const RtValue> args, Loc site) = 0;
   // Blocks until all submitted work has finished.
   virtual Status wait(Loc site) = 0;
+
+  // Several devices (runtime::DeviceSet): `alloc {device = k}` allocates on
+  // device k. Hooks that drive one device have only device 0.
+  virtual Expected<uint64_t> allocOn(unsigned device, const ir::Type* bufferType, uint64_t count,
+                                     Loc site) {
+    if (device == 0) return alloc(bufferType, count, site);
+    return Error{site, "the buffer is allocated on device " + std::to_string(device) +
+                           " but the program runs on 1 device (device 0)"};
+  }
+  // `copy %dst, %src`: copies one device buffer into another of the same
+  // length, on any devices.
+  virtual Status copy(uint64_t dst, uint64_t src, Loc site) {
+    (void)dst, (void)src;
+    return Error{site, "copy between device buffers is not supported by these device hooks"};
+  }
 };
 
 class Interpreter {

@@ -22,7 +22,9 @@ CommandSpec runSpec() {
           "interpreter) and, where this build has them, cpu (kernels compiled by\n"
           "LLVM, on EPH_THREADS threads) and vulkan ('ephc devices' lists the\n"
           "devices; --device N or EPH_DEVICE picks one, else the first GPU). The\n"
-          "default is a GPU through Vulkan when there is one, else cpu.",
+          "default is a GPU through Vulkan when there is one, else cpu.\n"
+          "--check-buffers (or EPH_CHECK_BUFFERS=1) follows every device buffer and\n"
+          "reports use after free, double free and leaks with the allocation site.",
       .options =
           {
               {"--target", "NAME", "where to run: interp, cpu or vulkan (default: a GPU, else cpu)"},
@@ -30,6 +32,7 @@ CommandSpec runSpec() {
               {"--entry", "NAME", "the host function to run (default: main)"},
               {"--arg", "VALUE", "an argument for the entry function; one per parameter, in order", true},
               {"--link", "LIB.so", "load a shared library first: Ephapax extern functions and __ffi resolve in it", true},
+              {"--check-buffers", "", "track every device buffer: use after free, double free and leaks are errors naming its allocation site (also EPH_CHECK_BUFFERS=1)"},
           },
       .minOperands = 1,
       .maxOperands = 1,
@@ -72,7 +75,9 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   interp::Interpreter interp(*m);
   auto values = parseEntryArgs(s, *entry, texts, interp.memory(), "run");
   if (!values) return 1;
-  auto results = runtime::runHost(**device, interp, *entry, std::move(*values));
+  runtime::RunOptions runOpts = runtime::RunOptions::fromEnvironment();
+  if (args->has("--check-buffers")) runOpts.checkBuffers = true;
+  auto results = runtime::runHost(**device, interp, *entry, std::move(*values), runOpts);
   if (!results) return s.report(results.error());
   for (const interp::RtValue& r : *results) s.io.out << interp::format(r, &interp.memory()) << "\n";
   return 0;

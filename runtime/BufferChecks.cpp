@@ -1,0 +1,105 @@
+// The buffer-check decorator (BufferChecks.h): one Record per handle the
+// wrapped device returned, checked before each call is passed on.
+#include "runtime/BufferChecks.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace eph::runtime {
+namespace {
+
+std::string place(Loc loc) { return loc.known() ? loc.str() : "an unknown place"; }
+std::string at(Loc loc) { return "at " + place(loc); }
+
+}  // namespace
+
+CheckedDevice::CheckedDevice(Device& inner, std::string name) : inner_(inner), name_(std::move(name)) {}
+
+std::string CheckedDevice::describe(const Record& r) const {
+  std::string s = "buffer allocated " + at(r.allocSite);
+  if (!name_.empty()) s += " on " + name_;
+  return s;
+}
+
+Expected<uint64_t> CheckedDevice::alloc(const ir::Type* bufferType, uint64_t count, Loc site) {
+  auto handle = inner_.alloc(bufferType, count, site);
+  if (!handle) return handle;
+  // A device that reuses the handle of a freed buffer starts a new record.
+  Record& r = buffers_[*handle];
+  r = Record{State::Allocated, bufferType->elem(), count, allocations_++, site, {}, {}};
+  ++live_;
+  return handle;
+}
+
+Status CheckedDevice::use(uint64_t handle, Loc site, std::string_view what) {
+  auto it = buffers_.find(handle);
+  if (it == buffers_.end())
+    return Error{site, std::string(what) + " of device buffer handle " + std::to_string(handle) +
+                           ", which " + (name_.empty() ? "this device" : name_) + " never allocated"};
+  Record& r = it->second;
+  if (r.state == State::Freed)
+    return Error{site, "use after free: " + describe(r) + " was freed " + at(r.freeSite) +
+                           " and used again " + at(site) + " (by " + std::string(what) + ")"};
+  r.state = State::InUse;
+  r.lastUse = site;
+  return Status::ok();
+}
+
+Status CheckedDevice::free(uint64_t handle, Loc site) {
+  auto it = buffers_.find(handle);
+  if (it != buffers_.end() && it->second.state == State::Freed) {
+    const Record& r = it->second;
+    return Error{site, "double free: " + describe(r) + " was freed " + at(r.freeSite) +
+                           " and freed again " + at(site)};
+  }
+  if (Status s = use(handle, site, "free"); !s) return s;
+  if (Status s = inner_.free(handle, site); !s) return s;
+  Record& r = buffers_[handle];
+  r.state = State::Freed;
+  r.freeSite = site;
+  --live_;
+  return Status::ok();
+}
+
+Status CheckedDevice::upload(uint64_t dst, const interp::BufferData& src, Loc site) {
+  if (Status s = use(dst, site, "h2d"); !s) return s;
+  return inner_.upload(dst, src, site);
+}
+
+Status CheckedDevice::download(interp::BufferData& dst, uint64_t src, Loc site) {
+  if (Status s = use(src, site, "d2h"); !s) return s;
+  return inner_.download(dst, src, site);
+}
+
+Status CheckedDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
+                               std::span<const interp::RtValue> args, Loc site) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ir::Type* t = args[i].type;
+    if (!t || !t->isBuffer() || t->space() != ir::Space::Device) continue;
+    std::string what = "dispatch of @" + kernel.name() + ", argument " + std::to_string(i);
+    if (Status s = use(args[i].buffer, site, what); !s) return s;
+  }
+  return inner_.dispatch(kernel, groups, args, site);
+}
+
+Status CheckedDevice::checkLeaks(std::string_view function, std::span<const uint64_t> returned) const {
+  std::vector<const Record*> leaked;
+  for (const auto& [handle, r] : buffers_)
+    if (r.state != State::Freed && std::find(returned.begin(), returned.end(), handle) == returned.end())
+      leaked.push_back(&r);
+  if (leaked.empty()) return Status::ok();
+  std::sort(leaked.begin(), leaked.end(), [](const Record* a, const Record* b) { return a->order < b->order; });
+  const Record& first = *leaked.front();
+  std::string msg = "leak: " + describe(first) + " (" + std::to_string(first.count) + " x " +
+                    first.elem->str() + ") was never freed";
+  msg += first.state == State::InUse ? " (last used " + at(first.lastUse) + ")" : " (and never used)";
+  if (!function.empty()) msg += " when @" + std::string(function) + " returned";
+  if (leaked.size() > 1) {
+    msg += "; " + std::to_string(leaked.size() - 1) + " more leaked, allocated";
+    for (size_t i = 1; i < leaked.size() && i <= 4; ++i) msg += (i > 1 ? ", " : " at ") + place(leaked[i]->allocSite);
+    if (leaked.size() > 5) msg += ", ...";
+  }
+  return Error{first.allocSite, msg};
+}
+
+}  // namespace eph::runtime

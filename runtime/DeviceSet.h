@@ -1,0 +1,65 @@
+// Several devices behind one set of interpreter hooks, so that one host
+// program runs against all of them: device k of the program (`alloc
+// {device = k}`, default 0) is devices[k]. Every later op on a buffer goes to
+// the device that owns it; a dispatch runs on the device of its buffer
+// arguments (device 0 when it has none), and buffers on different devices in
+// one dispatch are an error at the dispatch. `copy` between two device buffers
+// goes through host memory (a download, then an upload), on one device or
+// across two.
+//
+// Handles: the program sees the owning device's handle with the device index
+// in its top 8 bits, so with one device it sees the device's own handles.
+//
+//   runtime::DeviceSet set({vulkan.get(), cpu.get()});
+//   in.setDeviceHooks(&set);          // runHost does this (runtime/Device.h)
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/Device.h"
+
+namespace eph::runtime {
+
+class DeviceSet : public interp::DeviceHooks {
+ public:
+  // Not owned; at least one.
+  explicit DeviceSet(std::vector<Device*> devices);
+
+  size_t size() const { return devices_.size(); }
+  Device& device(size_t k) const { return *devices_[k]; }
+  // prepare() on each device.
+  Status prepare(const ir::Module& m);
+  // The device index a handle belongs to.
+  static unsigned deviceOf(uint64_t handle) { return unsigned(handle >> kShift); }
+  // The handle on its own device.
+  static uint64_t innerOf(uint64_t handle) { return handle & kInnerMask; }
+
+  Expected<uint64_t> alloc(const ir::Type* bufferType, uint64_t count, Loc site) override {
+    return allocOn(0, bufferType, count, site);
+  }
+  Expected<uint64_t> allocOn(unsigned device, const ir::Type* bufferType, uint64_t count, Loc site) override;
+  Status free(uint64_t handle, Loc site) override;
+  Status upload(uint64_t dst, const interp::BufferData& src, Loc site) override;
+  Status download(interp::BufferData& dst, uint64_t src, Loc site) override;
+  Status dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
+                  std::span<const interp::RtValue> args, Loc site) override;
+  Status wait(Loc site) override;  // every device
+  Status copy(uint64_t dst, uint64_t src, Loc site) override;
+
+ private:
+  static constexpr unsigned kShift = 56;
+  static constexpr uint64_t kInnerMask = (uint64_t(1) << kShift) - 1;
+  // The device of `handle`, or null (with `err` set) when it names none.
+  Device* route(uint64_t handle, Loc site, Status& err) const;
+  struct Shape {
+    const ir::Type* elem = nullptr;
+    uint64_t count = 0;
+  };
+
+  std::vector<Device*> devices_;
+  std::unordered_map<uint64_t, Shape> shapes_;  // every handle allocated, for copy
+};
+
+}  // namespace eph::runtime
