@@ -14,9 +14,24 @@
 // after at least 300 ms of untimed warm-up runs.
 // Prints a table and writes JSON (--json FILE).
 //
+// With --eph DIR the kernels come from Ephapax instead (issue #6):
+// DIR/vadd.eph, DIR/reduce.eph and DIR/gemm.eph are compiled by the Ephapax
+// frontend (the module `ephc run --target=vulkan` would run: no passes
+// unless --passes), and their kernels timed the same way:
+//
+//   vadd            c = a + b, one float per invocation           GB/s (2 reads + 1 write)
+//   reduce          reduce_partial + reduce_final                 GB/s (read)
+//   sgemm           128x128 tiles, 8x8 per invocation, k-loop     TFLOP/s
+//   sgemm_unrolled  the same with the k-tile's 8 steps written out
+//
+// A kernel without barrier() has the lowering's three hidden grid
+// parameters (function attribute hidden_params = 3): the bench passes the
+// grid in invocations, as `dispatch ... over` does.
+//
 //   eph_gpu_bench                 full sizes: copy/saxpy 1 GiB, sum 256M floats, sgemm 1024/4096/8192
 //   eph_gpu_bench --small         sizes a CPU driver (lavapipe) runs in seconds
 //   eph_gpu_bench --check-only    check every kernel at small sizes, no timing
+//   eph_gpu_bench --eph bench/ephapax [--vadd N,..] [--reduce N,..] [--sgemm N,..]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -32,8 +47,11 @@
 #include <thread>
 #include <vector>
 
+#include "frontends/ephapax/Frontend.h"
 #include "ir/Parser.h"
+#include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "passes/PassManager.h"
 #include "runtime/vulkan/VulkanDevice.h"
 
 namespace {
@@ -377,7 +395,7 @@ struct Result {
 
 struct Bench {
   VulkanDevice& dev;
-  const ir::Module& m;
+  std::vector<const ir::Module*> modules;  // kernels are looked up in each
   ir::Context& ctx;
   int runs;
   bool checkOnly;
@@ -432,7 +450,43 @@ struct Bench {
     for (auto& th : pool) th.join();
     return v;
   }
-  const ir::Function& kernel(const char* name) { return *m.lookup(name); }
+  const ir::Function& kernel(const std::string& name) {
+    for (const ir::Module* m : modules)
+      if (const ir::Function* f = m->lookup(name); f && f->isKernel()) return *f;
+    fail("no kernel '@" + name + "' in the compiled modules");
+    __builtin_unreachable();
+  }
+
+  // An Ephapax kernel over `grid` invocations, as `dispatch k(args) over grid`
+  // lowers it: workgroups = grid / workgroup size rounded up, and the grid
+  // appended as u32s when the kernel has the hidden guard parameters.
+  struct EphLaunch {
+    const ir::Function* fn;
+    std::array<uint32_t, 3> groups;
+    std::vector<interp::RtValue> args;
+  };
+  EphLaunch ephLaunch(const std::string& name, std::array<uint64_t, 3> grid, std::vector<interp::RtValue> args) {
+    const ir::Function& f = kernel(name);
+    EphLaunch l{&f, {}, std::move(args)};
+    for (int d = 0; d < 3; ++d) {
+      uint64_t g = (grid[d] + f.workgroupSize[d] - 1) / f.workgroupSize[d];
+      if (g > dev.caps().maxWorkgroupCount[d]) fail(name + ": " + std::to_string(g) + " workgroups in dimension " +
+                                                      std::to_string(d) + ", more than the device allows");
+      l.groups[d] = uint32_t(g);
+    }
+    const ir::Attr* hidden = f.attrs.count("hidden_params") ? &f.attrs.at("hidden_params") : nullptr;
+    if (hidden) {
+      if (hidden->kind != ir::Attr::Kind::Int || hidden->i != 3) fail(name + ": hidden_params is not 3");
+      for (int d = 0; d < 3; ++d) l.args.push_back(interp::RtValue::ofInt(ctx.u32(), grid[d]));
+    }
+    if (l.args.size() != f.paramTypes().size()) {
+      std::string types;
+      for (const ir::Type* t : f.paramTypes()) types += (types.empty() ? "" : ", ") + t->str();
+      fail(name + ": " + std::to_string(l.args.size()) + " arguments for the parameters (" + types + ")");
+    }
+    return l;
+  }
+  void run(const EphLaunch& l) { check(dev.dispatch(*l.fn, l.groups, l.args, {})); }
 
   // Dispatches `record` runs times in one command buffer; per-run GPU time
   // is the sum of that run's dispatches.
@@ -597,6 +651,125 @@ struct Bench {
   }
 };
 
+// The Ephapax kernels (--eph DIR); the same checks and timing as above.
+struct EphBench : Bench {
+  void vadd(uint64_t n) {
+    auto a = random(n, -1, 1), b = random(n, -1, 1);
+    uint64_t ha = alloc(ctx.f32(), n), hb = alloc(ctx.f32(), n), hc = alloc(ctx.f32(), n);
+    upload(ha, a);
+    upload(hb, b);
+    upload(hc, std::vector<float>(n, NAN));
+    auto l = ephLaunch("vadd", {n, 1, 1}, {buf(ctx.f32(), ha), buf(ctx.f32(), hb), buf(ctx.f32(), hc)});
+    run(l);
+    auto c = download(hc, n);
+    for (uint64_t i = 0; i < n; ++i)
+      if (!(c[i] == a[i] + b[i]))
+        fail("vadd: element " + std::to_string(i) + " is " + std::to_string(c[i]) + ", want " +
+             std::to_string(a[i] + b[i]));
+    Result r{"vadd", n};
+    r.checked = true;
+    report(r, 3.0 * 4 * n, false, 1, [&] { run(l); });
+    check(dev.free(ha, {}));
+    check(dev.free(hb, {}));
+    check(dev.free(hc, {}));
+  }
+
+  // The same workgroup count as the .eir sum and the CUDA peer.
+  void reduce(uint64_t n) {
+    uint64_t n4 = n / 4;
+    auto x = random(n, 0, 1);
+    double want = 0;
+    for (float v : x) want += v;
+    const uint64_t groups = std::max<uint64_t>(1, std::min<uint64_t>(sumGroups, (n4 + 1023) / 1024));
+    uint64_t hx = alloc(vec4(), n4), hp = alloc(ctx.f32(), groups), ho = alloc(ctx.f32(), 1);
+    upload(hx, x);
+    upload(hp, std::vector<float>(groups, NAN));
+    upload(ho, {NAN});
+    auto l1 = ephLaunch("reduce_partial", {groups * 256, 1, 1}, {buf(vec4(), hx), buf(ctx.f32(), hp)});
+    auto l2 = ephLaunch("reduce_final", {256, 1, 1}, {buf(ctx.f32(), hp), buf(ctx.f32(), ho)});
+    auto record = [&] {
+      run(l1);
+      run(l2);
+    };
+    record();
+    float got = download(ho, 1)[0];
+    Result r{"reduce", n};
+    r.error = std::fabs(got - want) / want;
+    if (!(r.error < 1e-4)) fail("reduce: got " + std::to_string(got) + ", want " + std::to_string(want));
+    r.checked = true;
+    report(r, 4.0 * n, false, 2, record);
+    check(dev.free(hx, {}));
+    check(dev.free(hp, {}));
+    check(dev.free(ho, {}));
+  }
+
+  // `name` is sgemm or sgemm_unrolled: C = A B, square, n a multiple of 128.
+  void sgemm(const std::string& name, uint32_t n) {
+    auto A = random(uint64_t(n) * n, -1, 1), B = random(uint64_t(n) * n, -1, 1);
+    uint64_t ha = alloc(ctx.f32(), uint64_t(n) * n), hb = alloc(vec4(), uint64_t(n) * n / 4),
+             hc = alloc(vec4(), uint64_t(n) * n / 4);
+    upload(ha, A);
+    upload(hb, B);
+    upload(hc, std::vector<float>(size_t(n) * n, NAN));
+    const ir::Type* kdimType = kernel(name).paramTypes()[0];
+    auto l = ephLaunch(name, {uint64_t(n) / 128 * 256, n / 128, 1},
+                       {interp::RtValue::ofInt(kdimType, n), buf(ctx.f32(), ha), buf(vec4(), hb), buf(vec4(), hc)});
+    run(l);
+    auto C = download(hc, size_t(n) * n);
+    double num = 0, den = 0;
+    size_t samples = n <= 512 ? size_t(n) * n : 512;
+    std::uniform_int_distribution<uint32_t> pick(0, n - 1);
+    for (size_t s = 0; s < samples; ++s) {
+      uint32_t i = n <= 512 ? uint32_t(s / n) : pick(rng), j = n <= 512 ? uint32_t(s % n) : pick(rng);
+      double want = 0;
+      for (uint32_t k = 0; k < n; ++k) want += double(A[size_t(i) * n + k]) * B[size_t(k) * n + j];
+      double got = C[size_t(i) * n + j];
+      if (std::isnan(got))
+        fail(name + " " + std::to_string(n) + ": C[" + std::to_string(i) + "][" + std::to_string(j) + "] was not written");
+      num += (got - want) * (got - want);
+      den += want * want;
+    }
+    Result r{name, n};
+    r.error = std::sqrt(num / den);
+    if (!(r.error < 1e-5)) fail(name + " " + std::to_string(n) + ": relative error " + std::to_string(r.error));
+    r.checked = true;
+    report(r, 2.0 * double(n) * n * n, true, 1, [&] { run(l); });
+    check(dev.free(ha, {}));
+    check(dev.free(hb, {}));
+    check(dev.free(hc, {}));
+  }
+};
+
+// Compiles DIR/{vadd,reduce,gemm}.eph with the Ephapax frontend, then runs
+// `passes` (a pipeline, may be empty) on each module.
+std::vector<std::unique_ptr<ir::Module>> compileEphKernels(ir::Context& ctx, const std::string& dir,
+                                                            const std::string& passes) {
+  auto pm = eph::passes::PassManager::parse(passes);
+  if (!pm) Bench::fail("--passes: " + pm.error().message);
+  std::vector<std::unique_ptr<ir::Module>> mods;
+  for (const char* file : {"vadd.eph", "reduce.eph", "gemm.eph"}) {
+    std::string path = dir + "/" + file;
+    std::ifstream in(path);
+    if (!in) Bench::fail("cannot read '" + path + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    eph::ephapax::DiagSink diags;
+    auto t0 = std::chrono::steady_clock::now();
+    auto m = eph::ephapax::compile(ctx, text, path, diags);
+    if (!m || !diags.empty()) Bench::fail("the Ephapax frontend rejected " + path + ":\n" +
+                                          eph::ephapax::renderAll(diags, path, text));
+    std::vector<eph::Error> errors;
+    eph::passes::PipelineOptions opts;
+    if (!pm->run(*m, opts, errors))
+      Bench::fail(path + ": the pass pipeline failed" + (errors.empty() ? "" : ": " + errors[0].str()));
+    std::fprintf(stderr, "compiled %s in %.2f ms\n", path.c_str(),
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    mods.push_back(std::move(m));
+  }
+  return mods;
+}
+
 std::string jsonEscape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -612,7 +785,7 @@ std::string jsonEscape(const std::string& s) {
 int main(int argc, char** argv) {
   bool small = false, checkOnly = false, validation = false, printIr = false;
   int runs = 0, device = -1;
-  std::string json, only, sgemmSizes;
+  std::string json, only, sgemmSizes, ephDir, vaddSizes, reduceSizes, passes;
   uint32_t sumGroups = 2048;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -630,11 +803,17 @@ int main(int argc, char** argv) {
     else if (a == "--only") only = value();
     else if (a == "--sgemm") sgemmSizes = value();
     else if (a == "--sum-groups") sumGroups = uint32_t(std::atoi(value().c_str()));
+    else if (a == "--eph") ephDir = value();
+    else if (a == "--vadd") vaddSizes = value();
+    else if (a == "--reduce") reduceSizes = value();
+    else if (a == "--passes") passes = value();
     else if (a == "--help" || a == "-h") {
       std::printf(
           "usage: eph_gpu_bench [--small] [--check-only] [--runs N] [--only copy|saxpy|sum|sgemm]\n"
           "                     [--sgemm N,N,...] [--sum-groups G] [--json FILE] [--device N]\n"
-          "                     [--validation] [--print-ir]\n");
+          "                     [--validation] [--print-ir]\n"
+          "       eph_gpu_bench --eph DIR [--passes LIST] [--vadd N,..] [--reduce N,..] [--sgemm N,..]\n"
+          "                     [--only vadd|reduce|sgemm|sgemm_unrolled] and the options above\n");
       return 0;
     } else {
       Bench::fail("unknown argument '" + a + "' (see --help)");
@@ -642,15 +821,40 @@ int main(int argc, char** argv) {
   }
   if (runs <= 0) runs = small ? 5 : 20;
 
-  std::string text = std::string(kStreamKernels) + "\n" + sumKernels() + "\n" + sgemmKernel();
-  if (printIr) {
-    std::fputs(text.c_str(), stdout);
-    return 0;
-  }
+  auto sizeList = [](const std::string& text, const char* what, uint64_t multiple) {
+    std::vector<uint64_t> v;
+    std::stringstream ss(text);
+    for (std::string item; std::getline(ss, item, ',');) {
+      uint64_t n = std::strtoull(item.c_str(), nullptr, 0);
+      if (n == 0 || n % multiple)
+        Bench::fail(std::string(what) + " sizes must be multiples of " + std::to_string(multiple) + ", got '" + item + "'");
+      v.push_back(n);
+    }
+    return v;
+  };
+  bool tiny = small || checkOnly;
+  std::vector<uint64_t> orders = tiny ? std::vector<uint64_t>{128, 256, 512} : std::vector<uint64_t>{1024, 4096, 8192};
+  if (!sgemmSizes.empty()) orders = sizeList(sgemmSizes, "--sgemm", 128);
+
   ir::Context ctx;
-  auto m = ir::parseModule(ctx, text, "gpu_bench.eir");
-  if (!m) Bench::fail(m.error().str());
-  if (eph::Status s = ir::verify(**m); !s) Bench::fail(s.error().str());
+  std::vector<std::unique_ptr<ir::Module>> modules;
+  if (!ephDir.empty()) {
+    modules = compileEphKernels(ctx, ephDir, passes);
+    if (printIr) {
+      for (auto& m : modules) std::fputs(ir::print(*m).c_str(), stdout);
+      return 0;
+    }
+  } else {
+    std::string text = std::string(kStreamKernels) + "\n" + sumKernels() + "\n" + sgemmKernel();
+    if (printIr) {
+      std::fputs(text.c_str(), stdout);
+      return 0;
+    }
+    auto m = ir::parseModule(ctx, text, "gpu_bench.eir");
+    if (!m) Bench::fail(m.error().str());
+    if (eph::Status s = ir::verify(**m); !s) Bench::fail(s.error().str());
+    modules.push_back(std::move(*m));
+  }
 
   eph::runtime::VulkanOptions opts;
   opts.deviceIndex = device;
@@ -660,36 +864,53 @@ int main(int argc, char** argv) {
   const eph::DeviceCaps& caps = (*dev)->caps();
   std::fprintf(stderr, "device: %s (%s)\n", caps.name.c_str(), caps.driver.c_str());
   auto t0 = std::chrono::steady_clock::now();
-  if (eph::Status s = (*dev)->prepare(**m); !s) Bench::fail(s.error().str());
-  std::fprintf(stderr, "prepared %zu kernels in %.2f s\n", (*m)->functions().size(),
+  size_t kernels = 0;
+  std::vector<const ir::Module*> mods;
+  for (auto& m : modules) {
+    if (eph::Status s = (*dev)->prepare(*m); !s) Bench::fail(s.error().str());
+    for (auto& f : m->functions()) kernels += f->isKernel();
+    mods.push_back(m.get());
+  }
+  std::fprintf(stderr, "prepared %zu kernels in %.2f s\n", kernels,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
-  Bench b{**dev, **m, ctx, runs, checkOnly, sumGroups};
-  bool tiny = small || checkOnly;
-  uint64_t stream = tiny ? (uint64_t(1) << 22) : (uint64_t(1) << 28);  // floats: 16 MiB or 1 GiB
   auto want = [&](const char* name) { return only.empty() || only == name; };
-  if (want("copy")) b.copy(stream);
-  if (want("saxpy")) b.saxpy(stream);
-  if (want("sum")) b.sum(stream);
-  if (checkOnly) {
-    // Sizes that leave partial workgroups and partial strides.
-    const uint64_t odd = (uint64_t(1) << 20) + 4 * 37;
-    if (want("copy")) b.copy(odd);
-    if (want("saxpy")) b.saxpy(odd);
-    if (want("sum")) b.sum(odd);
-  }
-  std::vector<uint32_t> orders = tiny ? std::vector<uint32_t>{128, 256, 512} : std::vector<uint32_t>{1024, 4096, 8192};
-  if (!sgemmSizes.empty()) {
-    orders.clear();
-    std::stringstream ss(sgemmSizes);
-    for (std::string item; std::getline(ss, item, ',');) {
-      uint32_t n = uint32_t(std::atoi(item.c_str()));
-      if (n == 0 || n % 128) Bench::fail("--sgemm sizes must be multiples of 128, got '" + item + "'");
-      orders.push_back(n);
+  std::vector<Result> results;
+  if (!ephDir.empty()) {
+    EphBench b{{**dev, mods, ctx, runs, checkOnly, sumGroups}};
+    uint64_t stream = tiny ? (uint64_t(1) << 22) : (uint64_t(1) << 28);
+    std::vector<uint64_t> vadds = vaddSizes.empty() ? std::vector<uint64_t>{stream} : sizeList(vaddSizes, "--vadd", 1);
+    std::vector<uint64_t> reduces = reduceSizes.empty() ? std::vector<uint64_t>{stream} : sizeList(reduceSizes, "--reduce", 4);
+    if (checkOnly) {
+      // Partial workgroups (the guard) and partial strides.
+      vadds.push_back((uint64_t(1) << 20) + 37);
+      reduces.push_back((uint64_t(1) << 20) + 4 * 37);
     }
+    if (want("vadd"))
+      for (uint64_t n : vadds) b.vadd(n);
+    if (want("reduce"))
+      for (uint64_t n : reduces) b.reduce(n);
+    for (const char* name : {"sgemm", "sgemm_unrolled"})
+      if (want(name))
+        for (uint64_t n : orders) b.sgemm(name, uint32_t(n));
+    results = std::move(b.results);
+  } else {
+    Bench b{**dev, mods, ctx, runs, checkOnly, sumGroups};
+    uint64_t stream = tiny ? (uint64_t(1) << 22) : (uint64_t(1) << 28);  // floats: 16 MiB or 1 GiB
+    if (want("copy")) b.copy(stream);
+    if (want("saxpy")) b.saxpy(stream);
+    if (want("sum")) b.sum(stream);
+    if (checkOnly) {
+      // Sizes that leave partial workgroups and partial strides.
+      const uint64_t odd = (uint64_t(1) << 20) + 4 * 37;
+      if (want("copy")) b.copy(odd);
+      if (want("saxpy")) b.saxpy(odd);
+      if (want("sum")) b.sum(odd);
+    }
+    if (want("sgemm"))
+      for (uint64_t n : orders) b.sgemm(uint32_t(n));
+    results = std::move(b.results);
   }
-  if (want("sgemm"))
-    for (uint32_t n : orders) b.sgemm(n);
   if (validation)
     for (auto& msg : (*dev)->takeValidationMessages()) Bench::fail("validation: " + msg);
 
@@ -699,7 +920,7 @@ int main(int argc, char** argv) {
   std::printf("eph_gpu_bench on %s (%s), %s, median of %d runs (GPU timestamps)\n", caps.name.c_str(),
               caps.driver.c_str(), date, runs);
   std::printf("%-8s %12s %12s %12s  %-8s %s\n", "kernel", "size", "median ms", "rate", "unit", "check error");
-  for (const Result& r : b.results)
+  for (const Result& r : results)
     std::printf("%-8s %12llu %12.4f %12.2f  %-8s %.2e%s\n", r.name.c_str(), (unsigned long long)r.size, r.medianMs,
                 r.rate, r.unit.c_str(), r.error, r.checked ? "" : " (unchecked)");
   if (checkOnly) std::printf("check-only: every kernel gave the CPU reference's result\n");
@@ -708,13 +929,13 @@ int main(int argc, char** argv) {
     std::ofstream out(json);
     out << "{\n  \"device\": \"" << jsonEscape(caps.name) << "\",\n  \"driver\": \"" << jsonEscape(caps.driver)
         << "\",\n  \"date\": \"" << date << "\",\n  \"runs\": " << runs << ",\n  \"results\": [\n";
-    for (size_t i = 0; i < b.results.size(); ++i) {
-      const Result& r = b.results[i];
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Result& r = results[i];
       out << "    {\"name\": \"" << r.name << "\", \"size\": " << r.size << ", \"unit\": \"" << r.unit
           << "\", \"work\": " << r.work << ", \"median_ms\": " << r.medianMs << ", \"rate\": " << r.rate
           << ", \"check_error\": " << r.error << ", \"runs_ms\": [";
       for (size_t k = 0; k < r.runsMs.size(); ++k) out << (k ? ", " : "") << r.runsMs[k];
-      out << "]}" << (i + 1 < b.results.size() ? "," : "") << "\n";
+      out << "]}" << (i + 1 < results.size() ? "," : "") << "\n";
     }
     out << "  ]\n}\n";
   }

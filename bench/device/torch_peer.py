@@ -53,10 +53,13 @@ def main():
     if args.cuda_json:
         with open(args.cuda_json) as f:
             cuda = [json.loads(line) for line in f if line.strip()]
+    # sgemm_unrolled (a variant of the Ephapax sgemm) is compared with sgemm.
+    def base(name):
+        return "sgemm" if name.startswith("sgemm") else name
     wanted = []
     for r in eph["results"] + cuda:
-        if (r["name"], int(r["size"])) not in wanted:
-            wanted.append((r["name"], int(r["size"])))
+        if (base(r["name"]), int(r["size"])) not in wanted:
+            wanted.append((base(r["name"]), int(r["size"])))
     wanted = wanted or [
         ("copy", 1 << 28), ("saxpy", 1 << 28), ("sum", 1 << 28),
         ("sgemm", 1024), ("sgemm", 4096), ("sgemm", 8192)]
@@ -119,22 +122,28 @@ def main():
     print(f"\nPyTorch {torch.__version__} on {torch.cuda.get_device_name()} (TF32 off); eph_gpu_bench on "
           f"{eph.get('device', '?')} ({eph.get('driver', '?')}), {eph.get('date', '?')}; medians")
     nan = float("nan")
-    def pick(rows, p):
-        return next((r for r in rows if r["name"] == p["name"] and int(r["size"]) == p["size"]), None)
+    def pick(rows, name, size):
+        return next((r for r in rows if r["name"] == name and int(r["size"]) == size), None)
     def rate(r):
         return r["rate"] if r else nan
     def ms(r):
         return r["median_ms"] if r else nan
-    print(f"{'kernel':8} {'size':>10} {'eph ms':>9} {'cuda ms':>9} {'torch ms':>9} {'eph':>8} {'cuda':>8} "
+    print(f"{'kernel':14} {'size':>10} {'eph ms':>9} {'cuda ms':>9} {'torch ms':>9} {'eph':>8} {'cuda':>8} "
           f"{'torch':>8} {'unit':8} {'eph/cuda':>8} {'eph/torch':>9}")
     combined = []
-    for p in peers:
-        e, c = pick(eph["results"], p), pick(cuda, p)
+    # One row per eph result (each against the CUDA and PyTorch figures of
+    # its operation and size); without eph results, one per peer.
+    rows = [(r["name"], int(r["size"])) for r in eph["results"]] or [(p["name"], p["size"]) for p in peers]
+    for name, size in rows:
+        p = pick(peers, base(name), size)
+        if p is None:
+            continue
+        e, c = pick(eph["results"], name, size), pick(cuda, base(name), size)
         vs_cuda = e["rate"] / c["rate"] if e and c and c["rate"] else nan
         vs_torch = e["rate"] / p["rate"] if e and p["rate"] else nan
-        print(f"{p['name']:8} {p['size']:>10} {ms(e):>9.4f} {ms(c):>9.4f} {p['median_ms']:>9.4f} {rate(e):>8.2f} "
+        print(f"{name:14} {size:>10} {ms(e):>9.4f} {ms(c):>9.4f} {p['median_ms']:>9.4f} {rate(e):>8.2f} "
               f"{rate(c):>8.2f} {p['rate']:>8.2f} {p['unit']:8} {vs_cuda:>8.1%} {vs_torch:>9.1%}")
-        combined.append({"name": p["name"], "size": p["size"], "unit": p["unit"], "eph": e, "cuda": c, "torch": p,
+        combined.append({"name": name, "size": size, "unit": p["unit"], "eph": e, "cuda": c, "torch": p,
                          "ratio": vs_torch, "ratio_cuda": vs_cuda})
     if args.json:
         with open(args.json, "w") as f:
