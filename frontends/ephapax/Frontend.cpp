@@ -12,8 +12,21 @@ std::unique_ptr<ir::Module> compile(ir::Context& ctx, std::string_view src, cons
   auto c = check(src, diags, opts.check);
   if (!c) return nullptr;
   if (opts.frontendCheck && diags.size() != before) return nullptr;
-  auto m = lowerProgram(*c, ctx, file, diags);
+  LowerOptions lo;
+  lo.affineMode = opts.check.affineMode;
+  auto m = lowerProgram(*c, ctx, file, diags, lo);
   if (!m) return nullptr;
+  // Generic @gpu functions and device functions are lowered once; the IR
+  // `monomorphize` pass instantiates them (skipped while a build lacks it).
+  if (opts.monomorphize)
+    if (const passes::Pass* mono = passes::PassRegistry::get().lookup("monomorphize")) {
+      passes::Diagnostics d;
+      mono->run(*m, d);
+      for (const Error& e : d.errors)
+        diags.error("E299", {e.loc.line, e.loc.col, 1}, "internal error: monomorphize: " + e.message,
+                    "this is a compiler bug; please report it with the program");
+      if (d.failed()) return nullptr;
+    }
   if (opts.checkIR) {
     if (Status st = ir::verify(*m); !st) {
       diags.error("E299", {st.error().loc.line, st.error().loc.col, 1},

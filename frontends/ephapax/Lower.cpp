@@ -5,13 +5,19 @@
 #include <map>
 #include <set>
 
+#include "frontends/ephapax/Parser.h"
 #include "frontends/ephapax/Runtime.h"
 #include "ir/OpTable.h"
+
+// The GPU extension and statements are lowered here too, as methods of the
+// one Lowerer (they share its environment); the analyses they rely on are in
+// LowerGpu.cpp and LowerStmt.cpp.
 
 namespace eph::ephapax {
 
 namespace {
 
+using namespace lowering;
 using ir::Value;
 using Subst = std::vector<std::pair<int, Ty*>>;
 
@@ -75,18 +81,23 @@ struct ClosureGroup {
 class Lowerer {
  public:
   Lowerer(Checked& c, ir::Context& ctx, const std::string& file, DiagSink& diags, ir::Module& m,
-          std::map<std::string, ClosureGroup>* known)
-      : c_(c), T(c.types), ctx_(ctx), diags_(diags), m_(m), b_(ctx, dummy_), known_(known) {
+          std::map<std::string, ClosureGroup>* known, const LowerOptions& opts)
+      : c_(c), T(c.types), ctx_(ctx), diags_(diags), m_(m), b_(ctx, dummy_), known_(known), opts_(opts) {
     file_ = ctx.intern(file);
+    uses_ = functionUses(c);
   }
 
   void run() {
     // Functions generic only in regions are lowered once: regions leave no
-    // trace in the IR.
+    // trace in the IR. Kernels, launchers and device functions are lowered
+    // once, generically; functions only kernel code calls only as device
+    // functions.
     for (auto& f : c_.prog.fns) {
-      bool generic = false;
-      for (Ty* p : f->typeParamTys) generic |= !p->regionVar;
-      if (!f->isExtern && f->body && !generic) instance(*f, {});
+      if (f->isExtern || !f->body) continue;
+      if (f->gpuRole == FnDecl::Kernel) kernelFn(*f);
+      else if (f->gpuRole == FnDecl::Launcher) hostGpuFn(*f);
+      else if (uses_.device.count(f.get()) && !uses_.host.count(f.get())) deviceFn(*f);
+      else if (!isGeneric(*f)) instance(*f, {});
     }
     drain();
   }
@@ -106,12 +117,17 @@ class Lowerer {
   std::map<std::string, ClosureGroup>* known_;  // the groups of the discovery pass
   std::map<std::string, ClosureGroup> groups_;
   bool failed_ = false;
+  LowerOptions opts_;
+  FnUses uses_;
 
   // Function instances to lower.
+  enum class FnKind : uint8_t { Host, Kernel, Device };
   struct Instance {
     FnDecl* fn;
     Subst subst;
     ir::Function* irfn;
+    FnKind kind = FnKind::Host;
+    bool generic = false;  // type parameters lower to IR type variables
   };
   std::map<std::string, ir::Function*> instances_;
   std::vector<Instance> work_;
@@ -122,6 +138,11 @@ class Lowerer {
   FnDecl* curFn_ = nullptr;
   std::string curKey_;
   const ir::Type* loopSum_ = nullptr;  // tail-call loop: sum<args, result>
+  bool device_ = false;   // lowering kernel code (a kernel or device function)
+  bool generic_ = false;  // Ty::Param lowers to the IR type variable !name
+  const std::set<const Binding*>* carry_ = nullptr;  // vars the branch being lowered assigns
+  std::map<const Expr*, Value*> workgroupArrays_;    // hoisted workgroup.alloc per statement
+  std::map<std::string, int> inlineKernels_;         // per host function: inline kernels made
 
   // ---- helpers ------------------------------------------------------------------
   Loc loc(Span s) const { return Loc{file_, s.line, s.col}; }
@@ -212,6 +233,25 @@ class Lowerer {
         }
         return ctx_.unitType();
       }
+      case Ty::Param:
+        if (generic_ && !t->regionVar) return ctx_.varType(t->name);
+        return ctx_.i32();
+      case Ty::Gpu: {
+        const ir::Type* e = t->args.empty() ? ctx_.i32() : lowerTy(t->args[0], depth + 1);
+        ir::Ownership o = t->gpu == Ty::Linear ? ir::Ownership::Linear
+                          : t->gpu == Ty::Affine ? ir::Ownership::Affine
+                                                 : ir::Ownership::Read;
+        return ctx_.bufferType(e, ir::Space::Device, o);
+      }
+      case Ty::Vec: return ctx_.vectorType(ctx_.f32(), static_cast<unsigned>(t->size));
+      case Ty::Mat: {
+        const ir::Type* col = ctx_.vectorType(ctx_.f32(), static_cast<unsigned>(t->size));
+        return ctx_.structType(std::vector<const ir::Type*>(static_cast<size_t>(t->size), col));
+      }
+      case Ty::Array:
+        return ctx_.bufferType(t->args.empty() ? ctx_.i32() : lowerTy(t->args[0], depth + 1), ir::Space::Workgroup,
+                               ir::Ownership::Write);
+      case Ty::Future: return t->args.empty() ? ctx_.unitType() : lowerTy(t->args[0], depth + 1);
       default: return ctx_.i32();  // unconstrained type variables default to I32
     }
   }
@@ -522,7 +562,7 @@ class Lowerer {
     subst_ = saved;
     ir::Function* irf = m_.addFunction(key, ir::FunctionKind::Host, ctx_.functionType(params, {rt}), loc(f.span));
     instances_[key] = irf;
-    work_.push_back({&f, std::move(s), irf});
+    work_.push_back({&f, std::move(s), irf, FnKind::Host, false});
     return irf;
   }
 
@@ -574,9 +614,16 @@ class Lowerer {
     curKey_ = in.irfn->name();
     env_.clear();
     loopSum_ = nullptr;
+    carry_ = nullptr;
+    device_ = in.kind != FnKind::Host;
+    generic_ = in.generic;
     ir::Function* irf = in.irfn;
     b_ = B(ctx_, irf->body());
     setLoc(f.span);
+    if (in.kind == FnKind::Kernel) {
+      lowerKernel(in);
+      return;
+    }
     for (size_t i = 0; i < f.params.size(); ++i)
       if (!checkRepresentable(f.paramTys[i], f.params[i].span)) return;
     if (!checkRepresentable(f.retTy, f.span)) return;
@@ -665,7 +712,7 @@ class Lowerer {
     lb.v = v;
     Ty* t = sub(b->ty);
     lb.list = t->kind == Ty::List;
-    if (b && usageOf(c_, *b) == Usage::ExactlyOnce && !lb.list) {
+    if (b && mustUseBinding(b) && !lb.list) {
       Loc saved = curLoc_;
       setLoc(site);
       if (owns(v->type())) {
@@ -683,6 +730,16 @@ class Lowerer {
     env_.push_back(lb);
   }
 
+  // Must be consumed exactly once. An owned GPU buffer may be dropped (and
+  // is freed at the end of its scope) in affine mode, and always when it is
+  // a GPUBufferAffine.
+  bool mustUseBinding(const Binding* b) {
+    Ty* t = sub(b->ty);
+    if (t->kind == Ty::Gpu && (t->gpu == Ty::Affine || (opts_.affineMode && t->gpu == Ty::Linear))) return false;
+    return usageOf(c_, *b) == Usage::ExactlyOnce;
+  }
+  bool mustUse(const LBinding& lb) { return lb.b && !lb.list && mustUseBinding(lb.b); }
+
   LBinding* lookup(const Binding* b) {
     for (size_t i = env_.size(); i-- > 0;)
       if (env_[i].b == b) return &env_[i];
@@ -693,8 +750,7 @@ class Lowerer {
   void endScope(size_t mark) {
     while (env_.size() > mark) {
       LBinding& lb = env_.back();
-      bool mustUse = lb.b && usageOf(c_, *lb.b) == Usage::ExactlyOnce && !lb.list;
-      if (!lb.consumed && !mustUse && owns(lb.v->type())) dropValue(lb.v);
+      if (!lb.consumed && !mustUse(lb) && owns(lb.v->type())) dropValue(lb.v);
       env_.pop_back();
     }
   }
@@ -830,15 +886,33 @@ class Lowerer {
   Value* branch(const char* opName, Value* operand, unsigned n, const ir::Type* resultT, Span s,
                 const std::function<Value*(unsigned k, Value* payload)>& body) {
     setLoc(s);
-    ir::Op* op = b_.create(opName, {operand}, resultT ? std::vector<const ir::Type*>{resultT} : std::vector<const ir::Type*>{}, {}, n);
+    // The vars the branches assign leave the op as extra results.
+    std::vector<size_t> carried;
+    std::vector<const ir::Type*> resultTs;
+    if (resultT) resultTs.push_back(resultT);
+    if (carry_)
+      for (size_t i = 0; i < env_.size(); ++i)
+        if (env_[i].b && carry_->count(env_[i].b) && !owns(env_[i].v->type())) {
+          carried.push_back(i);
+          resultTs.push_back(env_[i].v->type());
+        }
+    ir::Op* op = b_.create(opName, {operand}, resultTs, {}, n);
     std::vector<bool> start;
-    for (auto& lb : env_) start.push_back(lb.consumed);
+    std::vector<Value*> startV;
+    for (auto& lb : env_) {
+      start.push_back(lb.consumed);
+      startV.push_back(lb.v);
+    }
+    std::vector<std::vector<Value*>> carriedOut;
     size_t envSize = env_.size();
     std::vector<std::vector<bool>> after;
     std::vector<Value*> results;
     B outer = b_;
     for (unsigned k = 0; k < n; ++k) {
-      for (size_t i = 0; i < envSize; ++i) env_[i].consumed = start[i];
+      for (size_t i = 0; i < envSize; ++i) {
+        env_[i].consumed = start[i];
+        env_[i].v = startV[i];
+      }
       ir::Region& r = op->region(k);
       Value* payload = nullptr;
       if (std::string_view(opName) == "match") payload = r.addArg(operand->type()->members()[k]);
@@ -846,6 +920,9 @@ class Lowerer {
       Value* v = body(k, payload);
       if (resultT) v = coerce(v, resultT, s);
       results.push_back(v);
+      std::vector<Value*> outs;
+      for (size_t i : carried) outs.push_back(env_[i].v);
+      carriedOut.push_back(outs);
       std::vector<bool> c;
       for (size_t i = 0; i < envSize; ++i) c.push_back(env_[i].consumed);
       after.push_back(c);
@@ -858,12 +935,14 @@ class Lowerer {
         bool any = false;
         for (auto& c : after) any |= c[i];
         LBinding& lb = env_[i];
-        bool mustUse = lb.b && usageOf(c_, *lb.b) == Usage::ExactlyOnce && !lb.list;
-        if (any && !after[k][i] && !mustUse && owns(lb.v->type())) dropValue(lb.v);
+        if (any && !after[k][i] && !mustUse(lb) && owns(lb.v->type())) dropValue(lb.v);
       }
-      if (resultT) b_.create("yield", {results[k]});
-      else b_.create("yield");
+      std::vector<Value*> yields;
+      if (resultT) yields.push_back(results[k]);
+      for (Value* v : carriedOut[k]) yields.push_back(v);
+      b_.create("yield", yields);
     }
+    for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = op->result(static_cast<unsigned>(j + (resultT ? 1 : 0)));
     for (size_t i = 0; i < envSize; ++i) {
       bool any = false;
       for (auto& c : after) any |= c[i];
@@ -925,16 +1004,34 @@ class Lowerer {
       case ExprKind::Seq:
         lowerAndDrop(*e.kids[0]);
         return tail ? lowerTail(*e.kids[1]) : lowerExpr(*e.kids[1]);
-      case ExprKind::Region: return tail ? lowerTail(*e.kids[0]) : lowerExpr(*e.kids[0]);
+      case ExprKind::Region: {
+        if (tail || !issuesDeviceWork(c_, *e.kids[0])) return tail ? lowerTail(*e.kids[0]) : lowerExpr(*e.kids[0]);
+        // A region is one submission: its end waits for the device work.
+        Value* v = lowerExpr(*e.kids[0]);
+        setLoc(e.span);
+        b_.create("wait");
+        return v;
+      }
       case ExprKind::If: {
         Value* c = lowerExpr(*e.kids[0]);
-        return branch("if", c, 2, ty, e.span, [&](unsigned k, Value*) {
+        std::set<const Binding*> assigned;
+        assignedVars(*e.kids[1], assigned);
+        assignedVars(*e.kids[2], assigned);
+        auto savedCarry = carry_;
+        carry_ = &assigned;
+        Value* r = branch("if", c, 2, ty, e.span, [&](unsigned k, Value*) {
           return tail ? lowerTail(*e.kids[k + 1]) : lowerExpr(*e.kids[k + 1]);
         });
+        carry_ = savedCarry;
+        return r;
       }
       case ExprKind::Case: {
         Value* s = lowerExpr(*e.kids[0]);
-        return branch("match", s, 2, ty, e.span, [&](unsigned k, Value* payload) {
+        std::set<const Binding*> assigned;
+        assignedVars(e, assigned);
+        auto savedCarry = carry_;
+        carry_ = &assigned;
+        Value* r = branch("match", s, 2, ty, e.span, [&](unsigned k, Value* payload) {
           size_t mark = env_.size();
           Span vs = k < e.nameSpans.size() ? e.nameSpans[k] : e.span;
           if (e.caseBindings[k]) bindValue(e.caseBindings[k], payload, vs);
@@ -942,8 +1039,44 @@ class Lowerer {
           endScope(mark);
           return r;
         });
+        carry_ = savedCarry;
+        return r;
       }
-      case ExprKind::Match: return lowerMatch(e, tail, ty);
+      case ExprKind::Match: {
+        std::set<const Binding*> assigned;
+        assignedVars(e, assigned);
+        auto savedCarry = carry_;
+        carry_ = &assigned;
+        Value* r = lowerMatch(e, tail, ty);
+        carry_ = savedCarry;
+        return r;
+      }
+      case ExprKind::VarDecl:
+      case ExprKind::Assign:
+      case ExprKind::IndexAssign:
+      case ExprKind::While:
+      case ExprKind::For:
+      case ExprKind::Workgroup: return lowerStatement(e, tail);
+      case ExprKind::Return:
+        if (e.kids.empty()) return value(unit());
+        return tail ? lowerTail(*e.kids[0]) : lowerExpr(*e.kids[0]);
+      case ExprKind::Dispatch: return value(lowerDispatch(e));
+      case ExprKind::AllocGpu: {
+        Value* n = lowerExpr(*e.kids[0]);
+        setLoc(e.span);
+        const ir::Type* bt = lowerTy(e.ty);
+        if (!bt->isBuffer() || bt->space() != ir::Space::Device) {
+          unsupported(e.span, "code generation cannot allocate a GPU buffer of type " + show(sub(e.ty)));
+          return value(fabricate(bt));
+        }
+        return value(b_.op("alloc", {n}, bt));
+      }
+      case ExprKind::Await: {
+        Value* v = lowerExpr(*e.kids[0]);
+        setLoc(e.span);
+        b_.create("wait");
+        return value(coerce(v, lowerTy(e.ty), e.span));
+      }
       case ExprKind::Binary: return value(lowerBinary(e));
       case ExprKind::Unary: {
         Value* a = lowerExpr(*e.kids[0]);
@@ -955,7 +1088,8 @@ class Lowerer {
       }
       case ExprKind::Call: return lowerCall(e, tail);
       case ExprKind::Index: {
-        Value* list = lowerBorrowOf(*e.kids[0]);
+        Value* temp = nullptr;
+        Value* list = lowerBorrowOrTemp(*e.kids[0], temp);
         Value* i = lowerExpr(*e.kids[1]);
         setLoc(e.span);
         if (!list->type()->isBuffer()) {
@@ -963,6 +1097,7 @@ class Lowerer {
           return value(fabricate(lowerTy(e.ty)));
         }
         Value* r = b_.op("load", {list, i}, list->type()->elem());
+        if (temp) dropValue(temp);
         return value(r);
       }
       case ExprKind::Member: {
@@ -970,6 +1105,16 @@ class Lowerer {
         Ty* bt = sub(e.kids[0]->ty);
         if (Ty* ex = expandAlias(T, bt)) bt = sub(ex);
         size_t index = 0;
+        if (bt->kind == Ty::Vec) {
+          static const std::string lanes = "xyzw";
+          size_t lane = e.name.size() == 1 ? lanes.find(e.name[0]) : std::string::npos;
+          if (lane == std::string::npos || lane >= static_cast<size_t>(bt->size)) {
+            unsupported(e.span, "code generation does not support the vector member ." + e.name);
+            return value(fabricate(lowerTy(e.ty)));
+          }
+          setLoc(e.span);
+          return value(b_.op("vec.extract", {base}, ctx_.f32(), {{"index", ir::Attr::integer(static_cast<int64_t>(lane))}}));
+        }
         if (e.bval) index = static_cast<size_t>(e.ival);
         else if (bt->kind == Ty::Named && bt->decl->kind == TypeDecl::Record) {
           auto& names = bt->decl->fieldNames;
@@ -1177,6 +1322,10 @@ class Lowerer {
   }
 
   Value* lowerVar(Expr& e) {
+    if (e.builtin == Expr::Gid || e.builtin == Expr::Lid || e.builtin == Expr::GroupId) {
+      static const char* ops[] = {"global_id", "local_id", "workgroup_id"};
+      return idBuiltin(ops[e.builtin - Expr::Gid], 0, lowerTy(e.ty));
+    }
     if (e.binding) {
       LBinding* lb = lookup(e.binding);
       if (!lb) {
@@ -1224,6 +1373,11 @@ class Lowerer {
         return b_.constBool(!isAnd);
       });
     }
+    auto vecOrMat = [&](Ty* t) {
+      t = sub(t);
+      return t->kind == Ty::Vec || t->kind == Ty::Mat;
+    };
+    if (vecOrMat(e.kids[0]->ty) || vecOrMat(e.kids[1]->ty)) return lowerVecBinary(e);
     const ir::Type* pt = primOf(e.kids[0]->ty);
     Value* a = coerce(lowerExpr(*e.kids[0]), pt, e.kids[0]->span);
     Value* b = coerce(lowerExpr(*e.kids[1]), primOf(e.kids[1]->ty), e.kids[1]->span);
@@ -1240,13 +1394,18 @@ class Lowerer {
     Expr& callee = *e.kids[0];
     const ir::Type* ty = lowerTy(e.ty);
     auto value = [&](Value* v) { return tail ? finishTail(v, e.span) : v; };
+    if (e.builtin != Expr::NoBuiltin) return value(lowerBuiltin(e));
     bool named = callee.kind == ExprKind::Var && !callee.binding;
     if (named && callee.refKind == Expr::Fn) {
       FnDecl& f = *c_.prog.fns[callee.global];
       Subst fs;
       for (size_t i = 0; i < f.typeParamTys.size() && i < callee.inst.size(); ++i)
         fs.push_back({f.typeParamTys[i]->id, deep(callee.inst[i], subst_)});
-      ir::Function* target = instance(f, fs);
+      if (f.gpuRole == FnDecl::Kernel) {
+        unsupported(e.span, "a kernel is launched with `dispatch`, not called", "E217");
+        return value(fabricate(ty));
+      }
+      ir::Function* target = device_ ? deviceFn(f) : f.gpuRole == FnDecl::Launcher ? hostGpuFn(f) : instance(f, fs);
       std::vector<Value*> args;
       for (size_t i = 1; i < e.kids.size(); ++i)
         args.push_back(coerceArg(lowerArg(*e.kids[i]), target->paramTypes()[i - 1], e.kids[i]->span));
@@ -1284,6 +1443,10 @@ class Lowerer {
       return value(b_.op("sum.make", {b_.op("struct.make", fields, payloadT)}, st, {{"tag", ir::Attr::integer(k)}}));
     }
     // A closure: apply it to one argument at a time.
+    if (device_) {
+      unsupported(e.span, "code generation does not yet support calls through function values in kernel code");
+      return value(fabricate(ty));
+    }
     Value* f = lowerExpr(callee);
     Ty* ft = callee.ty;
     if (e.kids.size() == 1) {
@@ -1319,6 +1482,805 @@ class Lowerer {
   void dropPendingArgs() {
     for (Value* v : pendingArgs_) dropValue(v);
     pendingArgs_.clear();
+  }
+
+  // ---- statements (see LowerStmt.cpp) -----------------------------------------------
+  Value* unit() { return b_.op("struct.make", {}, ctx_.unitType()); }
+
+  // The env_ entries of the vars in `assigned` that carry a value out of a loop.
+  std::vector<size_t> carriedVars(const std::set<const Binding*>& assigned) {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < env_.size(); ++i)
+      if (env_[i].b && assigned.count(env_[i].b) && !owns(env_[i].v->type())) out.push_back(i);
+    return out;
+  }
+
+  Value* lowerStatement(Expr& e, bool tail) {
+    auto value = [&](Value* v) { return tail ? finishTail(v, e.span) : v; };
+    auto rest = [&](size_t k) { return tail ? lowerTail(*e.kids[k]) : lowerExpr(*e.kids[k]); };
+    switch (e.kind) {
+      case ExprKind::VarDecl: {
+        Value* v = lowerExpr(*e.kids[0]);
+        if (e.binding) v = coerce(v, lowerTy(e.binding->ty), e.kids[0]->span);
+        setLoc(e.span);
+        if (owns(v->type())) unsupported(e.span, "code generation does not support a `var` holding a value that owns memory");
+        size_t mark = env_.size();
+        env_.push_back(LBinding{LBinding::Plain, e.binding, v});
+        if (v->name().empty()) v->setName(e.name);
+        Value* r = e.kids.size() > 1 ? rest(1) : value(unit());
+        endScope(mark);
+        return r;
+      }
+      case ExprKind::Assign: {
+        LBinding* lb = e.binding ? lookup(e.binding) : nullptr;
+        Value* v = lowerExpr(*e.kids[0]);
+        setLoc(e.span);
+        if (!lb) {
+          unsupported(e.span, "internal error: `" + e.name + "` is not a var in scope in the lowering");
+          dropValue(v);
+          return value(unit());
+        }
+        v = coerce(v, lb->v->type(), e.kids[0]->span);
+        if (v->name().empty()) v->setName(e.name);
+        lb->v = v;
+        return value(unit());
+      }
+      case ExprKind::IndexAssign: {
+        Value* temp = nullptr;
+        Value* buf = lowerBorrowOrTemp(*e.kids[0], temp);
+        Value* i = lowerExpr(*e.kids[1]);
+        Value* v = lowerExpr(*e.kids[2]);
+        setLoc(e.span);
+        if (!buf->type()->isBuffer()) {
+          unsupported(e.span, "code generation can store only into a buffer or a workgroup array");
+          return value(unit());
+        }
+        v = coerce(v, buf->type()->elem(), e.kids[2]->span);
+        setLoc(e.span);
+        b_.create("store", {buf, i, v});
+        if (temp) dropValue(temp);
+        return value(unit());
+      }
+      case ExprKind::For: lowerFor(e); return value(unit());
+      case ExprKind::While: lowerWhile(e); return value(unit());
+      case ExprKind::Workgroup: {
+        auto it = workgroupArrays_.find(&e);
+        if (it == workgroupArrays_.end() || !e.binding) {
+          unsupported(e.span, "code generation supports workgroup arrays only in kernels", "E212");
+          return e.kids.empty() ? value(unit()) : rest(0);
+        }
+        size_t mark = env_.size();
+        env_.push_back(LBinding{LBinding::Plain, e.binding, it->second});
+        Value* r = e.kids.empty() ? value(unit()) : rest(0);
+        endScope(mark);
+        return r;
+      }
+      default: break;
+    }
+    return value(fabricate(lowerTy(e.ty)));
+  }
+
+  // `for i in a..b { body }`: an IR `for` carrying the vars the body assigns.
+  void lowerFor(Expr& e) {
+    Value* lo = lowerExpr(*e.kids[0]);
+    Value* hi = lowerExpr(*e.kids[1]);
+    setLoc(e.span);
+    const ir::Type* it = lo->type();
+    if (!it->isInt()) {
+      unsupported(e.span, "code generation supports `for` over integer ranges only");
+      return;
+    }
+    hi = coerce(hi, it, e.kids[1]->span);
+    std::set<const Binding*> assigned;
+    assignedVars(*e.kids[2], assigned);
+    std::vector<size_t> carried = carriedVars(assigned);
+    std::vector<Value*> operands = {lo, hi, b_.constInt(it, 1)};
+    std::vector<const ir::Type*> types;
+    for (size_t i : carried) {
+      operands.push_back(env_[i].v);
+      types.push_back(env_[i].v->type());
+    }
+    ir::Op* loop = b_.create("for", operands, types, {}, 1);
+    ir::Region& r = loop->region(0);
+    Value* iv = r.addArg(it, e.name);
+    for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = r.addArg(types[j], env_[carried[j]].b->name);
+    B outer = b_;
+    b_.setInsertionPoint(r);
+    size_t mark = env_.size();
+    if (e.binding) env_.push_back(LBinding{LBinding::Plain, e.binding, iv});
+    lowerAndDrop(*e.kids[2]);
+    endScope(mark);
+    setLoc(e.span);
+    std::vector<Value*> next;
+    for (size_t i : carried) next.push_back(env_[i].v);
+    b_.create("yield", next);
+    b_ = outer;
+    for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = loop->result(static_cast<unsigned>(j));
+  }
+
+  // `while c { body }`: an IR `while` carrying the vars the loop assigns.
+  void lowerWhile(Expr& e) {
+    std::set<const Binding*> assigned;
+    assignedVars(*e.kids[0], assigned);
+    assignedVars(*e.kids[1], assigned);
+    std::vector<size_t> carried = carriedVars(assigned);
+    std::vector<Value*> init;
+    std::vector<const ir::Type*> types;
+    for (size_t i : carried) {
+      init.push_back(env_[i].v);
+      types.push_back(env_[i].v->type());
+    }
+    setLoc(e.span);
+    ir::Op* w = b_.create("while", init, types, {}, 2);
+    B outer = b_;
+    auto current = [&] {
+      std::vector<Value*> vs;
+      for (size_t i : carried) vs.push_back(env_[i].v);
+      return vs;
+    };
+    for (unsigned k = 0; k < 2; ++k) {
+      ir::Region& r = w->region(k);
+      for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = r.addArg(types[j], env_[carried[j]].b->name);
+      b_.setInsertionPoint(r);
+      size_t mark = env_.size();
+      if (k == 0) {
+        Value* c = coerce(lowerExpr(*e.kids[0]), ctx_.boolType(), e.kids[0]->span);
+        endScope(mark);
+        setLoc(e.span);
+        std::vector<Value*> ops = {c};
+        for (Value* v : current()) ops.push_back(v);
+        b_.create("condition", ops);
+      } else {
+        lowerAndDrop(*e.kids[1]);
+        endScope(mark);
+        setLoc(e.span);
+        b_.create("yield", current());
+      }
+    }
+    b_ = outer;
+    for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = w->result(static_cast<unsigned>(j));
+  }
+
+  // A buffer or list to read without consuming it: a variable is borrowed; a
+  // temporary (`d2h(b)[i]`) is returned in `temp` for the caller to free.
+  Value* lowerBorrowOrTemp(Expr& e, Value*& temp) {
+    if (e.kind == ExprKind::Borrow) return lowerBorrowOf(*e.kids[0]);
+    if (e.kind == ExprKind::Var && e.binding) return lowerBorrowOf(e);
+    pendingList_ = false;
+    Value* v = lowerExpr(e);
+    pendingList_ = false;
+    if (owns(v->type())) temp = v;
+    return v;
+  }
+
+  // ---- GPU functions --------------------------------------------------------------------
+  bool isGeneric(const FnDecl& f) {
+    for (Ty* p : f.typeParamTys)
+      if (!p->regionVar) return true;
+    return false;
+  }
+
+  // Parameter types of a kernel or device function: a GPU buffer view is
+  // buffer<T, device, write> when kernel code writes through it, else read.
+  std::vector<const ir::Type*> gpuParamTypes(FnDecl& f) {
+    std::vector<const ir::Type*> out;
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      Ty* t = sub(f.paramTys[i]);
+      const ir::Type* pt = lowerTy(t);
+      if (t->kind == Ty::Fn)
+        unsupported(f.params[i].span, "code generation does not yet support function values in kernel code");
+      if (t->kind == Ty::Gpu && t->gpu == Ty::View && f.body) {
+        std::set<std::pair<const FnDecl*, size_t>> seen{{&f, i}};
+        bool writes = writesThrough(c_, *f.body, f.params[i].binding, seen);
+        pt = ctx_.bufferType(pt->elem(), ir::Space::Device, writes ? ir::Ownership::Write : ir::Ownership::Read);
+      }
+      out.push_back(pt);
+    }
+    return out;
+  }
+
+  // Runs `fn` with generic lowering (Ty::Param is !T) and no substitution.
+  template <class F> auto generically(F&& fn) {
+    Subst savedSubst = subst_;
+    bool savedGeneric = generic_;
+    subst_.clear();
+    generic_ = true;
+    auto r = fn();
+    subst_ = savedSubst;
+    generic_ = savedGeneric;
+    return r;
+  }
+
+  void setWorkgroupSize(ir::Function* f, const int64_t (&wg)[3], Span s) {
+    int64_t total = 1;
+    for (int d = 0; d < 3; ++d) {
+      if (wg[d] < 1 || wg[d] > 1024) {
+        unsupported(s, "a workgroup dimension must be 1..1024, got " + std::to_string(wg[d]));
+        return;
+      }
+      total *= wg[d];
+      f->workgroupSize[d] = static_cast<unsigned>(wg[d]);
+    }
+    if (total > 1024) unsupported(s, "a workgroup has at most 1024 invocations, got " + std::to_string(total));
+  }
+
+  // Kernels without barrier() get the grid (in invocations) as three hidden
+  // trailing u32 parameters for their bounds guard.
+  static void addHiddenGrid(std::vector<const ir::Type*>& params, ir::Context& ctx) {
+    for (int d = 0; d < 3; ++d) params.push_back(ctx.u32());
+  }
+  static void nameHiddenGrid(ir::Function* f, size_t first) {
+    static const char* names[] = {"grid.x", "grid.y", "grid.z"};
+    for (unsigned d = 0; d < 3; ++d) f->param(static_cast<unsigned>(first + d))->setName(names[d]);
+    f->attrs["hidden_params"] = ir::Attr::integer(3);
+  }
+  static bool hasHiddenGrid(const ir::Function* f) { return f->attrs.count("hidden_params") != 0; }
+
+  ir::Function* kernelFn(FnDecl& f) {
+    std::string key = "kernel:" + f.name;
+    if (auto it = instances_.find(key); it != instances_.end()) return it->second;
+    std::vector<const ir::Type*> params = generically([&] { return gpuParamTypes(f); });
+    std::set<const FnDecl*> seen{&f};
+    bool guarded = !usesBarrier(c_, *f.body, seen);
+    if (guarded) addHiddenGrid(params, ctx_);
+    ir::Function* irf = m_.addFunction(f.name, ir::FunctionKind::Kernel, ctx_.functionType(params, {}), loc(f.span));
+    setWorkgroupSize(irf, f.workgroupSize, f.span);
+    if (guarded) nameHiddenGrid(irf, f.params.size());
+    instances_[key] = irf;
+    work_.push_back({&f, {}, irf, FnKind::Kernel, true});
+    return irf;
+  }
+
+  // The device copy of a function kernel code calls: `f`, or `f.device`
+  // when host code calls `f` too.
+  ir::Function* deviceFn(FnDecl& f) {
+    std::string key = "device:" + f.name;
+    if (auto it = instances_.find(key); it != instances_.end()) return it->second;
+    auto [params, rt] = generically([&] { return std::make_pair(gpuParamTypes(f), lowerTy(f.retTy)); });
+    std::string name = uses_.host.count(&f) ? f.name + ".device" : f.name;
+    ir::Function* irf = m_.addFunction(name, ir::FunctionKind::Device, ctx_.functionType(params, {rt}), loc(f.span));
+    instances_[key] = irf;
+    work_.push_back({&f, {}, irf, FnKind::Device, true});
+    return irf;
+  }
+
+  // A launcher (@gpu host code): generic ones are lowered once with type
+  // variables, for the monomorphize pass.
+  ir::Function* hostGpuFn(FnDecl& f) {
+    if (!isGeneric(f)) return instance(f, {});
+    std::string key = "gpuhost:" + f.name;
+    if (auto it = instances_.find(key); it != instances_.end()) return it->second;
+    auto [params, rt] = generically([&] {
+      std::vector<const ir::Type*> ps;
+      for (Ty* t : f.paramTys) ps.push_back(lowerTy(t));
+      return std::make_pair(ps, lowerTy(f.retTy));
+    });
+    ir::Function* irf = m_.addFunction(f.name, ir::FunctionKind::Host, ctx_.functionType(params, {rt}), loc(f.span));
+    instances_[key] = irf;
+    work_.push_back({&f, {}, irf, FnKind::Host, true});
+    return irf;
+  }
+
+  void lowerKernel(const Instance& in) {
+    FnDecl& f = *in.fn;
+    ir::Function* irf = in.irfn;
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      irf->param(static_cast<unsigned>(i))->setName(f.params[i].name == "_" ? "" : f.params[i].name);
+      if (f.params[i].binding) bindValue(f.params[i].binding, irf->param(static_cast<unsigned>(i)), f.params[i].span);
+    }
+    lowerKernelBody(*f.body, irf, f.params.size(), f.span);
+  }
+
+  // Workgroup arrays are allocated at the top of the kernel (the IR wants
+  // workgroup.alloc there), before the bounds guard.
+  void hoistWorkgroupArrays(Expr& e) {
+    if (e.kind == ExprKind::Lambda || (e.kind == ExprKind::Dispatch && e.name.empty())) return;
+    if (e.kind == ExprKind::Workgroup && e.binding) {
+      const ir::Type* bt = lowerTy(e.binding->ty);
+      if (bt->isBuffer() && bt->space() == ir::Space::Workgroup && e.ival >= 1)
+        workgroupArrays_[&e] = b_.op("workgroup.alloc", {}, bt, {{"size", ir::Attr::integer(e.ival)}});
+      else
+        unsupported(e.span, "code generation cannot allocate this workgroup array");
+    }
+    for (auto& k : e.kids) hoistWorkgroupArrays(*k);
+  }
+
+  // A kernel's body: guarded by `global_id(d) < grid(d)` in each dimension
+  // when the kernel has the hidden grid parameters.
+  void lowerKernelBody(Expr& body, ir::Function* irf, size_t firstHidden, Span s) {
+    setLoc(s);
+    workgroupArrays_.clear();
+    hoistWorkgroupArrays(body);
+    if (hasHiddenGrid(irf)) {
+      Value* inside = nullptr;
+      for (unsigned d = 0; d < 3; ++d) {
+        Value* id = b_.op("global_id", {}, ctx_.u32(), {{"dim", ir::Attr::integer(d)}});
+        Value* lt = b_.op("lt", {id, irf->param(static_cast<unsigned>(firstHidden + d))}, ctx_.boolType());
+        inside = inside ? b_.op("and", {inside, lt}, ctx_.boolType()) : lt;
+      }
+      ir::Op* guard = b_.create("if", {inside}, {}, {}, 2);
+      B outer = b_;
+      b_.setInsertionPoint(guard->region(0));
+      size_t mark = env_.size();
+      lowerAndDrop(body);
+      endScope(mark);
+      setLoc(s);
+      b_.create("yield");
+      b_.setInsertionPoint(guard->region(1));
+      b_.create("yield");
+      b_ = outer;
+    } else {
+      lowerAndDrop(body);
+    }
+    setLoc(s);
+    endScopeAll();
+    b_.create("return");
+  }
+
+  // ---- dispatch ------------------------------------------------------------------------
+  // The grid in invocations as three u32 (missing dimensions are 1).
+  std::vector<Value*> lowerGrid(Expr& e) {
+    std::vector<Value*> g;
+    if (e.grid.empty() || e.grid.size() > 3) unsupported(e.span, "a grid has 1 to 3 dimensions", "E217");
+    for (size_t d = 0; d < e.grid.size() && d < 3; ++d) {
+      Value* v = lowerExpr(*e.grid[d]);
+      setLoc(e.grid[d]->span);
+      if (!v->type()->isInt()) {
+        unsupported(e.grid[d]->span, "a grid dimension must be an integer");
+        v = b_.constInt(ctx_.u32(), 1);
+      }
+      if (v->type() != ctx_.u32()) v = b_.op("cast", {v}, ctx_.u32());
+      g.push_back(v);
+    }
+    setLoc(e.span);
+    while (g.size() < 3) g.push_back(b_.constInt(ctx_.u32(), 1));
+    return g;
+  }
+
+  // dispatch ceil(grid / workgroup size) workgroups per dimension.
+  void emitDispatch(ir::Function* k, const std::vector<Value*>& grid, std::vector<Value*> args) {
+    std::vector<Value*> ops;
+    for (unsigned d = 0; d < 3; ++d) {
+      unsigned wg = k->workgroupSize[d];
+      if (wg == 1) {
+        ops.push_back(grid[d]);
+        continue;
+      }
+      Value* w = b_.constInt(ctx_.u32(), wg);
+      Value* up = b_.op("add", {grid[d], b_.constInt(ctx_.u32(), wg - 1)}, ctx_.u32());
+      ops.push_back(b_.op("div", {up, w}, ctx_.u32()));
+    }
+    for (Value* a : args) ops.push_back(a);
+    if (hasHiddenGrid(k))
+      for (Value* g : grid) ops.push_back(g);
+    b_.create("dispatch", ops, {}, {{"kernel", ir::Attr::symbol(k->name())}});
+  }
+
+  static bool mentionsTypeVar(const ir::Type* t, unsigned depth = 0) {
+    if (t->isVar()) return true;
+    if (depth > 40) return false;
+    if (t->elem() && mentionsTypeVar(t->elem(), depth + 1)) return true;
+    for (const ir::Type* m : t->members())
+      if (mentionsTypeVar(m, depth + 1)) return true;
+    return false;
+  }
+
+  Value* lowerDispatch(Expr& e) {
+    if (device_) {
+      unsupported(e.span, "dispatch is host code; it cannot appear in kernel code", "E212");
+      return unit();
+    }
+    if (e.name.empty()) return lowerInlineDispatch(e);
+    FnDecl* f = nullptr;
+    if (auto it = c_.fnIndex.find(e.name); it != c_.fnIndex.end()) f = c_.prog.fns[it->second].get();
+    if (!f || f->gpuRole != FnDecl::Kernel || !f->body) {
+      unsupported(e.span, "`" + e.name + "` is not a kernel", "E217");
+      return unit();
+    }
+    ir::Function* k = kernelFn(*f);
+    if (e.kids.size() != f->params.size()) {
+      unsupported(e.span, "kernel `" + e.name + "` takes " + std::to_string(f->params.size()) + " arguments");
+      return unit();
+    }
+    // &b / &mut b lend an owned buffer; a buffer passed plainly is consumed:
+    // freed after the dispatch.
+    std::vector<Value*> args, consumed;
+    for (size_t i = 0; i < e.kids.size(); ++i) {
+      Expr& a = *e.kids[i];
+      Value* v;
+      if (a.kind == ExprKind::Borrow) {
+        v = lowerBorrowOf(*a.kids[0]);
+      } else {
+        v = lowerExpr(a);
+        if (owns(v->type())) consumed.push_back(v);
+      }
+      const ir::Type* pt = k->paramTypes()[i];
+      if (!pt->isBuffer() && !mentionsTypeVar(pt)) v = coerce(v, pt, a.span);
+      args.push_back(v);
+    }
+    std::vector<Value*> grid = lowerGrid(e);
+    setLoc(e.span);
+    emitDispatch(k, grid, args);
+    for (Value* v : consumed) dropValue(v);
+    return unit();
+  }
+
+  // `dispatch over g { body }`: a new kernel `<fn>.kernel<k>` whose
+  // parameters are the variables the body mentions (owned buffers borrowed,
+  // scalars by value), and its dispatch.
+  Value* lowerInlineDispatch(Expr& e) {
+    Expr& body = *e.kids[0];
+    std::vector<const Binding*> refs, caps;
+    referencedBindings(body, refs);
+    std::vector<Value*> capVals;
+    std::vector<const ir::Type*> params;
+    for (const Binding* b : refs) {
+      LBinding* lb = lookup(b);
+      if (!lb) continue;  // bound inside the body
+      Value* v = borrowVar(*lb);
+      const ir::Type* t = v->type();
+      if (sub(b->ty)->kind == Ty::Fn) {
+        unsupported(e.span, "code generation does not yet support function values in kernel code");
+        continue;
+      }
+      if (t->isBuffer()) {
+        if (t->space() != ir::Space::Device) {
+          unsupported(e.span, "kernel code cannot use the host value `" + b->name + "`", "E210");
+          continue;
+        }
+        std::set<std::pair<const FnDecl*, size_t>> seen;
+        bool writes = writesThrough(c_, body, b, seen);
+        t = ctx_.bufferType(t->elem(), ir::Space::Device, writes ? ir::Ownership::Write : ir::Ownership::Read);
+      } else if (owns(t)) {
+        unsupported(e.span, "kernel code cannot use `" + b->name + "`, whose value owns host memory", "E210");
+        continue;
+      }
+      caps.push_back(b);
+      capVals.push_back(v);
+      params.push_back(t);
+    }
+    std::set<const FnDecl*> seen;
+    bool guarded = !usesBarrier(c_, body, seen);
+    if (guarded) addHiddenGrid(params, ctx_);
+    std::string host = curKey_.empty() ? "closure" : curKey_;
+    std::string name;
+    do name = host + ".kernel" + std::to_string(inlineKernels_[host]++);
+    while (m_.lookup(name));
+    ir::Function* k = m_.addFunction(name, ir::FunctionKind::Kernel, ctx_.functionType(params, {}), loc(e.span));
+    int64_t wg[3];
+    dispatchWorkgroupSize(e, wg);
+    setWorkgroupSize(k, wg, e.span);
+    if (guarded) nameHiddenGrid(k, caps.size());
+
+    // The body, in a fresh function context.
+    auto savedEnv = std::move(env_);
+    B savedB = b_;
+    bool savedDevice = device_;
+    const ir::Type* savedLoop = loopSum_;
+    auto savedCarry = carry_;
+    auto savedArrays = std::move(workgroupArrays_);
+    env_.clear();
+    device_ = true;
+    loopSum_ = nullptr;
+    carry_ = nullptr;
+    workgroupArrays_.clear();
+    b_ = B(ctx_, k->body());
+    for (size_t j = 0; j < caps.size(); ++j) {
+      k->param(static_cast<unsigned>(j))->setName(caps[j]->name);
+      env_.push_back(LBinding{LBinding::Plain, caps[j], k->param(static_cast<unsigned>(j))});
+    }
+    lowerKernelBody(body, k, caps.size(), e.span);
+    env_ = std::move(savedEnv);
+    b_ = savedB;
+    device_ = savedDevice;
+    loopSum_ = savedLoop;
+    carry_ = savedCarry;
+    workgroupArrays_ = std::move(savedArrays);
+
+    std::vector<Value*> grid = lowerGrid(e);
+    setLoc(e.span);
+    emitDispatch(k, grid, capVals);
+    return unit();
+  }
+
+  // ---- builtins ----------------------------------------------------------------------
+  Value* splat(Value* s, const ir::Type* vt) {
+    if (s->type() != vt->elem()) s = b_.op("cast", {s}, vt->elem());
+    return b_.op("vec.make", std::vector<Value*>(vt->count(), s), vt);
+  }
+  static bool isMatrix(const ir::Type* t) {
+    return t->isStruct() && !t->members().empty() && t->members()[0]->isVector();
+  }
+  Value* column(Value* m, unsigned j) {
+    return b_.op("struct.extract", {m}, m->type()->members()[j], {{"index", ir::Attr::integer(j)}});
+  }
+  // m * v = sum over columns j of m.j * v[j].
+  Value* matVec(Value* m, Value* v) {
+    const ir::Type* vt = m->type()->members()[0];
+    Value* acc = nullptr;
+    for (unsigned j = 0; j < m->type()->members().size(); ++j) {
+      Value* vj = b_.op("vec.extract", {v}, ctx_.f32(), {{"index", ir::Attr::integer(j)}});
+      Value* term = b_.op("mul", {column(m, j), splat(vj, vt)}, vt);
+      acc = acc ? b_.op("add", {acc, term}, vt) : term;
+    }
+    return acc;
+  }
+  // Applies f to each column and rebuilds the matrix.
+  Value* columnwise(Value* m, const std::function<Value*(Value* col, unsigned j)>& f) {
+    std::vector<Value*> cols;
+    for (unsigned j = 0; j < m->type()->members().size(); ++j) cols.push_back(f(column(m, j), j));
+    return b_.op("struct.make", cols, m->type());
+  }
+
+  // Arithmetic on vectors and matrices: elementwise, scalars splat.
+  Value* lowerVecBinary(Expr& e) {
+    Value* a = lowerExpr(*e.kids[0]);
+    Value* b = lowerExpr(*e.kids[1]);
+    setLoc(e.span);
+    static const char* names[] = {"add", "sub", "mul", "div"};
+    if (e.bop > BinOp::Div) {
+      unsupported(e.span, "code generation supports only + - * / on vectors and matrices");
+      return fabricate(lowerTy(e.ty));
+    }
+    const char* name = names[static_cast<int>(e.bop)];
+    const ir::Type* ta = a->type();
+    const ir::Type* tb = b->type();
+    if (ta->isVector() && tb->isVector() && ta == tb) return b_.op(name, {a, b}, ta);
+    if (ta->isVector() && tb->isScalar()) return b_.op(name, {a, splat(b, ta)}, ta);
+    if (ta->isScalar() && tb->isVector()) return b_.op(name, {splat(a, tb), b}, tb);
+    if (isMatrix(ta) && isMatrix(tb) && ta == tb) {
+      if (e.bop == BinOp::Add || e.bop == BinOp::Sub)
+        return columnwise(a, [&](Value* col, unsigned j) { return b_.op(name, {col, column(b, j)}, col->type()); });
+      if (e.bop == BinOp::Mul) return columnwise(b, [&](Value* col, unsigned) { return matVec(a, col); });
+    }
+    if (isMatrix(ta) && tb->isVector() && e.bop == BinOp::Mul && ta->members()[0] == tb) return matVec(a, b);
+    if (isMatrix(ta) && tb->isScalar() && (e.bop == BinOp::Mul || e.bop == BinOp::Div))
+      return columnwise(a, [&](Value* col, unsigned) { return b_.op(name, {col, splat(b, col->type())}, col->type()); });
+    if (ta->isScalar() && isMatrix(tb) && e.bop == BinOp::Mul)
+      return columnwise(b, [&](Value* col, unsigned) { return b_.op(name, {splat(a, col->type()), col}, col->type()); });
+    unsupported(e.span, "code generation does not support " + ta->str() + " " + name + " " + tb->str());
+    return fabricate(lowerTy(e.ty));
+  }
+
+  Value* idBuiltin(const char* op, int64_t dim, const ir::Type* rt) {
+    Value* v = b_.op(op, {}, ctx_.u32(), {{"dim", ir::Attr::integer(dim)}});
+    if (rt != ctx_.u32() && rt->isNumeric()) v = b_.op("cast", {v}, rt);
+    return v;
+  }
+
+  Value* lowerBuiltin(Expr& e) {
+    std::vector<Expr*> args;
+    for (size_t i = 1; i < e.kids.size(); ++i) args.push_back(e.kids[i].get());
+    const ir::Type* rt = lowerTy(e.ty);
+    auto need = [&](size_t n) {
+      if (args.size() >= n) return true;
+      unsupported(e.span, "internal error: builtin with too few arguments");
+      return false;
+    };
+    switch (e.builtin) {
+      case Expr::GlobalIdOf:
+      case Expr::LocalIdOf:
+      case Expr::GroupIdOf:
+      case Expr::NumGroupsOf:
+      case Expr::GroupSizeOf: {
+        if (!need(1)) return fabricate(rt);
+        if (args[0]->kind != ExprKind::IntLit || args[0]->ival < 0 || args[0]->ival > 2) {
+          unsupported(args[0]->span, "the dimension must be the literal 0, 1 or 2");
+          return fabricate(rt);
+        }
+        static const char* ops[] = {"global_id", "local_id", "workgroup_id", "num_workgroups", "workgroup_size"};
+        setLoc(e.span);
+        return idBuiltin(ops[e.builtin - Expr::GlobalIdOf], args[0]->ival, rt);
+      }
+      case Expr::Barrier:
+        setLoc(e.span);
+        b_.create("barrier");
+        return unit();
+      case Expr::AtomicAdd:
+      case Expr::AtomicMin:
+      case Expr::AtomicMax:
+      case Expr::AtomicXchg:
+      case Expr::AtomicCas: {
+        bool cas = e.builtin == Expr::AtomicCas;
+        if (!need(cas ? 4 : 3)) return fabricate(rt);
+        Value* buf = lowerBorrowOf(*args[0]);
+        Value* i = lowerExpr(*args[1]);
+        if (!buf->type()->isBuffer()) {
+          unsupported(e.span, "an atomic needs a buffer");
+          return fabricate(rt);
+        }
+        const ir::Type* et = buf->type()->elem();
+        std::vector<Value*> ops = {buf, i, coerce(lowerExpr(*args[2]), et, args[2]->span)};
+        if (cas) ops.push_back(coerce(lowerExpr(*args[3]), et, args[3]->span));
+        setLoc(e.span);
+        static const char* names[] = {"atomic.add", "atomic.min", "atomic.max", "atomic.xchg", "atomic.cmpxchg"};
+        return b_.op(names[e.builtin - Expr::AtomicAdd], ops, et);
+      }
+      case Expr::Sqrt: case Expr::Exp: case Expr::Log: case Expr::Sin: case Expr::Cos: case Expr::Tan:
+      case Expr::Tanh: case Expr::Floor: case Expr::Ceil: case Expr::Abs: {
+        if (!need(1)) return fabricate(rt);
+        static const char* names[] = {"sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil", "abs"};
+        Value* a = coerce(lowerExpr(*args[0]), rt, args[0]->span);
+        setLoc(e.span);
+        return b_.op(names[e.builtin - Expr::Sqrt], {a}, rt);
+      }
+      case Expr::Pow:
+      case Expr::Min:
+      case Expr::Max: {
+        if (!need(2)) return fabricate(rt);
+        Value* a = lowerExpr(*args[0]);
+        Value* b = lowerExpr(*args[1]);
+        setLoc(e.span);
+        if (rt->isVector() && a->type()->isScalar()) a = splat(a, rt);
+        if (rt->isVector() && b->type()->isScalar()) b = splat(b, rt);
+        a = coerce(a, rt, args[0]->span);
+        b = coerce(b, rt, args[1]->span);
+        static const char* names[] = {"pow", "min", "max"};
+        return b_.op(names[e.builtin - Expr::Pow], {a, b}, rt);
+      }
+      case Expr::Dot:
+      case Expr::Cross: {
+        if (!need(2)) return fabricate(rt);
+        Value* a = lowerExpr(*args[0]);
+        Value* b = lowerExpr(*args[1]);
+        setLoc(e.span);
+        return b_.op(e.builtin == Expr::Dot ? "dot" : "cross", {a, b}, rt);
+      }
+      case Expr::Length:
+      case Expr::Normalize: {
+        if (!need(1)) return fabricate(rt);
+        Value* a = lowerExpr(*args[0]);
+        setLoc(e.span);
+        return b_.op(e.builtin == Expr::Length ? "length" : "normalize", {a}, rt);
+      }
+      case Expr::MakeVec: {
+        std::vector<Value*> parts;
+        for (Expr* a : args) {
+          Value* v = lowerExpr(*a);
+          if (v->type()->isVector()) {
+            for (unsigned j = 0; j < v->type()->count(); ++j)
+              parts.push_back(b_.op("vec.extract", {v}, v->type()->elem(), {{"index", ir::Attr::integer(j)}}));
+          } else {
+            parts.push_back(v->type() == ctx_.f32() ? v : b_.op("cast", {v}, ctx_.f32()));
+          }
+        }
+        setLoc(e.span);
+        if (!rt->isVector() || (parts.size() != 1 && parts.size() != rt->count())) {
+          unsupported(e.span, "code generation cannot build " + rt->str() + " from " + std::to_string(parts.size()) + " values");
+          return fabricate(rt);
+        }
+        if (parts.size() == 1) return splat(parts[0], rt);
+        return b_.op("vec.make", parts, rt);
+      }
+      case Expr::MakeMat: {
+        std::vector<Value*> vals;
+        for (Expr* a : args) vals.push_back(lowerExpr(*a));
+        setLoc(e.span);
+        if (!isMatrix(rt)) return fabricate(rt);
+        const ir::Type* ct = rt->members()[0];
+        if (vals.size() == 1 && vals[0]->type()->isScalar()) {  // s on the diagonal
+          Value* s = vals[0]->type() == ctx_.f32() ? vals[0] : b_.op("cast", {vals[0]}, ctx_.f32());
+          Value* zero = b_.constFloat(ctx_.f32(), 0);
+          std::vector<Value*> cols;
+          for (unsigned j = 0; j < rt->members().size(); ++j) {
+            std::vector<Value*> lanes(ct->count(), zero);
+            lanes[j] = s;
+            cols.push_back(b_.op("vec.make", lanes, ct));
+          }
+          return b_.op("struct.make", cols, rt);
+        }
+        if (vals.size() != rt->members().size()) {
+          unsupported(e.span, "a matN takes N columns or one scalar");
+          return fabricate(rt);
+        }
+        for (size_t j = 0; j < vals.size(); ++j) vals[j] = coerce(vals[j], ct, args[j]->span);
+        return b_.op("struct.make", vals, rt);
+      }
+      case Expr::Cast: {
+        if (!need(1)) return fabricate(rt);
+        Value* a = lowerExpr(*args[0]);
+        setLoc(e.span);
+        if (a->type() == rt) return a;
+        return b_.op("cast", {a}, rt);
+      }
+      case Expr::Len: {
+        if (!need(1)) return fabricate(rt);
+        Value* temp = nullptr;
+        Value* b = lowerBorrowOrTemp(*args[0], temp);
+        setLoc(e.span);
+        if (!b->type()->isBuffer()) {
+          unsupported(e.span, "len needs a buffer or a list");
+          return fabricate(rt);
+        }
+        Value* n = b_.op("buffer.len", {b}, rt->isInt() ? rt : ctx_.i32());
+        if (temp) dropValue(temp);
+        return n;
+      }
+      case Expr::H2D: {
+        if (!need(1)) return fabricate(rt);
+        Value* temp = nullptr;
+        Value* src = lowerBorrowOrTemp(*args[0], temp);
+        setLoc(e.span);
+        if (!src->type()->isBuffer() || src->type()->space() != ir::Space::Host || !rt->isBuffer()) {
+          unsupported(e.span, "h2d copies a list to the device");
+          return fabricate(rt);
+        }
+        const ir::Type* dt = ctx_.bufferType(src->type()->elem(), ir::Space::Device, rt->ownership());
+        Value* n = b_.op("buffer.len", {src}, ctx_.i32());
+        Value* d = b_.op("alloc", {n}, dt);
+        b_.create("h2d", {d, src});
+        if (temp) dropValue(temp);
+        return coerce(d, rt, e.span);
+      }
+      case Expr::D2H: {
+        if (!need(1)) return fabricate(rt);
+        bool borrowed = args[0]->kind == ExprKind::Borrow;
+        Value* src = borrowed ? lowerBorrowOf(*args[0]->kids[0]) : lowerExpr(*args[0]);
+        setLoc(e.span);
+        if (!src->type()->isBuffer() || src->type()->space() != ir::Space::Device) {
+          unsupported(e.span, "d2h copies a GPU buffer to the host");
+          dropValue(src);
+          return fabricate(rt);
+        }
+        Value* n = b_.op("buffer.len", {src}, ctx_.i32());
+        Value* h = b_.op("alloc", {n}, ctx_.bufferType(src->type()->elem(), ir::Space::Host, ir::Ownership::Affine));
+        b_.create("d2h", {h, src});
+        if (!borrowed) dropValue(src);
+        pendingList_ = true;  // a fresh list, freed where it is dropped
+        return h;
+      }
+      case Expr::FreeGpu: {
+        if (!need(1)) return fabricate(rt);
+        Value* b = lowerExpr(*args[0]);
+        setLoc(e.span);
+        dropValue(b);
+        return unit();
+      }
+      case Expr::ReadGpu:
+      case Expr::WriteGpu: return lowerElementAccess(e, args, rt);
+      default: break;
+    }
+    unsupported(e.span, "code generation does not support this builtin");
+    return fabricate(rt);
+  }
+
+  // read_gpu(b, i) -> (b, b[i]) and write_gpu(b, i, v) -> b, through a
+  // one-invocation kernel and a one-element transfer.
+  Value* lowerElementAccess(Expr& e, const std::vector<Expr*>& args, const ir::Type* rt) {
+    bool read = e.builtin == Expr::ReadGpu;
+    if (args.size() < (read ? 2u : 3u)) return fabricate(rt);
+    Value* buf = lowerExpr(*args[0]);
+    Value* i = coerce(lowerExpr(*args[1]), ctx_.i32(), args[1]->span);
+    Value* v = read ? nullptr : lowerExpr(*args[2]);
+    setLoc(e.span);
+    if (!buf->type()->isBuffer() || buf->type()->space() != ir::Space::Device) {
+      unsupported(e.span, "read_gpu / write_gpu need a GPU buffer");
+      dropValue(buf);
+      return fabricate(rt);
+    }
+    const ir::Type* et = buf->type()->elem();
+    ir::Function* k = elementCopyKernel(m_, et, read, curLoc_);
+    Value* one = b_.constInt(ctx_.u32(), 1);
+    Value* oneI = b_.constInt(ctx_.i32(), 1);
+    Value* zero = b_.constInt(ctx_.i32(), 0);
+    const ir::Type* devT = ctx_.bufferType(et, ir::Space::Device, ir::Ownership::Linear);
+    const ir::Type* hostT = ctx_.bufferType(et, ir::Space::Host, ir::Ownership::Linear);
+    Value* tmp = b_.op("alloc", {oneI}, devT);
+    Value* host = b_.op("alloc", {oneI}, hostT);
+    if (read) {
+      b_.create("dispatch", {one, one, one, buf, i, tmp}, {}, {{"kernel", ir::Attr::symbol(k->name())}});
+      b_.create("d2h", {host, tmp});
+      Value* x = b_.op("load", {host, zero}, et);
+      b_.create("free", {tmp});
+      b_.create("free", {host});
+      return coerce(b_.op("struct.make", {buf, x}, ctx_.structType({buf->type(), et})), rt, e.span);
+    }
+    b_.create("store", {host, zero, coerce(v, et, args[2]->span)});
+    b_.create("h2d", {tmp, host});
+    b_.create("free", {host});
+    b_.create("dispatch", {one, one, one, tmp, i, buf}, {}, {{"kernel", ir::Attr::symbol(k->name())}});
+    b_.create("free", {tmp});
+    return coerce(buf, rt, e.span);
   }
 
   // ---- patterns ------------------------------------------------------------------------
@@ -1605,7 +2567,8 @@ class Lowerer {
 
 }  // namespace
 
-std::unique_ptr<ir::Module> lowerProgram(Checked& c, ir::Context& ctx, const std::string& file, DiagSink& diags) {
+std::unique_ptr<ir::Module> lowerProgram(Checked& c, ir::Context& ctx, const std::string& file, DiagSink& diags,
+                                         const LowerOptions& opts) {
   registerRuntimeOps();
   // Pass 1 discovers every closure (per function type), so that pass 2 knows
   // each closure type's variants before it makes the first one.
@@ -1613,13 +2576,13 @@ std::unique_ptr<ir::Module> lowerProgram(Checked& c, ir::Context& ctx, const std
   {
     DiagSink scratch;
     ir::Module m(ctx);
-    Lowerer discover(c, ctx, file, scratch, m, nullptr);
+    Lowerer discover(c, ctx, file, scratch, m, nullptr, opts);
     discover.run();
     known = discover.groups();
   }
   auto m = std::make_unique<ir::Module>(ctx);
   m->sourceName = file;
-  Lowerer real(c, ctx, file, diags, *m, &known);
+  Lowerer real(c, ctx, file, diags, *m, &known, opts);
   real.run();
   if (real.failed()) return nullptr;
   return m;
