@@ -2,6 +2,7 @@
 #include "frontends/ephapax/Checker.h"
 
 #include "frontends/ephapax/Parser.h"
+#include "frontends/ephapax/Stdlib.h"
 
 #include <algorithm>
 #include <functional>
@@ -38,8 +39,14 @@ class TypeChecker {
     declareTypes();
     declareFunctions();
     for (auto& k : c_.prog.consts) checkConst(*k);
+    // Kernels with untyped parameters first: they are generalised before
+    // their dispatch sites instantiate them.
     for (auto& f : c_.prog.fns)
-      if (!f->isExtern && f->body && f->type) checkFn(*f);
+      if (!f->isExtern && f->body && f->type && hasUntypedParam(*f)) checkFn(*f);
+    for (auto& f : c_.prog.fns)
+      if (!f->isExtern && f->body && f->type && !hasUntypedParam(*f)) checkFn(*f);
+    checkKernelCode();
+    checkUndispatchedKernels();
     return diags_.size() == before;
   }
 
@@ -99,6 +106,19 @@ class TypeChecker {
         return T.tuple(std::move(parts));
       }
       case TypeExpr::Sum: return T.sum(convert(t->args[0].get()), convert(t->args[1].get()));
+      case TypeExpr::Gpu: {
+        Ty* elem = convert(t->args[0].get());
+        checkElemType(elem, t->args[0]->span);
+        return T.gpu(elem, t->name == "GPUBufferAffine" ? Ty::Affine : t->bang ? Ty::Linear : Ty::View);
+      }
+      case TypeExpr::Vec: return T.vec(static_cast<int>(t->size));
+      case TypeExpr::Mat: return T.mat(static_cast<int>(t->size));
+      case TypeExpr::Array: {
+        Ty* elem = convert(t->args[0].get());
+        checkElemType(elem, t->args[0]->span);
+        return T.array(elem, static_cast<int>(t->size));
+      }
+      case TypeExpr::Future: return T.future(convert(t->args[0].get()));
       case TypeExpr::Fn: return T.fn(convert(t->args[0].get()), convert(t->args[1].get()));
       case TypeExpr::Named: {
         if (auto it = typeVars_.find(t->name); it != typeVars_.end()) {
@@ -258,12 +278,12 @@ class TypeChecker {
       }
       implicitTypeVars_ = true;
       newTypeParams_ = &f.typeParamTys;
-      for (Param& p : f.params) f.paramTys.push_back(convert(p.type.get()));
+      for (Param& p : f.params) f.paramTys.push_back(p.type ? convert(p.type.get()) : T.var());
       f.retTy = f.ret ? convert(f.ret.get()) : nullptr;
       implicitTypeVars_ = false;
       newTypeParams_ = nullptr;
       if (!f.retTy) {
-        if (f.isExtern) f.retTy = T.unit();
+        if (f.isExtern || f.braceBody) f.retTy = T.unit();
         else if (!f.typeParamTys.empty()) {
           error("E108", f.span, "generic function `" + f.name + "` needs a result type annotation");
           f.retTy = T.error();
@@ -271,10 +291,16 @@ class TypeChecker {
           f.retTy = T.var();
         }
       }
-      Ty* t = f.retTy;
+      // Calling an `async fn` gives a Future of its result; retTy stays the
+      // body's type.
+      Ty* t = f.isAsync ? T.future(f.retTy) : f.retTy;
       if (f.params.empty()) t = T.fn(T.unit(), t);
       for (size_t k = f.params.size(); k-- > 0;) t = T.fn(f.paramTys[k], t);
       f.type = t;
+      // With untyped parameters the shape is known after checking; what is
+      // written already decides whether it can be a kernel.
+      if (isGpuFn(f)) f.gpuRole = kernelShaped(f) ? FnDecl::Kernel : FnDecl::Launcher;
+      if (f.gpuRole == FnDecl::Launcher) reportUntypedLauncherParams(f);
     }
     typeVars_.clear();
     sigRegions_.clear();
@@ -304,6 +330,9 @@ class TypeChecker {
     size_t before = diags_.size();
     scope_.clear();
     regions_.clear();
+    curFn_ = &f;
+    inKernel_ = f.gpuRole == FnDecl::Kernel;
+    markTailReturns(*f.body);
     // Region parameters of the signature are active in the body.
     for (Ty* p : f.typeParamTys)
       if (p->regionVar) regions_.push_back({p->name, p});
@@ -324,7 +353,12 @@ class TypeChecker {
       const Expr* tail = tailOf(f.body.get());
       mismatch(tail->span, f.retTy, body, " (the result of `" + f.name + "`)");
     }
+    if (hasUntypedParam(f)) generalizeKernel(f);
     finishInference();
+    checkDispatchSites();
+    inKernel_ = false;
+    curFn_ = nullptr;
+    tailReturns_.clear();
     f.checkedOk = diags_.size() == before;
   }
 
@@ -376,12 +410,26 @@ class TypeChecker {
   // Defaults what inference left open and re-checks what needed known types.
   void finishInference() {
     checkIntLiterals();
+    for (Ty* v : intVars_)
+      if (Ty* r = core(v); r->kind == Ty::Var) unify(T, r, T.prim(Prim::I32));
+    intVars_.clear();
+    for (Ty* v : floatVars_)
+      if (Ty* r = core(v); r->kind == Ty::Var) unify(T, r, T.prim(Prim::F64));
+    floatVars_.clear();
+    for (Ty* v : gpuElems_)
+      if (Ty* r = core(v); r->kind == Ty::Var) unify(T, r, T.prim(Prim::I32));
+    gpuElems_.clear();
+    for (auto& [e, t] : varDeclChecks_)
+      if (isLinear(T, t) || isAffine(T, t))
+        error("E214", e->span, "`var " + e->name + "` would hold the linear value " + show(t),
+              "a `var` holds plain values; bind a linear value with `let!` and pass it on");
+    varDeclChecks_.clear();
     for (Expr* e : deferredMembers_) inferMemberLate(*e);
     deferredMembers_.clear();
     for (auto& [e, t] : numericChecks_) {
       Ty* r = core(t);
       if (r->kind == Ty::Var) unify(T, r, T.prim(Prim::I32));
-      else if (!isNumeric(r) && r->kind != Ty::Error)
+      else if (!isNumeric(r) && r->kind != Ty::Error && r->kind != Ty::Param && r->kind != Ty::Vec && r->kind != Ty::Mat)
         error("E101", e->span, "this operator needs a number (I32, I64, U32, F32 or F64), got " + show(r));
     }
     numericChecks_.clear();
@@ -426,6 +474,8 @@ class TypeChecker {
 
   // ---- expressions -----------------------------------------------------------
   Ty* infer(Expr& e) {
+    e.kernelCode = inKernel_;
+    if (isChainLink(e)) return inferChain(e);
     Ty* t = inferKind(e);
     e.ty = t;
     return t;
@@ -434,9 +484,20 @@ class TypeChecker {
   Ty* inferKind(Expr& e) {
     switch (e.kind) {
       case ExprKind::IntLit: return intLiteral(e.span, e.ival, e.bval);
-      case ExprKind::FloatLit: return T.prim(Prim::F64);
+      case ExprKind::FloatLit: {
+        // Core Ephapax: a float literal is F64. In the GPU extension's code (a
+        // brace-bodied or @gpu function, kernel code) it is F32 or F64, as
+        // the context asks (F64 when nothing decides), like integer literals.
+        if (!inKernel_ && (!curFn_ || (!curFn_->braceBody && !isGpuFn(*curFn_)))) return T.prim(Prim::F64);
+        Ty* v = T.var();
+        v->floatLit = true;
+        floatVars_.push_back(v);
+        return v;
+      }
       case ExprKind::BoolLit: return T.prim(Prim::Bool);
-      case ExprKind::StrLit: return T.string(T.region(-1, "_"));
+      case ExprKind::StrLit:
+        hostOnly(e.span, "a string");
+        return T.string(T.region(-1, "_"));
       case ExprKind::Unit: return T.unit();
       case ExprKind::Var: return inferVar(e);
       case ExprKind::Let: return inferLet(e);
@@ -467,12 +528,19 @@ class TypeChecker {
           expectTy(e.kids[0]->span, T.prim(Prim::Bool), t, " (the operand of `!`)");
           return T.prim(Prim::Bool);
         }
+        if (Ty* r = core(t); r->kind == Ty::Vec || r->kind == Ty::Mat) return t;
         return numericNow(e, t, "-") ? t : T.error();
       }
       case ExprKind::Call: return inferCall(e);
       case ExprKind::Index: {
         Ty* base = infer(*e.kids[0]);
+        if (Ty* elem = gpuElementOf(base, e.kids[0]->span)) {
+          expectTy(e.kids[1]->span, T.prim(Prim::I32), infer(*e.kids[1]), " (an index)");
+          kernelOnly(e.span, "indexing a GPU buffer");
+          return elem;
+        }
         expectTy(e.kids[1]->span, T.prim(Prim::I32), infer(*e.kids[1]), " (a list index)");
+        hostOnly(e.span, "a list");
         Ty* elem = T.var();
         Ty* r = resolve(base);
         if (r->kind == Ty::Ref) r = resolve(r->args[0]);
@@ -511,6 +579,7 @@ class TypeChecker {
       }
       case ExprKind::Record: return inferRecord(e);
       case ExprKind::List: {
+        hostOnly(e.span, "a list");
         Ty* elem = T.var();
         for (auto& k : e.kids)
           if (!unify(T, elem, infer(*k)))
@@ -523,6 +592,7 @@ class TypeChecker {
         return T.tuple(std::move(parts));
       }
       case ExprKind::StrNew: {
+        hostOnly(e.span, "a string");
         if (e.kids.empty()) return T.error();
         Ty* arg = infer(*e.kids[0]);
         if (e.kids[0]->kind != ExprKind::StrLit)
@@ -557,7 +627,21 @@ class TypeChecker {
       }
       case ExprKind::Ffi:
         for (auto& k : e.kids) infer(*k);
+        hostOnly(e.span, "`__ffi`");
         return T.var();
+      case ExprKind::VarDecl:
+      case ExprKind::Workgroup: return inferChain(e);
+      case ExprKind::Assign: return inferAssign(e);
+      case ExprKind::IndexAssign: return inferIndexAssign(e);
+      case ExprKind::While:
+        expectTy(e.kids[0]->span, T.prim(Prim::Bool), infer(*e.kids[0]), " (a `while` condition)");
+        expectUnitBody(*e.kids[1], "a `while` body");
+        return T.unit();
+      case ExprKind::For: return inferFor(e);
+      case ExprKind::Return: return inferReturn(e);
+      case ExprKind::Dispatch: return inferDispatch(e);
+      case ExprKind::AllocGpu: return inferAllocGpu(e);
+      case ExprKind::Await: return inferAwait(e);
     }
     return T.error();
   }
@@ -589,6 +673,11 @@ class TypeChecker {
       Ty* t = instantiateCtor(it->second.first, it->second.second, fields, e.inst);
       for (size_t i = fields.size(); i-- > 0;) t = T.fn(fields[i], t);
       return t;
+    }
+    if (e.name == "gid" || e.name == "lid" || e.name == "group") {
+      e.builtin = e.name == "gid" ? Expr::Gid : e.name == "lid" ? Expr::Lid : Expr::GroupId;
+      kernelOnly(e.span, "`" + e.name + "`");
+      return intVar();
     }
     if (isUpper(e.name))
       error("E104", e.span, "unknown constructor `" + e.name + "`", "declare it in a `data` type");
@@ -705,6 +794,7 @@ class TypeChecker {
   }
 
   Ty* inferRegion(Expr& e) {
+    hostOnly(e.span, "a region");
     int id = nextRegion_++;
     e.regionId = id;
     Ty* r = T.region(id, e.name);
@@ -831,6 +921,7 @@ class TypeChecker {
         return T.prim(Prim::Bool);
       }
       default:
+        if (Ty* v = vectorArith(e, a, b)) return v;
         if (!unify(T, a, b)) {
           error("E101", e.kids[1]->span, "type mismatch: `" + op + "` needs operands of one type, got " + show(a) + " and " + show(b));
           return T.error();
@@ -843,7 +934,12 @@ class TypeChecker {
   Ty* inferCall(Expr& e) {
     Expr& callee = *e.kids[0];
     size_t nargs = e.kids.size() - 1;
+    if (callee.kind == ExprKind::Var && isBuiltinName(callee.name)) {
+      callee.kernelCode = inKernel_;
+      return inferBuiltinCall(e);
+    }
     Ty* ft = infer(callee);
+    if (callee.kind == ExprKind::Var && !callee.binding && callee.refKind == Expr::Fn) noteCall(e, callee.global);
     // Named functions and constructors take exactly their parameters.
     if (callee.kind == ExprKind::Var && !callee.binding && (callee.refKind == Expr::Fn || callee.refKind == Expr::Extern || callee.refKind == Expr::Ctor)) {
       size_t want = 0;
@@ -958,6 +1054,22 @@ class TypeChecker {
 
   Ty* inferMemberOn(Expr& e, Ty* r) {
     if (Ty* ex = expandAlias(T, r)) r = resolve(ex);
+    if (r->kind == Ty::Vec && !e.bval) {
+      static const std::string comps = "xyzw";
+      size_t at = e.name.size() == 1 ? comps.find(e.name[0]) : std::string::npos;
+      if (at == std::string::npos || static_cast<int>(at) >= r->size) {
+        error("E101", e.span, "`" + show(r) + "` has no component `." + e.name + "`");
+        return T.error();
+      }
+      return T.prim(Prim::F32);
+    }
+    if (r->kind == Ty::Mat && e.bval) {
+      if (e.ival < 0 || e.ival >= r->size) {
+        error("E101", e.span, "column " + std::to_string(e.ival) + " is out of range for " + show(r));
+        return T.error();
+      }
+      return T.vec(r->size);
+    }
     if (e.bval) {
       if (r->kind != Ty::Tuple) {
         if (r->kind != Ty::Error) error("E101", e.span, "`." + std::to_string(e.ival) + "` needs a tuple, got " + show(r));
@@ -1008,6 +1120,815 @@ class TypeChecker {
         mismatch(e.kids[i]->span, fields[at], v, " (field `" + e.names[i] + "`)");
     }
     return t;
+  }
+
+  // ==== GPU extension: statements, kernels, dispatch, builtins =====================
+
+  FnDecl* curFn_ = nullptr;
+  bool inKernel_ = false;  // inside a kernel body or an inline dispatch body
+  std::vector<Ty*> intVars_, floatVars_, gpuElems_;  // defaulted to I32 / F64 / I32
+  std::vector<std::pair<Expr*, Ty*>> varDeclChecks_;  // E214 once types are known
+  std::set<const Expr*> tailReturns_;
+  std::vector<Expr*> dispatchSites_;                  // of the current function (E219)
+  std::set<int> dispatched_;                          // kernels some site dispatches
+  // Kernel code rules across functions (checkKernelCode): per function, its
+  // calls, and where it uses kernel-only / host-only operations.
+  struct FnUses {
+    std::vector<std::pair<int, Span>> calls, kernelCalls;  // callee index, site (kernelCalls: from kernel code)
+    std::vector<std::pair<Span, std::string>> kernelOnly, hostOnly;
+  };
+  std::map<const FnDecl*, FnUses> uses_;
+
+  static bool isGpuFn(const FnDecl& f) {
+    return std::find(f.annotations.begin(), f.annotations.end(), "gpu") != f.annotations.end();
+  }
+  static bool hasUntypedParam(const FnDecl& f) {
+    for (const Param& p : f.params)
+      if (!p.type) return true;
+    return false;
+  }
+  // Kernel-shaped: every parameter a view, a non-linear scalar / vector /
+  // matrix / type parameter or a function value, and the result ().
+  bool kernelShaped(const FnDecl& f) {
+    if (core(f.retTy)->kind != Ty::Unit || f.isAsync) return false;
+    for (Ty* p : f.paramTys) {
+      Ty* r = core(p);
+      bool ok = (r->kind == Ty::Gpu && r->gpu == Ty::View) || r->kind == Ty::Prim || r->kind == Ty::Vec ||
+                r->kind == Ty::Mat || r->kind == Ty::Fn || (r->kind == Ty::Param && !r->regionVar) || r->kind == Ty::Var;
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  // A GPU buffer's element must be a scalar or a vector.
+  void checkElemType(Ty* elem, Span s) {
+    Ty* r = resolve(elem);
+    if (r->kind == Ty::Var || r->kind == Ty::Param || r->kind == Ty::Prim || r->kind == Ty::Vec || r->kind == Ty::Error) return;
+    error("E101", s, "a GPU buffer or workgroup array holds scalars or vectors, not " + show(r));
+  }
+
+  Ty* intVar() {
+    Ty* v = T.var();
+    v->intLit = true;
+    intVars_.push_back(v);
+    return v;
+  }
+
+  // ---- kernel code ------------------------------------------------------------
+  void kernelOnly(Span s, const std::string& what) {
+    if (inKernel_) return;
+    if (curFn_) uses_[curFn_].kernelOnly.push_back({s, what});
+  }
+  void hostOnly(Span s, const std::string& what) {
+    if (!curFn_) return;
+    if (inKernel_) {
+      error("E212", s, what + " is host-only and cannot be used in kernel code",
+            "do it in host code, before or after the dispatch");
+      return;
+    }
+    uses_[curFn_].hostOnly.push_back({s, what});
+  }
+  void noteCall(Expr& call, int callee) {
+    if (!curFn_) return;
+    FnDecl& g = *c_.prog.fns[callee];
+    (inKernel_ ? uses_[curFn_].kernelCalls : uses_[curFn_].calls).push_back({callee, call.span});
+    if (!inKernel_ && g.gpuRole == FnDecl::Kernel)
+      error("E217", call.span, "`" + g.name + "` is a kernel: it is launched with `dispatch`, not called",
+            "write `dispatch " + g.name + "(..) over n;`");
+    if (inKernel_ && (g.isAsync || g.gpuRole == FnDecl::Launcher))
+      error("E212", call.span, "`" + g.name + "` is host code and cannot be called from kernel code");
+  }
+
+  // After every function: the functions kernel code calls (transitively) are
+  // kernel code too — no host-only operations (E212), no recursion (E218);
+  // kernel-only operations anywhere else are E212.
+  void checkKernelCode() {
+    size_t n = c_.prog.fns.size();
+    std::vector<char> device(n, 0);
+    std::vector<int> work;
+    for (size_t i = 0; i < n; ++i) {
+      FnDecl& f = *c_.prog.fns[i];
+      auto it = uses_.find(&f);
+      if (f.gpuRole == FnDecl::Kernel) {
+        device[i] = 1;
+        work.push_back(static_cast<int>(i));
+      }
+      if (it != uses_.end())
+        for (auto& [g, s] : it->second.kernelCalls)
+          if (!device[g]) device[g] = 1, work.push_back(g);
+    }
+    while (!work.empty()) {
+      int i = work.back();
+      work.pop_back();
+      auto it = uses_.find(c_.prog.fns[i].get());
+      if (it == uses_.end()) continue;
+      for (auto& [g, s] : it->second.calls)
+        if (!device[g]) device[g] = 1, work.push_back(g);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      FnDecl& f = *c_.prog.fns[i];
+      auto it = uses_.find(&f);
+      if (it == uses_.end()) continue;
+      if (device[i] && f.gpuRole != FnDecl::Kernel)
+        for (auto& [s, what] : it->second.hostOnly)
+          error("E212", s, what + " is host-only, but `" + f.name + "` is called from kernel code");
+      if (!device[i] && f.gpuRole != FnDecl::Kernel)
+        for (auto& [s, what] : it->second.kernelOnly)
+          error("E212", s, what + " is only available in kernel code",
+                "use it in a `@gpu` kernel or inside `dispatch over n { .. }`");
+    }
+    // Recursion among device functions: a call edge inside a cycle.
+    for (size_t i = 0; i < n; ++i) {
+      if (!device[i]) continue;
+      auto it = uses_.find(c_.prog.fns[i].get());
+      if (it == uses_.end()) continue;
+      std::vector<std::pair<int, Span>> edges = it->second.calls;
+      edges.insert(edges.end(), it->second.kernelCalls.begin(), it->second.kernelCalls.end());
+      for (auto& [g, s] : edges)
+        if (device[g] && reaches(g, static_cast<int>(i))) {
+          error("E218", s, "recursion in kernel code: `" + c_.prog.fns[g]->name + "` calls back into `" +
+                               c_.prog.fns[i]->name + "`",
+                "GPU code has no call stack; write the recursion as a loop");
+          return;
+        }
+    }
+  }
+  bool reaches(int from, int to) {
+    std::vector<char> seen(c_.prog.fns.size(), 0);
+    std::vector<int> work{from};
+    while (!work.empty()) {
+      int i = work.back();
+      work.pop_back();
+      if (i == to) return true;
+      if (seen[i]) continue;
+      seen[i] = 1;
+      auto it = uses_.find(c_.prog.fns[i].get());
+      if (it == uses_.end()) continue;
+      for (auto& [g, s] : it->second.calls) work.push_back(g);
+      for (auto& [g, s] : it->second.kernelCalls) work.push_back(g);
+    }
+    return false;
+  }
+
+  // ---- generic kernels ----------------------------------------------------------
+  // A kernel with untyped parameters: whatever its body left open in their
+  // types becomes a type parameter (one instance per dispatch site's types).
+  void generalizeKernel(FnDecl& f) {
+    std::vector<Ty*> open;
+    std::function<void(Ty*, unsigned)> collect = [&](Ty* t, unsigned depth) {
+      t = resolve(t);
+      if (!t || depth > 40) return;
+      if (t->kind == Ty::Var && !t->intLit && !t->floatLit && !t->regionVar) {
+        if (std::find(open.begin(), open.end(), t) == open.end()) open.push_back(t);
+        return;
+      }
+      for (Ty* x : t->args) collect(x, depth + 1);
+    };
+    for (Ty* p : f.paramTys) collect(p, 0);
+    for (Ty* v : open) {
+      Ty* p = T.param("T" + std::to_string(f.typeParamTys.size()), nextParam_++);
+      v->link = p;
+      f.typeParamTys.push_back(p);
+    }
+    if (f.gpuRole == FnDecl::Kernel && !kernelShaped(f)) {
+      f.gpuRole = FnDecl::Launcher;
+      reportUntypedLauncherParams(f);
+    }
+  }
+  void reportUntypedLauncherParams(const FnDecl& f) {
+    for (const Param& p : f.params)
+      if (!p.type) {
+        error("E219", p.span, "parameter `" + p.name + "` needs a type: only kernels infer their parameters' types",
+              "annotate it, e.g. `" + p.name + ": GPUBuffer<F32>!`");
+        return;
+      }
+  }
+
+  void checkUndispatchedKernels() {
+    for (size_t i = 0; i < c_.prog.fns.size(); ++i) {
+      FnDecl& f = *c_.prog.fns[i];
+      if (f.gpuRole != FnDecl::Kernel || !hasUntypedParam(f) || dispatched_.count(static_cast<int>(i))) continue;
+      bool open = false;
+      for (Ty* p : f.paramTys) open |= mentionsParamTy(p);
+      if (!open) continue;
+      for (const Param& p : f.params)
+        if (!p.type && mentionsParamTy(f.paramTys[&p - f.params.data()])) {
+          error("E219", p.span, "the type of kernel parameter `" + p.name + "` cannot be inferred: `" + f.name +
+                                    "` is never dispatched",
+                "annotate the parameter, or dispatch the kernel");
+          break;
+        }
+    }
+  }
+  static bool mentionsParamTy(Ty* t, unsigned depth = 0) {
+    t = resolve(t);
+    if (!t || depth > 40) return false;
+    if (t->kind == Ty::Param && !t->regionVar) return true;
+    for (Ty* x : t->args)
+      if (mentionsParamTy(x, depth + 1)) return true;
+    return false;
+  }
+
+  // Each dispatch site of the function just checked must determine its
+  // kernel's type arguments (E219).
+  void checkDispatchSites() {
+    for (Expr* e : dispatchSites_)
+      for (Ty* t : e->inst) {
+        Ty* r = core(t);
+        if (r->kind == Ty::Var) {
+          error("E219", e->span, "this dispatch does not determine the type of every parameter of `" + e->name + "`",
+                "annotate the arguments, e.g. `let! b = allocate_gpu<F32>(n);`");
+          break;
+        }
+      }
+    dispatchSites_.clear();
+  }
+
+  // ---- statements ---------------------------------------------------------------
+  static bool isChainLink(const Expr& e) {
+    return (e.kind == ExprKind::Let && e.kids.size() == 2) || e.kind == ExprKind::Seq || e.kind == ExprKind::VarDecl ||
+           e.kind == ExprKind::Workgroup;
+  }
+
+  // A run of Let / Seq / VarDecl / Workgroup nodes (a block's statements),
+  // checked in a loop rather than by recursion: a block may be long.
+  Ty* inferChain(Expr& first) {
+    std::vector<std::pair<Expr*, size_t>> opened;
+    Expr* e = &first;
+    Ty* result = nullptr;
+    while (true) {
+      e->kernelCode = inKernel_;
+      size_t mark = scope_.size();
+      if (e->kind == ExprKind::Let) {
+        bindLet(*e);
+      } else if (e->kind == ExprKind::Seq) {
+        infer(*e->kids[0]);
+      } else if (e->kind == ExprKind::VarDecl) {
+        Ty* v = infer(*e->kids[0]);
+        if (e->annot) {
+          Ty* want = convert(e->annot.get());
+          if (!unify(T, want, v))
+            error("E102", tailOf(e->kids[0].get())->span,
+                  "`var " + e->name + "` is annotated " + show(want) + " but the value has type " + show(v));
+          v = want;
+        }
+        varDeclChecks_.push_back({e, v});
+        e->binding = bind(Binding::Mutable, e->name, e->span, v);
+      } else if (e->kind == ExprKind::Workgroup) {
+        kernelOnly(e->span, "a workgroup array");
+        Ty* elem = convert(e->annot.get());
+        checkElemType(elem, e->annot ? e->annot->span : e->span);
+        e->binding = bind(Binding::Let, e->name, e->span, T.array(elem, static_cast<int>(e->ival)));
+      } else {
+        result = infer(*e);
+        break;
+      }
+      opened.push_back({e, mark});
+      if (e->kids.empty()) {
+        result = T.unit();
+        break;
+      }
+      Expr* next = e->kids.back().get();
+      if (e->kind == ExprKind::Let && e->kids.size() < 2) {
+        result = T.unit();
+        break;
+      }
+      if (!isChainLink(*next)) {
+        result = infer(*next);
+        break;
+      }
+      e = next;
+    }
+    for (size_t i = opened.size(); i-- > 0;) {
+      opened[i].first->ty = result;
+      scope_.resize(opened[i].second);
+    }
+    return result;
+  }
+
+  // A `let`'s value, annotation and pattern (the body is the caller's).
+  void bindLet(Expr& e) {
+    Ty* v = infer(*e.kids[0]);
+    if (e.annot) {
+      Ty* want = convert(e.annot.get());
+      if (!unify(T, want, v)) {
+        error("E102", tailOf(e.kids[0].get())->span,
+              "the binding is annotated " + show(want) + " but the value has type " + show(v));
+      }
+    }
+    size_t mark = scope_.size();
+    bindPattern(*e.pat, v, e.bval ? Binding::LetBang : Binding::Let, true);
+    for (size_t i = mark; i < scope_.size(); ++i)
+      if (e.bval) scope_[i]->span = e.span;
+  }
+
+  void expectUnitBody(Expr& body, const char* what) {
+    Ty* t = infer(body);
+    if (!unify(T, T.unit(), t))
+      error("E101", tailOf(&body)->span, std::string(what) + " has no value, but this gives " + show(t),
+            "end it with `;`");
+  }
+
+  Ty* inferAssign(Expr& e) {
+    Ty* v = infer(*e.kids[0]);
+    Binding* b = lookupLocal(e.name);
+    if (!b) {
+      if (c_.fnIndex.count(e.name) || c_.constIndex.count(e.name))
+        error("E214", e.span, "`" + e.name + "` is not a `var` and cannot be assigned", "declare it with `var " + e.name + " = ...;`");
+      else
+        error("E103", e.span, "unbound variable `" + e.name + "`");
+      return T.unit();
+    }
+    e.binding = b;
+    if (b->origin != Binding::Mutable) {
+      error("E214", e.span, "`" + e.name + "` is not a `var` and cannot be assigned",
+            "declare it with `var " + e.name + " = ...;` to assign it later");
+      return T.unit();
+    }
+    if (!unify(T, b->ty, v)) mismatch(e.kids[0]->span, b->ty, v, " (assigned to `var " + e.name + "`)");
+    return T.unit();
+  }
+
+  // The element of a GPU buffer (owned, view or borrowed) or workgroup array;
+  // null for anything else. In kernel code an open type is taken to be a view.
+  Ty* gpuElementOf(Ty* t, Span) {
+    Ty* r = core(t);
+    if (r->kind == Ty::Ref) r = core(r->args[0]);
+    if (r->kind == Ty::Gpu || r->kind == Ty::Array) return r->args[0];
+    if (r->kind == Ty::Var && !r->intLit && !r->floatLit && inKernel_) {
+      Ty* elem = T.var();
+      unify(T, r, T.gpu(elem, Ty::View));
+      return elem;
+    }
+    return nullptr;
+  }
+
+  Ty* inferIndexAssign(Expr& e) {
+    Ty* base = infer(*e.kids[0]);
+    expectTy(e.kids[1]->span, T.prim(Prim::I32), infer(*e.kids[1]), " (an index)");
+    Ty* v = infer(*e.kids[2]);
+    Ty* elem = gpuElementOf(base, e.kids[0]->span);
+    if (!elem) {
+      if (resolve(base)->kind != Ty::Error)
+        error("E101", e.kids[0]->span, "only GPU buffers and workgroup arrays can be stored into, not " + show(base),
+              "lists are immutable; build a new one");
+      return T.unit();
+    }
+    kernelOnly(e.span, "storing into a GPU buffer");
+    if (!unify(T, elem, v)) mismatch(e.kids[2]->span, elem, v, " (the buffer's element type)");
+    return T.unit();
+  }
+
+  Ty* inferFor(Expr& e) {
+    Ty* a = infer(*e.kids[0]);
+    Ty* b = infer(*e.kids[1]);
+    Ty* i = intVar();
+    if (!unify(T, i, a)) error("E101", e.kids[0]->span, "a `for` range needs integer bounds, got " + show(a));
+    else if (!unify(T, i, b)) mismatch(e.kids[1]->span, a, b, " (the bounds of a `for` range have one type)");
+    size_t mark = scope_.size();
+    e.binding = bind(Binding::Let, e.name, e.nameSpans.empty() ? e.span : e.nameSpans[0], i);
+    expectUnitBody(*e.kids[2], "a `for` body");
+    scope_.resize(mark);
+    return T.unit();
+  }
+
+  // Tail positions of a function body: where `return` is allowed.
+  void markTailReturns(Expr& body) {
+    std::vector<Expr*> work{&body};
+    while (!work.empty()) {
+      Expr* e = work.back();
+      work.pop_back();
+      switch (e->kind) {
+        case ExprKind::Return: tailReturns_.insert(e); break;
+        case ExprKind::Let:
+        case ExprKind::Seq:
+        case ExprKind::VarDecl:
+        case ExprKind::Workgroup:
+        case ExprKind::Region:
+          if (!e->kids.empty()) work.push_back(e->kids.back().get());
+          break;
+        case ExprKind::If:
+          work.push_back(e->kids[1].get());
+          work.push_back(e->kids[2].get());
+          break;
+        case ExprKind::Case:
+          work.push_back(e->kids[1].get());
+          work.push_back(e->kids[2].get());
+          break;
+        case ExprKind::Match:
+          for (Arm& a : e->arms) work.push_back(a.body.get());
+          break;
+        default: break;
+      }
+    }
+  }
+
+  Ty* inferReturn(Expr& e) {
+    Ty* v = infer(*e.kids[0]);
+    if (!curFn_ || !tailReturns_.count(&e) || lambdaDepth_ > 0) {
+      error("E213", e.span, "`return` is only allowed in tail position",
+            "make it the last statement of the function (or of a branch in tail position), or use `if .. else`");
+      return curFn_ ? curFn_->retTy : T.error();
+    }
+    if (!unify(T, curFn_->retTy, v)) mismatch(e.kids[0]->span, curFn_->retTy, v, " (the result of `" + curFn_->name + "`)");
+    return curFn_->retTy;
+  }
+
+  // ---- host operations ---------------------------------------------------------
+  Ty* inferAllocGpu(Expr& e) {
+    hostOnly(e.span, "`allocate_gpu`");
+    Ty* n = infer(*e.kids[0]);
+    if (!unify(T, intVar(), n)) error("E101", e.kids[0]->span, "`allocate_gpu` takes an integer element count, got " + show(n));
+    Ty* elem;
+    if (e.annot) {
+      elem = convert(e.annot.get());
+      checkElemType(elem, e.annot->span);
+    } else {
+      elem = T.var();
+      gpuElems_.push_back(elem);
+    }
+    if (!e.name.empty() && e.name != "_") {
+      bool found = false;
+      for (size_t i = regions_.size(); i-- > 0;)
+        if (regions_[i].first == e.name) {
+          Ty* r = resolve(regions_[i].second);
+          e.regionId = r->kind == Ty::Region ? r->id : -1;
+          found = true;
+          break;
+        }
+      if (!found)
+        error("E006", e.span, "allocation in region `" + e.name + "`, which is not active here",
+              "allocate inside `region " + e.name + " { ... }`, or leave out `@" + e.name + "`");
+    }
+    return T.gpu(elem, Ty::Linear);
+  }
+
+  Ty* inferAwait(Expr& e) {
+    hostOnly(e.span, "`.await`");
+    Ty* t = infer(*e.kids[0]);
+    Ty* r = core(t);
+    if (r->kind == Ty::Future) return r->args[0];
+    const Expr& k = *e.kids[0];
+    bool transfer = k.kind == ExprKind::Dispatch ||
+                    (k.kind == ExprKind::Call && (k.builtin == Expr::H2D || k.builtin == Expr::D2H || k.builtin == Expr::ReadGpu ||
+                                                  k.builtin == Expr::WriteGpu || k.builtin == Expr::FreeGpu));
+    if (transfer) return t;
+    if (r->kind != Ty::Error)
+      error("E216", e.span, "`.await` needs a future, a transfer or a dispatch, not a value of type " + show(t),
+            "await the result of an `async fn`, of h2d/d2h/read_gpu/write_gpu, or `(dispatch ..).await`");
+    return T.error();
+  }
+
+  // ---- dispatch ----------------------------------------------------------------------
+  Ty* inferDispatch(Expr& e) {
+    hostOnly(e.span, "`dispatch`");
+    if (e.grid.size() > 3 || e.grid.empty())
+      error("E217", e.grid.size() > 3 ? e.grid[3]->span : e.span,
+            "a dispatch grid has 1 to 3 dimensions, not " + std::to_string(e.grid.size()));
+    for (auto& g : e.grid) {
+      g->kernelCode = inKernel_;
+      Ty* t = infer(*g);
+      if (!unify(T, intVar(), t)) error("E101", g->span, "a grid dimension is an integer, not " + show(t));
+    }
+    if (e.name.empty()) {  // inline kernel
+      bool outer = inKernel_;
+      inKernel_ = true;
+      expectUnitBody(*e.kids[0], "a kernel body");
+      inKernel_ = outer;
+      return T.unit();
+    }
+    Span nameSpan = e.nameSpans.empty() ? e.span : e.nameSpans[0];
+    auto it = c_.fnIndex.find(e.name);
+    if (it == c_.fnIndex.end() || lookupLocal(e.name)) {
+      for (auto& k : e.kids) infer(*k);
+      if (lookupLocal(e.name) || c_.constIndex.count(e.name) || c_.ctors.count(e.name))
+        error("E217", nameSpan, "`" + e.name + "` is not a kernel", "dispatch a `@gpu` function: `@gpu fn " + e.name + "(..) { .. }`");
+      else
+        error("E103", nameSpan, "unknown kernel `" + e.name + "`");
+      return T.unit();
+    }
+    FnDecl& k = *c_.prog.fns[it->second];
+    e.refKind = Expr::Fn;
+    e.global = it->second;
+    if (k.gpuRole != FnDecl::Kernel) {
+      for (auto& a : e.kids) infer(*a);
+      error("E217", nameSpan, "`" + e.name + "` is not a kernel" +
+                                  std::string(k.gpuRole == FnDecl::Launcher ? ": it takes or returns owned values (a launcher)"
+                                                                            : ": it is not `@gpu`"),
+            k.gpuRole == FnDecl::Launcher ? "call a launcher like a function" : "mark it `@gpu`, with views and scalars as parameters and no result");
+      return T.unit();
+    }
+    dispatched_.insert(it->second);
+    std::vector<std::pair<int, Ty*>> subst;
+    for (Ty* p : k.typeParamTys) {
+      Ty* v = T.var(p->regionVar);
+      e.inst.push_back(v);
+      subst.push_back({p->id, v});
+    }
+    if (e.kids.size() != k.params.size()) {
+      error("E106", e.span, "kernel `" + k.name + "` takes " + std::to_string(k.params.size()) + " argument" +
+                                (k.params.size() == 1 ? "" : "s") + ", got " + std::to_string(e.kids.size()));
+      for (auto& a : e.kids) infer(*a);
+      return T.unit();
+    }
+    for (size_t i = 0; i < e.kids.size(); ++i) {
+      Expr& arg = *e.kids[i];
+      Ty* want = substitute(T, k.paramTys[i], subst);
+      Ty* got = infer(arg);
+      dispatchArg(k, i, arg, want, got);
+    }
+    dispatchSites_.push_back(&e);
+    return T.unit();
+  }
+
+  void dispatchArg(FnDecl& k, size_t i, Expr& arg, Ty* want, Ty* got) {
+    Ty* w = core(want);
+    Ty* g = core(got);
+    if (g->kind == Ty::Ref && core(g->args[0])->kind == Ty::Gpu) g = core(g->args[0]);
+    if (g->kind == Ty::Gpu && (w->kind == Ty::Gpu || w->kind == Ty::Var)) {
+      if (w->kind == Ty::Var) unify(T, w, T.gpu(T.var(), Ty::View));
+      w = core(want);
+      if (w->gpu != Ty::View) {
+        error("E101", arg.span, "kernel parameter `" + k.params[i].name + "` must be a view (GPUBuffer<T>), not " + show(w));
+        return;
+      }
+      if (!unify(T, w->args[0], g->args[0]))
+        error("E211", arg.span, "this buffer holds " + show(g->args[0]) + ", but kernel `" + k.name + "` takes `" +
+                                    k.params[i].name + ": " + show(w) + "`",
+              "pass a buffer of " + show(w->args[0]) + ", or convert its elements first");
+      return;
+    }
+    if (w->kind == Ty::Gpu) {
+      error("E101", arg.span, "kernel parameter `" + k.params[i].name + "` is a buffer (" + show(w) + "); got " + show(got),
+            "pass `&b`, `&mut b` or an owned buffer");
+      return;
+    }
+    if (!unify(T, want, got)) {
+      mismatch(arg.span, want, got, " (argument " + std::to_string(i + 1) + " of kernel `" + k.name + "`)");
+      return;
+    }
+    if (core(want)->kind == Ty::Fn) checkFunctionValue(arg, "kernel `" + k.name + "`");
+  }
+
+  // A function value passed to GPU code: a named function or a lambda that
+  // captures nothing (E215).
+  void checkFunctionValue(Expr& arg, const std::string& to) {
+    if (arg.kind == ExprKind::Var && !arg.binding && arg.refKind == Expr::Fn) return;
+    if (arg.kind == ExprKind::Lambda) {
+      std::vector<const Expr*> work{arg.kids[0].get()};
+      while (!work.empty()) {
+        const Expr* x = work.back();
+        work.pop_back();
+        if (x->kind == ExprKind::Var && x->binding && x->binding->lambdaDepth <= lambdaDepth_) {
+          error("E215", x->span, "the lambda passed to " + to + " captures `" + x->name + "`",
+                "GPU code takes only named functions or lambdas that capture nothing; pass `" + x->name +
+                    "` as an argument instead");
+          return;
+        }
+        for (auto& k : x->kids) work.push_back(k.get());
+        for (auto& a : x->arms) {
+          if (a.body) work.push_back(a.body.get());
+          if (a.guard) work.push_back(a.guard.get());
+        }
+      }
+      return;
+    }
+    error("E215", arg.span, "the function passed to " + to + " must be a named function or a lambda that captures nothing",
+          "name the function (`fn double(x: F32): F32 = x * 2.0`) and pass `double`");
+  }
+
+  // ---- builtins -------------------------------------------------------------------
+  struct BuiltinInfo {
+    Expr::Builtin b;
+    int arity;  // -1: variadic
+  };
+  static const std::map<std::string, BuiltinInfo>& builtinTable() {
+    static const std::map<std::string, BuiltinInfo> t = {
+        {"global_id", {Expr::GlobalIdOf, 1}}, {"local_id", {Expr::LocalIdOf, 1}}, {"group_id", {Expr::GroupIdOf, 1}},
+        {"num_groups", {Expr::NumGroupsOf, 1}}, {"group_size", {Expr::GroupSizeOf, 1}}, {"barrier", {Expr::Barrier, 0}},
+        {"atomic_add", {Expr::AtomicAdd, 3}}, {"atomic_min", {Expr::AtomicMin, 3}}, {"atomic_max", {Expr::AtomicMax, 3}},
+        {"atomic_xchg", {Expr::AtomicXchg, 3}}, {"atomic_cas", {Expr::AtomicCas, 4}},
+        {"sqrt", {Expr::Sqrt, 1}}, {"exp", {Expr::Exp, 1}}, {"log", {Expr::Log, 1}}, {"sin", {Expr::Sin, 1}},
+        {"cos", {Expr::Cos, 1}}, {"tan", {Expr::Tan, 1}}, {"tanh", {Expr::Tanh, 1}}, {"floor", {Expr::Floor, 1}},
+        {"ceil", {Expr::Ceil, 1}}, {"abs", {Expr::Abs, 1}}, {"pow", {Expr::Pow, 2}}, {"min", {Expr::Min, 2}},
+        {"max", {Expr::Max, 2}}, {"dot", {Expr::Dot, 2}}, {"cross", {Expr::Cross, 2}}, {"length", {Expr::Length, 1}},
+        {"normalize", {Expr::Normalize, 1}},
+        {"vec2", {Expr::MakeVec, -1}}, {"vec3", {Expr::MakeVec, -1}}, {"vec4", {Expr::MakeVec, -1}},
+        {"mat2", {Expr::MakeMat, -1}}, {"mat3", {Expr::MakeMat, -1}}, {"mat4", {Expr::MakeMat, -1}},
+        {"i32", {Expr::Cast, 1}}, {"i64", {Expr::Cast, 1}}, {"u32", {Expr::Cast, 1}}, {"f32", {Expr::Cast, 1}},
+        {"f64", {Expr::Cast, 1}}, {"len", {Expr::Len, 1}},
+        {"h2d", {Expr::H2D, 1}}, {"d2h", {Expr::D2H, 1}}, {"free_gpu", {Expr::FreeGpu, 1}},
+        {"read_gpu", {Expr::ReadGpu, 2}}, {"write_gpu", {Expr::WriteGpu, 3}},
+    };
+    return t;
+  }
+  // A builtin unless a local, function, constant or constructor has the name.
+  bool isBuiltinName(const std::string& name) {
+    return builtinTable().count(name) && !lookupLocal(name) && !c_.fnIndex.count(name) && !c_.constIndex.count(name);
+  }
+
+  bool isFloatish(Ty* t) {
+    Ty* r = core(t);
+    return (r->kind == Ty::Prim && (r->prim == Prim::F32 || r->prim == Prim::F64)) || (r->kind == Ty::Var && r->floatLit) ||
+           r->kind == Ty::Vec || r->kind == Ty::Error;
+  }
+
+  Ty* inferBuiltinCall(Expr& e) {
+    Expr& callee = *e.kids[0];
+    const std::string& name = callee.name;
+    BuiltinInfo info = builtinTable().at(name);
+    e.builtin = info.b;
+    callee.builtin = info.b;
+    std::vector<Ty*> a;
+    for (size_t i = 1; i < e.kids.size(); ++i) a.push_back(infer(*e.kids[i]));
+    size_t n = a.size();
+    if (info.arity >= 0 && n != static_cast<size_t>(info.arity)) {
+      error("E106", e.span, "`" + name + "` takes " + std::to_string(info.arity) + " argument" +
+                                (info.arity == 1 ? "" : "s") + ", got " + std::to_string(n));
+      return T.error();
+    }
+    auto argSpan = [&](size_t i) { return e.kids[i + 1]->span; };
+    auto f32 = [&]() { return T.prim(Prim::F32); };
+    switch (info.b) {
+      case Expr::GlobalIdOf: case Expr::LocalIdOf: case Expr::GroupIdOf: case Expr::NumGroupsOf: case Expr::GroupSizeOf: {
+        kernelOnly(e.span, "`" + name + "`");
+        const Expr& d = *e.kids[1];
+        if (d.kind != ExprKind::IntLit || d.ival < 0 || d.ival > 2)
+          error("E101", d.span, "`" + name + "` takes a dimension 0, 1 or 2 (a literal)");
+        expectTy(d.span, T.prim(Prim::I32), a[0]);
+        return intVar();
+      }
+      case Expr::Barrier:
+        kernelOnly(e.span, "`barrier()`");
+        return T.unit();
+      case Expr::AtomicAdd: case Expr::AtomicMin: case Expr::AtomicMax: case Expr::AtomicXchg: case Expr::AtomicCas: {
+        kernelOnly(e.span, "`" + name + "`");
+        Ty* elem = gpuElementOf(a[0], argSpan(0));
+        if (!elem) {
+          error("E101", argSpan(0), "`" + name + "` works on a GPU buffer or workgroup array, not " + show(a[0]));
+          return T.error();
+        }
+        expectTy(argSpan(1), T.prim(Prim::I32), a[1], " (an index)");
+        for (size_t i = 2; i < n; ++i) expectTy(argSpan(i), elem, a[i], " (the element type)");
+        Ty* r = core(elem);
+        if (r->kind != Ty::Var && !(r->kind == Ty::Prim && (r->prim == Prim::I32 || r->prim == Prim::U32 ||
+                                                             r->prim == Prim::I64 || r->prim == Prim::F32)) &&
+            r->kind != Ty::Error && r->kind != Ty::Param)
+          error("E101", argSpan(0), "atomics work on I32, U32, I64 or F32 elements, not " + show(r));
+        return elem;
+      }
+      case Expr::Sqrt: case Expr::Exp: case Expr::Log: case Expr::Sin: case Expr::Cos: case Expr::Tan:
+      case Expr::Tanh: case Expr::Floor: case Expr::Ceil: {
+        Ty* r = core(a[0]);
+        if (r->kind == Ty::Var && !r->floatLit && !r->intLit) unify(T, r, f32());
+        if (!isFloatish(a[0]))
+          error("E101", argSpan(0), "`" + name + "` takes a float (F32, F64) or a vector, not " + show(a[0]));
+        return a[0];
+      }
+      case Expr::Abs:
+        if (Ty* r = core(a[0]); r->kind != Ty::Vec) numericNow(*e.kids[1], a[0], name);
+        return a[0];
+      case Expr::Pow: case Expr::Min: case Expr::Max:
+        if (!unify(T, a[0], a[1])) {
+          mismatch(argSpan(1), a[0], a[1], " (`" + name + "` takes two values of one type)");
+          return T.error();
+        }
+        if (Ty* r = core(a[0]); r->kind != Ty::Vec) numericNow(*e.kids[1], a[0], name);
+        return a[0];
+      case Expr::Dot: case Expr::Cross: {
+        Ty* r = core(a[0]);
+        if (r->kind != Ty::Vec) {
+          error("E101", argSpan(0), "`" + name + "` takes vectors, not " + show(a[0]));
+          return T.error();
+        }
+        if (!unify(T, a[0], a[1])) mismatch(argSpan(1), a[0], a[1]);
+        if (info.b == Expr::Cross && r->size != 3) error("E101", argSpan(0), "`cross` takes two vec3, not " + show(r));
+        return info.b == Expr::Dot ? f32() : a[0];
+      }
+      case Expr::Length: case Expr::Normalize:
+        if (core(a[0])->kind != Ty::Vec) {
+          error("E101", argSpan(0), "`" + name + "` takes a vector, not " + show(a[0]));
+          return T.error();
+        }
+        return info.b == Expr::Length ? f32() : a[0];
+      case Expr::MakeVec: {
+        int size = name[3] - '0';
+        if (n != 1 && n != static_cast<size_t>(size)) {
+          error("E106", e.span, "`" + name + "` takes 1 or " + std::to_string(size) + " F32 values, got " + std::to_string(n));
+          return T.error();
+        }
+        for (size_t i = 0; i < n; ++i) expectTy(argSpan(i), f32(), a[i], " (a vector component)");
+        return T.vec(size);
+      }
+      case Expr::MakeMat: {
+        int size = name[3] - '0';
+        if (n == 1) {
+          expectTy(argSpan(0), f32(), a[0], " (the diagonal)");
+        } else if (n == static_cast<size_t>(size)) {
+          for (size_t i = 0; i < n; ++i) expectTy(argSpan(i), T.vec(size), a[i], " (a column)");
+        } else {
+          error("E106", e.span, "`" + name + "` takes 1 value or " + std::to_string(size) + " columns, got " + std::to_string(n));
+          return T.error();
+        }
+        return T.mat(size);
+      }
+      case Expr::Cast: {
+        Ty* r = core(a[0]);
+        if (r->kind != Ty::Var && !isNumeric(r) && r->kind != Ty::Error)
+          error("E101", argSpan(0), "`" + name + "` converts a number, not " + show(a[0]));
+        else if (r->kind == Ty::Var)
+          numericChecks_.push_back({e.kids[1].get(), a[0]});
+        static const std::map<std::string, Prim> to = {
+            {"i32", Prim::I32}, {"i64", Prim::I64}, {"u32", Prim::U32}, {"f32", Prim::F32}, {"f64", Prim::F64}};
+        return T.prim(to.at(name));
+      }
+      case Expr::Len: {
+        Ty* r = core(a[0]);
+        if (r->kind == Ty::Ref) r = core(r->args[0]);
+        if (r->kind == Ty::Var && inKernel_) unify(T, r, T.gpu(T.var(), Ty::View));
+        r = core(r);
+        if (r->kind != Ty::Gpu && r->kind != Ty::List && r->kind != Ty::Array && r->kind != Ty::Error) {
+          if (r->kind == Ty::Var) unify(T, r, T.list(T.var()));
+          else error("E101", argSpan(0), "`len` takes a GPU buffer or a list, not " + show(a[0]));
+        }
+        return T.prim(Prim::I32);
+      }
+      case Expr::H2D: {
+        hostOnly(e.span, "`h2d`");
+        Ty* elem = T.var();
+        Ty* r = core(a[0]);
+        if (r->kind == Ty::Ref) r = core(r->args[0]);
+        if (!unify(T, r, T.list(elem))) {
+          error("E101", argSpan(0), "`h2d` takes a list, not " + show(a[0]));
+          return T.error();
+        }
+        checkElemType(elem, argSpan(0));
+        gpuElems_.push_back(elem);
+        return T.gpu(elem, Ty::Linear);
+      }
+      case Expr::D2H: case Expr::FreeGpu: case Expr::ReadGpu: case Expr::WriteGpu: {
+        hostOnly(e.span, "`" + name + "`");
+        Ty* r = core(a[0]);
+        if (r->kind == Ty::Var) unify(T, r, T.gpu(T.var(), Ty::Linear));
+        r = core(r);
+        if (r->kind != Ty::Gpu || r->gpu == Ty::View) {
+          if (r->kind != Ty::Error)
+            error("E101", argSpan(0), "`" + name + "` takes an owned GPU buffer (GPUBuffer<T>!), not " + show(a[0]),
+                  r->kind == Ty::Ref ? "pass the buffer itself: `" + name + "` consumes it" : "");
+          return T.error();
+        }
+        Ty* elem = r->args[0];
+        if (n >= 2) expectTy(argSpan(1), T.prim(Prim::I32), a[1], " (an index)");
+        if (n >= 3) expectTy(argSpan(2), elem, a[2], " (the element type)");
+        if (info.b == Expr::D2H) return T.list(elem);
+        if (info.b == Expr::FreeGpu) return T.unit();
+        if (info.b == Expr::ReadGpu) return T.tuple({a[0], elem});
+        return a[0];
+      }
+      default: return T.error();
+    }
+  }
+
+  // Vector and matrix arithmetic (+ - * /): elementwise, a scalar on either
+  // side, mat * vec, mat * mat. Null when neither side is a vector or matrix.
+  Ty* vectorArith(Expr& e, Ty* a, Ty* b) {
+    Ty* x = core(a);
+    Ty* y = core(b);
+    bool xv = x->kind == Ty::Vec || x->kind == Ty::Mat, yv = y->kind == Ty::Vec || y->kind == Ty::Mat;
+    if (!xv && !yv) return nullptr;
+    if (e.bop == BinOp::Rem) {
+      error("E101", e.span, "`%` does not apply to " + show(xv ? x : y));
+      return T.error();
+    }
+    auto scalar = [&](Ty* s, Span sp) {
+      if (!unify(T, T.prim(Prim::F32), s)) {
+        mismatch(sp, T.prim(Prim::F32), s, " (vectors and matrices hold F32)");
+        return false;
+      }
+      return true;
+    };
+    if (xv && !yv) return scalar(b, e.kids[1]->span) ? x : T.error();
+    if (!xv && yv) {
+      if (e.bop == BinOp::Div || e.bop == BinOp::Sub) {
+        if (y->kind == Ty::Mat) {
+          error("E101", e.span, "a scalar cannot be the left operand of this operator on " + show(y));
+          return T.error();
+        }
+      }
+      return scalar(a, e.kids[0]->span) ? y : T.error();
+    }
+    if (x->kind == Ty::Mat && e.bop == BinOp::Mul) {
+      if (x->size != y->size) {
+        error("E101", e.span, "cannot multiply " + show(x) + " by " + show(y));
+        return T.error();
+      }
+      return y;  // mat * vec is a vec; mat * mat a mat
+    }
+    if (x->kind != y->kind || x->size != y->size || (x->kind == Ty::Mat && e.bop == BinOp::Div)) {
+      error("E101", e.span, "type mismatch: cannot combine " + show(x) + " and " + show(y) + " elementwise");
+      return T.error();
+    }
+    return x;
   }
 
   // ---- exhaustiveness --------------------------------------------------------------
@@ -1116,11 +2037,12 @@ class TypeChecker {
 bool typeCheck(Checked& c, DiagSink& diags) { return TypeChecker(c, diags).run(); }
 
 std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags, const CheckOptions& opts) {
-  (void)opts;  // TODO(gpu): affine mode
   auto c = std::make_unique<Checked>();
+  c->affineMode = opts.affineMode;
   size_t before = diags.size();
   c->prog = parseProgram(src, diags);
   if (diags.size() != before) return nullptr;
+  if (!mergeStdlibImports(c->prog, diags)) return nullptr;
   bool typed = typeCheck(*c, diags);
   // Ownership errors of the functions that type-checked are independent.
   checkOwnership(*c, diags);

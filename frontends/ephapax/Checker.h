@@ -27,7 +27,8 @@ namespace eph::ephapax {
 
 // A local variable: a parameter, a let / let! / pattern variable.
 struct Binding {
-  enum Origin : uint8_t { Param, Let, LetBang, Pattern, LambdaParam, HandlerParam } origin = Let;
+  // Mutable: a `var` (never linear; `x = e` assigns it).
+  enum Origin : uint8_t { Param, Let, LetBang, Pattern, LambdaParam, HandlerParam, Mutable } origin = Let;
   std::string name;
   Span span;       // where it is bound (for let!: the `let!` keyword)
   Ty* ty = nullptr;
@@ -44,6 +45,9 @@ struct Checked {
   std::map<std::string, int> constIndex;   // constant name -> prog.consts index
   std::map<std::string, std::pair<TypeDecl*, int>> ctors;  // constructor -> (data type, variant)
   std::map<std::string, TypeDecl*> typeDecls;
+  // --mode affine: owned GPU buffers may be dropped (usageOf says AtMostOnce
+  // for them, so the lowering frees an unconsumed one at its scope's end).
+  bool affineMode = false;
   Binding* newBinding(Binding b);
 };
 
@@ -52,7 +56,10 @@ bool typeCheck(Checked& c, DiagSink& diags);
 // Pass 2 (runs on the functions pass 1 accepted). True when no errors.
 bool checkOwnership(Checked& c, DiagSink& diags);
 
-// How a binding must be used, from its origin and (resolved) type.
+// How a binding must be used, from its origin, its (resolved) type and
+// c.affineMode. A `let` of a GPUBuffer<T>! (linear mode) or of a Future<T> must
+// be consumed like a `let!`; in affine mode an owned GPU buffer, even bound
+// with `let!`, may be dropped.
 enum class Usage : uint8_t {
   Free,      // any number of times
   AtMostOnce,  // affine: may be dropped

@@ -26,6 +26,16 @@ const std::vector<ErrorCodeInfo>& errorCodes() {
       {"E201", "a construct code generation does not support"},
       {"E202", "extern call with an unsupported signature"},
       {"E203", "recursive data type in code generation"},
+      {"E210", "kernel code mentions a linear host value"},
+      {"E211", "a dispatch argument's buffer element type differs from the kernel's"},
+      {"E212", "a host-only operation in kernel code, or a kernel-only one in host code"},
+      {"E213", "`return` not in tail position"},
+      {"E214", "`var` of a linear type, or assignment to something that is not a `var`"},
+      {"E215", "a kernel's function argument is not a named function or a capture-free lambda"},
+      {"E216", "`.await` on something that is neither a future nor a transfer or dispatch"},
+      {"E217", "dispatch of something that is not a kernel, or a grid of more than 3 dimensions"},
+      {"E218", "recursion in kernel code"},
+      {"E219", "a kernel parameter type that no dispatch site determines"},
       {"E299", "internal error: the lowered IR is invalid"},
   };
   return codes;

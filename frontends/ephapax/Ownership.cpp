@@ -4,7 +4,9 @@
 // same starting state and must agree on the `let!` / linear bindings they
 // consume; afterwards a binding consumed in any branch counts as consumed.
 #include <algorithm>
+#include <cstdint>
 #include <functional>
+#include <map>
 
 #include "frontends/ephapax/Checker.h"
 
@@ -22,12 +24,35 @@ bool mentionsParam(Ty* t, unsigned depth = 0) {
 }
 }  // namespace
 
+namespace {
+// A value that even a plain `let` must consume: a GPUBuffer<T>! (outside
+// affine mode) or a Future<T>.
+bool mustConsume(Checked& c, Ty* t) {
+  Ty* r = resolve(t);
+  if (!r) return false;
+  if (r->kind == Ty::Future) return true;
+  if (r->kind == Ty::Gpu) return r->gpu == Ty::Linear && !c.affineMode;
+  if (r->kind == Ty::Tuple)
+    for (Ty* x : r->args)
+      if (mustConsume(c, x)) return true;
+  return false;
+}
+}  // namespace
+
 Usage usageOf(Checked& c, const Binding& b) {
-  if (b.origin == Binding::LetBang) return Usage::ExactlyOnce;
+  if (b.origin == Binding::Mutable) return Usage::Free;
+  if (b.origin == Binding::LetBang) {
+    // --mode affine: a `let!` of an owned GPU buffer may be dropped (freed).
+    if (c.affineMode && isLinear(c.types, b.ty) && !isLinear(c.types, b.ty, true)) return Usage::AtMostOnce;
+    return Usage::ExactlyOnce;
+  }
   if (b.origin == Binding::HandlerParam) return Usage::Free;
-  bool linear = isLinear(c.types, b.ty);
-  bool affine = isAffine(c.types, b.ty) || mentionsParam(b.ty);
-  if (b.origin == Binding::Let) return linear || affine ? Usage::AtMostOnce : Usage::Free;
+  bool linear = isLinear(c.types, b.ty, c.affineMode);
+  bool affine = isAffine(c.types, b.ty, c.affineMode) || mentionsParam(b.ty);
+  if (b.origin == Binding::Let) {
+    if (mustConsume(c, b.ty)) return Usage::ExactlyOnce;
+    return linear || affine ? Usage::AtMostOnce : Usage::Free;
+  }
   if (linear) return Usage::ExactlyOnce;
   return affine ? Usage::AtMostOnce : Usage::Free;
 }
@@ -44,6 +69,8 @@ class OwnershipChecker {
     state_.assign(c_.bindings.size(), St{});
     scope_.clear();
     lambdaDepth_ = 0;
+    kernelScope_ = SIZE_MAX;
+    gpuRegionOf_.clear();
     for (Param& p : f.params) declare(p.binding);
     walk(*f.body);
     for (Param& p : f.params) ruleConsumedAtScopeEnd(*p.binding);
@@ -121,6 +148,11 @@ class OwnershipChecker {
   void ruleConsumedAtScopeEnd(const Binding& b) {
     if (usageOf(c_, b) != Usage::ExactlyOnce || state_[b.id].consumed) return;
     std::string region;
+    if (auto it = gpuRegionOf_.find(b.id); it != gpuRegionOf_.end()) {
+      diags_.error("E004", b.span, "GPU buffer `" + b.name + "` is not consumed before region `" + it->second.second + "` ends",
+                   "consume it inside the region (dispatch it, `free_gpu(" + b.name + ")` or `d2h(" + b.name + ")`)");
+      return;
+    }
     if (firstRegion(b.ty, &region) >= 0)
       diags_.error("E004", b.span, "linear value `" + b.name + "` is not consumed before region `" + region + "` ends",
                    "consume it inside the region (pass it on, or `drop(" + b.name + ")`)");
@@ -207,8 +239,6 @@ class OwnershipChecker {
     for (auto& a : p.args) ruleLetBangNoWildcard(*a, letSpan);
   }
 
-  // ---- the walk ---------------------------------------------------------------------
-
   template <class F>
   void branches(const Expr& e, size_t n, std::vector<std::string> names, F&& each) {
     size_t nScope = scope_.size();
@@ -223,24 +253,174 @@ class OwnershipChecker {
     ruleBranchesAgree(e, results, nScope, names);
   }
 
+  // GPU buffers allocated with allocate_gpu@r: binding id -> (region id, name).
+  std::map<int, std::pair<int, std::string>> gpuRegionOf_;
+  std::map<int, std::string> regionNames_;
+  // Inside an inline dispatch body: the scope size at its start (bindings
+  // below it are the host's).
+  size_t kernelScope_ = SIZE_MAX;
+
+  bool linearHere(Ty* t) { return isLinear(c_.types, t, c_.affineMode); }
+
+  // DISCARD. `e;` throws e's value away: a linear one would leak (E001).
+  void ruleDiscardNotLinear(const Expr& e) {
+    if (!e.ty || !linearHere(e.ty)) return;
+    diags_.error("E001", e.span, "this linear value of type " + show(e.ty) + " is discarded by `;`",
+                 "bind it with `let!` and consume it, or pass it to a function that does");
+  }
+
+  // KERNEL CAPTURE. Kernel code borrows the owned GPU buffers it mentions
+  // (E002 if already consumed); any other linear host value is E210.
+  bool ruleKernelMention(Binding& b, Span s) {
+    if (kernelScope_ == SIZE_MAX) return false;
+    bool outer = false;
+    for (size_t i = 0; i < kernelScope_ && i < scope_.size(); ++i) outer |= scope_[i] == &b;
+    if (!outer) return false;
+    if (isOwnedGpu(b.ty)) {
+      ruleBorrowLive(b, s);
+      return true;
+    }
+    if (usageOf(c_, b) != Usage::Free)
+      diags_.error("E210", s, "kernel code cannot use the linear host value `" + b.name + "` (" + show(b.ty) + ")",
+                   "only GPU buffers (borrowed) and plain values cross into a kernel");
+    return true;
+  }
+
+  // LOOPS. A loop body runs many times: it may not consume a linear binding
+  // from outside the loop (E002).
+  void ruleLoopKeepsOuter(size_t nScope, const std::vector<St>& before) {
+    for (size_t i = 0; i < nScope; ++i) {
+      Binding& b = *scope_[i];
+      if (usageOf(c_, b) == Usage::Free || before[b.id].consumed || !state_[b.id].consumed) continue;
+      diags_.error("E002", state_[b.id].at, "`" + b.name + "` is consumed inside a loop, once per iteration",
+                   "consume it after the loop, or borrow it with `&" + b.name + "`");
+    }
+  }
+
+  // REGION ESCAPE. A buffer allocated in region r is not the region's result (E003).
+  void ruleGpuRegionEscape(const Expr& region) {
+    const Expr* t = region.kids.empty() ? nullptr : region.kids[0].get();
+    for (unsigned i = 0; i < 10000 && t; ++i) {
+      if ((t->kind == ExprKind::Let || t->kind == ExprKind::Seq || t->kind == ExprKind::VarDecl ||
+           t->kind == ExprKind::Workgroup || t->kind == ExprKind::Region) && !t->kids.empty())
+        t = t->kids.back().get();
+      else break;
+    }
+    if (!t) return;
+    bool escapes = (t->kind == ExprKind::AllocGpu && t->regionId == region.regionId && region.regionId >= 0);
+    if (t->kind == ExprKind::Var && t->binding)
+      if (auto it = gpuRegionOf_.find(t->binding->id); it != gpuRegionOf_.end() && it->second.first == region.regionId)
+        escapes = true;
+    if (escapes)
+      diags_.error("E003", t->span, "a GPU buffer allocated in region `" + region.name + "` escapes it",
+                   "consume it inside the region, or allocate it outside (`allocate_gpu(n)`)");
+  }
+
+  // Records which bindings hold an allocate_gpu@r result.
+  void noteGpuRegion(const Expr& let, const std::vector<Binding*>& bs) {
+    const Expr* v = let.kids[0].get();
+    if (v->kind != ExprKind::AllocGpu || v->regionId < 0 || bs.size() != 1) return;
+    gpuRegionOf_[bs[0]->id] = {v->regionId, v->name};
+  }
+
+  // ---- the walk ---------------------------------------------------------------------
+
+  // A run of Let / Seq / VarDecl / Workgroup (a block), walked in a loop.
+  void walkChain(Expr& first) {
+    std::vector<std::vector<Binding*>> opened;
+    Expr* e = &first;
+    while (true) {
+      std::vector<Binding*> bs;
+      if (e->kind == ExprKind::Let) {
+        walk(*e->kids[0]);
+        if (e->bval) ruleLetBangNoWildcard(*e->pat, e->span);
+        declarePattern(*e->pat, bs);
+        noteGpuRegion(*e, bs);
+      } else if (e->kind == ExprKind::Seq) {
+        ruleDiscardNotLinear(*e->kids[0]);
+        walk(*e->kids[0]);
+      } else if (e->kind == ExprKind::VarDecl) {
+        walk(*e->kids[0]);
+        if (e->binding) declare(e->binding), bs.push_back(e->binding);
+      } else if (e->kind == ExprKind::Workgroup) {
+        if (e->binding) declare(e->binding), bs.push_back(e->binding);
+      } else {
+        walkOne(*e);
+        break;
+      }
+      opened.push_back(std::move(bs));
+      if (e->kids.size() < (e->kind == ExprKind::Workgroup ? 1u : 2u)) break;
+      e = e->kids.back().get();
+    }
+    for (size_t i = opened.size(); i-- > 0;) endScope(opened[i]);
+  }
+
+  static bool isChain(const Expr& e) {
+    return e.kind == ExprKind::Let || e.kind == ExprKind::Seq || e.kind == ExprKind::VarDecl || e.kind == ExprKind::Workgroup;
+  }
+
   void walk(Expr& e) {
+    if (isChain(e)) walkChain(e);
+    else walkOne(e);
+  }
+
+  void walkLoopBody(Expr& body, std::vector<Binding*> bs) {
+    size_t nScope = scope_.size() - bs.size();
+    std::vector<St> before = state_;
+    walk(body);
+    endScope(bs);
+    ruleLoopKeepsOuter(nScope, before);
+  }
+
+  void walkOne(Expr& e) {
     switch (e.kind) {
       case ExprKind::Var:
+        if (e.binding && ruleKernelMention(*e.binding, e.span)) return;
         if (e.binding) ruleUseOnce(*e.binding, e.span);
         return;
       case ExprKind::Borrow:
-        if (e.kids[0]->kind == ExprKind::Var && e.kids[0]->binding) ruleBorrowLive(*e.kids[0]->binding, e.kids[0]->span);
-        else walk(*e.kids[0]);
+        if (e.kids[0]->kind == ExprKind::Var && e.kids[0]->binding) {
+          if (!ruleKernelMention(*e.kids[0]->binding, e.kids[0]->span)) ruleBorrowLive(*e.kids[0]->binding, e.kids[0]->span);
+        } else {
+          walk(*e.kids[0]);
+        }
         return;
-      case ExprKind::Let: {
+      case ExprKind::While:
         walk(*e.kids[0]);
-        if (e.bval) ruleLetBangNoWildcard(*e.pat, e.span);
+        walkLoopBody(*e.kids[1], {});
+        return;
+      case ExprKind::For: {
+        walk(*e.kids[0]);
+        walk(*e.kids[1]);
         std::vector<Binding*> bs;
-        declarePattern(*e.pat, bs);
-        if (e.kids.size() > 1) walk(*e.kids[1]);
-        endScope(bs);
+        if (e.binding) declare(e.binding), bs.push_back(e.binding);
+        walkLoopBody(*e.kids[2], bs);
         return;
       }
+      case ExprKind::Dispatch: {
+        for (auto& g : e.grid) walk(*g);
+        if (!e.name.empty()) {
+          for (auto& k : e.kids) walk(*k);
+          return;
+        }
+        size_t outer = kernelScope_;
+        if (kernelScope_ == SIZE_MAX) kernelScope_ = scope_.size();
+        unsigned lambdas = lambdaDepth_;
+        walk(*e.kids[0]);
+        lambdaDepth_ = lambdas;
+        kernelScope_ = outer;
+        return;
+      }
+      case ExprKind::Region:
+        regionNames_[e.regionId] = e.name;
+        for (auto& k : e.kids) walk(*k);
+        ruleGpuRegionEscape(e);
+        return;
+      case ExprKind::Let: {
+        walkChain(e);
+        return;
+      }
+
       case ExprKind::Lambda: {
         ++lambdaDepth_;
         std::vector<Binding*> bs;

@@ -717,7 +717,7 @@ class Parser {
     std::vector<ExprP> frames;  // each waits for the rest of the block as its last kid
     ExprP tail;
     while (!panic_ && !at(Tok::RBrace) && !at(Tok::End)) {
-      if (++statements_ > kMaxStatements) {
+      if (statements_ > kMaxStatements) {
         diags_.error("E000", cur().span, "this block nests more than " + std::to_string(kMaxStatements) + " statements",
                      "split it into functions");
         panic_ = true;
@@ -733,6 +733,7 @@ class Parser {
         e->kids.push_back(parseExprNoSeq());
         if (!accept(Tok::Semi)) accept(Tok::KwIn);
         frames.push_back(std::move(e));
+        ++statements_;
         continue;
       }
       if (atIdent("var") && peekTok().kind == Tok::Ident && (peekTok(2).kind == Tok::Eq || peekTok(2).kind == Tok::Colon)) {
@@ -744,6 +745,7 @@ class Parser {
         e->kids.push_back(parseExprNoSeq());
         expect(Tok::Semi, "after the `var` declaration");
         frames.push_back(std::move(e));
+        ++statements_;
         continue;
       }
       if (atIdent("workgroup") && peekTok().kind == Tok::Ident && peekTok(2).kind == Tok::Colon) {
@@ -761,6 +763,7 @@ class Parser {
         }
         expect(Tok::Semi, "after the workgroup array");
         frames.push_back(std::move(e));
+        ++statements_;
         continue;
       }
       if (at(Tok::KwRegion) && peekTok().kind == Tok::Ident && peekTok(2).kind == Tok::Colon) {
@@ -769,6 +772,7 @@ class Parser {
         e->name = take().text;
         take();
         frames.push_back(std::move(e));
+        ++statements_;
         continue;
       }
       bool blockLike = at(Tok::KwIf) || at(Tok::KwRegion) || atIdent("while") || atIdent("for") ||
@@ -788,6 +792,7 @@ class Parser {
         auto seq = node(ExprKind::Seq, e->span);
         seq->kids.push_back(std::move(e));
         frames.push_back(std::move(seq));
+        ++statements_;
         continue;
       }
       fail("';' after the statement");

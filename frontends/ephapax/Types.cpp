@@ -92,6 +92,39 @@ Ty* TyArena::param(std::string name, int id, bool region) {
   return make(std::move(t));
 }
 
+Ty* TyArena::gpu(Ty* elem, Ty::GpuOwn own) {
+  Ty t;
+  t.kind = Ty::Gpu;
+  t.gpu = own;
+  t.args = {elem};
+  return make(std::move(t));
+}
+Ty* TyArena::vec(int n) {
+  Ty t;
+  t.kind = Ty::Vec;
+  t.size = n;
+  return make(std::move(t));
+}
+Ty* TyArena::mat(int n) {
+  Ty t;
+  t.kind = Ty::Mat;
+  t.size = n;
+  return make(std::move(t));
+}
+Ty* TyArena::array(Ty* elem, int n) {
+  Ty t;
+  t.kind = Ty::Array;
+  t.size = n;
+  t.args = {elem};
+  return make(std::move(t));
+}
+Ty* TyArena::future(Ty* r) {
+  Ty t;
+  t.kind = Ty::Future;
+  t.args = {r};
+  return make(std::move(t));
+}
+
 Ty* resolve(Ty* t) {
   while (t && t->kind == Ty::Var && t->link) t = t->link;
   return t;
@@ -180,8 +213,24 @@ bool unifyAt(TyArena& a, Ty* x, Ty* y, unsigned depth) {
   if (x->kind == Ty::Error || y->kind == Ty::Error) return true;
   if (x->kind == Ty::Var) {
     if (occurs(x, y)) return false;
+    if (x->floatLit) {
+      if (y->kind == Ty::Var) {
+        if (y->intLit) return false;
+        y->floatLit = true;
+      } else {
+        Ty* core = y;
+        for (int i = 0; i < 40; ++i) {
+          Ty* e = expandAlias(a, core);
+          if (!e) break;
+          core = resolve(e);
+        }
+        bool isFloat = core->kind == Ty::Prim && (core->prim == Prim::F32 || core->prim == Prim::F64);
+        if (!isFloat && core->kind != Ty::Error) return false;
+      }
+    }
     if (x->intLit) {
       if (y->kind == Ty::Var) {
+        if (y->floatLit) return false;
         y->intLit = true;
       } else {
         Ty* core = y;
@@ -211,6 +260,14 @@ bool unifyAt(TyArena& a, Ty* x, Ty* y, unsigned depth) {
     case Ty::Unit: return true;
     case Ty::Param: return x->id == y->id;
     case Ty::Region: return x->id == y->id;
+    case Ty::Vec:
+    case Ty::Mat: return x->size == y->size;
+    case Ty::Gpu:
+      if (x->gpu != y->gpu) return false;
+      return unifyAt(a, x->args[0], y->args[0], depth + 1);
+    case Ty::Array:
+      if (x->size != y->size) return false;
+      return unifyAt(a, x->args[0], y->args[0], depth + 1);
     case Ty::Ref:
       if (x->mut != y->mut) return false;
       [[fallthrough]];
@@ -258,15 +315,24 @@ bool anyPart(TyArena& a, Ty* t, const std::function<bool(Ty*)>& pred, unsigned d
 
 bool unify(TyArena& a, Ty* x, Ty* y) { return unifyAt(a, x, y, 0); }
 
-bool isLinear(TyArena& a, Ty* t) {
-  return anyPart(a, t, [](Ty* p) {
-    return p->kind == Ty::String || (p->kind == Ty::Named && p->decl->linear);
+bool isLinear(TyArena& a, Ty* t, bool gpuAffine) {
+  return anyPart(a, t, [gpuAffine](Ty* p) {
+    return p->kind == Ty::String || (p->kind == Ty::Named && p->decl->linear) || p->kind == Ty::Future ||
+           (p->kind == Ty::Gpu && p->gpu == Ty::Linear && !gpuAffine);
   }, 0);
 }
 
-bool isAffine(TyArena& a, Ty* t) {
-  if (isLinear(a, t)) return false;
-  return anyPart(a, t, [](Ty* p) { return p->kind == Ty::Named && p->decl->affine; }, 0);
+bool isAffine(TyArena& a, Ty* t, bool gpuAffine) {
+  if (isLinear(a, t, gpuAffine)) return false;
+  return anyPart(a, t, [gpuAffine](Ty* p) {
+    return (p->kind == Ty::Named && p->decl->affine) || (p->kind == Ty::Gpu && p->gpu == Ty::Affine) ||
+           (p->kind == Ty::Gpu && p->gpu == Ty::Linear && gpuAffine);
+  }, 0);
+}
+
+bool isOwnedGpu(Ty* t) {
+  t = resolve(t);
+  return t && t->kind == Ty::Gpu && t->gpu != Ty::View;
 }
 
 bool mentionsRegion(Ty* t, int region) {
@@ -304,7 +370,24 @@ void showInto(std::string& s, Ty* t, bool nested, unsigned depth) {
   }
   switch (t->kind) {
     case Ty::Var:
-      s += t->regionVar ? "?r" + std::to_string(t->id) : t->intLit ? "{integer}" : "?" + std::to_string(t->id);
+      s += t->regionVar ? "?r" + std::to_string(t->id) : t->intLit ? "{integer}" : t->floatLit ? "{float}" : "?" + std::to_string(t->id);
+      return;
+    case Ty::Gpu:
+      s += t->gpu == Ty::Affine ? "GPUBufferAffine<" : "GPUBuffer<";
+      showInto(s, t->args[0], false, depth + 1);
+      s += t->gpu == Ty::Linear ? ">!" : ">";
+      return;
+    case Ty::Vec: s += "vec" + std::to_string(t->size); return;
+    case Ty::Mat: s += "mat" + std::to_string(t->size); return;
+    case Ty::Array:
+      s += "[";
+      showInto(s, t->args[0], false, depth + 1);
+      s += "; " + std::to_string(t->size) + "]";
+      return;
+    case Ty::Future:
+      s += "Future<";
+      showInto(s, t->args[0], false, depth + 1);
+      s += ">";
       return;
     case Ty::Param: s += t->name; return;
     case Ty::Prim: {

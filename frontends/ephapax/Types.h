@@ -28,6 +28,7 @@ struct Ty {
   int id = 0;              // Var/Param: a number; Region: the region's identity (-1: global `_`)
   bool regionVar = false;  // Var/Param standing for a region
   bool intLit = false;     // Var: the type of an integer literal (only integer types unify with it)
+  bool floatLit = false;   // Var: the type of a float literal (F32 or F64; F64 when nothing decides)
   bool mut = false;        // Ref
   std::string name;        // Param, Region, Named
   TypeDecl* decl = nullptr;  // Named
@@ -50,6 +51,12 @@ class TyArena {
   Ty* fn(Ty* a, Ty* b);
   Ty* named(TypeDecl* d, std::vector<Ty*> args);
   Ty* param(std::string name, int id, bool region = false);
+  // GPU extension.
+  Ty* gpu(Ty* elem, Ty::GpuOwn own);
+  Ty* vec(int n);
+  Ty* mat(int n);
+  Ty* array(Ty* elem, int n);
+  Ty* future(Ty* t);
 
  private:
   std::vector<std::unique_ptr<Ty>> all_;
@@ -71,10 +78,13 @@ std::vector<Ty*> recordFields(TyArena& a, Ty* named);
 bool unify(TyArena& a, Ty* x, Ty* y);
 
 // Must be used exactly once when bound by a linear binding: String@r, `linear
-// type`s and aggregates holding them.
-bool isLinear(TyArena& a, Ty* t);
-// Declared `affine type` (or holding one) and not linear.
-bool isAffine(TyArena& a, Ty* t);
+// type`s, GPUBuffer<T>!, Future<T> and aggregates holding them. With
+// `gpuAffine` (--mode affine) an owned GPU buffer counts as affine instead.
+bool isLinear(TyArena& a, Ty* t, bool gpuAffine = false);
+// Declared `affine type`, GPUBufferAffine<T> (or holding one) and not linear.
+bool isAffine(TyArena& a, Ty* t, bool gpuAffine = false);
+// An owned GPU buffer: GPUBuffer<T>! or GPUBufferAffine<T> (not a view).
+bool isOwnedGpu(Ty* t);
 // A type mentions region id `region` (for E003).
 bool mentionsRegion(Ty* t, int region);
 // The first region (not global) the type mentions, or -1.
