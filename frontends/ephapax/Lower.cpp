@@ -587,6 +587,17 @@ class Lowerer {
     }
     for (auto& [key, g] : groups_)
       if (g.apply && g.apply->body().empty()) emitApply(g);
+    // Unused unit values (statements' results) are removed from kernel code:
+    // some Vulkan drivers (lavapipe) cannot build a pipeline with an empty struct.
+    for (auto& f : m_.functions()) {
+      if (f->isHost()) continue;
+      std::vector<ir::Op*> dead;
+      f->walk([&](ir::Op* op) {
+        if (op->name() == "struct.make" && op->numOperands() == 0 && op->numResults() == 1 && !op->result(0)->hasUses())
+          dead.push_back(op);
+      });
+      for (ir::Op* op : dead) op->erase();
+    }
   }
 
   bool hasSelfTailCall(const Expr& e, const std::string& name, unsigned depth = 0) {
@@ -1983,6 +1994,42 @@ class Lowerer {
     return unit();
   }
 
+  // The element count of a buffer, as i32, in host code. The IR interpreter
+  // cannot take buffer.len of a device buffer from host code (it holds
+  // device buffers behind its device hooks), so the count is found from the
+  // buffer's `alloc` when the value comes straight from one (through the
+  // lowering's struct.make/unpack re-bindings), else read by a one-invocation
+  // kernel.
+  Value* hostLen(Value* buf) {
+    if (buf->type()->space() != ir::Space::Device) return b_.op("buffer.len", {buf}, ctx_.i32());
+    Value* v = buf;
+    for (int step = 0; step < 64 && v->definingOp(); ++step) {
+      ir::Op* d = v->definingOp();
+      if (d->name() == "alloc") {
+        Value* n = d->operand(0);
+        return n->type() == ctx_.i32() ? n : b_.op("cast", {n}, ctx_.i32());
+      }
+      ir::Op* make = d->numOperands() == 1 ? d->operand(0)->definingOp() : nullptr;
+      if (!make || make->name() != "struct.make") break;
+      unsigned k = d->name() == "struct.unpack" ? v->index()
+                   : d->name() == "struct.extract" ? static_cast<unsigned>(d->intAttr("index"))
+                                                   : ~0u;
+      if (k >= make->numOperands()) break;
+      v = make->operand(k);
+    }
+    ir::Function* k = bufferLenKernel(m_, buf->type()->elem(), curLoc_);
+    Value* one = b_.constInt(ctx_.u32(), 1);
+    Value* oneI = b_.constInt(ctx_.i32(), 1);
+    Value* tmp = b_.op("alloc", {oneI}, ctx_.bufferType(ctx_.i32(), ir::Space::Device, ir::Ownership::Linear));
+    Value* host = b_.op("alloc", {oneI}, ctx_.bufferType(ctx_.i32(), ir::Space::Host, ir::Ownership::Linear));
+    b_.create("dispatch", {one, one, one, buf, tmp}, {}, {{"kernel", ir::Attr::symbol(k->name())}});
+    b_.create("d2h", {host, tmp});
+    Value* n = b_.op("load", {host, b_.constInt(ctx_.i32(), 0)}, ctx_.i32());
+    b_.create("free", {tmp});
+    b_.create("free", {host});
+    return n;
+  }
+
   // ---- builtins ----------------------------------------------------------------------
   Value* splat(Value* s, const ir::Type* vt) {
     if (s->type() != vt->elem()) s = b_.op("cast", {s}, vt->elem());
@@ -2192,7 +2239,8 @@ class Lowerer {
           unsupported(e.span, "len needs a buffer or a list");
           return fabricate(rt);
         }
-        Value* n = b_.op("buffer.len", {b}, rt->isInt() ? rt : ctx_.i32());
+        Value* n = device_ ? b_.op("buffer.len", {b}, ctx_.i32()) : hostLen(b);
+        if (rt->isInt() && rt != n->type()) n = b_.op("cast", {n}, rt);
         if (temp) dropValue(temp);
         return n;
       }
@@ -2222,7 +2270,7 @@ class Lowerer {
           dropValue(src);
           return fabricate(rt);
         }
-        Value* n = b_.op("buffer.len", {src}, ctx_.i32());
+        Value* n = hostLen(src);
         Value* h = b_.op("alloc", {n}, ctx_.bufferType(src->type()->elem(), ir::Space::Host, ir::Ownership::Affine));
         b_.create("d2h", {h, src});
         if (!borrowed) dropValue(src);

@@ -176,4 +176,23 @@ ir::Function* elementCopyKernel(ir::Module& m, const ir::Type* elem, bool read, 
   return f;
 }
 
+// `kernel @"buffer_len<T>"(%src: read, %dst: buffer<i32, device, write>)`:
+// dst[0] = the element count of src; one invocation.
+ir::Function* bufferLenKernel(ir::Module& m, const ir::Type* elem, Loc loc) {
+  ir::Context& ctx = m.context();
+  std::string name = "buffer_len<" + elem->str() + ">";
+  if (ir::Function* f = m.lookup(name)) return f;
+  const ir::Type* src = ctx.bufferType(elem, ir::Space::Device, ir::Ownership::Read);
+  const ir::Type* dst = ctx.bufferType(ctx.i32(), ir::Space::Device, ir::Ownership::Write);
+  ir::Function* f = m.addFunction(name, ir::FunctionKind::Kernel, ctx.functionType({src, dst}, {}), loc);
+  f->param(0)->setName("src");
+  f->param(1)->setName("dst");
+  ir::Builder b(ctx, f->body());
+  b.setLoc(loc);
+  ir::Value* n = b.op("buffer.len", {f->param(0)}, ctx.i32());
+  b.create("store", {f->param(1), b.constInt(ctx.i32(), 0), n});
+  b.create("return");
+  return f;
+}
+
 }  // namespace eph::ephapax::lowering
