@@ -332,6 +332,10 @@ class TypeChecker {
     regions_.clear();
     curFn_ = &f;
     inKernel_ = f.gpuRole == FnDecl::Kernel;
+    // The function's type parameters can be named in its body
+    // (`allocate_gpu<U>(n)`, `let x: T = ..`).
+    typeVars_.clear();
+    for (size_t i = 0; i < f.typeParams.size() && i < f.typeParamTys.size(); ++i) typeVars_[f.typeParams[i]] = f.typeParamTys[i];
     markTailReturns(*f.body);
     // Region parameters of the signature are active in the body.
     for (Ty* p : f.typeParamTys)
@@ -358,6 +362,7 @@ class TypeChecker {
     checkDispatchSites();
     inKernel_ = false;
     curFn_ = nullptr;
+    typeVars_.clear();
     tailReturns_.clear();
     f.checkedOk = diags_.size() == before;
   }
@@ -939,7 +944,14 @@ class TypeChecker {
       return inferBuiltinCall(e);
     }
     Ty* ft = infer(callee);
-    if (callee.kind == ExprKind::Var && !callee.binding && callee.refKind == Expr::Fn) noteCall(e, callee.global);
+    if (callee.kind == ExprKind::Var && !callee.binding && callee.refKind == Expr::Fn) {
+      noteCall(e, callee.global);
+      FnDecl& g = *c_.prog.fns[callee.global];
+      // A launcher is specialised per function argument, like a kernel (E215).
+      if (g.gpuRole == FnDecl::Launcher)
+        for (size_t i = 0; i < g.params.size() && i + 1 < e.kids.size(); ++i)
+          if (core(g.paramTys[i])->kind == Ty::Fn) pendingFnArgs_.push_back({e.kids[i + 1].get(), g.name});
+    }
     // Named functions and constructors take exactly their parameters.
     if (callee.kind == ExprKind::Var && !callee.binding && (callee.refKind == Expr::Fn || callee.refKind == Expr::Extern || callee.refKind == Expr::Ctor)) {
       size_t want = 0;
@@ -974,8 +986,12 @@ class TypeChecker {
       return r;
     }
     Ty* cur = ft;
+    std::vector<std::pair<Expr*, std::string>> fnArgs;
+    fnArgs.swap(pendingFnArgs_);
     for (size_t i = 1; i < e.kids.size(); ++i) {
       Ty* a = infer(*e.kids[i]);
+      for (auto& [arg, to] : fnArgs)
+        if (arg == e.kids[i].get()) checkFunctionValue(*arg, "launcher `" + to + "`");
       Ty* c = resolve(cur);
       if (c->kind == Ty::Error) continue;
       if (c->kind == Ty::Var) {
@@ -1125,7 +1141,8 @@ class TypeChecker {
   // ==== GPU extension: statements, kernels, dispatch, builtins =====================
 
   FnDecl* curFn_ = nullptr;
-  bool inKernel_ = false;  // inside a kernel body or an inline dispatch body
+  bool inKernel_ = false;
+  std::vector<std::pair<Expr*, std::string>> pendingFnArgs_;  // launcher arguments that must be known functions  // inside a kernel body or an inline dispatch body
   std::vector<Ty*> intVars_, floatVars_, gpuElems_;  // defaulted to I32 / F64 / I32
   std::vector<std::pair<Expr*, Ty*>> varDeclChecks_;  // E214 once types are known
   std::set<const Expr*> tailReturns_;
