@@ -21,40 +21,63 @@ std::string CheckedDevice::describe(const Record& r) const {
   return s;
 }
 
+CheckedDevice::Record* CheckedDevice::find(uint64_t handle) {
+  if (haveBase_ && handle >= base_ && handle - base_ < kDenseHandles) {
+    uint64_t i = handle - base_;
+    return i < dense_.size() && dense_[i].state != State::Unknown ? &dense_[i] : nullptr;
+  }
+  auto it = sparse_.find(handle);
+  return it == sparse_.end() ? nullptr : &it->second;
+}
+
+CheckedDevice::Record& CheckedDevice::insert(uint64_t handle) {
+  if (!haveBase_) base_ = handle, haveBase_ = true;
+  if (handle < base_ || handle - base_ >= kDenseHandles) return sparse_[handle];
+  uint64_t i = handle - base_;
+  if (i >= dense_.size()) dense_.resize(std::max<size_t>(i + 1, dense_.size() * 2));
+  return dense_[i];
+}
+
 Expected<uint64_t> CheckedDevice::alloc(const ir::Type* bufferType, uint64_t count, Loc site) {
   auto handle = inner_.alloc(bufferType, count, site);
   if (!handle) return handle;
   // A device that reuses the handle of a freed buffer starts a new record.
-  Record& r = buffers_[*handle];
+  Record& r = insert(*handle);
   r = Record{State::Allocated, bufferType->elem(), count, allocations_++, site, {}, {}};
   ++live_;
   return handle;
 }
 
-Status CheckedDevice::use(uint64_t handle, Loc site, std::string_view what) {
-  auto it = buffers_.find(handle);
-  if (it == buffers_.end())
-    return Error{site, std::string(what) + " of device buffer handle " + std::to_string(handle) +
+// Checks a use of `handle` and records it; `what` (called only for a
+// message) names the use.
+template <class What>
+Status CheckedDevice::useAs(uint64_t handle, Loc site, const What& what) {
+  Record* found = find(handle);
+  if (!found)
+    return Error{site, std::string(what()) + " of device buffer handle " + std::to_string(handle) +
                            ", which " + (name_.empty() ? "this device" : name_) + " never allocated"};
-  Record& r = it->second;
+  Record& r = *found;
   if (r.state == State::Freed)
     return Error{site, "use after free: " + describe(r) + " was freed " + at(r.freeSite) +
-                           " and used again " + at(site) + " (by " + std::string(what) + ")"};
+                           " and used again " + at(site) + " (by " + std::string(what()) + ")"};
   r.state = State::InUse;
   r.lastUse = site;
   return Status::ok();
 }
 
+Status CheckedDevice::use(uint64_t handle, Loc site, std::string_view what) {
+  return useAs(handle, site, [&] { return what; });
+}
+
 Status CheckedDevice::free(uint64_t handle, Loc site) {
-  auto it = buffers_.find(handle);
-  if (it != buffers_.end() && it->second.state == State::Freed) {
-    const Record& r = it->second;
+  if (Record* found = find(handle); found && found->state == State::Freed) {
+    const Record& r = *found;
     return Error{site, "double free: " + describe(r) + " was freed " + at(r.freeSite) +
                            " and freed again " + at(site)};
   }
   if (Status s = use(handle, site, "free"); !s) return s;
   if (Status s = inner_.free(handle, site); !s) return s;
-  Record& r = buffers_[handle];
+  Record& r = *find(handle);
   r.state = State::Freed;
   r.freeSite = site;
   --live_;
@@ -76,17 +99,22 @@ Status CheckedDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 
   for (size_t i = 0; i < args.size(); ++i) {
     const ir::Type* t = args[i].type;
     if (!t || !t->isBuffer() || t->space() != ir::Space::Device) continue;
-    std::string what = "dispatch of @" + kernel.name() + ", argument " + std::to_string(i);
-    if (Status s = use(args[i].buffer, site, what); !s) return s;
+    auto what = [&] { return "dispatch of @" + kernel.name() + ", argument " + std::to_string(i); };
+    if (Status s = useAs(args[i].buffer, site, what); !s) return s;
   }
   return inner_.dispatch(kernel, groups, args, site);
 }
 
 Status CheckedDevice::checkLeaks(std::string_view function, std::span<const uint64_t> returned) const {
   std::vector<const Record*> leaked;
-  for (const auto& [handle, r] : buffers_)
-    if (r.state != State::Freed && std::find(returned.begin(), returned.end(), handle) == returned.end())
+  auto consider = [&](uint64_t handle, const Record& r) {
+    if (r.state != State::Unknown && r.state != State::Freed &&
+        std::find(returned.begin(), returned.end(), handle) == returned.end())
       leaked.push_back(&r);
+  };
+  if (live_ == 0) return Status::ok();
+  for (uint64_t i = 0; i < dense_.size(); ++i) consider(base_ + i, dense_[i]);
+  for (const auto& [handle, r] : sparse_) consider(handle, r);
   if (leaked.empty()) return Status::ok();
   std::sort(leaked.begin(), leaked.end(), [](const Record* a, const Record* b) { return a->order < b->order; });
   const Record& first = *leaked.front();

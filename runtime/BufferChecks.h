@@ -30,6 +30,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "runtime/Device.h"
 
@@ -65,19 +66,31 @@ class CheckedDevice : public Device {
   size_t liveBuffers() const { return live_; }
 
  private:
-  enum class State { Allocated, InUse, Freed };
+  enum class State { Unknown, Allocated, InUse, Freed };
   struct Record {
-    State state = State::Allocated;
+    State state = State::Unknown;
     const ir::Type* elem = nullptr;
     uint64_t count = 0;
     uint64_t order = 0;  // allocation order, so leaks are listed as allocated
     Loc allocSite, lastUse, freeSite;
   };
   std::string describe(const Record& r) const;
+  template <class What>
+  Status useAs(uint64_t handle, Loc site, const What& what);
+  // The record of `handle`, or null when this device never returned it.
+  Record* find(uint64_t handle);
+  Record& insert(uint64_t handle);
 
   Device& inner_;
   std::string name_;
-  std::unordered_map<uint64_t, Record> buffers_;
+  // Records by handle: the devices hand out consecutive handles, kept in a
+  // vector from the first one this decorator saw (one index per op); others
+  // in a map.
+  static constexpr uint64_t kDenseHandles = uint64_t(1) << 22;
+  std::vector<Record> dense_;
+  uint64_t base_ = 0;  // the handle of dense_[0]
+  bool haveBase_ = false;
+  std::unordered_map<uint64_t, Record> sparse_;
   uint64_t allocations_ = 0;
   size_t live_ = 0;
 };
