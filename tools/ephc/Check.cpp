@@ -19,9 +19,11 @@ CommandSpec checkSpec() {
           "An Ephapax source (.eph) is parsed and checked: types, the linear and affine\n"
           "rules and regions. Every diagnostic is printed to stderr as\n"
           "'file:line:col: error[CODE]: message' with the source line, a caret and a\n"
-          "hint (docs/errors.md lists the codes). An IR module (.eir) is parsed,\n"
+          "hint (docs/errors.md lists the codes). --mode affine lets owned values be\n"
+          "dropped instead of consumed. An IR module (.eir) is parsed,\n"
           "verified and put through the linearity pass. Exits 0 when the input is\n"
           "fine, 1 otherwise.",
+      .options = {modeOption()},
       .minOperands = 1,
       .maxOperands = 1,
   };
@@ -32,12 +34,15 @@ int runCheckCommand(Session& s, std::span<const std::string> argv) {
   auto args = parseArgs(spec, argv);
   if (!args) return s.report(args.error());
   if (args->help) return s.io.out << helpText(spec), 0;
+  if (!applyFrontendOptions(s, *args, "check")) return 1;
   const std::string& file = args->operands[0];
   if (ephapax::isEphapaxFile(file)) {
     std::string text;
     if (!s.readInput(file, text)) return 1;
     ephapax::DiagSink diags;
-    auto checked = ephapax::check(text, diags);
+    ephapax::CheckOptions opts;
+    opts.affineMode = s.affineMode;
+    auto checked = ephapax::check(text, diags, opts);
     s.io.err << ephapax::renderAll(diags, file, text);
     return diags.empty() && checked ? 0 : 1;
   }

@@ -125,6 +125,7 @@ std::unique_ptr<ir::Module> Session::loadModule(ir::Context& ctx, const std::str
     ephapax::DiagSink diags;
     ephapax::CompileOptions opts;
     opts.frontendCheck = opts.checkIR = frontendCheck;
+    opts.check.affineMode = affineMode;
     auto lowered = ephapax::compile(ctx, text, name, diags, opts);
     if (lowered && !frontendCheck) return lowered;  // ownership errors left to the IR passes
     io.err << ephapax::renderAll(diags, name, text);
@@ -150,8 +151,21 @@ OptionSpec noFrontendCheckOption() {
           "then reports it)"};
 }
 
-void applyFrontendOptions(Session& s, const ParsedArgs& args) {
+OptionSpec modeOption() {
+  return {"--mode", "linear|affine",
+          ".eph: linear (the default) requires every owned value to be consumed; affine lets it be "
+          "dropped (a dropped GPU buffer is freed by the compiler)"};
+}
+
+bool applyFrontendOptions(Session& s, const ParsedArgs& args, std::string_view cmd) {
   s.frontendCheck = !args.has("--no-frontend-check");
+  std::string mode = args.get("--mode", "linear");
+  if (mode != "linear" && mode != "affine") {
+    s.fail(std::string(cmd) + ": --mode wants 'linear' or 'affine', got '" + mode + "'");
+    return false;
+  }
+  s.affineMode = mode == "affine";
+  return true;
 }
 
 // ---- pass pipelines -----------------------------------------------------------

@@ -62,11 +62,17 @@ struct Session {
   // (type errors still stop them), silently, so that the IR `linearity` pass
   // can be seen reporting the same errors (--no-frontend-check).
   bool frontendCheck = true;
+  // Ephapax: `--mode affine` lets owned values be dropped (the compiler frees
+  // dropped GPU buffers); false is `--mode linear`, the default.
+  bool affineMode = false;
 };
 
 // --no-frontend-check (opt, run, lower): sets Session::frontendCheck.
 OptionSpec noFrontendCheckOption();
-void applyFrontendOptions(Session& s, const ParsedArgs& args);
+// --mode linear|affine (check, opt, run, lower): sets Session::affineMode.
+OptionSpec modeOption();
+// Applies both (those `args` has); false after reporting a bad --mode value.
+bool applyFrontendOptions(Session& s, const ParsedArgs& args, std::string_view cmd);
 
 // The pass-pipeline options shared by `opt` and `run`.
 std::vector<OptionSpec> pipelineOptions();

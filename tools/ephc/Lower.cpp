@@ -181,6 +181,7 @@ CommandSpec lowerSpec() {
       .maxOperands = 1,
   };
   spec.options.push_back(noFrontendCheckOption());
+  spec.options.push_back(modeOption());
   return spec;
 }
 
@@ -189,7 +190,7 @@ int runLowerCommand(Session& s, std::span<const std::string> argv) {
   auto args = parseArgs(spec, argv);
   if (!args) return s.report(args.error());
   if (args->help) return s.io.out << helpText(spec), 0;
-  applyFrontendOptions(s, *args);
+  if (!applyFrontendOptions(s, *args, "lower")) return 1;
 
   if (!args->has("--emit")) return s.fail("lower needs --emit=KIND (one of: " + emitKindNames() + ")");
   std::string kindName = args->get("--emit");

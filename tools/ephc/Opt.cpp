@@ -21,6 +21,7 @@ CommandSpec optSpec() {
   spec.options.push_back({"--print-locs", "", "print loc(\"file\":line:col) on every op and function"});
   spec.options.push_back({"-o", "OUT", "write the IR to OUT instead of stdout"});
   spec.options.push_back(noFrontendCheckOption());
+  spec.options.push_back(modeOption());
   return spec;
 }
 
@@ -29,7 +30,7 @@ int runOptCommand(Session& s, std::span<const std::string> argv) {
   auto args = parseArgs(spec, argv);
   if (!args) return s.report(args.error());
   if (args->help) return s.io.out << helpText(spec), 0;
-  applyFrontendOptions(s, *args);
+  if (!applyFrontendOptions(s, *args, "opt")) return 1;
 
   if (!loadPlugins(s, *args)) return 1;
   passes::PassManager pm;

@@ -39,6 +39,7 @@ CommandSpec runSpec() {
   };
   for (OptionSpec& o : pipelineOptions()) spec.options.push_back(o);
   spec.options.push_back(noFrontendCheckOption());
+  spec.options.push_back(modeOption());
   return spec;
 }
 
@@ -48,7 +49,7 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   auto args = parseArgs(spec, argv);
   if (!args) return s.report(args.error());
   if (args->help) return s.io.out << helpText(spec), 0;
-  applyFrontendOptions(s, *args);
+  if (!applyFrontendOptions(s, *args, "run")) return 1;
 
   std::optional<int> deviceIndex = deviceIndexArg(s, *args, "run");
   if (!deviceIndex) return 1;
