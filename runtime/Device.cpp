@@ -1,6 +1,7 @@
 #include "runtime/Device.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 
 #include "runtime/BufferChecks.h"
@@ -99,6 +100,30 @@ Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index)
   for (auto& t : availableTargets()) known += (known.empty() ? "" : ", ") + t;
   return Error{{}, "target '" + std::string(target) + "' is not available in this build (available: " +
                        known + ")"};
+}
+
+Expected<std::vector<std::unique_ptr<Device>>> openDevices(std::string_view list) {
+  std::vector<std::unique_ptr<Device>> devices;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = std::min(list.find(',', start), list.size());
+    std::string_view item = list.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) return Error{{}, "empty entry in the device list '" + std::string(list) + "'"};
+    std::string_view target = item.substr(0, item.find(':'));
+    int index = -1;
+    if (target.size() < item.size()) {
+      std::string_view n = item.substr(target.size() + 1);
+      auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), index);
+      if (n.empty() || ec != std::errc() || end != n.data() + n.size() || index < 0)
+        return Error{{}, "bad device number in '" + std::string(item) + "' (want TARGET or TARGET:N)"};
+    }
+    auto dev = openDevice(target, index);
+    if (!dev) return Error{{}, "device " + std::to_string(devices.size()) + " ('" + std::string(item) +
+                                   "'): " + dev.error().message};
+    devices.push_back(std::move(*dev));
+  }
+  return devices;
 }
 
 // A real GPU through Vulkan when there is one; else the CPU target (a CPU

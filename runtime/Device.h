@@ -74,6 +74,11 @@ Expected<std::vector<interp::RtValue>> runHost(std::span<Device* const> devices,
 // first GPU, else the first device); -1 means the default.
 Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index = -1);
 
+// Opens a list of devices for runHost over several: "vulkan,cpu" or
+// "vulkan:0,vulkan:1,interp" (a target, optionally `:N` for openDevice's
+// index); device k of the program is the k-th entry.
+Expected<std::vector<std::unique_ptr<Device>>> openDevices(std::string_view list);
+
 // The targets this build has, the reference interpreter first.
 std::vector<std::string> availableTargets();
 

@@ -25,8 +25,9 @@ Device* DeviceSet::route(uint64_t handle, Loc site, Status& err) const {
 Expected<uint64_t> DeviceSet::allocOn(unsigned device, const ir::Type* bufferType, uint64_t count, Loc site) {
   if (device >= devices_.size())
     return Error{site, "the buffer is allocated on device " + std::to_string(device) + " but the program runs on " +
-                           std::to_string(devices_.size()) + " device" + (devices_.size() == 1 ? "" : "s") +
-                           " (0.." + std::to_string(devices_.size() - 1) + ")"};
+                           (devices_.size() == 1 ? std::string("1 device (device 0)")
+                                                 : std::to_string(devices_.size()) + " devices (0.." +
+                                                       std::to_string(devices_.size() - 1) + ")")};
   auto inner = devices_[device]->alloc(bufferType, count, site);
   if (!inner) return inner;
   if (*inner > kInnerMask)

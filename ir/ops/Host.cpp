@@ -9,12 +9,19 @@ namespace eph::ir {
 namespace {
 using namespace rules;
 
+// The largest `{device = k}` an alloc may name.
+constexpr int64_t kMaxDeviceIndex = 255;
+
 std::string verifyAlloc(const Op& op) {
   if (!operandType(op, 0)->isInt()) return "element count must be an integer";
   const Type* b = resultType(op);
   if (!b->isBuffer() || b->space() == Space::Workgroup ||
       (b->ownership() != Ownership::Linear && b->ownership() != Ownership::Affine))
     return "result must be a linear or affine host or device buffer, got " + typeStr(b);
+  if (op.attr("device")) {
+    if (b->space() != Space::Device) return "attribute 'device' is only for device buffers";
+    if (auto e = needIndexAttr(op, "device", 0, kMaxDeviceIndex); !e.empty()) return e;
+  }
   return {};
 }
 
@@ -38,6 +45,7 @@ std::string verifyTransfer(const Op& op, Space dst, Space src) {
 }
 
 std::string verifyH2D(const Op& op) { return verifyTransfer(op, Space::Device, Space::Host); }
+std::string verifyCopy(const Op& op) { return verifyTransfer(op, Space::Device, Space::Device); }
 std::string verifyD2H(const Op& op) { return verifyTransfer(op, Space::Host, Space::Device); }
 
 const Function* kernelOf(const Op& op) {
@@ -107,7 +115,8 @@ bool interpAlloc(interp::Exec& ex, const Op& op) {
   interp::RtValue b;
   b.type = t;
   if (interp::DeviceHooks* d = deviceFor(ex, t)) {
-    auto handle = d->alloc(t, n, op.loc());
+    unsigned device = op.attr("device") ? static_cast<unsigned>(op.intAttr("device")) : 0;
+    auto handle = device ? d->allocOn(device, t, n, op.loc()) : d->alloc(t, n, op.loc());
     if (!handle) return ex.fail(handle.takeError());
     b.buffer = *handle;
   } else {
@@ -149,6 +158,27 @@ bool interpCopy(interp::Exec& ex, const Op& op) {
   return true;
 }
 
+// copy %dst, %src between device buffers. Without device hooks both live in
+// the interpreter's Memory, whatever device they were allocated on. As on a
+// runtime::DeviceSet (which copies through the host), every source element
+// must have been written.
+bool interpDeviceCopy(interp::Exec& ex, const Op& op) {
+  if (interp::DeviceHooks* d = ex.deviceHooks())
+    return check(ex, d->copy(ex.operand(op, 0).buffer, ex.operand(op, 1).buffer, op.loc()));
+  interp::BufferData* dst = ex.buffer(op, ex.operand(op, 0));
+  interp::BufferData* src = dst ? ex.buffer(op, ex.operand(op, 1)) : nullptr;
+  if (!src) return false;
+  if (dst->elems.size() != src->elems.size())
+    return ex.fail(op, "copies a buffer of " + std::to_string(src->elems.size()) +
+                           " elements into a buffer of " + std::to_string(dst->elems.size()));
+  for (size_t i = 0; i < src->written.size(); ++i)
+    if (!src->written[i])
+      return ex.fail(op, "element " + std::to_string(i) + " of the source of a copy was never written");
+  dst->elems = src->elems;
+  dst->written = src->written;
+  return true;
+}
+
 bool interpDispatch(interp::Exec& ex, const Op& op) {
   const Function* k = kernelOf(op);
   if (!k) return ex.fail(op, "dispatches unknown kernel @" + op.symbolAttr("kernel"));
@@ -172,7 +202,7 @@ bool interpWait(interp::Exec& ex, const Op& op) {
 
 const OpInfo kOps[] = {
     {.name = "alloc", .numOperands = 1, .numResults = 1, .flags = kHostOnly, .verify = verifyAlloc, .interp = interpAlloc,
-     .summary = "alloc %n : buffer<T, host|device, linear|affine>: a buffer of n elements"},
+     .summary = "alloc %n [{device = k}] : buffer<T, host|device, linear|affine>: a buffer of n elements (a device buffer on device k, default 0)"},
     {.name = "free", .numOperands = 1, .numResults = 0, .flags = kHostOnly,
      .effects = {Effect::Consume}, .verify = verifyFree, .interp = interpFree, .summary = "release a buffer (consumes it)"},
     {.name = "h2d", .numOperands = 2, .numResults = 0, .flags = kHostOnly,
@@ -181,6 +211,9 @@ const OpInfo kOps[] = {
     {.name = "d2h", .numOperands = 2, .numResults = 0, .flags = kHostOnly,
      .effects = {Effect::Write, Effect::Read}, .verify = verifyD2H, .interp = interpCopy,
      .summary = "d2h %host_dst, %device_src: copy device to host (same length)"},
+    {.name = "copy", .numOperands = 2, .numResults = 0, .flags = kHostOnly,
+     .effects = {Effect::Write, Effect::Read}, .verify = verifyCopy, .interp = interpDeviceCopy,
+     .summary = "copy %device_dst, %device_src: copy between device buffers (same length, any devices)"},
     {.name = "dispatch", .numOperands = kVariadic, .numResults = 0, .flags = kHostOnly | kTypeVarAware,
      .effectFn = dispatchEffect, .verify = verifyDispatch, .interp = interpDispatch,
      .summary = "dispatch %gx, %gy, %gz, %args... {kernel = @k}: run a grid of workgroups"},

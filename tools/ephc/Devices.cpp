@@ -24,7 +24,8 @@ CommandSpec devicesSpec() {
           "Vulkan version, subgroup size, 16/64-bit types, atomics, and the limits\n"
           "that bad input runs into (largest buffer, workgroup size and count,\n"
           "workgroup memory, push constants). When Vulkan is unavailable, the last\n"
-          "line says why.",
+          "line says why. 'ephc run --devices=vulkan:0,cpu' runs one program on\n"
+          "several of them.",
   };
 }
 

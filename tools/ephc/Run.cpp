@@ -1,5 +1,5 @@
 // `ephc run FILE --target=interp`: run a module's entry host function and
-// print its results, one per line.
+// print its results, one per line. `--devices=LIST` runs it on several.
 #include <cstdlib>
 #include <ostream>
 
@@ -23,12 +23,15 @@ CommandSpec runSpec() {
           "LLVM, on EPH_THREADS threads) and vulkan ('ephc devices' lists the\n"
           "devices; --device N or EPH_DEVICE picks one, else the first GPU). The\n"
           "default is a GPU through Vulkan when there is one, else cpu.\n"
+          "--devices=vulkan,cpu runs one program on several devices: device k of the\n"
+          "program (alloc {device = k}, default 0) is the k-th of the list.\n"
           "--check-buffers (or EPH_CHECK_BUFFERS=1) follows every device buffer and\n"
           "reports use after free, double free and leaks with the allocation site.",
       .options =
           {
               {"--target", "NAME", "where to run: interp, cpu or vulkan (default: a GPU, else cpu)"},
               {"--device", "N", "which Vulkan device (as 'ephc devices' numbers them; default: EPH_DEVICE, else the first GPU)"},
+              {"--devices", "LIST", "run on several devices, e.g. vulkan,cpu or vulkan:0,vulkan:1: `alloc {device = k}` puts a buffer on the k-th"},
               {"--entry", "NAME", "the host function to run (default: main)"},
               {"--arg", "VALUE", "an argument for the entry function; one per parameter, in order", true},
               {"--link", "LIB.so", "load a shared library first: Ephapax extern functions and __ffi resolve in it", true},
@@ -51,10 +54,21 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   if (args->help) return s.io.out << helpText(spec), 0;
   if (!applyFrontendOptions(s, *args, "run")) return 1;
 
-  std::optional<int> deviceIndex = deviceIndexArg(s, *args, "run");
-  if (!deviceIndex) return 1;
-  auto device = runtime::openDevice(args->has("--target") ? args->get("--target") : runtime::defaultTarget(), *deviceIndex);
-  if (!device) return s.fail("run: " + device.error().message);
+  // One device (--target, --device) or several (--devices).
+  std::vector<std::unique_ptr<runtime::Device>> devices;
+  if (args->has("--devices")) {
+    if (args->has("--target") || args->has("--device"))
+      return s.fail("run: --devices names every device; give it without --target and --device");
+    auto opened = runtime::openDevices(args->get("--devices"));
+    if (!opened) return s.fail("run: --devices: " + opened.error().message);
+    devices = std::move(*opened);
+  } else {
+    std::optional<int> deviceIndex = deviceIndexArg(s, *args, "run");
+    if (!deviceIndex) return 1;
+    auto device = runtime::openDevice(args->has("--target") ? args->get("--target") : runtime::defaultTarget(), *deviceIndex);
+    if (!device) return s.fail("run: " + device.error().message);
+    devices.push_back(std::move(*device));
+  }
 
   if (!loadPlugins(s, *args)) return 1;
   for (const std::string& lib : args->all("--link"))
@@ -78,7 +92,9 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   if (!values) return 1;
   runtime::RunOptions runOpts = runtime::RunOptions::fromEnvironment();
   if (args->has("--check-buffers")) runOpts.checkBuffers = true;
-  auto results = runtime::runHost(**device, interp, *entry, std::move(*values), runOpts);
+  std::vector<runtime::Device*> set;
+  for (auto& d : devices) set.push_back(d.get());
+  auto results = runtime::runHost(set, interp, *entry, std::move(*values), runOpts);
   if (!results) return s.report(results.error());
   for (const interp::RtValue& r : *results) s.io.out << interp::format(r, &interp.memory()) << "\n";
   return 0;
