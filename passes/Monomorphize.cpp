@@ -29,7 +29,9 @@
 // function (not determined by any call site), a function-typed parameter of a
 // kernel or device function bound to a value that is not a `func.ref`, and
 // instantiation that does not end (more than kMaxDepth nested instances or
-// kMaxInstances in all, e.g. recursion with growing type arguments).
+// kMaxInstances in all, or a type argument longer than kMaxTypeText
+// characters: recursion with growing type arguments).
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -50,6 +52,7 @@ using ir::Value;
 
 constexpr unsigned kMaxDepth = 64;
 constexpr unsigned kMaxInstances = 1000;
+constexpr size_t kMaxTypeText = 1000;
 
 // Needs instances: generic, or a kernel/device function taking a function.
 bool isTemplate(const Function& f) {
@@ -67,6 +70,9 @@ Loc locOf(const Op& op) {
   const Function* f = op.parentFunction();
   return f ? f->loc() : Loc{};
 }
+
+// "@name", quoted when the name needs it (@"map<i32>").
+std::string sym(const std::string& name) { return "@" + ir::nameText(name); }
 
 // The function a `func.ref` result names, or empty.
 std::string knownFunction(const Value* v) {
@@ -139,10 +145,9 @@ class Monomorphizer {
       fnArgs[i] = knownFunction(op.operand(first + i));
       if (!fnArgs[i].empty()) anyFn = true;
       else if (!callee->isHost())
-        return error(op, "cannot specialise @" + callee->name() + ": argument " + std::to_string(i) +
-                             " is a function value not known here; pass a function by name (a "
-                             "'func.ref') to a " + std::string(ir::functionKindName(callee->kind())) +
-                             " function");
+        return error(op, "cannot specialise " + std::string(callee->isKernel() ? "kernel " : "device function ") +
+                             sym(callee->name()) + ": argument " + std::to_string(i) +
+                             " is a function value known only at run time; pass a function by name (a 'func.ref')");
     }
     if (!ir::isGeneric(*callee) && !anyFn) return;
     std::vector<const Type*> args, results;
@@ -166,12 +171,12 @@ class Monomorphizer {
     Function* callee = m_.lookup(op.symbolAttr("callee"));
     if (!callee || !isTemplate(*callee)) return;
     if (!ir::isGeneric(*callee))
-      return error(op, "'func.ref': @" + callee->name() +
+      return error(op, "'func.ref': " + sym(callee->name()) +
                            " takes a function parameter, so it has instances rather than one "
                            "function value; refer to a function without function parameters");
     ir::TypeBinding binding;
     if (!ir::unify(callee->type(), op.result()->type(), binding))
-      return error(op, "'func.ref': @" + callee->name() + " has type '" + callee->type()->str() +
+      return error(op, "'func.ref': " + sym(callee->name()) + " has type '" + callee->type()->str() +
                            "', which does not fit '" + op.result()->type()->str() + "'");
     std::vector<std::string> noFns(callee->paramTypes().size());
     if (Function* inst = instance(*callee, binding, noFns, op, depth)) {
@@ -217,30 +222,36 @@ class Monomorphizer {
     for (const Type* v : vars) {
       const Type* bound = binding.lookup(v);
       if (!bound || ir::hasTypeVar(bound)) {
-        error(site, "cannot determine the type variable " + v->str() + " of @" + tmpl.name() +
+        error(site, "cannot determine the type variable " + v->str() + " of " + sym(tmpl.name()) +
                         " from this " + std::string(site.name()));
         return nullptr;
       }
       typeArgs.push_back(bound);
     }
+    // Recursion that changes its type arguments would instantiate forever,
+    // and may double a type's size at each step: stop it early.
+    size_t longest = 0;
+    for (const Type* a : typeArgs) longest = std::max(longest, a->str().size());
+    auto endless = [&](const std::string& why) {
+      error(site, "instantiating " + sym(tmpl.name()) + " does not end: " + why +
+                      " (recursion that changes its type arguments?)");
+      return nullptr;
+    };
+    if (longest > kMaxTypeText)
+      return endless("a type argument is longer than " + std::to_string(kMaxTypeText) + " characters");
     std::string name = mangle(tmpl, typeArgs, fnArgs);
     if (auto it = instances_.find(name); it != instances_.end()) return it->second;
+    if (depth + 1 > kMaxDepth) return endless(std::to_string(kMaxDepth) + " nested instances");
+    if (instances_.size() >= kMaxInstances) return endless(std::to_string(kMaxInstances) + " instances");
     if (m_.lookup(name)) {
-      error(site, "cannot name the instance of @" + tmpl.name() + " '@" + name +
-                      "': another function has that name");
-      return nullptr;
-    }
-    if (depth + 1 > kMaxDepth || instances_.size() >= kMaxInstances) {
-      error(site, "instantiating @" + tmpl.name() + " does not end: " +
-                      (depth + 1 > kMaxDepth ? std::to_string(kMaxDepth) + " nested instances"
-                                             : std::to_string(kMaxInstances) + " instances") +
-                      ", now '@" + name + "' (recursion that changes its type arguments?)");
+      error(site, "cannot name the instance of " + sym(tmpl.name()) + " " + sym(name) +
+                      ": another function has that name");
       return nullptr;
     }
     std::vector<const Type*> params, results;
     auto subst = [&](const Type* t) {
       const Type* s = ir::substitute(ctx_, t, binding);
-      if (!s) error(site, "instantiating @" + tmpl.name() + " with " + ir::bindingText(binding) +
+      if (!s) error(site, "instantiating " + sym(tmpl.name()) + " with " + ir::bindingText(binding) +
                               " makes an invalid type from '" + t->str() + "'");
       return s;
     };
@@ -295,7 +306,7 @@ class Monomorphizer {
     auto fix = [&](Value* v, const Op* at) {
       const Type* t = ir::substitute(ctx_, v->type(), b);
       if (t) return v->setType(t);
-      error(at ? *at : site, "instantiating @" + inst.name() + " makes an invalid type from '" +
+      error(at ? *at : site, "instantiating " + sym(inst.name()) + " makes an invalid type from '" +
                                  v->type()->str() + "'");
     };
     inst.walk([&](Op* op) {
@@ -305,7 +316,7 @@ class Monomorphizer {
       for (auto& [key, attr] : std::map<std::string, ir::Attr>(op->attrs())) {
         bool ok = true;
         ir::Attr s = substituteAttr(attr, b, ok);
-        if (!ok) error(*op, "instantiating @" + inst.name() + " makes an invalid type in attribute '" + key + "'");
+        if (!ok) error(*op, "instantiating " + sym(inst.name()) + " makes an invalid type in attribute '" + key + "'");
         op->setAttr(key, std::move(s));
       }
     });
@@ -325,7 +336,7 @@ class Monomorphizer {
       std::vector<const Type*> vars;
       ir::collectTypeVars(bad, vars);
       error(*op, "'" + std::string(op->name()) + "': the type variable " + vars.front()->str() +
-                     " in @" + f.name() + " is not determined by any call site (it is not in the "
+                     " in " + sym(f.name()) + " is not determined by any call site (it is not in the "
                      "signature of the function it comes from)");
     });
   }
@@ -337,7 +348,7 @@ class Monomorphizer {
         const ir::Attr* a = op->attr(attr);
         const Function* t = a && a->kind == ir::Attr::Kind::Symbol ? m_.lookup(a->s) : nullptr;
         if (t && templates.count(t))
-          error(*op, "'" + std::string(op->name()) + "': @" + f.name() + " still uses @" + t->name() +
+          error(*op, "'" + std::string(op->name()) + "': " + sym(f.name()) + " still uses " + sym(t->name()) +
                          ", which has no instance for this use");
       }
     });

@@ -60,8 +60,12 @@ llvm::Type* ModuleEmitter::valueType(const ir::Type* t, const ir::Op* where) {
     }
     case ir::TypeKind::Buffer: r = bufferTy; break;
     case ir::TypeKind::Function:
+      fail(where, nullptr, "function values ('" + t->str() + "') are not supported by the cpu target "
+                           "(run the monomorphize pass first: it makes calls through known functions direct)");
+      return nullptr;
     case ir::TypeKind::Var:
-      fail(where, nullptr, "values of type '" + t->str() + "' are not supported");
+      fail(where, nullptr, "the type variable " + t->str() + " is left: the function is generic "
+                           "(run the monomorphize pass first)");
       return nullptr;
   }
   types_[t] = r;

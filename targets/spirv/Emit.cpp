@@ -242,8 +242,13 @@ Status Emitter::checkDevice() {
   }
   for (const ir::Type* t : types) {
     std::string ts = "'" + t->str() + "' values";
-    if (t->isVar()) return Error{kernel.loc(), "kernel @" + kernel.name() + " still has the type variable " + t->str() + " (monomorphize first)"};
-    if (t->isFunction()) return Error{kernel.loc(), "kernel @" + kernel.name() + ": function values are not supported by the SPIR-V target"};
+    if (contains(t, [](const ir::Type* x) { return x->isVar(); }))
+      return Error{kernel.loc(), "kernel @" + kernel.name() + " still has a type variable in '" + t->str() +
+                                     "': it is generic (run the monomorphize pass first)"};
+    if (contains(t, [](const ir::Type* x) { return x->isFunction(); }))
+      return Error{kernel.loc(), "kernel @" + kernel.name() + ": function values ('" + t->str() +
+                                     "') are not supported by the SPIR-V target (run the monomorphize pass first: "
+                                     "it makes calls through known functions direct)"};
     if (t->isFloat() && t->bits() == 64 && !caps.float64) return lacks("float64", ts);
     if (t->isFloat() && t->bits() == 16 && !caps.float16) return lacks("float16", ts);
     if (t->isInt() && t->bits() == 64 && !caps.int64) return lacks("int64", ts);
