@@ -20,6 +20,7 @@
 // unless --passes), and their kernels timed the same way:
 //
 //   vadd            c = a + b, one float per invocation           GB/s (2 reads + 1 write)
+//   vadd4           the same, one vec4 per invocation
 //   reduce          reduce_partial + reduce_final                 GB/s (read)
 //   sgemm           128x128 tiles, 8x8 per invocation, k-loop     TFLOP/s
 //   sgemm_unrolled  the same with the k-tile's 8 steps written out
@@ -653,20 +654,23 @@ struct Bench {
 
 // The Ephapax kernels (--eph DIR); the same checks and timing as above.
 struct EphBench : Bench {
-  void vadd(uint64_t n) {
+  // vec4: vadd4 over n/4 vec4s (n a multiple of 4), else vadd over n floats.
+  void vadd(uint64_t n, bool vec4s) {
     auto a = random(n, -1, 1), b = random(n, -1, 1);
-    uint64_t ha = alloc(ctx.f32(), n), hb = alloc(ctx.f32(), n), hc = alloc(ctx.f32(), n);
+    const ir::Type* elem = vec4s ? vec4() : ctx.f32();
+    uint64_t count = vec4s ? n / 4 : n;
+    uint64_t ha = alloc(elem, count), hb = alloc(elem, count), hc = alloc(elem, count);
     upload(ha, a);
     upload(hb, b);
     upload(hc, std::vector<float>(n, NAN));
-    auto l = ephLaunch("vadd", {n, 1, 1}, {buf(ctx.f32(), ha), buf(ctx.f32(), hb), buf(ctx.f32(), hc)});
+    auto l = ephLaunch(vec4s ? "vadd4" : "vadd", {count, 1, 1}, {buf(elem, ha), buf(elem, hb), buf(elem, hc)});
     run(l);
     auto c = download(hc, n);
     for (uint64_t i = 0; i < n; ++i)
       if (!(c[i] == a[i] + b[i]))
         fail("vadd: element " + std::to_string(i) + " is " + std::to_string(c[i]) + ", want " +
              std::to_string(a[i] + b[i]));
-    Result r{"vadd", n};
+    Result r{vec4s ? "vadd4" : "vadd", n};
     r.checked = true;
     report(r, 3.0 * 4 * n, false, 1, [&] { run(l); });
     check(dev.free(ha, {}));
@@ -813,7 +817,7 @@ int main(int argc, char** argv) {
           "                     [--sgemm N,N,...] [--sum-groups G] [--json FILE] [--device N]\n"
           "                     [--validation] [--print-ir]\n"
           "       eph_gpu_bench --eph DIR [--passes LIST] [--vadd N,..] [--reduce N,..] [--sgemm N,..]\n"
-          "                     [--only vadd|reduce|sgemm|sgemm_unrolled] and the options above\n");
+          "                     [--only vadd|vadd4|reduce|sgemm|sgemm_unrolled] and the options above\n");
       return 0;
     } else {
       Bench::fail("unknown argument '" + a + "' (see --help)");
@@ -884,10 +888,13 @@ int main(int argc, char** argv) {
     if (checkOnly) {
       // Partial workgroups (the guard) and partial strides.
       vadds.push_back((uint64_t(1) << 20) + 37);
+      vadds.push_back((uint64_t(1) << 20) + 4 * 37);
       reduces.push_back((uint64_t(1) << 20) + 4 * 37);
     }
-    if (want("vadd"))
-      for (uint64_t n : vadds) b.vadd(n);
+    for (uint64_t n : vadds) {
+      if (want("vadd")) b.vadd(n, false);
+      if (want("vadd4") && n % 4 == 0) b.vadd(n, true);
+    }
     if (want("reduce"))
       for (uint64_t n : reduces) b.reduce(n);
     for (const char* name : {"sgemm", "sgemm_unrolled"})
@@ -919,9 +926,9 @@ int main(int argc, char** argv) {
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   std::printf("eph_gpu_bench on %s (%s), %s, median of %d runs (GPU timestamps)\n", caps.name.c_str(),
               caps.driver.c_str(), date, runs);
-  std::printf("%-8s %12s %12s %12s  %-8s %s\n", "kernel", "size", "median ms", "rate", "unit", "check error");
+  std::printf("%-14s %12s %12s %12s  %-8s %s\n", "kernel", "size", "median ms", "rate", "unit", "check error");
   for (const Result& r : results)
-    std::printf("%-8s %12llu %12.4f %12.2f  %-8s %.2e%s\n", r.name.c_str(), (unsigned long long)r.size, r.medianMs,
+    std::printf("%-14s %12llu %12.4f %12.2f  %-8s %.2e%s\n", r.name.c_str(), (unsigned long long)r.size, r.medianMs,
                 r.rate, r.unit.c_str(), r.error, r.checked ? "" : " (unchecked)");
   if (checkOnly) std::printf("check-only: every kernel gave the CPU reference's result\n");
 

@@ -15,6 +15,8 @@
 #                                        ephc diff, the .eir kernels vs PyTorch
 #                                        (BENCH_ARGS go to eph_gpu_bench)
 # Sizes: VADD, REDUCE (floats), SGEMM (orders), comma-separated; RUNS.
+# Under $OUT (at most 8 files come back): log.txt (everything printed),
+# eph.json, eir.json, cuda.jsonl, cuda_nofma.jsonl, results.json, table.txt.
 set -u
 OUT=${OUT:-/tmp/eph-bench-out}
 mkdir -p "$OUT"
@@ -27,16 +29,16 @@ RUNS=${RUNS:-20}
 
 for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
 ldconfig
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/nvidia-smi.txt" 2>&1
-cat "$OUT/nvidia-smi.txt"
+[ "${SUITE:-eph}" = eir ] || exec > >(tee "$OUT/log.txt") 2>&1
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
 
 vulkan_device() {
   if ! ldconfig -p | grep -q libvulkan.so.1; then echo "run.sh: no libvulkan.so.1 (no .gl/*.deb?)"; exit 1; fi
-  if ! "$BIN/ephc" devices > "$OUT/devices.txt" 2>&1 || ! grep -q "vulkan 0" "$OUT/devices.txt"; then
+  if ! "$BIN/ephc" devices > /tmp/devices.txt 2>&1 || ! grep -q "vulkan 0" /tmp/devices.txt; then
     export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-    "$BIN/ephc" devices > "$OUT/devices.txt" 2>&1
+    "$BIN/ephc" devices > /tmp/devices.txt 2>&1
   fi
-  cat "$OUT/devices.txt"
+  cat /tmp/devices.txt
 }
 
 if [ "${SUITE:-eph}" = eir ]; then
@@ -60,26 +62,29 @@ if [ "${SUITE:-eph}" = eir ]; then
   exit 0
 fi
 
-# The CUDA peers: built here, the one thing compiled on this machine.
+# The CUDA peers: built here, the one thing compiled on this machine; a
+# second build with -fmad=false (no FFMA contraction) is a diagnostic for the
+# SGEMM (does the Vulkan side lose to CUDA by not fusing?).
 t0=$(date +%s%N)
 nvcc -O3 -arch=sm_90 -o /tmp/cuda_bench bench/device/cuda/cuda_bench.cu || exit 1
 echo "nvcc $(nvcc --version | tail -1): cuda_bench built in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+nvcc -O3 -arch=sm_90 -fmad=false -o /tmp/cuda_bench_nofma bench/device/cuda/cuda_bench.cu || exit 1
 
 peer_args=()
 if [ "${EPH:-1}" != 0 ]; then
   vulkan_device
-  # The .eph kernels checked at small and odd sizes, then timed.
-  "$BIN/eph_gpu_bench" --eph bench/ephapax --check-only 2>&1 | tail -12
+  # The .eph kernels checked at small and odd sizes, then timed; then the
+  # hand-written .eir SGEMM at the same sizes, for reference.
+  "$BIN/eph_gpu_bench" --eph bench/ephapax --check-only 2>&1 | tail -16
   "$BIN/eph_gpu_bench" --eph bench/ephapax --runs "$RUNS" --vadd "$VADD" --reduce "$REDUCE" --sgemm "$SGEMM" \
-    --json "$OUT/eph.json" > "$OUT/eph.txt" 2>&1
-  status=$?
-  cat "$OUT/eph.txt"
-  [ $status -eq 0 ] && peer_args+=(--eph-json "$OUT/eph.json")
+    --json "$OUT/eph.json" 2>&1
+  [ $? -eq 0 ] && peer_args+=(--eph-json "$OUT/eph.json")
+  "$BIN/eph_gpu_bench" --only sgemm --runs "$RUNS" --sgemm "$SGEMM" --json "$OUT/eir.json" 2>&1 | tail -5
 fi
-rm -f "$OUT/cuda.jsonl"
-/tmp/cuda_bench --runs "$RUNS" --vadd "$VADD" --reduce "$REDUCE" --sgemm "$SGEMM" --json "$OUT/cuda.jsonl" \
-  > "$OUT/cuda.txt" 2>&1
-status=$?
-cut -c1-220 "$OUT/cuda.txt"
-[ $status -eq 0 ] && peer_args+=(--cuda-json "$OUT/cuda.jsonl")
+/tmp/cuda_bench --runs "$RUNS" --vadd "$VADD" --reduce "$REDUCE" --sgemm "$SGEMM" --json "$OUT/cuda.jsonl" 2>&1 |
+  cut -c1-200
+[ -s "$OUT/cuda.jsonl" ] && peer_args+=(--cuda-json "$OUT/cuda.jsonl")
+/tmp/cuda_bench_nofma --impl cuda_nofma --only sgemm --runs "$RUNS" --sgemm "$SGEMM" \
+  --json "$OUT/cuda_nofma.jsonl" 2>&1 | cut -c1-200
+nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
 python3 bench/device/torch_peer.py "${peer_args[@]}" --json "$OUT/results.json" 2>&1 | tee "$OUT/table.txt"

@@ -53,9 +53,10 @@ def main():
     if args.cuda_json:
         with open(args.cuda_json) as f:
             cuda = [json.loads(line) for line in f if line.strip()]
-    # sgemm_unrolled (a variant of the Ephapax sgemm) is compared with sgemm.
+    # Variants are compared with the PyTorch operation they compute:
+    # sgemm_unrolled with sgemm, vadd4 with vadd.
     def base(name):
-        return "sgemm" if name.startswith("sgemm") else name
+        return "sgemm" if name.startswith("sgemm") else "vadd" if name.startswith("vadd") else name
     wanted = []
     for r in eph["results"] + cuda:
         if (base(r["name"]), int(r["size"])) not in wanted:
@@ -133,12 +134,13 @@ def main():
     combined = []
     # One row per eph result (each against the CUDA and PyTorch figures of
     # its operation and size); without eph results, one per peer.
-    rows = [(r["name"], int(r["size"])) for r in eph["results"]] or [(p["name"], p["size"]) for p in peers]
+    rows = [(r["name"], int(r["size"])) for r in eph["results"]] or [(r["name"], int(r["size"])) for r in cuda]
     for name, size in rows:
         p = pick(peers, base(name), size)
         if p is None:
             continue
-        e, c = pick(eph["results"], name, size), pick(cuda, base(name), size)
+        # the CUDA kernel of the same name, else of the same operation
+        e, c = pick(eph["results"], name, size), pick(cuda, name, size) or pick(cuda, base(name), size)
         vs_cuda = e["rate"] / c["rate"] if e and c and c["rate"] else nan
         vs_torch = e["rate"] / p["rate"] if e and p["rate"] else nan
         print(f"{name:14} {size:>10} {ms(e):>9.4f} {ms(c):>9.4f} {p['median_ms']:>9.4f} {rate(e):>8.2f} "

@@ -10,6 +10,7 @@
 // Built on the GPU machine by bench/device/run.sh:
 //   nvcc -O3 -arch=sm_90 -o cuda_bench bench/device/cuda/cuda_bench.cu
 //   cuda_bench [--runs 20] [--vadd N,..] [--reduce N,..] [--sgemm N,..] [--json FILE] [--small]
+//              [--only vadd,vadd4,reduce,sgemm] [--impl NAME (the JSON "impl", default cuda)]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -27,6 +28,7 @@
 namespace {
 
 int gRuns = 20;
+std::string gImpl = "cuda";
 FILE* gJson = nullptr;
 
 void fail(const std::string& msg) {
@@ -126,7 +128,7 @@ void report(const char* name, uint64_t size, const char* unit, double work, doub
   double rate = work / (med * 1e-3) / (std::strcmp(unit, "TFLOP/s") == 0 ? 1e12 : 1e9);
   std::ostringstream o;
   o.precision(7);
-  o << "{\"impl\": \"cuda\", \"name\": \"" << name << "\", \"size\": " << size << ", \"unit\": \"" << unit
+  o << "{\"impl\": \"" << gImpl << "\", \"name\": \"" << name << "\", \"size\": " << size << ", \"unit\": \"" << unit
     << "\", \"work\": " << work << ", \"median_ms\": " << med << ", \"rate\": " << rate
     << ", \"check_error\": " << error << ", \"min_ms\": " << s.front() << ", \"max_ms\": " << s.back()
     << ", \"runs_ms\": [";
@@ -137,16 +139,24 @@ void report(const char* name, uint64_t size, const char* unit, double work, doub
   if (gJson) std::fprintf(gJson, "%s\n", o.str().c_str()), std::fflush(gJson);
 }
 
-void benchVadd(uint64_t n) {
+// vec4: vadd4 (one float4 per thread, n a multiple of 4), else vadd.
+void benchVadd(uint64_t n, bool vec4) {
   float *a = devRandom(n, 1, -1, 1), *b = devRandom(n, 2, -1, 1), *c = devPoisoned(n);
-  unsigned blocks = unsigned((n + 255) / 256);
-  auto launch = [&] { vadd<<<blocks, 256>>>(a, b, c, int(n)); };
+  uint64_t threads = vec4 ? n / 4 : n;
+  unsigned blocks = unsigned((threads + 255) / 256);
+  auto launch = [&] {
+    if (vec4)
+      vadd4<<<blocks, 256>>>(reinterpret_cast<const float4*>(a), reinterpret_cast<const float4*>(b),
+                             reinterpret_cast<float4*>(c), int(threads));
+    else
+      vadd<<<blocks, 256>>>(a, b, c, int(n));
+  };
   launch();
   ck(cudaDeviceSynchronize(), "vadd");
   auto ha = download(a, n), hb = download(b, n), hc = download(c, n);
   for (uint64_t i = 0; i < n; ++i)
     if (!(hc[i] == ha[i] + hb[i])) fail("vadd: element " + std::to_string(i) + " is " + std::to_string(hc[i]));
-  report("vadd", n, "GB/s", 12.0 * n, 0.0, timeRuns(launch));
+  report(vec4 ? "vadd4" : "vadd", n, "GB/s", 12.0 * n, 0.0, timeRuns(launch));
   cudaFree(a), cudaFree(b), cudaFree(c);
 }
 
@@ -212,6 +222,7 @@ std::vector<uint64_t> sizes(const std::string& s) {
 
 int main(int argc, char** argv) {
   std::string vaddS = "16777216,67108864,268435456", reduceS = vaddS, sgemmS = "1024,2048,4096", json;
+  std::string only = "vadd,vadd4,reduce,sgemm";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -223,6 +234,8 @@ int main(int argc, char** argv) {
     else if (a == "--reduce") reduceS = value();
     else if (a == "--sgemm") sgemmS = value();
     else if (a == "--json") json = value();
+    else if (a == "--impl") gImpl = value();
+    else if (a == "--only") only = value();
     else if (a == "--small") vaddS = reduceS = "1048576,1049124", sgemmS = "128,256,512";
     else fail("unknown argument '" + a + "'");
   }
@@ -234,15 +247,21 @@ int main(int argc, char** argv) {
   cudaDriverGetVersion(&driver), cudaRuntimeGetVersion(&runtime);
   std::fprintf(stderr, "cuda_bench on %s, %d SMs, CUDA driver %d, runtime %d\n", prop.name,
                prop.multiProcessorCount, driver, runtime);
-  for (uint64_t n : sizes(vaddS)) benchVadd(n);
-  for (uint64_t n : sizes(reduceS)) {
-    if (n % 4) fail("--reduce sizes must be multiples of 4");
-    benchReduce(n);
+  auto want = [&](const std::string& name) { return ("," + only + ",").find("," + name + ",") != std::string::npos; };
+  for (uint64_t n : sizes(vaddS)) {
+    if (want("vadd")) benchVadd(n, false);
+    if (want("vadd4") && n % 4 == 0) benchVadd(n, true);
   }
-  for (uint64_t n : sizes(sgemmS)) {
-    if (n % 128) fail("--sgemm sizes must be multiples of 128");
-    benchSgemm(uint32_t(n));
-  }
+  if (want("reduce"))
+    for (uint64_t n : sizes(reduceS)) {
+      if (n % 4) fail("--reduce sizes must be multiples of 4");
+      benchReduce(n);
+    }
+  if (want("sgemm"))
+    for (uint64_t n : sizes(sgemmS)) {
+      if (n % 128) fail("--sgemm sizes must be multiples of 128");
+      benchSgemm(uint32_t(n));
+    }
   if (gJson) std::fclose(gJson);
   return 0;
 }
