@@ -76,6 +76,9 @@ if [ "${EPH:-1}" != 0 ]; then
   # The .eph kernels checked at small and odd sizes, then timed; then the
   # hand-written .eir SGEMM at the same sizes, for reference.
   "$BIN/eph_gpu_bench" --eph bench/ephapax --check-only 2>&1 | tail -16
+  for f in vadd reduce gemm; do
+    echo "ephc run bench/ephapax/$f.eph --target=vulkan (wrong elements): $("$BIN/ephc" run bench/ephapax/$f.eph --target=vulkan 2>&1)"
+  done
   "$BIN/eph_gpu_bench" --eph bench/ephapax --runs "$RUNS" --vadd "$VADD" --reduce "$REDUCE" --sgemm "$SGEMM" \
     --json "$OUT/eph.json" 2>&1
   [ $? -eq 0 ] && peer_args+=(--eph-json "$OUT/eph.json")
