@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "ir/OpTable.h"
+#include "ir/ops/TypeVars.h"
 #include "targets/llvm/Emitter.h"
 
 namespace eph::llvmtarget {
@@ -561,6 +562,10 @@ bool KernelEmitter::emit() {
   ParamBlockLayout pl = paramBlockLayout(k);
   for (unsigned i = 0; i < k.paramTypes().size(); ++i) {
     const ir::Type* t = k.paramTypes()[i];
+    if (t->isFunction() || ir::hasTypeVar(t))
+      return M.fail(nullptr, &k, "parameter of type '" + t->str() + "': " +
+                                     (t->isFunction() ? "a function value" : "a type variable") +
+                                     " (run the monomorphize pass first)");
     if (!M.valueType(t)) return M.fail(nullptr, &k, "parameter of type '" + t->str() + "' is not supported");
     llvm::Value* v;
     if (t->isBuffer()) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ir/OpTable.h"
+#include "ir/ops/TypeVars.h"
 #include "targets/llvm/Emitter.h"
 
 namespace eph::llvmtarget {
@@ -108,6 +109,10 @@ bool ModuleEmitter::hasBarrier(const ir::Op& root) {
 bool ModuleEmitter::declareDevice(const ir::Function& f) {
   std::vector<llvm::Type*> params;
   for (const ir::Type* t : f.paramTypes()) {
+    if (t->isFunction() || ir::hasTypeVar(t))
+      return fail(nullptr, &f, "parameter of type '" + t->str() + "': " +
+                                   (t->isFunction() ? "a function value" : "a type variable") +
+                                   " (run the monomorphize pass first)");
     llvm::Type* lt = valueType(t);
     if (!lt) return fail(nullptr, &f, "parameter of type '" + t->str() + "' is not supported");
     params.push_back(lt);
