@@ -41,7 +41,10 @@ Expected<uint64_t> DeviceSet::allocOn(unsigned device, const ir::Type* bufferTyp
 Status DeviceSet::free(uint64_t handle, Loc site) {
   Status err;
   Device* d = route(handle, site, err);
-  return d ? d->free(handle & kInnerMask, site) : err;
+  if (!d) return err;
+  if (Status s = d->free(handle & kInnerMask, site); !s) return s;
+  shapes_.erase(handle);
+  return Status::ok();
 }
 
 Status DeviceSet::upload(uint64_t dst, const interp::BufferData& src, Loc site) {
@@ -98,7 +101,8 @@ Status DeviceSet::copy(uint64_t dst, uint64_t src, Loc site) {
       if (Status s = checked->use(h & kInnerMask, site, "copy"); !s) return s;
   auto dstShape = shapes_.find(dst), srcShape = shapes_.find(src);
   if (dstShape == shapes_.end() || srcShape == shapes_.end())
-    return Error{site, "invalid device buffer handle " + std::to_string(dstShape == shapes_.end() ? dst : src)};
+    return Error{site, std::string("copy ") + (dstShape == shapes_.end() ? "into" : "from") +
+                           " a freed or unknown device buffer"};
   uint64_t n = srcShape->second.count;
   if (dstShape->second.count != n)
     return Error{site, "copies a buffer of " + std::to_string(n) + " elements into a buffer of " +

@@ -59,7 +59,7 @@ class DeviceSet : public interp::DeviceHooks {
   };
 
   std::vector<Device*> devices_;
-  std::unordered_map<uint64_t, Shape> shapes_;  // every handle allocated, for copy
+  std::unordered_map<uint64_t, Shape> shapes_;  // live buffers, for copy
 };
 
 }  // namespace eph::runtime

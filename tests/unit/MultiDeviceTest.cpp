@@ -161,6 +161,16 @@ TEST(MultiDevice, BufferChecksNameTheDevice) {
             "was freed at multi.eir:14:3 and used again at multi.eir:15:3 (by copy)");
 }
 
+TEST(MultiDevice, CopyOfAFreedBufferWithoutChecks) {
+  std::string text = program(
+      "  %x = alloc %n {device = 1} : buffer<i32, device, linear>\n"
+      "  %y = alloc %n : buffer<i32, device, linear>\n"
+      "  free %x\n"
+      "  copy %y, %x\n"  // 15
+      "  free %y\n");
+  EXPECT_EQ(run(text, {"interp", "interp"}), "error: multi.eir:15:3: error: copy from a freed or unknown device buffer");
+}
+
 TEST(MultiDevice, VerifierChecksTheDeviceAttributeAndCopy) {
   auto verifyError = [](const std::string& body) {
     std::string text = program(body);
