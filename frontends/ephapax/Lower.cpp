@@ -1030,11 +1030,13 @@ class Lowerer {
         assignedVars(*e.kids[2], assigned);
         auto savedCarry = carry_;
         carry_ = &assigned;
-        Value* r = branch("if", c, 2, ty, e.span, [&](unsigned k, Value*) {
+        // An `if` of type () (a statement) has no value result.
+        const ir::Type* rty = !tail && ty->isUnit() ? nullptr : ty;
+        Value* r = branch("if", c, 2, rty, e.span, [&](unsigned k, Value*) {
           return tail ? lowerTail(*e.kids[k + 1]) : lowerExpr(*e.kids[k + 1]);
         });
         carry_ = savedCarry;
-        return r;
+        return r ? r : unit();
       }
       case ExprKind::Case: {
         Value* s = lowerExpr(*e.kids[0]);
@@ -1083,9 +1085,11 @@ class Lowerer {
         return value(b_.op("alloc", {n}, bt));
       }
       case ExprKind::Await: {
+        pendingList_ = false;
         Value* v = lowerExpr(*e.kids[0]);
         setLoc(e.span);
         b_.create("wait");
+        if (pendingList_) return value(v);  // d2h(b).await: a fresh list
         return value(coerce(v, lowerTy(e.ty), e.span));
       }
       case ExprKind::Binary: return value(lowerBinary(e));

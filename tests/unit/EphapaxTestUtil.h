@@ -2,6 +2,7 @@
 // a program on a target, and the `-- expect:` header of tests/ephapax/*.eph.
 #pragma once
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -29,6 +30,7 @@ struct Expectation {
   std::string kind;  // ok | error | result
   std::string value; // the code or the printed result
   unsigned line = 0, col = 0;
+  bool affineMode = false;  // a `-- mode: affine` line: checked and lowered with --mode affine
 };
 
 inline Expectation parseExpectation(const std::string& text) {
@@ -64,19 +66,25 @@ inline std::string expectLine(const std::string& src) {
   return src.substr(at + tag.size(), end == std::string::npos ? std::string::npos : end - at - tag.size());
 }
 
+// A `-- mode: affine` line (docs/ephapax-gpu.md, "Regions and modes").
+inline bool affineModeLine(const std::string& src) { return src.find("-- mode: affine") != std::string::npos; }
+
 // Checks a program against its expectation; returns "" or what went wrong.
-// `targets`: where `result` programs run.
-inline std::string checkProgram(const std::string& file, const std::string& src, const Expectation& want,
+// `targets`: where `result` programs run; each must give the expected result.
+inline std::string checkProgram(const std::string& file, const std::string& src, Expectation want,
                                 const std::vector<std::string>& targets) {
+  want.affineMode = want.affineMode || affineModeLine(src);
+  CompileOptions opts;
+  opts.check.affineMode = want.affineMode;
   DiagSink diags;
-  auto checked = check(src, diags);
+  auto checked = check(src, diags, opts.check);
   if (want.kind == "ok") {
     if (!diags.empty()) return "expected ok, got:\n" + renderAll(diags, file, src);
     // Every valid program must also lower to IR the verifier and the IR
     // linearity pass accept (effects excepted: code generation has E200).
     ir::Context ctx;
     DiagSink lowerDiags;
-    auto m = compile(ctx, src, file, lowerDiags);
+    auto m = compile(ctx, src, file, lowerDiags, opts);
     if (!m && (lowerDiags.empty() || lowerDiags.all()[0].code != "E200"))
       return "checks, but does not lower:\n" + renderAll(lowerDiags, file, src);
     return {};
@@ -85,7 +93,7 @@ inline std::string checkProgram(const std::string& file, const std::string& src,
     if (!diags.empty()) return "expected it to check, got:\n" + renderAll(diags, file, src);
     ir::Context ctx;
     DiagSink lowerDiags;
-    auto m = compile(ctx, src, file, lowerDiags);
+    auto m = compile(ctx, src, file, lowerDiags, opts);
     if (m || lowerDiags.empty()) return "expected lowering to fail with " + want.value;
     const Diag& d = lowerDiags.all()[0];
     if (d.code != want.value) return "expected lowering error " + want.value + ", got:\n" + renderAll(lowerDiags, file, src);
@@ -106,7 +114,7 @@ inline std::string checkProgram(const std::string& file, const std::string& src,
   // result
   ir::Context ctx;
   DiagSink lowerDiags;
-  auto m = compile(ctx, src, file, lowerDiags);
+  auto m = compile(ctx, src, file, lowerDiags, opts);
   if (!m) return "does not compile:\n" + renderAll(lowerDiags, file, src);
   const ir::Function* entry = m->lookup("main");
   if (!entry) return "no main";
@@ -124,12 +132,19 @@ inline std::string checkProgram(const std::string& file, const std::string& src,
   return {};
 }
 
-// interp, and cpu when this build has it.
+// interp, cpu when this build has it, and vulkan when a Vulkan device opens
+// (always with EPH_REQUIRE_VULKAN=1, so that a machine without one fails).
 inline std::vector<std::string> runTargets() {
-  std::vector<std::string> out = {"interp"};
-  for (const std::string& t : runtime::availableTargets())
-    if (t == "cpu") out.push_back(t);
-  return out;
+  static const std::vector<std::string> targets = [] {
+    std::vector<std::string> out = {"interp"};
+    for (const std::string& t : runtime::availableTargets())
+      if (t == "cpu") out.push_back(t);
+    const char* req = std::getenv("EPH_REQUIRE_VULKAN");
+    bool required = req && std::string(req) == "1";
+    if (required || runtime::openDevice("vulkan")) out.push_back("vulkan");
+    return out;
+  }();
+  return targets;
 }
 
 }  // namespace eph::ephapax::test

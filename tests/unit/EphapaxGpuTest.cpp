@@ -1,0 +1,333 @@
+// The lowering of the Ephapax GPU extension (docs/ephapax-gpu.md): the shape
+// of the IR (kernel parameters read or write, hidden grid parameters and the
+// bounds guard, inline kernels, the region's wait, the free affine mode
+// inserts) and differential runs of larger programs on interp, cpu and vulkan
+// (where this machine has a device) against results computed here.
+#include <gtest/gtest.h>
+
+#include "ir/Printer.h"
+#include "tests/unit/EphapaxTestUtil.h"
+
+using namespace eph;
+using namespace eph::ephapax;
+using namespace eph::ephapax::test;
+
+namespace {
+
+struct Lowered {
+  ir::Context ctx;
+  std::unique_ptr<ir::Module> m;
+  std::string errors;
+};
+
+std::unique_ptr<Lowered> lower(const std::string& src, bool affine = false) {
+  auto out = std::make_unique<Lowered>();
+  CompileOptions opts;
+  opts.check.affineMode = affine;
+  DiagSink diags;
+  out->m = compile(out->ctx, src, "t.eph", diags, opts);
+  out->errors = renderAll(diags, "t.eph", src);
+  return out;
+}
+
+std::string text(const ir::Function& f) {
+  std::string all = ir::print(*f.module());
+  size_t at = all.find("@" + f.name() + "(");
+  size_t start = all.rfind('\n', at);
+  size_t end = all.find("\n}\n", at);
+  return all.substr(start == std::string::npos ? 0 : start + 1, end - start);
+}
+
+// The ops of a function, by name, in order (nested regions included).
+std::vector<std::string> opNames(ir::Function& f) {
+  std::vector<std::string> out;
+  f.walk([&](ir::Op* op) { out.push_back(std::string(op->name())); });
+  return out;
+}
+
+TEST(EphapaxGpu, KernelParametersAreReadOrWriteWithHiddenGrid) {
+  auto l = lower(R"(
+@gpu
+fn scale(x: GPUBuffer<F32>, y: GPUBuffer<F32>, a: F32) {
+    y[gid] = a * x[gid];
+}
+fn main() -> I32 {
+    let! x = h2d([1.0, 2.0, 3.0]);
+    let! y = allocate_gpu<F32>(3);
+    dispatch scale(&x, &mut y, 2.0) over 3;
+    free_gpu(x);
+    let ys = d2h(y);
+    i32(ys[2])
+}
+)");
+  ASSERT_TRUE(l->m) << l->errors;
+  ir::Function* k = l->m->lookup("scale");
+  ASSERT_TRUE(k && k->isKernel());
+  ASSERT_EQ(k->paramTypes().size(), 6u);  // x, y, a, grid.x, grid.y, grid.z
+  EXPECT_EQ(k->paramTypes()[0]->str(), "buffer<f32, device, read>");
+  EXPECT_EQ(k->paramTypes()[1]->str(), "buffer<f32, device, write>");
+  EXPECT_EQ(k->paramTypes()[2]->str(), "f32");
+  EXPECT_EQ(k->paramTypes()[3]->str(), "u32");
+  ASSERT_TRUE(k->attrs.count("hidden_params"));
+  EXPECT_EQ(k->attrs.at("hidden_params").i, 3);
+  EXPECT_EQ(k->param(3)->name(), "grid.x");
+  EXPECT_EQ((std::array<unsigned, 3>{64, 1, 1}), k->workgroupSize);
+  // The guard: the body's store is inside an `if` on global_id < grid.
+  std::string body = text(*k);
+  EXPECT_NE(body.find("lt %0, %grid.x"), std::string::npos) << body;
+  // The dispatch: ceil(3 / 64) workgroups, the grid appended.
+  ir::Function* main = l->m->lookup("main");
+  auto names = opNames(*main);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "dispatch"), 1);
+  EXPECT_NE(text(*main).find("{kernel = @scale}"), std::string::npos);
+}
+
+TEST(EphapaxGpu, BarrierKernelsAreNotGuardedAndInlineKernelsAreNamed) {
+  auto l = lower(R"(
+@gpu
+@workgroup_size(32, 1, 1)
+fn sums(b: GPUBuffer<I32>, out: GPUBuffer<I32>) {
+    workgroup t: [I32; 32];
+    t[lid] = b[gid];
+    barrier();
+    if lid == 0 { out[group] = t[0] + t[31]; }
+}
+fn main() -> I32 {
+    let! b = allocate_gpu<I32>(64);
+    dispatch over 64 { b[gid] = gid; }
+    let! out = allocate_gpu<I32>(2);
+    dispatch sums(&b, &mut out) over 64;
+    free_gpu(b);
+    let xs = d2h(out);
+    xs[0] + xs[1]
+}
+)");
+  ASSERT_TRUE(l->m) << l->errors;
+  ir::Function* k = l->m->lookup("sums");
+  ASSERT_TRUE(k);
+  EXPECT_FALSE(k->attrs.count("hidden_params"));
+  EXPECT_EQ(k->paramTypes().size(), 2u);
+  EXPECT_EQ(k->workgroupSize[0], 32u);
+  auto names = opNames(*k);
+  EXPECT_EQ(names.front(), "workgroup.alloc");
+  EXPECT_EQ(std::count(names.begin(), names.end(), "barrier"), 1);
+  ir::Function* inl = l->m->lookup("main.kernel0");
+  ASSERT_TRUE(inl && inl->isKernel()) << ir::print(*l->m);
+  EXPECT_EQ(inl->paramTypes()[0]->str(), "buffer<i32, device, write>");
+  EXPECT_EQ(inl->param(0)->name(), "b");
+}
+
+TEST(EphapaxGpu, RegionEndWaitsAndAffineModeFreesDroppedBuffers) {
+  const std::string src = R"(
+fn main() -> I32 {
+    region r {
+        let! unused = allocate_gpu<I32>(16);
+        let! b = allocate_gpu<I32>(4);
+        dispatch over 4 { b[gid] = 1; }
+        let xs = d2h(b);
+        xs[3]
+    }
+}
+)";
+  // Linear mode: `unused` is a leak (E001).
+  auto linear = lower(src);
+  EXPECT_FALSE(linear->m);
+  EXPECT_NE(linear->errors.find("E001"), std::string::npos) << linear->errors;
+  // Affine mode: freed at the end of its scope, before the region's wait.
+  auto affine = lower(src, true);
+  ASSERT_TRUE(affine->m) << affine->errors;
+  ir::Function* main = affine->m->lookup("main");
+  std::string t = text(*main);
+  size_t alloc16 = t.find("alloc %");
+  size_t freeUnused = t.find("free %unused");
+  size_t wait = t.find("wait");
+  ASSERT_NE(alloc16, std::string::npos) << t;
+  ASSERT_NE(freeUnused, std::string::npos) << t;
+  ASSERT_NE(wait, std::string::npos) << t;
+  EXPECT_LT(freeUnused, wait) << t;
+  auto names = opNames(*main);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "wait"), 1);
+}
+
+TEST(EphapaxGpu, StatementsAreSsaWithCarriedVars) {
+  auto l = lower(R"(
+fn main() -> I32 {
+    var x = 1;
+    var y = 0;
+    for i in 0..10 { x = x * 2; }
+    while y < 5 { y += 1; }
+    if x > 5 { y = y + 100; }
+    x + y
+}
+)");
+  ASSERT_TRUE(l->m) << l->errors;
+  std::string t = text(*l->m->lookup("main"));
+  EXPECT_NE(t.find("= for "), std::string::npos) << t;
+  EXPECT_NE(t.find("= while "), std::string::npos) << t;
+  EXPECT_NE(t.find("= if "), std::string::npos) << t;
+  auto dev = runtime::openDevice("interp");
+  ASSERT_TRUE(dev);
+  interp::Interpreter in(*l->m);
+  auto r = runtime::runHost(**dev, in, *l->m->lookup("main"), {});
+  ASSERT_TRUE(r) << r.error().str();
+  EXPECT_EQ(interp::format((*r)[0], &in.memory()), "1129");  // 1024 + 5 + 100
+}
+
+// ---- differential runs ----------------------------------------------------------
+
+void runEverywhere(const std::string& src, const std::string& want, bool affine = false) {
+  Expectation e;
+  e.kind = "result";
+  e.value = want;
+  e.affineMode = affine;
+  EXPECT_EQ(checkProgram("t.eph", src, e, runTargets()), "") << src;
+}
+
+TEST(EphapaxGpu, AddOneOverManyElementsAgreesOnEveryTarget) {
+  for (int64_t n : {1, 63, 65, 4099}) {
+    SCOPED_TRACE(n);
+    std::string src = R"(
+@gpu
+fn add_one(buffer: GPUBuffer<I32>) {
+    buffer[gid] = buffer[gid] + 1;
+}
+fn main() -> I32 {
+    let n = )" + std::to_string(n) + R"(;
+    let! b = allocate_gpu<I32>(n);
+    dispatch over n { b[gid] = gid * 3; }
+    dispatch add_one(&mut b) over n;
+    let xs = d2h(b);
+    var sum = 0;
+    for i in 0..len(xs) { sum += xs[i]; }
+    sum
+}
+)";
+    runEverywhere(src, std::to_string(3 * n * (n - 1) / 2 + n));
+  }
+}
+
+TEST(EphapaxGpu, TwoDimensionalGridAgreesOnEveryTarget) {
+  // out[y * w + x] = x + 1000 * y over a 37 x 19 grid with 8 x 8 workgroups.
+  const int w = 37, h = 19;
+  int64_t want = 0;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) want += (x + 1000 * y) % 7;
+  std::string src = R"(
+@gpu
+@workgroup_size(8, 8, 1)
+fn fill(out: GPUBuffer<I32>, w: I32) {
+    let x = global_id(0);
+    let y = global_id(1);
+    out[y * w + x] = (x + 1000 * y) % 7;
+}
+fn main() -> I32 {
+    let w = )" + std::to_string(w) + R"(;
+    let h = )" + std::to_string(h) + R"(;
+    let! out = allocate_gpu<I32>(w * h);
+    dispatch fill(&mut out, w) over (w, h);
+    let xs = d2h(out);
+    var sum = 0;
+    for i in 0..w * h { sum += xs[i]; }
+    sum
+}
+)";
+  runEverywhere(src, std::to_string(want));
+}
+
+TEST(EphapaxGpu, ReductionAndHistogramAgreeOnEveryTarget) {
+  const int n = 3001;
+  std::string reduce = R"(
+@gpu
+fn partial_sums(input: GPUBuffer<I32>, partial: GPUBuffer<I32>) {
+    workgroup tile: [I32; 64];
+    var x = 0;
+    if gid < len(input) { x = input[gid]; }
+    tile[lid] = x;
+    barrier();
+    var stride = 32;
+    while stride > 0 {
+        if lid < stride { tile[lid] = tile[lid] + tile[lid + stride]; }
+        barrier();
+        stride = stride / 2;
+    }
+    if lid == 0 { partial[group] = tile[0]; }
+}
+fn main() -> I32 {
+    let n = )" + std::to_string(n) + R"(;
+    let groups = (n + 63) / 64;
+    let! input = allocate_gpu<I32>(n);
+    dispatch over n { input[gid] = gid % 100; }
+    let! partial = allocate_gpu<I32>(groups);
+    dispatch partial_sums(&input, &mut partial) over n;
+    free_gpu(input);
+    let ps = d2h(partial);
+    var total = 0;
+    for i in 0..len(ps) { total += ps[i]; }
+    total
+}
+)";
+  int64_t want = 0;
+  for (int i = 0; i < n; ++i) want += i % 100;
+  runEverywhere(reduce, std::to_string(want));
+
+  std::string hist = R"(
+@gpu
+fn histogram(values: GPUBuffer<I32>, bins: GPUBuffer<I32>) {
+    let old = atomic_add(bins, values[gid], 1);
+}
+fn main() -> I32 {
+    let n = )" + std::to_string(n) + R"(;
+    let! values = allocate_gpu<I32>(n);
+    dispatch over n { values[gid] = (gid * 7) % 4; }
+    let! bins = h2d([0, 0, 0, 0]);
+    dispatch histogram(&values, &mut bins) over n;
+    free_gpu(values);
+    let hs = d2h(bins);
+    hs[0] + 10 * hs[1] + 100 * hs[2] + 1000 * hs[3]
+}
+)";
+  int64_t bins[4] = {0, 0, 0, 0};
+  for (int i = 0; i < n; ++i) ++bins[(i * 7) % 4];
+  runEverywhere(hist, std::to_string(bins[0] + 10 * bins[1] + 100 * bins[2] + 1000 * bins[3]));
+}
+
+TEST(EphapaxGpu, DeviceFunctionsAndVectorsAgreeOnEveryTarget) {
+  // A device function called from a kernel and from host code (two copies).
+  auto l = lower(R"(
+fn sq(x: F32) -> F32 { x * x }
+@gpu
+fn k(out: GPUBuffer<F32>) {
+    let v = vec2(sq(f32(gid)), 1.0);
+    out[gid] = length(v * 2.0) + sq(0.5);
+}
+fn main() -> I32 {
+    let! out = allocate_gpu<F32>(4);
+    dispatch k(&mut out) over 4;
+    let xs = d2h(out);
+    i32(xs[0] + sq(2.0))
+}
+)");
+  ASSERT_TRUE(l->m) << l->errors;
+  ir::Function* host = l->m->lookup("sq");
+  ir::Function* dev = l->m->lookup("sq.device");
+  ASSERT_TRUE(host && dev);
+  EXPECT_TRUE(host->isHost());
+  EXPECT_EQ(dev->kind(), ir::FunctionKind::Device);
+  runEverywhere(R"(
+fn sq(x: F32) -> F32 { x * x }
+@gpu
+fn k(out: GPUBuffer<F32>) {
+    let v = vec2(sq(f32(gid)), 1.0);
+    out[gid] = length(v * 2.0) + sq(0.5);
+}
+fn main() -> I32 {
+    let! out = allocate_gpu<F32>(4);
+    dispatch k(&mut out) over 4;
+    let xs = d2h(out);
+    i32(xs[0] * 4.0 + sq(2.0))
+}
+)",
+                "13");  // xs[0] = length((0, 2)) + 0.25 = 2.25; 9 + 4
+}
+
+}  // namespace
