@@ -16,7 +16,10 @@
 #                                        (BENCH_ARGS go to eph_gpu_bench)
 # Sizes: VADD, REDUCE (floats), SGEMM (orders), comma-separated; RUNS.
 # Under $OUT (at most 8 files come back): log.txt (everything printed),
-# eph.json, eir.json, cuda.jsonl, cuda_nofma.jsonl, results.json, table.txt.
+# eph.json, cuda.jsonl, results.json, table.txt; and diag.jsonl (SGEMM
+# diagnostics: the .eir kernel, CUDA built with -fmad=false, CUDA with a
+# fence before each barrier, CUDA without __restrict__), sass_sgemm.txt (all kernels) and
+# sass.txt (the SASS the Vulkan driver and nvcc made: bench/device/sass_report.py).
 set -u
 OUT=${OUT:-/tmp/eph-bench-out}
 mkdir -p "$OUT"
@@ -71,23 +74,40 @@ echo "nvcc $(nvcc --version | tail -1): cuda_bench built in $(( ($(date +%s%N) -
 nvcc -O3 -arch=sm_90 -fmad=false -o /tmp/cuda_bench_nofma bench/device/cuda/cuda_bench.cu || exit 1
 
 peer_args=()
+rm -f "$OUT/diag.jsonl"
 if [ "${EPH:-1}" != 0 ]; then
   vulkan_device
+  # Fresh pipeline caches, so that sass_report.py finds these kernels' cubins.
+  export EPH_PIPELINE_CACHE=/tmp/pcache __GL_SHADER_DISK_CACHE_PATH=/tmp/nvcache __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
+  rm -rf /tmp/pcache /tmp/nvcache
+  mkdir -p /tmp/pcache /tmp/nvcache
   # The .eph kernels checked at small and odd sizes, then timed; then the
   # hand-written .eir SGEMM at the same sizes, for reference.
   "$BIN/eph_gpu_bench" --eph bench/ephapax --check-only 2>&1 | tail -16
   for f in vadd reduce gemm; do
-    echo "ephc run bench/ephapax/$f.eph --target=vulkan (wrong elements): $("$BIN/ephc" run bench/ephapax/$f.eph --target=vulkan 2>&1)"
+    echo "ephc run bench/ephapax/$f.eph --target=vulkan (wrong elements): $(EPH_PIPELINE_CACHE=off "$BIN/ephc" run bench/ephapax/$f.eph --target=vulkan 2>&1)"
   done
   "$BIN/eph_gpu_bench" --eph bench/ephapax --runs "$RUNS" --vadd "$VADD" --reduce "$REDUCE" --sgemm "$SGEMM" \
     --json "$OUT/eph.json" 2>&1
   [ $? -eq 0 ] && peer_args+=(--eph-json "$OUT/eph.json")
-  "$BIN/eph_gpu_bench" --only sgemm --runs "$RUNS" --sgemm "$SGEMM" --json "$OUT/eir.json" 2>&1 | tail -5
+  EPH_PIPELINE_CACHE=off "$BIN/eph_gpu_bench" --only sgemm --runs "$RUNS" --sgemm "$SGEMM" --json /tmp/eir.json 2>&1 | tail -5
+  python3 -c "
+import json, sys
+for r in json.load(open('/tmp/eir.json'))['results']:
+    r['impl'] = 'eir'
+    print(json.dumps(r))" >> "$OUT/diag.jsonl"
 fi
 /tmp/cuda_bench --runs "$RUNS" --vadd "$VADD" --reduce "$REDUCE" --sgemm "$SGEMM" --json "$OUT/cuda.jsonl" 2>&1 |
   cut -c1-200
 [ -s "$OUT/cuda.jsonl" ] && peer_args+=(--cuda-json "$OUT/cuda.jsonl")
-/tmp/cuda_bench_nofma --impl cuda_nofma --only sgemm --runs "$RUNS" --sgemm "$SGEMM" \
-  --json "$OUT/cuda_nofma.jsonl" 2>&1 | cut -c1-200
+if [ "${DIAG:-1}" != 0 ]; then
+  /tmp/cuda_bench --only sgemm_fence,sgemm_norestrict --runs "$RUNS" --sgemm "$SGEMM" --json "$OUT/diag.jsonl" 2>&1 |
+    cut -c1-200
+  /tmp/cuda_bench_nofma --impl cuda_nofma --only sgemm --runs "$RUNS" --sgemm "$SGEMM" --json "$OUT/diag.jsonl" 2>&1 |
+    cut -c1-200
+  python3 bench/device/sass_report.py --scan /tmp/pcache /tmp/nvcache --exe /tmp/cuda_bench --match "sgemm|vadd|reduce" \
+    --sass "$OUT/sass_sgemm.txt" > "$OUT/sass.txt" 2>&1
+  cut -c1-400 "$OUT/sass.txt"
+fi
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
 python3 bench/device/torch_peer.py "${peer_args[@]}" --json "$OUT/results.json" 2>&1 | tee "$OUT/table.txt"

@@ -15,8 +15,11 @@ __device__ __forceinline__ float4 axpy4(float4 acc, float s, float4 b) {
   return make_float4(acc.x + s * b.x, acc.y + s * b.y, acc.z + s * b.z, acc.w + s * b.w);
 }
 
-__global__ void __launch_bounds__(256) sgemm128(int K, const float* __restrict__ a, const float4* __restrict__ b,
-                                                float4* __restrict__ c, int n4) {
+// The kernel body; Fence adds __threadfence_block() before each barrier
+// (a diagnostic variant: OpControlBarrier with UniformMemory semantics, as
+// ephc emits barrier(), also orders buffer memory).
+template <bool Fence>
+__device__ __forceinline__ void sgemm128Body(int K, const float* a, const float4* b, float4* c, int n4) {
   __shared__ float4 As[256];
   __shared__ float4 Bs[256];
   int lid = threadIdx.x;
@@ -32,6 +35,7 @@ __global__ void __launch_bounds__(256) sgemm128(int K, const float* __restrict__
 
   As[aslot] = make_float4(a[abase], a[abase + K], a[abase + 2 * K], a[abase + 3 * K]);
   Bs[lid] = b[bbase];
+  if (Fence) __threadfence_block();
   __syncthreads();
 
   float4 acc[8][2];
@@ -54,9 +58,11 @@ __global__ void __launch_bounds__(256) sgemm128(int K, const float* __restrict__
         acc[r][1] = axpy4(acc[r][1], ar[r], bhi);
       }
     }
+    if (Fence) __threadfence_block();
     __syncthreads();
     As[aslot] = nav;
     Bs[lid] = nbv;
+    if (Fence) __threadfence_block();
     __syncthreads();
   }
 #pragma unroll
@@ -65,4 +71,22 @@ __global__ void __launch_bounds__(256) sgemm128(int K, const float* __restrict__
     c[row * n4 + bx32 + tx] = acc[r][0];
     c[row * n4 + bx32 + tx + 16] = acc[r][1];
   }
+}
+
+// The peer of the Ephapax sgemm.
+__global__ void __launch_bounds__(256) sgemm128(int K, const float* __restrict__ a, const float4* __restrict__ b,
+                                                float4* __restrict__ c, int n4) {
+  sgemm128Body<false>(K, a, b, c, n4);
+}
+
+// Diagnostic variants: with the fences; without __restrict__ (the loads may
+// not take the read-only path).
+__global__ void __launch_bounds__(256) sgemm128_fence(int K, const float* __restrict__ a,
+                                                      const float4* __restrict__ b, float4* __restrict__ c,
+                                                      int n4) {
+  sgemm128Body<true>(K, a, b, c, n4);
+}
+
+__global__ void __launch_bounds__(256) sgemm128_norestrict(int K, const float* a, const float4* b, float4* c, int n4) {
+  sgemm128Body<false>(K, a, b, c, n4);
 }
