@@ -17,16 +17,21 @@ std::unique_ptr<ir::Module> compile(ir::Context& ctx, std::string_view src, cons
   auto m = lowerProgram(*c, ctx, file, diags, lo);
   if (!m) return nullptr;
   // Generic @gpu functions and device functions are lowered once; the IR
-  // `monomorphize` pass instantiates them (skipped while a build lacks it).
-  if (opts.monomorphize)
-    if (const passes::Pass* mono = passes::PassRegistry::get().lookup("monomorphize")) {
-      passes::Diagnostics d;
-      mono->run(*m, d);
-      for (const Error& e : d.errors)
-        diags.error("E299", {e.loc.line, e.loc.col, 1}, "internal error: monomorphize: " + e.message,
-                    "this is a compiler bug; please report it with the program");
-      if (d.failed()) return nullptr;
+  // `monomorphize` pass (passes/Monomorphize.cpp) instantiates them.
+  if (opts.monomorphize) {
+    const passes::Pass* mono = passes::PassRegistry::get().lookup("monomorphize");
+    if (!mono) {
+      diags.error("E299", {1, 1, 1}, "internal error: the IR `monomorphize` pass is not registered",
+                  "this is a compiler bug; please report it with the program");
+      return nullptr;
     }
+    passes::Diagnostics d;
+    mono->run(*m, d);
+    for (const Error& e : d.errors)
+      diags.error("E299", {e.loc.line, e.loc.col, 1}, "internal error: monomorphize: " + e.message,
+                  "this is a compiler bug; please report it with the program");
+    if (d.failed()) return nullptr;
+  }
   if (opts.checkIR) {
     if (Status st = ir::verify(*m); !st) {
       diags.error("E299", {st.error().loc.line, st.error().loc.col, 1},
