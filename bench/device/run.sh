@@ -18,7 +18,8 @@
 # Under $OUT (at most 8 files come back): log.txt (everything printed),
 # eph.json, cuda.jsonl, results.json, table.txt; and diag.jsonl (SGEMM
 # diagnostics: the .eir kernel, CUDA built with -fmad=false, CUDA with a
-# fence before each barrier, CUDA without __restrict__), sass_sgemm.txt (all kernels) and
+# fence before each barrier, CUDA without __restrict__, CUDA with the
+# shared-memory carveout at its maximum), sass_sgemm.txt (all kernels) and
 # sass.txt (the SASS the Vulkan driver and nvcc made: bench/device/sass_report.py).
 set -u
 OUT=${OUT:-/tmp/eph-bench-out}
@@ -101,7 +102,7 @@ fi
   cut -c1-200
 [ -s "$OUT/cuda.jsonl" ] && peer_args+=(--cuda-json "$OUT/cuda.jsonl")
 if [ "${DIAG:-1}" != 0 ]; then
-  /tmp/cuda_bench --only sgemm_fence,sgemm_norestrict --runs "$RUNS" --sgemm "$SGEMM" --json "$OUT/diag.jsonl" 2>&1 |
+  /tmp/cuda_bench --only sgemm_fence,sgemm_norestrict,sgemm_carveout --runs "$RUNS" --sgemm "$SGEMM" --json "$OUT/diag.jsonl" 2>&1 |
     cut -c1-200
   /tmp/cuda_bench_nofma --impl cuda_nofma --only sgemm --runs "$RUNS" --sgemm "$SGEMM" --json "$OUT/diag.jsonl" 2>&1 |
     cut -c1-200
