@@ -214,4 +214,255 @@ TEST(EphapaxLower, StringsAreFreedOnEveryPath) {
   EXPECT_TRUE(in.memory().live().empty()) << in.memory().live().size() << " buffers leaked";
 }
 
+
+// ---- the GPU extension's front half (docs/ephapax-gpu.md) ---------------------------
+
+// The nodes of a block's chain, following the `rest` kid (Ast.h).
+std::vector<ExprKind> chainKinds(const Expr* e) {
+  std::vector<ExprKind> out;
+  while (e) {
+    out.push_back(e->kind);
+    bool link = e->kind == ExprKind::Let || e->kind == ExprKind::Seq || e->kind == ExprKind::VarDecl ||
+                e->kind == ExprKind::Workgroup || e->kind == ExprKind::Region;
+    e = link && !e->kids.empty() ? e->kids.back().get() : nullptr;
+  }
+  return out;
+}
+
+TEST(EphapaxGpuParser, FunctionsAnnotationsAndStatementShapes) {
+  DiagSink d;
+  Program p = parseProgram(
+      "@gpu\n@workgroup_size(8, 4)\nfn k(a, b: GPUBuffer<F32>) {\n"
+      "  workgroup t: [F32; 32];\n  var x = 0;\n  x += 2;\n  b[gid] *= 2.0;\n"
+      "  for i in 0..10 { x = x + i; }\n  while x < 100 { x = x * 2; }\n"
+      "  if x > 3 { barrier(); } else if x < 1 { x = 1; } else { x = 2; }\n}\n"
+      "async fn h(f: Future<I32>, m: mat3, v: vec2) -> I32 { f.await }\n"
+      "fn r(n: I32) {\n  region gpu:\n  let! b = allocate_gpu@gpu<F32>(n);\n"
+      "  dispatch k(1.0, &mut b) over (4, 4);\n  dispatch over n workgroup (32, 2) { b[gid] = 0.0; }\n"
+      "  kernel over n { b[gid] = 1.0; }\n  free_gpu(b);\n}\n"
+      "fn g(): I32 { 1 }\nfn u(x: GPUBuffer<I32>!, y: GPUBufferAffine<U32>) { }\n",
+      d);
+  ASSERT_TRUE(d.empty()) << d.all()[0].message;
+  ASSERT_EQ(p.fns.size(), 5u);
+  const FnDecl& k = *p.fns[0];
+  EXPECT_TRUE(k.braceBody);
+  EXPECT_EQ(k.workgroupSize[0], 8);
+  EXPECT_EQ(k.workgroupSize[1], 4);
+  EXPECT_EQ(k.workgroupSize[2], 1);
+  EXPECT_EQ(k.params[0].type, nullptr);  // untyped: inferred from dispatch sites
+  ASSERT_TRUE(k.params[1].type);
+  EXPECT_EQ(k.params[1].type->kind, TypeExpr::Gpu);
+  EXPECT_FALSE(k.params[1].type->bang);
+  EXPECT_EQ(chainKinds(k.body.get()),
+            (std::vector<ExprKind>{ExprKind::Workgroup, ExprKind::VarDecl, ExprKind::Seq, ExprKind::Seq, ExprKind::Seq,
+                                   ExprKind::Seq, ExprKind::If}));
+  const Expr& wg = *k.body;
+  EXPECT_EQ(wg.name, "t");
+  EXPECT_EQ(wg.ival, 32);
+  const Expr& compound = *wg.kids[0]->kids[1]->kids[0];  // x += 2
+  ASSERT_EQ(compound.kind, ExprKind::Assign);
+  EXPECT_EQ(compound.kids[0]->kind, ExprKind::Binary);
+  EXPECT_EQ(compound.kids[0]->bop, BinOp::Add);
+  const Expr& store = *wg.kids[0]->kids[1]->kids[1]->kids[0];  // b[gid] *= 2.0
+  ASSERT_EQ(store.kind, ExprKind::IndexAssign);
+  EXPECT_EQ(store.kids[2]->bop, BinOp::Mul);
+  EXPECT_EQ(store.kids[2]->kids[0]->kind, ExprKind::Index);
+  const Expr& loop = *wg.kids[0]->kids[1]->kids[1]->kids[1]->kids[0];
+  ASSERT_EQ(loop.kind, ExprKind::For);
+  EXPECT_EQ(loop.name, "i");
+  // The else-if chain: If(.., then, If(.., then, else)).
+  const Expr* last = wg.kids[0]->kids[1]->kids[1]->kids[1]->kids[1]->kids[1].get();
+  ASSERT_EQ(last->kind, ExprKind::If);
+  EXPECT_EQ(last->kids[2]->kind, ExprKind::If);
+
+  const FnDecl& h = *p.fns[1];
+  EXPECT_TRUE(h.isAsync);
+  EXPECT_EQ(h.params[0].type->kind, TypeExpr::Future);
+  EXPECT_EQ(h.params[1].type->kind, TypeExpr::Mat);
+  EXPECT_EQ(h.params[2].type->size, 2);
+  EXPECT_EQ(h.body->kind, ExprKind::Await);
+
+  const FnDecl& r = *p.fns[2];
+  // `free_gpu(b);` ends the block in a statement: its value is ().
+  EXPECT_EQ(chainKinds(r.body.get()), (std::vector<ExprKind>{ExprKind::Region, ExprKind::Let, ExprKind::Seq, ExprKind::Seq,
+                                                             ExprKind::Seq, ExprKind::Seq, ExprKind::Unit}));
+  const Expr& let = *r.body->kids[0];
+  EXPECT_EQ(let.kids[0]->kind, ExprKind::AllocGpu);
+  EXPECT_EQ(let.kids[0]->name, "gpu");
+  ASSERT_TRUE(let.kids[0]->annot);
+  const Expr& named = *let.kids[1]->kids[0];
+  EXPECT_EQ(named.kind, ExprKind::Dispatch);
+  EXPECT_EQ(named.name, "k");
+  EXPECT_EQ(named.grid.size(), 2u);
+  EXPECT_EQ(named.kids.size(), 2u);
+  const Expr& inl = *let.kids[1]->kids[1]->kids[0];
+  EXPECT_TRUE(inl.name.empty());
+  int64_t wgs[3];
+  dispatchWorkgroupSize(inl, wgs);
+  EXPECT_EQ(wgs[0], 32);
+  EXPECT_EQ(wgs[1], 2);
+  EXPECT_EQ(wgs[2], 1);
+  const Expr& kern = *let.kids[1]->kids[1]->kids[1]->kids[0];
+  EXPECT_EQ(kern.kind, ExprKind::Dispatch);
+  dispatchWorkgroupSize(kern, wgs);
+  EXPECT_EQ(wgs[0], 64);
+  EXPECT_TRUE(p.fns[3]->braceBody);
+  EXPECT_TRUE(p.fns[4]->params[0].type->bang);
+  EXPECT_EQ(p.fns[4]->params[1].type->name, "GPUBufferAffine");
+}
+
+TEST(EphapaxGpuParser, CoreSyntaxRulesStay) {
+  EXPECT_EQ(firstCode("fn f(): I32 = { 1 }"), "E000");       // braces after `=` are a record
+  EXPECT_EQ(firstCode("fn f(x) -> I32 { 1 }"), "E000");      // untyped parameters only on @gpu functions
+  EXPECT_EQ(firstCode("fn f(): I32 { let x = 1; x = 2 + }"), "E000");
+  EXPECT_EQ(firstCode("@workgroup_size(0)\n@gpu fn k(b: GPUBuffer<I32>) { }"), "E000");
+  EXPECT_EQ(firstCode("fn f() -> I32 { 1 }\nfn g(): I32 = f()"), "ok");
+}
+
+TEST(EphapaxGpuParser, LongBlocksAreIterativeAndBounded) {
+  std::string ok = "fn f() -> I32 {\n";
+  for (int i = 0; i < 10000; ++i) ok += "  let x" + std::to_string(i) + " = " + std::to_string(i) + ";\n";
+  EXPECT_EQ(firstCode(ok + "  x9999\n}"), "ok");
+  std::string tooLong = "fn f() -> I32 {\n";
+  for (int i = 0; i < 100000; ++i) tooLong += "  x;\n";
+  auto d = diagsOf(tooLong + "  1\n}");
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d[0].code, "E000");
+  EXPECT_NE(d[0].message.find("statements"), std::string::npos) << d[0].message;
+  // Nested blocks count towards the parser's depth limit.
+  std::string nested = "fn f() {\n";
+  for (int i = 0; i < 100000; ++i) nested += "if true { ";
+  EXPECT_EQ(firstCode(nested), "E000");
+}
+
+TEST(EphapaxGpuChecker, AddOneIsAKernel) {
+  DiagSink d;
+  auto c = check("@gpu\nfn add_one(buffer: GPUBuffer<i32>) {\n    buffer[gid] = buffer[gid] + 1;\n}\n", d);
+  ASSERT_TRUE(c) << renderAll(d, "t.eph", "");
+  EXPECT_TRUE(d.empty());
+  FnDecl& f = *c->prog.fns[0];
+  EXPECT_EQ(f.gpuRole, FnDecl::Kernel);
+  EXPECT_EQ(show(f.type), "GPUBuffer<I32> -> ()");
+  const Expr& store = *f.body;
+  ASSERT_EQ(store.kind, ExprKind::IndexAssign);
+  EXPECT_TRUE(store.kernelCode);
+  EXPECT_EQ(store.kids[1]->builtin, Expr::Gid);
+  EXPECT_EQ(show(store.kids[1]->ty), "I32");
+  EXPECT_TRUE(store.kids[2]->kids[0]->kernelCode);
+}
+
+TEST(EphapaxGpuChecker, LeakOfAnOwnedBufferIsE001AtTheLetBang) {
+  std::string src = "fn test_leak() {\n    let! buffer = allocate_gpu(1024);\n}\n";
+  DiagSink d;
+  check(src, d);
+  EXPECT_EQ(renderAll(d, "leak.eph", src),
+            "leak.eph:2:5: error[E001]: `let!` binding `buffer` is never consumed\n"
+            "      let! buffer = allocate_gpu(1024);\n"
+            "      ^~~~\n"
+            "  hint: use `buffer` exactly once, or bind it with `let` if it may be dropped\n");
+  // --mode affine accepts it; the binding may be dropped (the lowering frees it).
+  DiagSink a;
+  CheckOptions affine;
+  affine.affineMode = true;
+  auto c = check(src, a, affine);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(a.empty()) << renderAll(a, "leak.eph", src);
+  EXPECT_TRUE(c->affineMode);
+  const Expr& let = *c->prog.fns[0]->body;
+  ASSERT_TRUE(let.pat->binding);
+  EXPECT_EQ(usageOf(*c, *let.pat->binding), Usage::AtMostOnce);
+  EXPECT_EQ(show(let.pat->binding->ty), "GPUBuffer<I32>!");  // the element defaults to I32
+  // Affine buffers are droppable in both modes; linear ones other than GPU buffers stay linear.
+  EXPECT_EQ(firstCode("fn f(n: I32) { let b: GPUBufferAffine<I32> = g(n); }\nfn g(n: I32) -> GPUBufferAffine<I32> { g(n) }"), "ok");
+  DiagSink s;
+  check("fn f() { let! s = String.new@_(\"x\"); }", s, affine);
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(s.all()[0].code, "E001");
+}
+
+TEST(EphapaxGpuChecker, RegionBuffersAreConsumedBeforeTheRegionEnds) {
+  const std::string process = "fn process(b: GPUBuffer<I32>!) { free_gpu(b) }\n";
+  EXPECT_EQ(firstCode(process + "fn f() {\n  region gpu:\n    let! buffer = allocate_gpu@gpu(1024);\n    process(buffer);\n}\n"),
+            "ok");
+  auto d = diagsOf(process + "fn f() {\n  region gpu:\n    let! buffer = allocate_gpu@gpu(1024);\n    ()\n}\n");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].code, "E004");
+  EXPECT_EQ(d[0].span.line, 4u);
+  EXPECT_EQ(d[0].span.col, 5u);
+  EXPECT_EQ(d[0].message, "GPU buffer `buffer` is not consumed before region `gpu` ends");
+  // Nested: a buffer of the outer region made in the inner one.
+  d = diagsOf("fn f() {\n  region outer {\n    region inner {\n      let! b = allocate_gpu@outer(4);\n      ()\n    }\n  }\n}\n");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].code, "E004");
+  EXPECT_EQ(d[0].span.line, 4u);
+  // Escaping its region, and a region that is not active.
+  EXPECT_EQ(firstCode("fn f() -> I32 {\n  let b = region r { let! x = allocate_gpu@r(4); x };\n  free_gpu(b);\n  0\n}\n"), "E003");
+  EXPECT_EQ(firstCode("fn f() { let! b = allocate_gpu@nowhere(4); free_gpu(b); }"), "E006");
+}
+
+TEST(EphapaxGpuChecker, OwnershipOfBuffersLoopsAndFutures) {
+  // A loop body may not consume an outer buffer; `e;` may not drop one.
+  EXPECT_EQ(firstCode("fn f(n: I32) {\n  let! b = allocate_gpu<I32>(4);\n  for i in 0..n { free_gpu(b); }\n}"), "E002");
+  EXPECT_EQ(firstCode("fn f() { allocate_gpu<I32>(4); }"), "E001");
+  // An inline kernel borrows the buffers it mentions: not after they are consumed.
+  EXPECT_EQ(firstCode("fn f(n: I32) {\n  let! b = allocate_gpu<I32>(n);\n  free_gpu(b);\n  dispatch over n { b[gid] = 1; }\n}"), "E002");
+  EXPECT_EQ(firstCode("fn f(n: I32) {\n  let! b = allocate_gpu<I32>(n);\n  dispatch over n { b[gid] = 1; }\n  free_gpu(b);\n}"), "ok");
+  // Dispatching an owned buffer plainly consumes it.
+  const std::string k = "@gpu\nfn k(b: GPUBuffer<I32>) { b[gid] = 1; }\n";
+  EXPECT_EQ(firstCode(k + "fn f() {\n  let! b = allocate_gpu(4);\n  dispatch k(b) over 4;\n}"), "ok");
+  EXPECT_EQ(firstCode(k + "fn f() {\n  let! b = allocate_gpu(4);\n  dispatch k(b) over 4;\n  free_gpu(b);\n}"), "E002");
+  // Futures must be awaited.
+  EXPECT_EQ(firstCode("async fn a() -> I32 { 1 }\nfn f() { let x = a(); }"), "E001");
+  EXPECT_EQ(firstCode("async fn a() -> I32 { 1 }\nfn f() -> I32 { let x = a(); x.await }"), "ok");
+}
+
+TEST(EphapaxGpuChecker, DispatchResolvesKernelsAndInstances) {
+  DiagSink d;
+  auto c = check(
+      "@gpu\nfn copy_into(src, dst) { dst[gid] = src[gid]; }\n"
+      "fn main() -> I32 {\n  let! a = allocate_gpu<F32>(3);\n  let! b = allocate_gpu<F32>(3);\n"
+      "  dispatch copy_into(&a, &mut b) over 3;\n  free_gpu(a);\n  free_gpu(b);\n  0\n}\n",
+      d);
+  ASSERT_TRUE(c) << renderAll(d, "t.eph", "");
+  ASSERT_TRUE(d.empty());
+  FnDecl& k = *c->prog.fns[0];
+  EXPECT_EQ(k.gpuRole, FnDecl::Kernel);
+  ASSERT_EQ(k.typeParamTys.size(), 1u);
+  EXPECT_EQ(show(k.paramTys[0]), "GPUBuffer<T0>");
+  const Expr* e = c->prog.fns[1]->body.get();
+  while (e && e->kind != ExprKind::Dispatch)
+    e = e->kind == ExprKind::Seq && e->kids[0]->kind == ExprKind::Dispatch ? e->kids[0].get()
+        : e->kids.empty()                                                  ? nullptr
+                                                                           : e->kids.back().get();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->refKind, Expr::Fn);
+  EXPECT_EQ(e->global, 0);
+  ASSERT_EQ(e->inst.size(), 1u);
+  EXPECT_EQ(show(e->inst[0]), "F32");
+  // A launcher (owned buffer or result) is not dispatched; it is called.
+  EXPECT_EQ(firstCode("@gpu\nfn l(b: GPUBuffer<I32>!) -> GPUBuffer<I32>! { b }\n"
+                      "fn f() { let! b = allocate_gpu(4); dispatch l(&b) over 4; free_gpu(b); }"),
+            "E217");
+}
+
+TEST(EphapaxGpuChecker, BuiltinsAndVectorTypes) {
+  DiagSink d;
+  auto c = check(
+      "@gpu\nfn t(p: GPUBuffer<vec4>, m: mat4, out: GPUBuffer<F32>) {\n"
+      "  let v = m * p[gid];\n  let w = vec3(v.x, v.y, v.z) * 2.0;\n"
+      "  out[gid] = dot(w, w) + sqrt(out[gid]) + f32(i32(v.w)) + length(normalize(w));\n"
+      "  let old = atomic_add(out, 0, 1.0);\n  barrier();\n}\n",
+      d);
+  ASSERT_TRUE(c) << renderAll(d, "t.eph", "");
+  EXPECT_TRUE(d.empty());
+  const Expr& let = *c->prog.fns[0]->body;
+  EXPECT_EQ(show(let.kids[0]->ty), "vec4");
+  const Expr& w = *let.kids[1];
+  EXPECT_EQ(show(w.kids[0]->ty), "vec3");
+  EXPECT_EQ(w.kids[0]->kids[0]->builtin, Expr::MakeVec);
+  EXPECT_EQ(firstCode("fn f(m: mat3, v: vec4) -> vec4 { m * v }"), "E101");
+  EXPECT_EQ(firstCode("@gpu\nfn k(b: GPUBuffer<F32>) { b[gid] = 1.5; }"), "ok");  // a float literal takes F32
+  EXPECT_EQ(firstCode("@gpu\nfn k(b: GPUBuffer<I32>) { b[gid] = len(b) + group + lid + global_id(1); }"), "ok");
+}
+
 }  // namespace
