@@ -8,13 +8,15 @@
 // are calls that inlining brings in. Recursive calls stay; no function is
 // removed. A call is also kept when inlining would not verify: the callee
 // returns one of its parameters under a different type (a borrowed buffer
-// handed back to the caller), or it holds a workgroup.alloc and the call is
-// not at the top level of its function.
+// handed back to the caller), it holds a workgroup.alloc and the call is
+// not at the top level of its function, or it is generic (its type variables
+// mean nothing in the caller: run monomorphize first).
 #include <map>
 #include <set>
 #include <vector>
 
 #include "ir/OpTable.h"
+#include "ir/ops/TypeVars.h"
 #include "passes/PassManager.h"
 
 namespace eph::passes {
@@ -72,6 +74,7 @@ bool hasWorkgroupAlloc(const Function& f) {
 }
 
 bool canInline(const Op& call, const Function& callee) {
+  if (ir::isGeneric(callee)) return false;
   const Op* ret = callee.body().terminator();
   if (!ret || ret->name() != "return" || ret->numOperands() != call.numResults()) return false;
   for (unsigned i = 0; i < ret->numOperands(); ++i) {
