@@ -4,17 +4,44 @@
 #include "frontends/ephapax/Stdlib.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "frontends/ephapax/Parser.h"
 
 namespace eph::ephapax {
 
-const std::vector<StdlibModule>& stdlibModules() {
-  static const std::vector<StdlibModule> modules = {
+namespace {
+
+const std::vector<StdlibModule> kBuiltIn = {
 #include "StdlibSources.inc"
-  };
+};
+
+// kBuiltIn, with the modules EPH_STDLIB_DIR overrides read from there.
+std::vector<StdlibModule> loadModules() {
+  std::vector<StdlibModule> modules = kBuiltIn;
+  const char* dir = std::getenv("EPH_STDLIB_DIR");
+  if (!dir || !*dir) return modules;
+  static std::vector<std::string> texts;  // owns the overriding sources
+  texts.reserve(modules.size());
+  for (StdlibModule& m : modules) {
+    std::ifstream in(std::string(dir) + "/" + std::string(m.name) + ".eph", std::ios::binary);
+    if (!in) continue;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    texts.push_back(ss.str());
+    m.source = texts.back();
+  }
+  return modules;
+}
+
+}  // namespace
+
+const std::vector<StdlibModule>& stdlibModules() {
+  static const std::vector<StdlibModule> modules = loadModules();
   return modules;
 }
 

@@ -20,7 +20,10 @@ struct StdlibModule {
   std::string_view source;
 };
 
-// The modules compiled into this build, in file-name order.
+// The modules compiled into this build, in file-name order. When the
+// environment variable EPH_STDLIB_DIR names a directory, a file NAME.eph
+// there replaces the built-in module NAME (read once, at the first call), so
+// the library can be worked on without rebuilding ephc.
 const std::vector<StdlibModule>& stdlibModules();
 
 // The module called `name`, or null.
