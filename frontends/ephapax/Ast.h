@@ -137,6 +137,7 @@ struct Expr {
   std::vector<Param> params;  // Lambda
   std::vector<Arm> arms;      // Match, Handle
   std::vector<ExprP> grid;    // Dispatch: the grid in invocations, 1 to 3 dimensions
+  int64_t workgroupSize[3] = {0, 0, 0};  // inline Dispatch: `workgroup (x, y, z)` as written; 0s: none
   // Filled by the checker.
   Ty* ty = nullptr;
   Binding* binding = nullptr;   // Var: the local it names (null: a global)

@@ -956,7 +956,7 @@ class Parser {
       take();
       int64_t wg[3] = {64, 1, 1};
       parseWorkgroupSize(wg, "after 'workgroup'");
-      e->ival = packWorkgroupSize(wg);
+      for (int i = 0; i < 3; ++i) e->workgroupSize[i] = wg[i];
     }
     e->kids.push_back(parseBlock("to open the kernel body"));
     return e;

@@ -15,18 +15,12 @@ namespace eph::ephapax {
 
 constexpr unsigned kMaxDepth = 200;
 
-// The workgroup size written on an inline dispatch (`dispatch over n
-// workgroup (x, y, z) { .. }`) is kept in the Dispatch node's `ival`, 20 bits
-// a dimension (each is at most 65535); 0 means none was written.
-inline int64_t packWorkgroupSize(const int64_t (&wg)[3]) { return wg[0] | (wg[1] << 20) | (wg[2] << 40); }
-// The workgroup size of a Dispatch node: as written, or (64, 1, 1).
+// The workgroup size of a Dispatch node: as written on an inline dispatch
+// (`dispatch over n workgroup (x, y, z) { .. }`, Expr::workgroupSize), or
+// (64, 1, 1) when none was written.
 inline void dispatchWorkgroupSize(const Expr& dispatch, int64_t (&out)[3]) {
-  int64_t v = dispatch.kind == ExprKind::Dispatch ? dispatch.ival : 0;
-  if (v == 0) {
-    out[0] = 64, out[1] = 1, out[2] = 1;
-    return;
-  }
-  for (int i = 0; i < 3; ++i) out[i] = (v >> (20 * i)) & 0xfffff;
+  bool written = dispatch.kind == ExprKind::Dispatch && dispatch.workgroupSize[0] != 0;
+  for (int i = 0; i < 3; ++i) out[i] = written ? dispatch.workgroupSize[i] : (i == 0 ? 64 : 1);
 }
 
 // Parses a whole .eph file. Check `diags` for errors; the program holds every

@@ -302,10 +302,14 @@ TEST(EphapaxGpuParser, FunctionsAnnotationsAndStatementShapes) {
   EXPECT_EQ(wgs[0], 32);
   EXPECT_EQ(wgs[1], 2);
   EXPECT_EQ(wgs[2], 1);
+  EXPECT_EQ(inl.workgroupSize[0], 32);  // the field as written, not packed into ival
+  EXPECT_EQ(inl.workgroupSize[1], 2);
+  EXPECT_EQ(inl.ival, 0);
   const Expr& kern = *let.kids[1]->kids[1]->kids[1]->kids[0];
   EXPECT_EQ(kern.kind, ExprKind::Dispatch);
   dispatchWorkgroupSize(kern, wgs);
   EXPECT_EQ(wgs[0], 64);
+  EXPECT_EQ(kern.workgroupSize[0], 0);  // none written
   EXPECT_TRUE(p.fns[3]->braceBody);
   EXPECT_TRUE(p.fns[4]->params[0].type->bang);
   EXPECT_EQ(p.fns[4]->params[1].type->name, "GPUBufferAffine");
