@@ -71,6 +71,7 @@ class OwnershipChecker {
     lambdaDepth_ = 0;
     kernelScope_ = SIZE_MAX;
     gpuRegionOf_.clear();
+    gpuFn_ = f.gpuRole != FnDecl::NotGpu;
     for (Param& p : f.params) declare(p.binding);
     walk(*f.body);
     for (Param& p : f.params) ruleConsumedAtScopeEnd(*p.binding);
@@ -86,6 +87,40 @@ class OwnershipChecker {
   std::vector<St> state_;
   std::vector<Binding*> scope_;
   unsigned lambdaDepth_ = 0;
+  bool gpuFn_ = false;  // checking a @gpu function (kernel or launcher)
+
+  // GENERIC GPU VALUES. In a @gpu function a type parameter stands for a
+  // buffer element type or another plain value (callers may not instantiate
+  // it with a linear or affine type: ruleGpuTypeArgsPlain), so a value whose
+  // type is affine only because it mentions a type parameter is used freely
+  // there, kernel code included. Elsewhere usageOf decides.
+  Usage usage(const Binding& b) {
+    Usage u = usageOf(c_, b);
+    if (u == Usage::AtMostOnce && gpuFn_ && b.origin != Binding::LetBang && !isLinear(c_.types, b.ty, c_.affineMode) &&
+        !isAffine(c_.types, b.ty, c_.affineMode))
+      return Usage::Free;
+    return u;
+  }
+
+  // GPU TYPE ARGUMENTS. A type parameter of a @gpu function is a plain value
+  // there (see usage), so a use of the function may not instantiate it with a
+  // linear or affine type (E101).
+  void ruleGpuTypeArgsPlain(const Expr& e) {
+    if (e.binding || e.refKind != Expr::Fn || e.global < 0 || e.inst.empty()) return;
+    const FnDecl& g = *c_.prog.fns[e.global];
+    if (g.gpuRole == FnDecl::NotGpu) return;
+    for (size_t i = 0; i < e.inst.size() && i < g.typeParamTys.size(); ++i) {
+      if (g.typeParamTys[i]->regionVar) continue;
+      Ty* t = e.inst[i];
+      if (!isLinear(c_.types, t, c_.affineMode) && !isAffine(c_.types, t, c_.affineMode)) continue;
+      diags_.error("E101", e.span,
+                   "type parameter `" + g.typeParamTys[i]->name + "` of @gpu function `" + g.name +
+                       "` stands for a buffer element or another plain value, not the " +
+                       (isLinear(c_.types, t, c_.affineMode) ? "linear" : "affine") + " type " + show(t),
+                   "pass owned buffers as `GPUBuffer<T>!` parameters");
+      return;
+    }
+  }
 
   void declare(Binding* b) {
     if (!b) return;
@@ -120,7 +155,7 @@ class OwnershipChecker {
   // USE. Using a binding by value consumes it; a `let!` binding or a value of
   // a linear type may be consumed only once (E002).
   void ruleUseOnce(Binding& b, Span s) {
-    Usage u = usageOf(c_, b);
+    Usage u = usage(b);
     if (!ruleNoLinearCapture(b, s, u) || u == Usage::Free) return;
     St& st = state_[b.id];
     if (st.consumed) {
@@ -135,7 +170,7 @@ class OwnershipChecker {
 
   // BORROW. `&x` and `&mut x` do not consume x, but x must still be there (E002).
   void ruleBorrowLive(Binding& b, Span s) {
-    Usage u = usageOf(c_, b);
+    Usage u = usage(b);
     if (!ruleNoLinearCapture(b, s, u) || u == Usage::Free) return;
     const St& st = state_[b.id];
     if (st.consumed)
@@ -280,7 +315,7 @@ class OwnershipChecker {
       ruleBorrowLive(b, s);
       return true;
     }
-    if (usageOf(c_, b) != Usage::Free)
+    if (usage(b) != Usage::Free)
       diags_.error("E210", s, "kernel code cannot use the linear host value `" + b.name + "` (" + show(b.ty) + ")",
                    "only GPU buffers (borrowed) and plain values cross into a kernel");
     return true;
@@ -291,7 +326,7 @@ class OwnershipChecker {
   void ruleLoopKeepsOuter(size_t nScope, const std::vector<St>& before) {
     for (size_t i = 0; i < nScope; ++i) {
       Binding& b = *scope_[i];
-      if (usageOf(c_, b) == Usage::Free || before[b.id].consumed || !state_[b.id].consumed) continue;
+      if (usage(b) == Usage::Free || before[b.id].consumed || !state_[b.id].consumed) continue;
       diags_.error("E002", state_[b.id].at, "`" + b.name + "` is consumed inside a loop, once per iteration",
                    "consume it after the loop, or borrow it with `&" + b.name + "`");
     }
@@ -375,6 +410,7 @@ class OwnershipChecker {
   void walkOne(Expr& e) {
     switch (e.kind) {
       case ExprKind::Var:
+        ruleGpuTypeArgsPlain(e);
         if (e.binding && ruleKernelMention(*e.binding, e.span)) return;
         if (e.binding) ruleUseOnce(*e.binding, e.span);
         return;

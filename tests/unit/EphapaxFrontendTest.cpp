@@ -469,4 +469,22 @@ TEST(EphapaxGpuChecker, BuiltinsAndVectorTypes) {
   EXPECT_EQ(firstCode("@gpu\nfn k(b: GPUBuffer<I32>) { b[gid] = len(b) + group + lid + global_id(1); }"), "ok");
 }
 
+TEST(EphapaxGpuChecker, TypeParametersOfGpuFunctionsArePlainValues) {
+  // A `v: T` crosses into an inline kernel and is used twice on the host.
+  const std::string fill =
+      "@gpu\nfn fill<T>(n: I32, v: T) -> GPUBuffer<T>! {\n"
+      "  let! out = allocate_gpu<T>(n);\n  dispatch over n { out[gid] = v; }\n  let w = (v, v);\n  out\n}\n";
+  EXPECT_EQ(firstCode(fill), "ok");
+  EXPECT_EQ(run(fill + "fn main() -> I32 { let! b = fill(5, 9); let xs = d2h(b); xs[4] }"), "9");
+  // Outside @gpu functions a T value is still used at most once.
+  EXPECT_EQ(firstCode("fn two<T>(v: T) -> (T, T) { (v, v) }"), "E002");
+  // ... and a @gpu function's T may not stand for an owned buffer.
+  auto d = diagsOf("@gpu\nfn two<T>(n: I32, v: T) -> (T, T) { (v, v) }\n"
+                   "fn f() { let! b = allocate_gpu<I32>(4);\n  let! (x, y) = two(1, b); free_gpu(x); free_gpu(y); }");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].code, "E101");
+  EXPECT_EQ(d[0].span.line, 4u);
+  EXPECT_EQ(d[0].span.col, 17u);
+}
+
 }  // namespace
