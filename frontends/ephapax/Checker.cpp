@@ -936,6 +936,19 @@ class TypeChecker {
     }
   }
 
+  // A view parameter (GPUBuffer<T>) takes `&b` / `&mut b` of an owned buffer
+  // (lent for the call) or the owned buffer itself (consumed by the call), as a
+  // dispatch does (docs/ephapax-gpu.md, Types). True when `got` is such a
+  // buffer for `want` and their element types unify.
+  bool viewArgument(Ty* want, Ty* got) {
+    Ty* w = core(want);
+    Ty* g = core(got);
+    if (w->kind != Ty::Gpu || w->gpu != Ty::View) return false;
+    if (g->kind == Ty::Ref) g = core(g->args[0]);
+    if (g->kind != Ty::Gpu || g->gpu == Ty::View) return false;
+    return unify(T, w->args[0], g->args[0]);
+  }
+
   Ty* inferCall(Expr& e) {
     Expr& callee = *e.kids[0];
     size_t nargs = e.kids.size() - 1;
@@ -1004,6 +1017,10 @@ class TypeChecker {
         if (i == 1) error("E101", callee.span, "only functions can be called; this has type " + show(ft));
         else error("E106", e.span, "too many arguments: the function takes " + std::to_string(i - 1));
         return T.error();
+      }
+      if (viewArgument(c->args[0], a)) {
+        cur = c->args[1];
+        continue;
       }
       if (!unify(T, c->args[0], a))
         mismatch(e.kids[i]->span, c->args[0], a, " (argument " + std::to_string(i) + ")");

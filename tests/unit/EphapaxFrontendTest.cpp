@@ -487,4 +487,24 @@ TEST(EphapaxGpuChecker, TypeParametersOfGpuFunctionsArePlainValues) {
   EXPECT_EQ(d[0].span.col, 17u);
 }
 
+TEST(EphapaxGpuChecker, BorrowsOfOwnedBuffersAreViewArguments) {
+  const std::string fns =
+      "@gpu\nfn count<T>(xs: GPUBuffer<T>) -> I32 { len(xs) }\n"
+      "fn first(xs: GPUBuffer<I32>) -> I32 { let! t = allocate_gpu<I32>(1);\n"
+      "  dispatch over 1 { t[0] = xs[0]; }\n  let r = d2h(t);\n  r[0] }\n";
+  EXPECT_EQ(run(fns + "fn main() -> I32 { let! b = h2d([7, 8, 9]);\n"
+                      "  let n = count(&b) * 10 + first(&mut b);\n  free_gpu(b);\n  n }"),
+            "37");
+  // Passed plainly, the owned buffer is consumed by the call.
+  auto d = diagsOf(fns + "fn f() { let! b = h2d([1]);\n  let n = first(b);\n  free_gpu(b); }");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].code, "E002");
+  EXPECT_EQ(d[0].span.line, 9u) << d[0].message;
+  // The element types must agree; a view is not an owned buffer.
+  EXPECT_EQ(firstCode(fns + "fn f() { let! b = h2d([1.5]); let n = first(&b); free_gpu(b); }"), "E101");
+  EXPECT_EQ(firstCode("fn own(b: GPUBuffer<I32>!) { free_gpu(b) }\n"
+                      "fn f(v: GPUBuffer<I32>) { own(v) }"),
+            "E101");
+}
+
 }  // namespace
