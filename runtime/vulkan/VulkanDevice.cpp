@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -101,6 +102,10 @@ struct VulkanDevice::Impl {
   std::vector<VkDescriptorPool> descriptorPools;
   size_t currentPool = 0;
   std::unique_ptr<vk::DiskCache> disk;
+  // EPH_VK_STATS set (and VK_KHR_pipeline_executable_properties there): each
+  // pipeline built prints the driver's statistics (registers, shared memory...)
+  // to stderr, for comparing a kernel's compile with nvcc's (bench/RESULTS.md).
+  bool printStatistics = false;
 
   std::unordered_map<uint64_t, Buffer> buffers;  // by handle
   uint64_t nextHandle = 1;
@@ -339,6 +344,44 @@ Expected<VkDescriptorSet> VulkanDevice::Impl::allocateSet(VkDescriptorSetLayout 
   }
 }
 
+namespace {
+
+// The driver's statistics of a pipeline's executables, one line each to stderr.
+void printPipelineStatistics(VkDevice device, VkPipeline pipeline, const std::string& kernel) {
+  auto props = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      api().vkGetDeviceProcAddr(device, "vkGetPipelineExecutablePropertiesKHR"));
+  auto stats = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      api().vkGetDeviceProcAddr(device, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!props || !stats) return;
+  VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  pi.pipeline = pipeline;
+  uint32_t count = 0;
+  if (props(device, &pi, &count, nullptr) != VK_SUCCESS) return;
+  for (uint32_t e = 0; e < count; ++e) {
+    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    ei.pipeline = pipeline;
+    ei.executableIndex = e;
+    uint32_t n = 0;
+    if (stats(device, &ei, &n, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> v(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (stats(device, &ei, &n, v.data()) != VK_SUCCESS) continue;
+    std::string line = "vulkan statistics @" + kernel + ":";
+    for (uint32_t k = 0; k < n; ++k) {
+      line += std::string(" ") + v[k].name + "=";
+      switch (v[k].format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: line += v[k].value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: line += std::to_string(v[k].value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: line += std::to_string(v[k].value.u64); break;
+        default: line += std::to_string(v[k].value.f64); break;
+      }
+      line += ";";
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
+}  // namespace
+
 Expected<Pipeline*> VulkanDevice::Impl::pipelineFor(const std::vector<uint32_t>& spirv, uint32_t bindings,
                                                     uint32_t pushBytes, const std::string& kernel) {
   uint64_t key = vk::hashBytes(spirv.data(), spirv.size() * 4);
@@ -392,7 +435,9 @@ Expected<Pipeline*> VulkanDevice::Impl::pipelineFor(const std::vector<uint32_t>&
   info.stage.module = shader;
   info.stage.pName = kernel.c_str();
   info.layout = p->layout;
+  if (printStatistics) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkResult r = api().vkCreateComputePipelines(device, cache, 1, &info, nullptr, &p->pipeline);
+  if (r == VK_SUCCESS && printStatistics) printPipelineStatistics(device, p->pipeline, kernel);
   api().vkDestroyShaderModule(device, shader, nullptr);
   if (r == VK_SUCCESS && cache && !cached) {
     size_t size = 0;
@@ -571,6 +616,13 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   pd.features->base.features.robustBufferAccess = VK_FALSE;
   std::vector<const char*> extensions;
   if (pd.hasAtomicFloat) extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executableInfo{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  I.printStatistics = std::getenv("EPH_VK_STATS") && pd.hasExecutableProperties;
+  if (I.printStatistics) {
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    executableInfo.pipelineExecutableInfo = VK_TRUE;
+  }
   float priority = 1.0f;
   VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   q.queueFamilyIndex = pd.queueFamily;
@@ -578,6 +630,10 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   q.pQueuePriorities = &priority;
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.pNext = &pd.features->base;
+  if (I.printStatistics) {
+    executableInfo.pNext = const_cast<void*>(info.pNext);
+    info.pNext = &executableInfo;
+  }
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &q;
   info.enabledExtensionCount = uint32_t(extensions.size());

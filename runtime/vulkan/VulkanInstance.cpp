@@ -167,7 +167,11 @@ Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
     std::vector<VkExtensionProperties> exts(extCount);
     a.vkEnumerateDeviceExtensionProperties(d.handle, nullptr, &extCount, exts.data());
     for (auto& e : exts)
+    {
       if (std::strcmp(e.extensionName, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME) == 0) d.hasAtomicFloat = true;
+      if (std::strcmp(e.extensionName, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) == 0)
+        d.hasExecutableProperties = true;
+    }
 
     // Properties: subgroups, allocation limits, driver name.
     VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};

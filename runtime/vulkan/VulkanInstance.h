@@ -73,6 +73,7 @@ struct PhysicalDevice {
   uint32_t timestampValidBits = 0;
   uint32_t maxStorageBuffersPerStage = 0;
   bool hasAtomicFloat = false;  // VK_EXT_shader_atomic_float
+  bool hasExecutableProperties = false;  // VK_KHR_pipeline_executable_properties
   std::unique_ptr<FeatureChain> features;
 };
 

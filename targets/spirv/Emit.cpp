@@ -1,7 +1,10 @@
 // emitKernel: checks the kernel against the device, declares its interface
 // (the ABI in Spirv.h), and walks its body: regions, structured control flow
 // and calls. The op families live in EmitArith/EmitAggregate/EmitMemory.cpp.
+#include <cstdlib>
 #include <functional>
+#include <optional>
+#include <sstream>
 
 #include "ir/Layout.h"
 #include "ir/OpTable.h"
@@ -14,7 +17,21 @@ namespace eph::spirv {
 using spv::Op;
 
 Emitter::Emitter(const ir::Function& k, const DeviceCaps& c, ModuleBuilder& builder)
-    : b(builder), kernel(k), caps(c) {}
+    : b(builder), kernel(k), caps(c), tuning(EmitTuning::fromEnvironment()) {}
+
+EmitTuning EmitTuning::fromEnvironment() {
+  EmitTuning t;
+  const char* env = std::getenv("EPH_SPIRV_TUNE");
+  if (!env) return t;
+  std::stringstream in(env);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item == "uniform-barrier") t.uniformBarrier = true;
+    else if (item == "no-unroll") t.unroll = false;
+    else if (item == "wrap-check") t.wrapCheck = true;
+    else if (item == "restrict") t.restrict = true;
+  }
+  return t;
+}
 
 Error Emitter::error(const ir::Op& op, const std::string& message) const {
   Loc loc = op.loc().known() ? op.loc() : kernel.loc();
@@ -306,6 +323,7 @@ Status Emitter::declareInterface(std::vector<Val>& params) {
       b.decorate(ref.var, spv::Decoration::DescriptorSet, {0});
       b.decorate(ref.var, spv::Decoration::Binding, {uint32_t(kernel.bindingOf(i))});
       if (t->ownership() == ir::Ownership::Read) b.decorate(ref.var, spv::Decoration::NonWritable);
+      if (tuning.restrict) b.decorate(ref.var, spv::Decoration::Restrict);
       if (!kernel.param(i)->name().empty()) b.addName(ref.var, kernel.param(i)->name());
       interface_.push_back(ref.var);
       params.push_back(Val{0, &ref});
@@ -343,6 +361,7 @@ Status Emitter::declareInterface(std::vector<Val>& params) {
 
 Status Emitter::emit() {
   if (Status st = checkDevice(); !st) return st;
+  barrierOrdersDeviceMemory_ = tuning.uniformBarrier || analyzeDeviceMemoryUse(kernel).barrierNeedsDeviceMemory();
   b.setMemoryModel(spv::AddressingModel::Logical, spv::MemoryModel::GLSL450);
   Id voidT = b.typeVoid();
   Id fn = b.beginFunction(voidT, b.typeFunction(voidT, {}));
@@ -478,6 +497,29 @@ Status Emitter::emitMatch(const ir::Op& op) {
   return phiResults(op, incoming, ends);
 }
 
+namespace {
+
+// The value of an integer `const` as a mathematical integer (by its type's
+// signedness), or nothing for any other value.
+std::optional<__int128> constantInt(const ir::Value* v) {
+  const ir::Op* def = v->definingOp();
+  const ir::Type* t = v->type();
+  if (!def || def->name() != "const" || !t->isInt()) return std::nullopt;
+  uint64_t bits = uint64_t(def->attr("value")->i);
+  unsigned w = t->bits();
+  if (w < 64) bits &= (uint64_t(1) << w) - 1;
+  if (t->isSigned() && w < 64 && (bits >> (w - 1)) & 1) return __int128(bits) - (__int128(1) << w);
+  if (t->isSigned() && w == 64) return __int128(int64_t(bits));
+  return __int128(bits);
+}
+
+__int128 maxOf(const ir::Type* t) {
+  unsigned w = t->bits() - (t->isSigned() ? 1 : 0);
+  return (__int128(1) << w) - 1;
+}
+
+}  // namespace
+
 // The interpreter's `for`: iv runs from lo by step while iv < hi (step > 0) or
 // iv > hi (a negative step of a signed type), compared in the type's
 // signedness, and the loop ends when iv + step would wrap. A step of 0 (an
@@ -491,6 +533,11 @@ Status Emitter::emitMatch(const ir::Op& op) {
 //   cont:   ivNext = iv + step; liveNext = up ? ivNext > iv : ivNext < iv
 //           accNext = copy(yielded); br header
 //   merge:  results = acc
+//
+// A constant positive step needs neither `up` nor the zero check (go = live
+// && iv < hi), and no `live` flag where iv + step cannot wrap: a step of 1, or
+// a constant hi with hi + step - 1 <= the type's maximum (iv < hi). A loop
+// with a constant trip count of at most 16 gets the Unroll hint.
 Status Emitter::emitFor(const ir::Op& op) {
   const ir::Type* t = op.operand(0)->type();
   bool s = t->isSigned();
@@ -499,8 +546,17 @@ Status Emitter::emitFor(const ir::Op& op) {
   for (unsigned i = 3; i < op.numOperands(); ++i)
     if (op.operand(i)->type()->isBuffer())
       return error(op, "loop-carried buffers are not supported by the SPIR-V target");
+  std::optional<__int128> cLo = constantInt(op.operand(0)), cHi = constantInt(op.operand(1)),
+                          cStep = constantInt(op.operand(2));
+  bool knownUp = cStep && *cStep > 0 && !tuning.wrapCheck;
+  bool noWrap = knownUp && (*cStep == 1 || (cHi && *cHi + *cStep - 1 <= maxOf(t)));
+  uint32_t control = 0;
+  if (tuning.unroll && cLo && cHi && cStep && *cStep > 0) {
+    __int128 trips = *cHi > *cLo ? (*cHi - *cLo + *cStep - 1) / *cStep : 0;
+    if (trips >= 1 && trips <= 16) control = uint32_t(spv::LoopControlMask::Unroll);
+  }
   Id pre = b.currentLabel(), header = b.newId(), body = b.newId(), cont = b.newId(), merge = b.newId();
-  Id ivNext = b.newId(), liveNext = b.newId();
+  Id ivNext = b.newId(), liveNext = noWrap ? 0 : b.newId();
   std::vector<Id> accNext;
   for (unsigned i = 3; i < op.numOperands(); ++i) accNext.push_back(b.newId());
   b.opVoid(Op::OpBranch, {header});
@@ -512,15 +568,21 @@ Status Emitter::emitFor(const ir::Op& op) {
     args.push_back(Val{b.op(Op::OpPhi, valueType(op.operand(i)->type()),
                             {id(op.operand(i)), pre, accNext[i - 3], cont}),
                        nullptr});
-  Id live = b.op(Op::OpPhi, B, {b.constBool(true), pre, liveNext, cont});
-  Id zero = b.constInt(T, 0);
-  Id up = s ? b.op(Op::OpSGreaterThan, B, {step, zero}) : b.constBool(true);
+  Id live = noWrap ? 0 : b.op(Op::OpPhi, B, {b.constBool(true), pre, liveNext, cont});
+  Id up = 0;
   Id below = b.op(s ? Op::OpSLessThan : Op::OpULessThan, B, {iv, hi});
-  Id inRange = below;
-  if (s) inRange = b.op(Op::OpSelect, B, {up, below, b.op(Op::OpSGreaterThan, B, {iv, hi})});
-  Id nonzero = b.op(Op::OpINotEqual, B, {step, zero});
-  Id go = b.op(Op::OpLogicalAnd, B, {live, b.op(Op::OpLogicalAnd, B, {inRange, nonzero})});
-  b.opVoid(Op::OpLoopMerge, {merge, cont, 0});
+  Id go = below;
+  if (!knownUp) {
+    Id zero = b.constInt(T, 0);
+    up = s ? b.op(Op::OpSGreaterThan, B, {step, zero}) : b.constBool(true);
+    Id inRange = below;
+    if (s) inRange = b.op(Op::OpSelect, B, {up, below, b.op(Op::OpSGreaterThan, B, {iv, hi})});
+    Id nonzero = b.op(Op::OpINotEqual, B, {step, zero});
+    go = b.op(Op::OpLogicalAnd, B, {live, b.op(Op::OpLogicalAnd, B, {inRange, nonzero})});
+  } else if (!noWrap) {
+    go = b.op(Op::OpLogicalAnd, B, {live, below});
+  }
+  b.opVoid(Op::OpLoopMerge, {merge, cont, control});
   b.opVoid(Op::OpBranchConditional, {go, body, merge});
 
   b.label(body);
@@ -530,11 +592,13 @@ Status Emitter::emitFor(const ir::Op& op) {
 
   b.label(cont);
   b.opWithId(Op::OpIAdd, T, ivNext, {iv, step});
-  Id grew = b.op(s ? Op::OpSGreaterThan : Op::OpUGreaterThan, B, {ivNext, iv});
-  if (s)
-    b.opWithId(Op::OpSelect, B, liveNext, {up, grew, b.op(Op::OpSLessThan, B, {ivNext, iv})});
-  else
-    b.opWithId(Op::OpCopyObject, B, liveNext, {grew});
+  if (!noWrap) {
+    Id grew = b.op(s ? Op::OpSGreaterThan : Op::OpUGreaterThan, B, {ivNext, iv});
+    if (s && !knownUp)
+      b.opWithId(Op::OpSelect, B, liveNext, {up, grew, b.op(Op::OpSLessThan, B, {ivNext, iv})});
+    else
+      b.opWithId(Op::OpCopyObject, B, liveNext, {grew});
+  }
   for (size_t k = 0; k < accNext.size(); ++k) {
     if (yielded[k].buf) return error(op, "loop-carried buffers are not supported by the SPIR-V target");
     b.opWithId(Op::OpCopyObject, valueType(op.result(k)->type()), accNext[k], {yielded[k].id});

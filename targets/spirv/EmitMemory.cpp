@@ -19,8 +19,11 @@ using spv::Op;
 
 namespace {
 constexpr uint32_t kScopeDevice = 1, kScopeWorkgroup = 2;
-// AcquireRelease | UniformMemory | WorkgroupMemory.
-constexpr uint32_t kBarrierSemantics = 0x8 | 0x40 | 0x100;
+// AcquireRelease | WorkgroupMemory (GLSL's barrier()), and with UniformMemory
+// for a kernel whose invocations may communicate through device memory
+// (DeviceMemoryUse.h).
+constexpr uint32_t kBarrierWorkgroupSemantics = 0x8 | 0x100;
+constexpr uint32_t kBarrierDeviceSemantics = kBarrierWorkgroupSemantics | 0x40;
 }  // namespace
 
 Id Emitter::elementPointer(const BufferRef& buf, Id index, const ir::Type* indexType) {
@@ -136,7 +139,8 @@ Status Emitter::emitWorkgroupAlloc(const ir::Op& op) {
 }
 
 Status Emitter::emitBarrier(const ir::Op& op) {
-  b.opVoid(Op::OpControlBarrier, {u32(kScopeWorkgroup), u32(kScopeWorkgroup), u32(kBarrierSemantics)});
+  uint32_t semantics = barrierOrdersDeviceMemory_ ? kBarrierDeviceSemantics : kBarrierWorkgroupSemantics;
+  b.opVoid(Op::OpControlBarrier, {u32(kScopeWorkgroup), u32(kScopeWorkgroup), u32(semantics)});
   return Status::ok();
 }
 

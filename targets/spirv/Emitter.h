@@ -34,6 +34,7 @@
 #include "ir/DeviceCaps.h"
 #include "ir/IR.h"
 #include "targets/spirv/Builder.h"
+#include "targets/spirv/DeviceMemoryUse.h"
 
 namespace eph::spirv {
 
@@ -52,6 +53,18 @@ struct BufferRef {
 struct Val {
   Id id = 0;
   const BufferRef* buf = nullptr;
+};
+
+// Emission choices, each with a switch back for measuring it: the
+// environment variable EPH_SPIRV_TUNE, a comma-separated list of
+//   uniform-barrier  every barrier orders device memory too (semantics 0x148)
+//   no-unroll        no Unroll hint on loops with a constant trip count <= 16
+//   wrap-check       `for` keeps its wrap-around flag even for a constant step of 1
+//   restrict         Restrict on every device buffer variable
+// (the defaults are what bench/RESULTS.md, issue #6, measured best).
+struct EmitTuning {
+  bool uniformBarrier = false, unroll = true, wrapCheck = false, restrict = false;
+  static EmitTuning fromEnvironment();
 };
 
 class Emitter {
@@ -157,6 +170,8 @@ class Emitter {
   Id elementPointer(const BufferRef& buf, Id index, const ir::Type* indexType);
   Id indexToU32(Id index, const ir::Type* indexType);
 
+  EmitTuning tuning;
+
  private:
   Status checkDevice();
   Status declareInterface(std::vector<Val>& params);
@@ -176,6 +191,7 @@ class Emitter {
   std::set<std::pair<const ir::Type*, ir::Space>> bitsFloats_;
   std::unordered_map<const ir::Type*, Id> valueTypes_, memoryTypes_;
   unsigned inlineDepth_ = 0;
+  bool barrierOrdersDeviceMemory_ = true;
 };
 
 template <class F>

@@ -374,7 +374,8 @@ kernel @k(%in: buffer<bool, device, read>, %out: buffer<u32, device, write>) wor
   return
 }
 )");
-  EXPECT_TRUE(has(text, "OpControlBarrier %uint_2 %uint_2 %uint_328")) << text;  // AcquireRelease|Uniform|Workgroup
+  // AcquireRelease|WorkgroupMemory: no device buffer is both read and written.
+  EXPECT_TRUE(has(text, "OpControlBarrier %uint_2 %uint_2 %uint_264")) << text;
   EXPECT_TRUE(has(text, "Workgroup"));
   EXPECT_TRUE(has(text, "BuiltIn GlobalInvocationId"));
   EXPECT_TRUE(has(text, "BuiltIn LocalInvocationId"));
@@ -520,6 +521,77 @@ kernel @k(%o: buffer<u32, device, write>) workgroup(1, 1, 1) {
     ASSERT_TRUE(bool(words)) << words.error().str();
     EXPECT_EQ((*words)[1], c.spirv);
   }
+}
+
+
+// A barrier orders device memory (0x148 = 328) only where invocations may
+// communicate through a device buffer: one both read and written (traced
+// through device functions), or one used by an atomic; else 0x108 = 264.
+TEST_F(SpirvEmitTest, BarrierOrdersDeviceMemoryOnlyWhereABufferIsReadAndWritten) {
+  const std::string put =
+      "device @put(%o: buffer<f32, device, write>, %i: u32, %v: f32) {\n  store %o, %i, %v\n  return\n}\n"
+      "device @get(%a: buffer<f32, device, read>, %i: u32) -> f32 {\n  %x = load %a, %i : f32\n  return %x\n}\n";
+  auto barrierOf = [&](const std::string& params, const std::string& body) {
+    std::string text = asmOf(put + "kernel @k(" + params + ") workgroup(4, 1, 1) {\n"
+                             "  %i = global_id {dim = 0} : u32\n" + body + "  return\n}\n");
+    size_t at = text.find("OpControlBarrier %uint_2 %uint_2 ");
+    if (at == std::string::npos) return std::string("none");
+    size_t from = at + std::string("OpControlBarrier %uint_2 %uint_2 ").size();
+    return text.substr(from, text.find('\n', from) - from);
+  };
+  const std::string two = "%a: buffer<f32, device, read>, %o: buffer<f32, device, write>";
+  // Read one, write another (directly or through calls): workgroup memory only.
+  EXPECT_EQ(barrierOf(two, "  %x = load %a, %i : f32\n  barrier\n  store %o, %i, %x\n"), "%uint_264");
+  EXPECT_EQ(barrierOf(two, "  %x = call %a, %i {callee = @get} : f32\n  barrier\n  call %o, %i, %x {callee = @put}\n"),
+            "%uint_264");
+  // The same buffer read and written, in either order, or through a call.
+  EXPECT_EQ(barrierOf(two, "  %x = load %a, %i : f32\n  store %o, %i, %x\n  barrier\n  %y = load %o, %i : f32\n"
+                           "  store %o, %i, %y\n"),
+            "%uint_328");
+  EXPECT_EQ(barrierOf(two, "  %x = load %a, %i : f32\n  call %o, %i, %x {callee = @put}\n  barrier\n"
+                           "  %y = call %o, %i {callee = @get} : f32\n  store %o, %i, %y\n"),
+            "%uint_328");
+  // An atomic on a device buffer, even one never loaded.
+  EXPECT_EQ(barrierOf("%c: buffer<u32, device, write>",
+                      "  %one = const {value = 1} : u32\n  %old = atomic.add %c, %i, %one : u32\n  barrier\n"),
+            "%uint_328");
+  // Workgroup memory read and written does not count.
+  EXPECT_EQ(barrierOf(two, "  %t = workgroup.alloc {size = 4} : buffer<f32, workgroup, write>\n"
+                           "  %l = local_id {dim = 0} : u32\n  %x = load %a, %i : f32\n  store %t, %l, %x\n"
+                           "  barrier\n  %y = load %t, %l : f32\n  store %o, %i, %y\n"),
+            "%uint_264");
+  // The switch back for experiments.
+  setenv("EPH_SPIRV_TUNE", "uniform-barrier", 1);
+  std::string forced = barrierOf(two, "  %x = load %a, %i : f32\n  barrier\n  store %o, %i, %x\n");
+  unsetenv("EPH_SPIRV_TUNE");
+  EXPECT_EQ(forced, "%uint_328");
+}
+
+// `for` with constant bounds and step: the Unroll hint up to 16 trips, and no
+// wrap-around flag for a step of 1; a run-time bound with step 2 keeps it.
+TEST_F(SpirvEmitTest, ConstantTripLoopsAreUnrolledWithoutAWrapFlag) {
+  auto loopOf = [&](const std::string& lo, const std::string& hi, const std::string& step) {
+    return asmOf("kernel @k(%o: buffer<u32, device, write>, %n: u32) workgroup(1, 1, 1) {\n"
+                 "  %lo = const {value = " + lo + "} : u32\n  %step = const {value = " + step + "} : u32\n" +
+                 (hi == "n" ? std::string("  %hi = add %n, %lo : u32\n") : "  %hi = const {value = " + hi + "} : u32\n") +
+                 "  %s = for %lo, %hi, %step, %lo : u32 { |%i: u32, %acc: u32|\n    %t = add %acc, %i : u32\n"
+                 "    yield %t\n  }\n  store %o, %lo, %s\n  return\n}\n");
+  };
+  std::string eight = loopOf("0", "8", "1");
+  EXPECT_TRUE(has(eight, " Unroll\n")) << eight;
+  EXPECT_FALSE(has(eight, "OpPhi %bool")) << eight;
+  EXPECT_FALSE(has(eight, "OpUGreaterThan")) << eight;
+  EXPECT_TRUE(has(loopOf("4", "36", "2"), " Unroll"));  // 16 trips
+  EXPECT_FALSE(has(loopOf("4", "37", "2"), " Unroll"));  // 17
+  EXPECT_FALSE(has(loopOf("8", "8", "1"), " Unroll"));   // none
+  // Step 2 up to 0xffffffff: iv + 2 wraps at the last iteration, so the flag stays.
+  std::string top = loopOf("1", "4294967295", "2");
+  EXPECT_TRUE(has(top, "OpPhi %bool") && has(top, "OpUGreaterThan")) << top;
+  std::string runtime = loopOf("0", "n", "2");
+  EXPECT_TRUE(has(runtime, "OpPhi %bool") && has(runtime, "OpUGreaterThan")) << runtime;
+  EXPECT_FALSE(has(runtime, " Unroll")) << runtime;
+  // Step 2 to a constant far from the top cannot wrap.
+  EXPECT_FALSE(has(loopOf("0", "1000", "2"), "OpPhi %bool"));
 }
 
 }  // namespace
