@@ -84,6 +84,11 @@ Status CheckedDevice::free(uint64_t handle, Loc site) {
   return Status::ok();
 }
 
+Expected<uint64_t> CheckedDevice::length(uint64_t handle, Loc site) {
+  if (Status s = use(handle, site, "buffer.len"); !s) return s.error();
+  return find(handle)->count;
+}
+
 Status CheckedDevice::upload(uint64_t dst, const interp::BufferData& src, Loc site) {
   if (Status s = use(dst, site, "h2d"); !s) return s;
   return inner_.upload(dst, src, site);

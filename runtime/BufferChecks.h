@@ -53,6 +53,8 @@ class CheckedDevice : public Device {
   Status dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
                   std::span<const interp::RtValue> args, Loc site) override;
   Status wait(Loc site) override { return inner_.wait(site); }
+  // Checks the use, then the recorded count.
+  Expected<uint64_t> length(uint64_t handle, Loc site) override;
 
   // Checks that `handle` is a live buffer of this device before an op (`what`,
   // e.g. "copy") uses it outside the hooks above; records the use.

@@ -38,6 +38,16 @@ Expected<uint64_t> DeviceSet::allocOn(unsigned device, const ir::Type* bufferTyp
   return handle;
 }
 
+Expected<uint64_t> DeviceSet::length(uint64_t handle, Loc site) {
+  Status err;
+  Device* d = route(handle, site, err);
+  if (!d) return err.error();
+  auto n = d->length(innerOf(handle), site);
+  if (n) return n;
+  if (auto it = shapes_.find(handle); it != shapes_.end()) return it->second.count;
+  return n;
+}
+
 Status DeviceSet::free(uint64_t handle, Loc site) {
   Status err;
   Device* d = route(handle, site, err);

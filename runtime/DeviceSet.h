@@ -47,6 +47,9 @@ class DeviceSet : public interp::DeviceHooks {
                   std::span<const interp::RtValue> args, Loc site) override;
   Status wait(Loc site) override;  // every device
   Status copy(uint64_t dst, uint64_t src, Loc site) override;
+  // The device's answer when it has one (a CheckedDevice checks the use),
+  // else the count recorded at alloc.
+  Expected<uint64_t> length(uint64_t handle, Loc site) override;
 
  private:
   static constexpr unsigned kShift = 56;

@@ -102,6 +102,13 @@ class DeviceHooks {
     return Error{site, "the buffer is allocated on device " + std::to_string(device) +
                            " but the program runs on 1 device (device 0)"};
   }
+  // `buffer.len` of a device buffer in host code: its element count. The
+  // default knows no buffers; runtime::DeviceSet answers from its own
+  // records of the buffers allocated through it.
+  virtual Expected<uint64_t> length(uint64_t handle, Loc site) {
+    return Error{site, "buffer.len of device buffer handle " + std::to_string(handle) +
+                           ": these device hooks do not know its length (freed, or not allocated by this program)"};
+  }
   // `copy %dst, %src`: copies one device buffer into another of the same
   // length, on any devices.
   virtual Status copy(uint64_t dst, uint64_t src, Loc site) {

@@ -95,6 +95,13 @@ bool interpStore(interp::Exec& ex, const Op& op) {
 }
 
 bool interpBufferLen(interp::Exec& ex, const Op& op) {
+  // A device buffer of host code behind device hooks lives on the device:
+  // the hooks know its length.
+  if (interp::DeviceHooks* d = operandType(op, 0)->space() == Space::Device ? ex.deviceHooks() : nullptr) {
+    auto n = d->length(ex.operand(op, 0).buffer, op.loc());
+    if (!n) return ex.fail(n.takeError());
+    return ex.setResult(op, interp::RtValue::ofInt(resultType(op), int64_t(*n)));
+  }
   interp::BufferData* b = ex.buffer(op, ex.operand(op, 0));
   if (!b) return false;
   return ex.setResult(op, interp::RtValue::ofInt(resultType(op), int64_t(b->elems.size())));
