@@ -8,6 +8,7 @@
 #include "frontends/ephapax/Parser.h"
 #include "frontends/ephapax/Runtime.h"
 #include "ir/OpTable.h"
+#include "ir/ops/TypeVars.h"
 
 // The GPU extension and statements are lowered here too, as methods of the
 // one Lowerer (they share its environment); the analyses they rely on are in
@@ -200,7 +201,10 @@ class Lowerer {
         return ctx_.structType(parts);
       }
       case Ty::Sum: return ctx_.sumType({lowerTy(t->args[0], depth + 1), lowerTy(t->args[1], depth + 1)});
-      case Ty::Fn: return closureType(deep(t, subst_));
+      case Ty::Fn:
+        // GPU code passes functions as IR function values (func.ref).
+        if (generic_) return fnIrType(t, depth);
+        return closureType(deep(t, subst_));
       case Ty::Named: {
         TypeDecl* d = t->decl;
         switch (d->kind) {
@@ -254,6 +258,18 @@ class Lowerer {
       case Ty::Future: return t->args.empty() ? ctx_.unitType() : lowerTy(t->args[0], depth + 1);
       default: return ctx_.i32();  // unconstrained type variables default to I32
     }
+  }
+
+  // A -> B -> C as the IR function type fn(A, B) -> (C): GPU code takes a
+  // function's arguments all at once.
+  const ir::Type* fnIrType(Ty* t, unsigned depth = 0) {
+    std::vector<const ir::Type*> params;
+    t = sub(t);
+    while (t->kind == Ty::Fn && t->args.size() == 2 && params.size() < 16) {
+      params.push_back(lowerTy(t->args[0], depth + 1));
+      t = sub(t->args[1]);
+    }
+    return ctx_.functionType(params, {lowerTy(t, depth + 1)});
   }
 
   bool checkRepresentable(Ty* t, Span s, unsigned depth = 0) {
@@ -1218,7 +1234,7 @@ class Lowerer {
         return value(n);
       }
       case ExprKind::StrConcat: return value(lowerConcat(e));
-      case ExprKind::Lambda: return value(makeLambdaClosure(e, 0, e.span));
+      case ExprKind::Lambda: return value(generic_ ? lambdaRef(e) : makeLambdaClosure(e, 0, e.span));
       case ExprKind::Ffi: {
         std::vector<Value*> args;
         for (auto& k : e.kids) args.push_back(lowerExpr(*k));
@@ -1360,6 +1376,7 @@ class Lowerer {
       }
       case Expr::Fn: {
         FnDecl& f = *c_.prog.fns[e.global];
+        if (generic_) return funcRef(f, e.ty, e.span);
         std::vector<Ty*> inst;
         for (Ty* t : e.inst) inst.push_back(deep(t, subst_));
         return makeFnClosure(f, inst, 0, {}, {}, e.span);
@@ -1421,10 +1438,34 @@ class Lowerer {
         return value(fabricate(ty));
       }
       ir::Function* target = device_ ? deviceFn(f) : f.gpuRole == FnDecl::Launcher ? hostGpuFn(f) : instance(f, fs);
+      if (e.kids.size() - 1 != target->paramTypes().size()) {
+        unsupported(e.span, "code generation cannot apply `" + f.name + "` partially");
+        return value(fabricate(ty));
+      }
       std::vector<Value*> args;
-      for (size_t i = 1; i < e.kids.size(); ++i)
-        args.push_back(coerceArg(lowerArg(*e.kids[i]), target->paramTypes()[i - 1], e.kids[i]->span));
+      for (size_t i = 1; i < e.kids.size(); ++i) {
+        const ir::Type* want = target->paramTypes()[i - 1];
+        if (want->isFunction()) args.push_back(lowerFnArg(*e.kids[i], "`" + f.name + "`"));
+        else if (ir::hasTypeVar(want)) args.push_back(lowerArg(*e.kids[i]));
+        else args.push_back(coerceArg(lowerArg(*e.kids[i]), want, e.kids[i]->span));
+      }
       setLoc(e.span);
+      if (ir::isGeneric(*target)) {
+        // The callee's type variables are bound by the arguments and the
+        // call's own (checked) type; the monomorphize pass makes the instance.
+        std::vector<const ir::Type*> argTys;
+        for (Value* a : args) argTys.push_back(a->type());
+        const ir::Type* rts[] = {ty};
+        ir::TypeBinding binding;
+        if (std::string why = ir::checkCallTypes(*target, argTys, rts, binding); !why.empty()) {
+          unsupported(e.span, "code generation cannot call `" + f.name + "` here: " + why);
+          dropPendingArgs();
+          return value(fabricate(ty));
+        }
+        Value* r = b_.create("call", args, {ty}, {{"callee", ir::Attr::symbol(target->name())}})->result(0);
+        dropPendingArgs();
+        return value(r);
+      }
       Value* r;
       if (tail && loopSum_ && target->name() == curKey_) {
         const ir::Type* argsT = loopSum_->members()[0];
@@ -1457,6 +1498,25 @@ class Lowerer {
       if (!st->isSum()) return value(fabricate(st));
       return value(b_.op("sum.make", {b_.op("struct.make", fields, payloadT)}, st, {{"tag", ir::Attr::integer(k)}}));
     }
+    // A function value (GPU code): call.indirect with every argument.
+    if (callee.kind == ExprKind::Var && callee.binding)
+      if (LBinding* lb = lookup(callee.binding); lb && lb->kind == LBinding::Plain && lb->v->type()->isFunction()) {
+        const ir::Type* ft = lb->v->type();
+        if (e.kids.size() - 1 != ft->members().size()) {
+          unsupported(e.span, "code generation cannot apply a function value partially");
+          return value(fabricate(ty));
+        }
+        std::vector<Value*> args{lb->v};
+        for (size_t i = 1; i < e.kids.size(); ++i) {
+          const ir::Type* want = ft->members()[i - 1];
+          Value* a = lowerArg(*e.kids[i]);
+          args.push_back(ir::hasTypeVar(want) ? a : coerceArg(a, want, e.kids[i]->span));
+        }
+        setLoc(e.span);
+        Value* r = b_.create("call.indirect", args, {ft->results()[0]})->result(0);
+        dropPendingArgs();
+        return value(ir::hasTypeVar(r->type()) ? r : coerce(r, ty, e.span));
+      }
     // A closure: apply it to one argument at a time.
     if (device_) {
       unsupported(e.span, "code generation does not yet support calls through function values in kernel code");
@@ -1682,8 +1742,6 @@ class Lowerer {
     for (size_t i = 0; i < f.params.size(); ++i) {
       Ty* t = sub(f.paramTys[i]);
       const ir::Type* pt = lowerTy(t);
-      if (t->kind == Ty::Fn)
-        unsupported(f.params[i].span, "code generation does not yet support function values in kernel code");
       if (t->kind == Ty::Gpu && t->gpu == Ty::View && f.body) {
         std::set<std::pair<const FnDecl*, size_t>> seen{{&f, i}};
         bool writes = writesThrough(c_, *f.body, f.params[i].binding, seen);
@@ -1762,7 +1820,6 @@ class Lowerer {
   // A launcher (@gpu host code): generic ones are lowered once with type
   // variables, for the monomorphize pass.
   ir::Function* hostGpuFn(FnDecl& f) {
-    if (!isGeneric(f)) return instance(f, {});
     std::string key = "gpuhost:" + f.name;
     if (auto it = instances_.find(key); it != instances_.end()) return it->second;
     auto [params, rt] = generically([&] {
@@ -1774,6 +1831,111 @@ class Lowerer {
     instances_[key] = irf;
     work_.push_back({&f, {}, irf, FnKind::Host, true});
     return irf;
+  }
+
+  // ---- function values in GPU code ----------------------------------------------------
+  // `func.ref` of the device copy of f, as a value of the (instantiated)
+  // function type ty.
+  Value* funcRef(FnDecl& f, Ty* ty, Span s) {
+    const ir::Type* ft = fnIrType(ty);
+    if (f.gpuRole != FnDecl::NotGpu || f.isExtern || !f.body) {
+      unsupported(s, "`" + f.name + "` cannot be passed as a function value to GPU code; pass a plain function", "E215");
+      return fabricateFn(ft);
+    }
+    ir::Function* target = deviceFn(f);
+    setLoc(s);
+    return b_.op("func.ref", {}, ft, {{"callee", ir::Attr::symbol(target->name())}});
+  }
+  // Function values have no placeholder; a func.ref of nothing marks the
+  // (already reported) error.
+  Value* fabricateFn(const ir::Type* ft) {
+    failed_ = true;
+    return b_.op("func.ref", {}, ft, {{"callee", ir::Attr::symbol("<error>")}});
+  }
+
+  // A lambda in GPU code: a device function `<fn>.lambda<k>` of its
+  // parameters (it may capture nothing, E215), and a func.ref of it.
+  std::map<std::string, ir::Function*> lambdaFns_;
+  Value* lambdaRef(Expr& lam) {
+    const ir::Type* ft = fnIrType(lam.ty);
+    std::vector<const Binding*> caps;
+    int firstInner = lam.params.empty() || !lam.params[0].binding ? 0 : lam.params[0].binding->id;
+    freeVars(*lam.kids[0], firstInner, caps);
+    if (!caps.empty()) {
+      unsupported(lam.span, "a lambda passed to GPU code must capture nothing; this one captures `" + caps[0]->name + "`",
+                  "E215");
+      return fabricateFn(ft);
+    }
+    if (ft->members().size() != lam.params.size()) {
+      unsupported(lam.span, "code generation cannot pass a lambda returning a function to GPU code");
+      return fabricateFn(ft);
+    }
+    std::string key = std::to_string(lam.span.line) + ":" + std::to_string(lam.span.col) + "[" + substKey(subst_) +
+                      "]" + ft->str();
+    ir::Function* k = lambdaFns_[key];
+    if (!k) {
+      std::string host = curKey_.empty() ? "closure" : curKey_;
+      std::string name;
+      do name = host + ".lambda" + std::to_string(inlineKernels_[host + ".lambda"]++);
+      while (m_.lookup(name));
+      k = lambdaFns_[key] = m_.addFunction(name, ir::FunctionKind::Device, ft, loc(lam.span));
+      lowerLambdaBody(lam, k);
+    }
+    setLoc(lam.span);
+    return b_.op("func.ref", {}, ft, {{"callee", ir::Attr::symbol(k->name())}});
+  }
+
+  void lowerLambdaBody(Expr& lam, ir::Function* k) {
+    auto savedEnv = std::move(env_);
+    B savedB = b_;
+    bool savedDevice = device_, savedGeneric = generic_;
+    const ir::Type* savedLoop = loopSum_;
+    auto savedCarry = carry_;
+    auto savedArrays = std::move(workgroupArrays_);
+    Loc savedLoc = curLoc_;
+    env_.clear();
+    device_ = true;
+    generic_ = true;
+    loopSum_ = nullptr;
+    carry_ = nullptr;
+    workgroupArrays_.clear();
+    b_ = B(ctx_, k->body());
+    setLoc(lam.span);
+    for (size_t i = 0; i < lam.params.size(); ++i) {
+      Value* p = k->param(static_cast<unsigned>(i));
+      p->setName(lam.params[i].name == "_" ? "" : lam.params[i].name);
+      if (lam.params[i].binding) bindValue(lam.params[i].binding, p, lam.params[i].span);
+    }
+    Value* r = coerce(lowerExpr(*lam.kids[0]), k->resultTypes()[0], lam.kids[0]->span);
+    setLoc(lam.span);
+    endScopeAll();
+    b_.create("return", {r});
+    env_ = std::move(savedEnv);
+    b_ = savedB;
+    device_ = savedDevice;
+    generic_ = savedGeneric;
+    loopSum_ = savedLoop;
+    carry_ = savedCarry;
+    workgroupArrays_ = std::move(savedArrays);
+    curLoc_ = savedLoc;
+  }
+
+  // An argument for a function-typed parameter of GPU code (a launcher,
+  // kernel or device function): a named function or a capture-free lambda
+  // becomes a func.ref; a function value GPU code already holds passes on.
+  Value* lowerFnArg(Expr& a, const std::string& to) {
+    Expr* x = &a;
+    if (x->kind == ExprKind::Var && !x->binding && x->refKind == Expr::Fn)
+      return funcRef(*c_.prog.fns[x->global], x->ty, x->span);
+    if (x->kind == ExprKind::Lambda) return lambdaRef(*x);
+    Value* v = lowerExpr(a);
+    if (!v->type()->isFunction()) {
+      unsupported(a.span, "the function passed to " + to + " must be a named function or a lambda that captures nothing",
+                  "E215");
+      dropValue(v);
+      return fabricateFn(fnIrType(a.ty));
+    }
+    return v;
   }
 
   void lowerKernel(const Instance& in) {
@@ -1903,14 +2065,16 @@ class Lowerer {
     for (size_t i = 0; i < e.kids.size(); ++i) {
       Expr& a = *e.kids[i];
       Value* v;
-      if (a.kind == ExprKind::Borrow) {
+      if (k->paramTypes()[i]->isFunction()) {
+        v = lowerFnArg(a, "kernel `" + e.name + "`");
+      } else if (a.kind == ExprKind::Borrow) {
         v = lowerBorrowOf(*a.kids[0]);
       } else {
         v = lowerExpr(a);
         if (owns(v->type())) consumed.push_back(v);
       }
       const ir::Type* pt = k->paramTypes()[i];
-      if (!pt->isBuffer() && !mentionsTypeVar(pt)) v = coerce(v, pt, a.span);
+      if (!pt->isBuffer() && !pt->isFunction() && !mentionsTypeVar(pt)) v = coerce(v, pt, a.span);
       args.push_back(v);
     }
     std::vector<Value*> grid = lowerGrid(e);
@@ -1934,11 +2098,14 @@ class Lowerer {
       if (!lb) continue;  // bound inside the body
       Value* v = borrowVar(*lb);
       const ir::Type* t = v->type();
-      if (sub(b->ty)->kind == Ty::Fn) {
-        unsupported(e.span, "code generation does not yet support function values in kernel code");
+      if (sub(b->ty)->kind == Ty::Fn && !t->isFunction()) {
+        unsupported(e.span, "kernel code can call only function values of GPU code (a @gpu function's parameters), not "
+                    "the host closure `" + b->name + "`", "E215");
         continue;
       }
-      if (t->isBuffer()) {
+      if (t->isFunction()) {
+        // passed on as a kernel parameter of function type
+      } else if (t->isBuffer()) {
         if (t->space() != ir::Space::Device) {
           unsupported(e.span, "kernel code cannot use the host value `" + b->name + "`", "E210");
           continue;
@@ -1998,41 +2165,9 @@ class Lowerer {
     return unit();
   }
 
-  // The element count of a buffer, as i32, in host code. The IR interpreter
-  // cannot take buffer.len of a device buffer from host code (it holds
-  // device buffers behind its device hooks), so the count is found from the
-  // buffer's `alloc` when the value comes straight from one (through the
-  // lowering's struct.make/unpack re-bindings), else read by a one-invocation
-  // kernel.
-  Value* hostLen(Value* buf) {
-    if (buf->type()->space() != ir::Space::Device) return b_.op("buffer.len", {buf}, ctx_.i32());
-    Value* v = buf;
-    for (int step = 0; step < 64 && v->definingOp(); ++step) {
-      ir::Op* d = v->definingOp();
-      if (d->name() == "alloc") {
-        Value* n = d->operand(0);
-        return n->type() == ctx_.i32() ? n : b_.op("cast", {n}, ctx_.i32());
-      }
-      ir::Op* make = d->numOperands() == 1 ? d->operand(0)->definingOp() : nullptr;
-      if (!make || make->name() != "struct.make") break;
-      unsigned k = d->name() == "struct.unpack" ? v->index()
-                   : d->name() == "struct.extract" ? static_cast<unsigned>(d->intAttr("index"))
-                                                   : ~0u;
-      if (k >= make->numOperands()) break;
-      v = make->operand(k);
-    }
-    ir::Function* k = bufferLenKernel(m_, buf->type()->elem(), curLoc_);
-    Value* one = b_.constInt(ctx_.u32(), 1);
-    Value* oneI = b_.constInt(ctx_.i32(), 1);
-    Value* tmp = b_.op("alloc", {oneI}, ctx_.bufferType(ctx_.i32(), ir::Space::Device, ir::Ownership::Linear));
-    Value* host = b_.op("alloc", {oneI}, ctx_.bufferType(ctx_.i32(), ir::Space::Host, ir::Ownership::Linear));
-    b_.create("dispatch", {one, one, one, buf, tmp}, {}, {{"kernel", ir::Attr::symbol(k->name())}});
-    b_.create("d2h", {host, tmp});
-    Value* n = b_.op("load", {host, b_.constInt(ctx_.i32(), 0)}, ctx_.i32());
-    b_.create("free", {tmp});
-    b_.create("free", {host});
-    return n;
-  }
+  // The element count of a buffer, as i32, in host code: buffer.len (the
+  // interpreter asks the device hooks for a device buffer's length).
+  Value* hostLen(Value* buf) { return b_.op("buffer.len", {buf}, ctx_.i32()); }
 
   // ---- builtins ----------------------------------------------------------------------
   Value* splat(Value* s, const ir::Type* vt) {

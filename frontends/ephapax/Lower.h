@@ -76,9 +76,6 @@ bool issuesDeviceWork(const Checked& c, const Expr& e);
 // The one-invocation kernel behind read_gpu (dst[0] = src[i]) or write_gpu
 // (dst[i] = src[0]) for element type elem; made once per module.
 ir::Function* elementCopyKernel(ir::Module& m, const ir::Type* elem, bool read, Loc loc);
-// The one-invocation kernel that writes a device buffer's element count
-// (i32) to dst[0], for host code that needs it.
-ir::Function* bufferLenKernel(ir::Module& m, const ir::Type* elem, Loc loc);
 
 }  // namespace lowering
 

@@ -42,6 +42,20 @@ void references(const Checked& c, const Expr& e, bool device, std::set<const FnD
     references(c, *e.kids[0], true, host, dev);
     return;
   }
+  // A function (or lambda) passed to a launcher or kernel is a function value
+  // of GPU code: a func.ref of its device copy.
+  const FnDecl* callee = calledFn(c, e);
+  bool toGpu = (callee && callee->gpuRole != FnDecl::NotGpu) || (e.kind == ExprKind::Dispatch && !e.name.empty());
+  if (toGpu) {
+    for (size_t i = e.kind == ExprKind::Call ? 1 : 0; i < e.kids.size(); ++i) {
+      const Expr& a = *e.kids[i];
+      bool fnValue = (a.kind == ExprKind::Var && !a.binding && a.refKind == Expr::Fn) || a.kind == ExprKind::Lambda;
+      references(c, a, device || fnValue, host, dev);
+    }
+    for (const auto& g : e.grid) references(c, *g, device, host, dev);
+    if (e.kind == ExprKind::Call) references(c, *e.kids[0], device, host, dev);
+    return;
+  }
   forEachChild(e, [&](const Expr& k) { references(c, k, device, host, dev); });
 }
 
@@ -172,25 +186,6 @@ ir::Function* elementCopyKernel(ir::Module& m, const ir::Type* elem, bool read, 
   ir::Value* to = read ? zero : f->param(1);
   ir::Value* v = b.op("load", {f->param(0), from}, elem);
   b.create("store", {f->param(2), to, v});
-  b.create("return");
-  return f;
-}
-
-// `kernel @"buffer_len<T>"(%src: read, %dst: buffer<i32, device, write>)`:
-// dst[0] = the element count of src; one invocation.
-ir::Function* bufferLenKernel(ir::Module& m, const ir::Type* elem, Loc loc) {
-  ir::Context& ctx = m.context();
-  std::string name = "buffer_len<" + elem->str() + ">";
-  if (ir::Function* f = m.lookup(name)) return f;
-  const ir::Type* src = ctx.bufferType(elem, ir::Space::Device, ir::Ownership::Read);
-  const ir::Type* dst = ctx.bufferType(ctx.i32(), ir::Space::Device, ir::Ownership::Write);
-  ir::Function* f = m.addFunction(name, ir::FunctionKind::Kernel, ctx.functionType({src, dst}, {}), loc);
-  f->param(0)->setName("src");
-  f->param(1)->setName("dst");
-  ir::Builder b(ctx, f->body());
-  b.setLoc(loc);
-  ir::Value* n = b.op("buffer.len", {f->param(0)}, ctx.i32());
-  b.create("store", {f->param(1), b.constInt(ctx.i32(), 0), n});
   b.create("return");
   return f;
 }

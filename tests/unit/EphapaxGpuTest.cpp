@@ -5,6 +5,7 @@
 // (where this machine has a device) against results computed here.
 #include <gtest/gtest.h>
 
+#include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "tests/unit/EphapaxTestUtil.h"
 
@@ -328,6 +329,191 @@ fn main() -> I32 {
 }
 )",
                 "13");  // xs[0] = length((0, 2)) + 0.25 = 2.25; 9 + 4
+}
+
+
+// ---- function values and generics ---------------------------------------------------
+
+const char* kMapProgram = R"(
+@gpu
+fn map<T, U>(f: fn(T) -> U, input: GPUBuffer<T>!) -> GPUBuffer<U>! {
+    let n = len(&input);
+    let! out = allocate_gpu<U>(n);
+    dispatch over n { out[gid] = f(input[gid]); }
+    free_gpu(input);
+    out
+}
+fn double(x: I32) -> F32 { f32(x) * 2.0 }
+fn main() -> I32 {
+    let! ys = map(double, h2d([1, 2, 3]));
+    let! zs = map(fn(x: F32) -> x + 1.0, ys);
+    let out = d2h(zs);
+    i32(out[0] + out[1] * 10.0 + out[2] * 100.0)
+}
+)";
+
+TEST(EphapaxGpu, GenericLauncherTakesFunctionValuesAsFuncRefs) {
+  // Before the monomorphize pass: `map` once, generic, with a function
+  // parameter; its inline kernel calls the function value.
+  ir::Context ctx;
+  DiagSink diags;
+  CompileOptions opts;
+  opts.monomorphize = false;
+  auto m = compile(ctx, kMapProgram, "t.eph", diags, opts);
+  ASSERT_TRUE(m) << renderAll(diags, "t.eph", kMapProgram);
+  ir::Function* map = m->lookup("map");
+  ASSERT_TRUE(map);
+  EXPECT_EQ(map->paramTypes()[0]->str(), "fn(!T) -> (!U)");
+  EXPECT_EQ(map->paramTypes()[1]->str(), "buffer<!T, device, linear>");
+  ir::Function* k = m->lookup("map.kernel0");
+  ASSERT_TRUE(k);
+  EXPECT_NE(text(*k).find("call.indirect %f"), std::string::npos) << text(*k);
+  std::string mainText = text(*m->lookup("main"));
+  EXPECT_NE(mainText.find("func.ref {callee = @double} : fn(i32) -> (f32)"), std::string::npos) << mainText;
+  EXPECT_NE(mainText.find("func.ref {callee = @main.lambda0} : fn(f32) -> (f32)"), std::string::npos) << mainText;
+  EXPECT_NE(mainText.find("{callee = @map} : buffer<f32, device, linear>"), std::string::npos) << mainText;
+  ASSERT_TRUE(m->lookup("double") && m->lookup("main.lambda0"));
+  EXPECT_EQ(m->lookup("double")->kind(), ir::FunctionKind::Device);
+  EXPECT_EQ(m->lookup("main.lambda0")->kind(), ir::FunctionKind::Device);
+  for (auto& f : m->functions()) EXPECT_EQ(f->name().find("apply<"), std::string::npos) << f->name();
+
+  // After it: one instance per function argument, no function values left.
+  auto l = lower(kMapProgram);
+  ASSERT_TRUE(l->m) << l->errors;
+  EXPECT_TRUE(l->m->lookup("map<i32, f32, @double>"));
+  EXPECT_TRUE(l->m->lookup("map<f32, f32, @main.lambda0>"));
+  EXPECT_TRUE(l->m->lookup("map.kernel0<f32, i32, @double>"));
+  EXPECT_FALSE(l->m->lookup("map"));
+  runEverywhere(kMapProgram, "753");  // zs = [2 + 1, 4 + 1, 6 + 1]
+}
+
+TEST(EphapaxGpu, FunctionValuesReachKernelsAndDeviceFunctions) {
+  // A named kernel and a device function with function parameters, and a
+  // generic launcher whose result type comes from its function argument.
+  runEverywhere(R"(
+fn twice(x: I32) -> I32 { x * 2 }
+fn inc(x: I32) -> I32 { x + 1 }
+fn apply(f: fn(I32) -> I32, x: I32) -> I32 { f(x) }
+@gpu
+fn k(f: fn(I32) -> I32, out: GPUBuffer<I32>) {
+    out[gid] = apply(f, gid) + f(1);
+}
+@gpu
+fn run_inline<T>(f: fn(I32) -> T, n: I32) -> GPUBuffer<T>! {
+    let! out = allocate_gpu<T>(n);
+    dispatch over n { out[gid] = f(apply(twice, gid)); }
+    out
+}
+fn main() -> I32 {
+    let! a = run_inline(inc, 4);
+    let! b = run_inline(fn(x: I32) -> x + 10, 4);
+    let! c = allocate_gpu<I32>(4);
+    dispatch k(inc, &mut c) over 4;
+    let xs = d2h(a);
+    let ys = d2h(b);
+    let zs = d2h(c);
+    xs[3] * 10000 + ys[3] * 100 + zs[3]
+}
+)",
+                "71606");  // inc(twice(3)) = 7; twice(3) + 10 = 16; inc(3) + inc(1) = 6
+}
+
+TEST(EphapaxGpu, GenericAndUntypedKernelsHaveOneInstancePerElementType) {
+  const std::string src = R"(
+@gpu
+fn shift<T>(src: GPUBuffer<T>, dst: GPUBuffer<T>, n: I32) {
+    dst[gid] = src[(gid + 1) % n];
+}
+@gpu
+fn copy_into(src, dst) { dst[gid] = src[gid]; }
+fn main() -> I32 {
+    let! a = h2d([1, 2, 3]);
+    let! b = allocate_gpu<I32>(3);
+    dispatch shift(&a, &mut b, 3) over 3;
+    let! fa = h2d([0.5, 1.5, 2.5]);
+    let! fb = allocate_gpu<F32>(3);
+    dispatch copy_into(&fa, &mut fb) over 3;
+    let! fc = allocate_gpu<F32>(3);
+    dispatch shift(&fb, &mut fc, 3) over 3;
+    free_gpu(a);
+    free_gpu(fa);
+    free_gpu(fb);
+    let xs = d2h(b);
+    let fs = d2h(fc);
+    xs[0] * 100 + i32(fs[2] * 10.0)
+}
+)";
+  auto l = lower(src);
+  ASSERT_TRUE(l->m) << l->errors;
+  ASSERT_TRUE(l->m->lookup("shift<i32>") && l->m->lookup("shift<f32>") && l->m->lookup("copy_into<f32>"));
+  EXPECT_EQ(l->m->lookup("shift<f32>")->paramTypes()[0]->str(), "buffer<f32, device, read>");
+  EXPECT_EQ(l->m->lookup("shift<f32>")->paramTypes()[1]->str(), "buffer<f32, device, write>");
+  EXPECT_FALSE(l->m->lookup("shift"));
+  runEverywhere(src, "205");  // b = [2, 3, 1]; fc[2] = fb[0] = 0.5
+}
+
+// ---- buffer.len of device buffers in host code ---------------------------------------
+
+TEST(EphapaxGpu, HostLengthOfADeviceBufferAsksTheDevice) {
+  // `len(&b)` in host code is a plain buffer.len (no helper kernel), even of
+  // a buffer the function did not allocate.
+  const std::string src = R"(
+@gpu
+fn count(b: &GPUBuffer<I32>!) -> I32 { len(b) }
+fn main() -> I32 {
+    let! b = allocate_gpu<I32>(37);
+    let n = count(&b) + len(&b);
+    free_gpu(b);
+    n
+}
+)";
+  auto l = lower(src);
+  ASSERT_TRUE(l->m) << l->errors;
+  for (auto& f : l->m->functions()) EXPECT_TRUE(f->isHost()) << f->name();
+  EXPECT_NE(text(*l->m->lookup("count")).find("buffer.len %b"), std::string::npos) << text(*l->m->lookup("count"));
+  for (const std::string& target : runTargets()) {
+    SCOPED_TRACE(target);
+    for (bool checks : {false, true}) {
+      auto dev = runtime::openDevice(target);
+      ASSERT_TRUE(dev);
+      interp::Interpreter in(*l->m);
+      runtime::RunOptions o;
+      o.checkBuffers = checks;
+      auto r = runtime::runHost(**dev, in, *l->m->lookup("main"), {}, o);
+      ASSERT_TRUE(r) << r.error().str();
+      EXPECT_EQ(interp::format((*r)[0], &in.memory()), "74");
+    }
+  }
+}
+
+TEST(EphapaxGpu, HostLengthOfAFreedDeviceBufferIsAnError) {
+  ir::Context ctx;
+  auto m = ir::parseModule(ctx, R"(
+host @main() -> i32 {
+  %n = const {value = 5} : i32
+  %b = alloc %n : buffer<i32, device, linear>
+  %m = buffer.len %b : i32
+  free %b
+  %l = buffer.len %b : i32
+  %s = add %m, %l : i32
+  return %s
+}
+)", "t.eir");
+  ASSERT_TRUE(m) << m.error().str();
+  auto run = [&](bool checks) {
+    auto dev = runtime::openDevice("interp");
+    interp::Interpreter in(**m);
+    runtime::RunOptions o;
+    o.checkBuffers = checks;
+    auto r = runtime::runHost(**dev, in, *(*m)->lookup("main"), {}, o);
+    return r ? std::string("ok") : r.error().str();
+  };
+  std::string plain = run(false), checked = run(true);
+  EXPECT_NE(plain.find("t.eir:7:"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("do not know its length"), std::string::npos) << plain;
+  EXPECT_NE(checked.find("t.eir:7:"), std::string::npos) << checked;
+  EXPECT_NE(checked.find("use after free"), std::string::npos) << checked;
+  EXPECT_NE(checked.find("buffer.len"), std::string::npos) << checked;
 }
 
 }  // namespace
