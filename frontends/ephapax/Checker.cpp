@@ -1753,6 +1753,7 @@ class TypeChecker {
         {"f64", {Expr::Cast, 1}}, {"len", {Expr::Len, 1}},
         {"h2d", {Expr::H2D, 1}}, {"d2h", {Expr::D2H, 1}}, {"free_gpu", {Expr::FreeGpu, 1}},
         {"read_gpu", {Expr::ReadGpu, 2}}, {"write_gpu", {Expr::WriteGpu, 3}},
+        {"array", {Expr::Array, 2}},
     };
     return t;
   }
@@ -1918,6 +1919,18 @@ class TypeChecker {
         if (info.b == Expr::FreeGpu) return T.unit();
         if (info.b == Expr::ReadGpu) return T.tuple({a[0], elem});
         return a[0];
+      }
+      case Expr::Array: {  // array(n, f): [f(0), .., f(n-1)]
+        hostOnly(e.span, "`array`");
+        expectTy(argSpan(0), T.prim(Prim::I32), a[0], " (the length)");
+        Ty* elem = T.var();
+        Ty* want = T.fn(T.prim(Prim::I32), elem);
+        if (!unify(T, want, a[1])) {
+          error("E101", argSpan(1), "`array(n, f)` takes a function from I32 to the element type, not " + show(a[1]),
+                "write `array(n, fn(i: I32) -> ..)` or pass a named function");
+          return T.error();
+        }
+        return T.list(elem);
       }
       default: return T.error();
     }

@@ -507,4 +507,27 @@ TEST(EphapaxGpuChecker, BorrowsOfOwnedBuffersAreViewArguments) {
             "E101");
 }
 
+TEST(EphapaxGpuChecker, ArrayBuildsAListFromAFunction) {
+  DiagSink d;
+  auto c = check("fn half(i: I32) -> F32 { f32(i) * 0.5 }\n"
+                 "fn f(k: I32) -> I32 { let xs = array(4, fn(i: I32) -> i * k); let ys = array(k, half); xs[3] }\n",
+                 d);
+  ASSERT_TRUE(c) << renderAll(d, "t.eph", "");
+  EXPECT_TRUE(d.empty());
+  const Expr& let = *c->prog.fns[1]->body;
+  ASSERT_EQ(let.kind, ExprKind::Let);
+  EXPECT_EQ(let.kids[0]->builtin, Expr::Array);
+  EXPECT_EQ(show(let.kids[0]->ty), "[I32]");
+  EXPECT_EQ(show(let.kids[1]->kids[0]->ty), "[F32]");
+  EXPECT_EQ(firstCode("fn f() -> I32 { let xs = array(2.5, fn(i: I32) -> i); 0 }"), "E101");  // the length is I32
+  EXPECT_EQ(firstCode("fn f() -> I32 { let xs = array(2, fn(s: Bool) -> s); 0 }"), "E101");  // f takes I32
+  EXPECT_EQ(firstCode("fn f() -> I32 { let xs = array(2); 0 }"), "E106");
+  // A capturing lambda may not take a linear value (E009, as anywhere).
+  EXPECT_EQ(firstCode("fn f() -> I32 { let! s = String.new@_(\"a\");\n"
+                      "  let xs = array(2, fn(i: I32) -> String.len(&s)); drop(s); 0 }"),
+            "E009");
+  // A local named `array` shadows the builtin.
+  EXPECT_EQ(firstCode("fn f(array: fn(I32) -> I32) -> I32 { array(2) }"), "ok");
+}
+
 }  // namespace
