@@ -2416,6 +2416,34 @@ class Lowerer {
         pendingList_ = true;  // a fresh list, freed where it is dropped
         return h;
       }
+      case Expr::Array: {  // array(n, f): a fresh list [f(0), .., f(n-1)]
+        if (!need(2)) return fabricate(rt);
+        if (device_) {
+          unsupported(e.span, "`array` is host code; it cannot appear in kernel code", "E212");
+          return fabricate(rt);
+        }
+        Value* n = coerce(lowerExpr(*args[0]), ctx_.i32(), args[0]->span);
+        Value* f = lowerExpr(*args[1]);
+        setLoc(e.span);
+        const ir::Type* elem = rt->isBuffer() ? rt->elem() : ctx_.i32();
+        if (owns(elem) || owns(f->type())) {
+          unsupported(e.span, "code generation does not support `array` of values that own memory");
+          dropValue(f);
+          return fabricate(rt);
+        }
+        Value* buf = b_.op("alloc", {n}, ctx_.bufferType(elem, ir::Space::Host, ir::Ownership::Affine));
+        ir::Op* loop = b_.create("for", {b_.constInt(ctx_.i32(), 0), n, b_.constInt(ctx_.i32(), 1)}, {}, {}, 1);
+        Value* i = loop->region(0).addArg(ctx_.i32(), "i");
+        B outer = b_;
+        b_.setInsertionPoint(loop->region(0));
+        Value* v = f->type()->isFunction() ? b_.create("call.indirect", {f, i}, {f->type()->results()[0]})->result(0)
+                                           : apply(f, args[1]->ty, i);
+        b_.create("store", {buf, i, coerce(v, elem, e.span)});
+        b_.create("yield");
+        b_ = outer;
+        pendingList_ = true;  // a fresh list, freed where it is dropped
+        return buf;
+      }
       case Expr::FreeGpu: {
         if (!need(1)) return fabricate(rt);
         Value* b = lowerExpr(*args[0]);
