@@ -179,9 +179,29 @@ bool interpDeviceCopy(interp::Exec& ex, const Op& op) {
   return true;
 }
 
+// Kernels are compiled assuming their buffer parameters do not alias when
+// one of them is written (SPIR-V NonWritable, barrier semantics, LLVM noalias),
+// so a buffer passed twice with a write is an error, not a wrong answer.
+bool checkNoWrittenAlias(interp::Exec& ex, const Op& op, const Function& k) {
+  auto params = k.paramTypes();
+  for (unsigned i = 0; i < params.size(); ++i) {
+    if (!params[i]->isBuffer()) continue;
+    for (unsigned j = i + 1; j < params.size(); ++j) {
+      if (!params[j]->isBuffer()) continue;
+      bool written = params[i]->ownership() != Ownership::Read || params[j]->ownership() != Ownership::Read;
+      if (written && ex.operand(op, 3 + i).buffer == ex.operand(op, 3 + j).buffer)
+        return ex.fail(op, "the same buffer is passed as arguments " + std::to_string(i) + " and " +
+                               std::to_string(j) + " of @" + k.name() +
+                               ", which writes it: a kernel's buffers may alias only when all of them are read");
+    }
+  }
+  return true;
+}
+
 bool interpDispatch(interp::Exec& ex, const Op& op) {
   const Function* k = kernelOf(op);
   if (!k) return ex.fail(op, "dispatches unknown kernel @" + op.symbolAttr("kernel"));
+  if (!checkNoWrittenAlias(ex, op, *k)) return false;
   std::array<uint32_t, 3> groups{};
   for (unsigned i = 0; i < 3; ++i) {
     uint64_t n = 0;
