@@ -2099,7 +2099,11 @@ std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags, const Chec
 
 std::string renderAll(const DiagSink& diags, std::string_view file, std::string_view src) {
   std::string out;
-  for (const Diag& d : diags.all()) out += renderDiag(d, file, src);
+  for (const Diag& d : diags.all()) {
+    // A span in a merged standard library module is shown in that module.
+    if (const SourceFile* s = diags.source(d.span.file)) out += renderDiag(d, s->name, s->text);
+    else out += renderDiag(d, file, src);
+  }
   return out;
 }
 

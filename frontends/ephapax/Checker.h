@@ -78,7 +78,8 @@ struct CheckOptions {
 // errors; with ownership errors the program is returned and `diags` holds them.
 std::unique_ptr<Checked> check(std::string_view src, DiagSink& diags, const CheckOptions& opts = {});
 
-// Every diagnostic rendered (renderDiag), in order.
+// Every diagnostic rendered (renderDiag), in order; one whose span is in a
+// source the sink registered (a standard library module) with that source.
 std::string renderAll(const DiagSink& diags, std::string_view file, std::string_view src);
 
 // True for a file name that ends in ".eph".

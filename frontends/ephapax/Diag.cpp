@@ -45,6 +45,17 @@ void DiagSink::error(std::string code, Span span, std::string message, std::stri
   diags_.push_back(Diag{std::move(code), span, std::move(message), std::move(hint)});
 }
 
+uint16_t DiagSink::addSource(std::string name, std::string_view text) {
+  for (size_t i = 0; i < sources_.size(); ++i)
+    if (sources_[i].name == name) return static_cast<uint16_t>(i + 1);
+  sources_.push_back(SourceFile{std::move(name), std::string(text)});
+  return static_cast<uint16_t>(sources_.size());
+}
+
+const SourceFile* DiagSink::source(uint16_t file) const {
+  return file == 0 || file > sources_.size() ? nullptr : &sources_[file - 1];
+}
+
 namespace {
 std::string_view lineOf(std::string_view src, unsigned line) {
   size_t start = 0;

@@ -10,6 +10,7 @@
 // docs/errors.md lists every code with a failing example and the fix.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,8 +19,11 @@ namespace eph::ephapax {
 
 // A range of source text: 1-based line and column of its start, and its
 // length in bytes (the caret line underlines that much of the first line).
+// `file` says which text: 0 the program being compiled, k > 0 the source a
+// DiagSink registered as k (a merged standard library module, addSource).
 struct Span {
   unsigned line = 0, col = 0, len = 1;
+  uint16_t file = 0;
   bool known() const { return line != 0; }
 };
 
@@ -37,16 +41,29 @@ struct ErrorCodeInfo {
 };
 const std::vector<ErrorCodeInfo>& errorCodes();
 
-// Collects diagnostics in the order they are found.
+// A source text other than the program's own that spans may point into.
+struct SourceFile {
+  std::string name;  // as rendered: "gpu.eph"
+  std::string text;
+};
+
+// Collects diagnostics in the order they are found, and the other sources
+// (standard library modules) their spans may point into.
 class DiagSink {
  public:
   void error(std::string code, Span span, std::string message, std::string hint = {});
   const std::vector<Diag>& all() const { return diags_; }
   bool empty() const { return diags_.empty(); }
   size_t size() const { return diags_.size(); }
+  // Registers a source and returns its Span::file id (1, 2, ..); a name
+  // registered before keeps its id.
+  uint16_t addSource(std::string name, std::string_view text);
+  // The source with Span::file id `file`, or null (0: the program's own).
+  const SourceFile* source(uint16_t file) const;
 
  private:
   std::vector<Diag> diags_;
+  std::vector<SourceFile> sources_;
 };
 
 // "file:line:col: error[CODE]: message", the source line, a caret line and

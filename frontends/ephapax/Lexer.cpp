@@ -35,7 +35,7 @@ bool isIdentChar(char c) { return isIdentStart(c) || isDigit(c); }
 
 class Lexer {
  public:
-  Lexer(std::string_view src, DiagSink& diags) : src_(src), diags_(diags) {}
+  Lexer(std::string_view src, DiagSink& diags, uint16_t file) : src_(src), diags_(diags), file_(file) {}
 
   std::vector<Token> run() {
     std::vector<Token> out;
@@ -51,6 +51,7 @@ class Lexer {
  private:
   std::string_view src_;
   DiagSink& diags_;
+  uint16_t file_ = 0;  // Span::file of every token
   size_t pos_ = 0;
   unsigned line_ = 1, col_ = 1;
 
@@ -98,7 +99,7 @@ class Lexer {
   }
 
   Token next(Tok prev) {
-    Span s{line_, col_, 1};
+    Span s{line_, col_, 1, file_};
     if (pos_ >= src_.size()) return make(Tok::End, s);
     char c = peek();
     if (isIdentStart(c)) return ident(s);
@@ -322,6 +323,6 @@ std::string tokName(Tok t) {
   return "a token";
 }
 
-std::vector<Token> lex(std::string_view src, DiagSink& diags) { return Lexer(src, diags).run(); }
+std::vector<Token> lex(std::string_view src, DiagSink& diags, uint16_t file) { return Lexer(src, diags, file).run(); }
 
 }  // namespace eph::ephapax

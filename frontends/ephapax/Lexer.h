@@ -45,6 +45,6 @@ std::string tokName(Tok t);
 
 // Tokenizes all of `src`; lexical errors go to `diags` (E000) and produce a
 // Tok::Error token. The last token is always Tok::End.
-std::vector<Token> lex(std::string_view src, DiagSink& diags);
+std::vector<Token> lex(std::string_view src, DiagSink& diags, uint16_t file = 0);
 
 }  // namespace eph::ephapax

@@ -70,7 +70,7 @@ class Parser {
     Span where = cur().span;
     if (at(Tok::End) && pos_ > 0) {  // just after the last token, not on an empty last line
       const Span& last = toks_[pos_ - 1].span;
-      where = Span{last.line, last.col + last.len, 1};
+      where = Span{last.line, last.col + last.len, 1, last.file};
     }
     diags_.error("E000", where, "expected " + what + ", got " + describe(cur()), std::move(hint));
   }
@@ -1422,8 +1422,8 @@ class Parser {
 
 }  // namespace
 
-Program parseProgram(std::string_view src, DiagSink& diags) {
-  std::vector<Token> toks = lex(src, diags);
+Program parseProgram(std::string_view src, DiagSink& diags, uint16_t file) {
+  std::vector<Token> toks = lex(src, diags, file);
   return Parser(std::move(toks), diags).run();
 }
 

@@ -25,6 +25,8 @@ inline void dispatchWorkgroupSize(const Expr& dispatch, int64_t (&out)[3]) {
 
 // Parses a whole .eph file. Check `diags` for errors; the program holds every
 // declaration that parsed.
-Program parseProgram(std::string_view src, DiagSink& diags);
+// `file` goes into every span (Span::file): 0 for the program itself, a
+// DiagSink::addSource id for a standard library module.
+Program parseProgram(std::string_view src, DiagSink& diags, uint16_t file = 0);
 
 }  // namespace eph::ephapax

@@ -95,7 +95,7 @@ bool mergeStdlibImports(Program& p, DiagSink& diags, const std::vector<StdlibMod
     if (!m || merged.count(name) || name == p.moduleName) continue;
     merged.insert(name);
     DiagSink libDiags;
-    Program lib = parseProgram(m->source, libDiags);
+    Program lib = parseProgram(m->source, libDiags, diags.addSource(name + ".eph", m->source));  // spans name the module
     if (!libDiags.empty()) {
       // The span points into the module, not the program: say where.
       for (const Diag& d : libDiags.all())

@@ -8,6 +8,7 @@
 
 #include "frontends/ephapax/Lexer.h"
 #include "frontends/ephapax/Parser.h"
+#include "frontends/ephapax/Stdlib.h"
 #include "tests/unit/EphapaxTestUtil.h"
 
 namespace fs = std::filesystem;
@@ -528,6 +529,32 @@ TEST(EphapaxGpuChecker, ArrayBuildsAListFromAFunction) {
             "E009");
   // A local named `array` shadows the builtin.
   EXPECT_EQ(firstCode("fn f(array: fn(I32) -> I32) -> I32 { array(2) }"), "ok");
+}
+
+TEST(EphapaxDiagnostics, ErrorsInAStandardLibraryModuleNameTheModule) {
+  // A type error inside a merged module is shown with the module's file name,
+  // line and source line, not the program's.
+  const std::vector<StdlibModule> modules = {{"mini", "-- a module\nfn bad() -> I32 { true }\n"}};
+  const std::string src = "import mini\nfn main() -> I32 { 1 }\n";
+  DiagSink d;
+  auto c = std::make_unique<Checked>();
+  c->prog = parseProgram(src, d);
+  ASSERT_TRUE(mergeStdlibImports(c->prog, d, modules));
+  EXPECT_FALSE(typeCheck(*c, d));
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d.all()[0].span.line, 2u);
+  EXPECT_EQ(d.all()[0].span.file, 1u);
+  ASSERT_TRUE(d.source(1));
+  EXPECT_EQ(d.source(1)->name, "mini.eph");
+  std::string out = renderAll(d, "prog.eph", src);
+  EXPECT_EQ(out.rfind("mini.eph:2:19: error[E101]: ", 0), 0u) << out;
+  EXPECT_NE(out.find("  fn bad() -> I32 { true }\n                    ^~~~"), std::string::npos) << out;
+  // The program's own diagnostics keep its name; ids are per name.
+  d.error("E103", Span{2, 1, 2}, "x");
+  EXPECT_NE(renderAll(d, "prog.eph", src).find("prog.eph:2:1: error[E103]: x\n  fn main() -> I32 { 1 }\n"), std::string::npos);
+  EXPECT_EQ(d.addSource("mini.eph", "other"), 1u);
+  EXPECT_EQ(d.addSource("more.eph", "other"), 2u);
+  EXPECT_EQ(d.source(3), nullptr);
 }
 
 }  // namespace
