@@ -96,7 +96,9 @@ class Lowerer {
     for (auto& f : c_.prog.fns) {
       if (f->isExtern || !f->body) continue;
       if (f->gpuRole == FnDecl::Kernel) kernelFn(*f);
-      else if (f->gpuRole == FnDecl::Launcher) hostGpuFn(*f);
+      else if (f->gpuRole == FnDecl::Launcher) {
+        if (!isSpecialisedLauncher(*f)) hostGpuFn(*f);  // else made per call
+      }
       else if (uses_.device.count(f.get()) && !uses_.host.count(f.get())) deviceFn(*f);
       else if (!isGeneric(*f)) instance(*f, {});
     }
@@ -129,6 +131,9 @@ class Lowerer {
     ir::Function* irfn;
     FnKind kind = FnKind::Host;
     bool generic = false;  // type parameters lower to IR type variables
+    // A launcher specialised per function argument: parameter -> the func.ref
+    // (callee, type) it starts with instead of taking it.
+    std::map<size_t, std::pair<std::string, const ir::Type*>> fnArgs;
   };
   std::map<std::string, ir::Function*> instances_;
   std::vector<Instance> work_;
@@ -655,14 +660,17 @@ class Lowerer {
       if (!checkRepresentable(f.paramTys[i], f.params[i].span)) return;
     if (!checkRepresentable(f.retTy, f.span)) return;
     std::vector<Value*> params;
-    for (size_t i = 0; i < f.params.size(); ++i) {
-      params.push_back(irf->param(static_cast<unsigned>(i)));
+    for (size_t i = 0, j = 0; i < f.params.size(); ++i) {
+      if (auto it = in.fnArgs.find(i); it != in.fnArgs.end())
+        params.push_back(b_.op("func.ref", {}, it->second.second, {{"callee", ir::Attr::symbol(it->second.first)}}));
+      else
+        params.push_back(irf->param(static_cast<unsigned>(j++)));
       params.back()->setName(f.params[i].name == "_" ? "" : f.params[i].name);
     }
     const ir::Type* rt = irf->resultTypes()[0];
 
     // Self tail calls: run the body in a loop over sum<struct<params>, result>.
-    bool loop = hasSelfTailCall(*f.body, f.name) && fabricable(rt);
+    bool loop = hasSelfTailCall(*f.body, f.name) && fabricable(rt) && in.fnArgs.empty();
     if (loop) {
       const ir::Type* argsT = ctx_.structType({irf->paramTypes().begin(), irf->paramTypes().end()});
       const ir::Type* S = ctx_.sumType({argsT, rt});
@@ -1437,6 +1445,7 @@ class Lowerer {
         unsupported(e.span, "a kernel is launched with `dispatch`, not called", "E217");
         return value(fabricate(ty));
       }
+      if (!device_ && isSpecialisedLauncher(f)) return value(callSpecialisedLauncher(f, e, ty));
       ir::Function* target = device_ ? deviceFn(f) : f.gpuRole == FnDecl::Launcher ? hostGpuFn(f) : instance(f, fs);
       if (e.kids.size() - 1 != target->paramTypes().size()) {
         unsupported(e.span, "code generation cannot apply `" + f.name + "` partially");
@@ -1834,6 +1843,65 @@ class Lowerer {
   }
 
   // ---- function values in GPU code ----------------------------------------------------
+  // A launcher without type parameters but with function parameters is made
+  // once per function argument (`apply_all<@inc>`), here: the IR monomorphize
+  // pass keeps non-generic host functions as they are, and this one could not
+  // pass its function parameter on to a kernel.
+  bool isSpecialisedLauncher(const FnDecl& f) {
+    if (f.gpuRole != FnDecl::Launcher || isGeneric(f)) return false;
+    for (Ty* t : f.paramTys)
+      if (resolve(t)->kind == Ty::Fn) return true;
+    return false;
+  }
+
+  Value* callSpecialisedLauncher(FnDecl& f, Expr& e, const ir::Type* ty) {
+    if (e.kids.size() - 1 != f.params.size()) {
+      unsupported(e.span, "code generation cannot apply `" + f.name + "` partially");
+      return fabricate(ty);
+    }
+    std::vector<const ir::Type*> all = generically([&] {
+      std::vector<const ir::Type*> ps;
+      for (Ty* t : f.paramTys) ps.push_back(lowerTy(t));
+      return ps;
+    });
+    std::map<size_t, std::pair<std::string, const ir::Type*>> fnArgs;
+    std::vector<Value*> args;
+    std::vector<const ir::Type*> kept;
+    std::string suffix;
+    for (size_t i = 1; i < e.kids.size(); ++i) {
+      const ir::Type* want = all[i - 1];
+      if (!want->isFunction()) {
+        args.push_back(coerceArg(lowerArg(*e.kids[i]), want, e.kids[i]->span));
+        kept.push_back(want);
+        continue;
+      }
+      Value* fv = lowerFnArg(*e.kids[i], "launcher `" + f.name + "`");
+      ir::Op* ref = fv->definingOp();
+      if (!ref || ref->name() != "func.ref") {
+        unsupported(e.kids[i]->span, "the function passed to launcher `" + f.name + "` must be known here", "E215");
+        return fabricate(ty);
+      }
+      std::string callee = ref->symbolAttr("callee");
+      fnArgs[i - 1] = {callee, fv->type()};
+      suffix += (suffix.empty() ? "@" : ", @") + callee;
+      if (!fv->hasUses()) ref->erase();
+    }
+    std::string name = f.name + "<" + suffix + ">";
+    ir::Function* target = instances_["gpuhost:" + name];
+    if (!target) {
+      const ir::Type* rt = generically([&] { return lowerTy(f.retTy); });
+      target = instances_["gpuhost:" + name] =
+          m_.addFunction(name, ir::FunctionKind::Host, ctx_.functionType(kept, {rt}), loc(f.span));
+      Instance in{&f, {}, target, FnKind::Host, true};
+      in.fnArgs = fnArgs;
+      work_.push_back(std::move(in));
+    }
+    setLoc(e.span);
+    Value* r = b_.create("call", args, {target->resultTypes()[0]}, {{"callee", ir::Attr::symbol(target->name())}})->result(0);
+    dropPendingArgs();
+    return coerce(r, ty, e.span);
+  }
+
   // `func.ref` of the device copy of f, as a value of the (instantiated)
   // function type ty.
   Value* funcRef(FnDecl& f, Ty* ty, Span s) {

@@ -452,6 +452,32 @@ fn main() -> I32 {
   runEverywhere(src, "205");  // b = [2, 3, 1]; fc[2] = fb[0] = 0.5
 }
 
+TEST(EphapaxGpu, LauncherWithoutTypeParametersIsMadePerFunctionArgument) {
+  const std::string src = R"(
+fn inc(x: I32) -> I32 { x + 1 }
+fn neg(x: I32) -> I32 { 0 - x }
+@gpu
+fn apply_all(f: fn(I32) -> I32, n: I32) -> GPUBuffer<I32>! {
+    let! out = allocate_gpu<I32>(n);
+    dispatch over n { out[gid] = f(gid); }
+    out
+}
+fn main() -> I32 {
+    let xs = d2h(apply_all(inc, 4));
+    let ys = d2h(apply_all(neg, 4));
+    let zs = d2h(apply_all(inc, 2));
+    xs[3] * 100 + ys[3] + zs[1]
+}
+)";
+  auto l = lower(src);
+  ASSERT_TRUE(l->m) << l->errors;
+  ir::Function* a = l->m->lookup("apply_all<@inc>");
+  ASSERT_TRUE(a && l->m->lookup("apply_all<@neg>"));
+  EXPECT_FALSE(l->m->lookup("apply_all"));
+  EXPECT_EQ(a->paramTypes().size(), 1u);  // n only
+  runEverywhere(src, "399");  // 4 * 100 - 3 + 2
+}
+
 // ---- buffer.len of device buffers in host code ---------------------------------------
 
 TEST(EphapaxGpu, HostLengthOfADeviceBufferAsksTheDevice) {
