@@ -26,7 +26,12 @@
 // functions (`f`, or `f.device` when host code calls `f` too), inline
 // dispatches become kernels `<fn>.kernel<k>`, and @gpu functions and device
 // functions are lowered once, generically (type variables `!T`), for the IR
-// `monomorphize` pass. Statements: a `var` is an SSA value re-bound by each
+// `monomorphize` pass. In GPU code a function type A -> B is the IR type
+// fn(A) -> (B): a named function passed to it is a func.ref of its device
+// copy, a capture-free lambda a device function `<fn>.lambda<k>`, and calls
+// through it are call.indirect (a launcher without type parameters but with
+// function parameters is made here per function argument, `f<@g>`). Host
+// code takes a device buffer's length with buffer.len (the device knows it). Statements: a `var` is an SSA value re-bound by each
 // assignment; branches and loops carry the vars they assign as results.
 #pragma once
 
