@@ -1451,13 +1451,23 @@ class Lowerer {
         unsupported(e.span, "code generation cannot apply `" + f.name + "` partially");
         return value(fabricate(ty));
       }
-      std::vector<Value*> args;
+      // An owned buffer passed plainly to a view parameter is consumed:
+      // the call borrows it, and it is freed after the call (as by dispatch).
+      std::vector<Value*> args, lentOwned;
       for (size_t i = 1; i < e.kids.size(); ++i) {
         const ir::Type* want = target->paramTypes()[i - 1];
-        if (want->isFunction()) args.push_back(lowerFnArg(*e.kids[i], "`" + f.name + "`"));
-        else if (ir::hasTypeVar(want)) args.push_back(lowerArg(*e.kids[i]));
-        else args.push_back(coerceArg(lowerArg(*e.kids[i]), want, e.kids[i]->span));
+        if (want->isFunction()) {
+          args.push_back(lowerFnArg(*e.kids[i], "`" + f.name + "`"));
+          continue;
+        }
+        Value* a = lowerArg(*e.kids[i]);
+        if (e.kids[i]->kind != ExprKind::Borrow && want->isBuffer() && owns(a->type()) && !owns(want))
+          lentOwned.push_back(a);
+        args.push_back(ir::hasTypeVar(want) ? a : coerceArg(a, want, e.kids[i]->span));
       }
+      auto freeLent = [&] {
+        for (Value* v : lentOwned) dropValue(v);
+      };
       setLoc(e.span);
       if (ir::isGeneric(*target)) {
         // The callee's type variables are bound by the arguments and the
@@ -1473,6 +1483,7 @@ class Lowerer {
         }
         Value* r = b_.create("call", args, {ty}, {{"callee", ir::Attr::symbol(target->name())}})->result(0);
         dropPendingArgs();
+        freeLent();
         return value(r);
       }
       Value* r;
@@ -1484,6 +1495,7 @@ class Lowerer {
       }
       r = b_.create("call", args, {target->resultTypes()[0]}, {{"callee", ir::Attr::symbol(target->name())}})->result(0);
       dropPendingArgs();
+      freeLent();
       return value(coerce(r, ty, e.span));
     }
     if (named && callee.refKind == Expr::Extern) {
