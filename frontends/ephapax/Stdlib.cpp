@@ -95,13 +95,13 @@ bool mergeStdlibImports(Program& p, DiagSink& diags, const std::vector<StdlibMod
     if (!m || merged.count(name) || name == p.moduleName) continue;
     merged.insert(name);
     DiagSink libDiags;
-    Program lib = parseProgram(m->source, libDiags, diags.addSource(name + ".eph", m->source));  // spans name the module
+    // The module's spans carry its DiagSink source id, so diagnostics in it
+    // (here and in the checker) render as NAME.eph:LINE:COL.
+    Program lib = parseProgram(m->source, libDiags, diags.addSource(name + ".eph", m->source));
     if (!libDiags.empty()) {
-      // The span points into the module, not the program: say where.
       for (const Diag& d : libDiags.all())
-        diags.error(d.code, Span{}, "in standard library module `" + name + "` at " + std::to_string(d.span.line) +
-                                        ":" + std::to_string(d.span.col) + ": " + d.message +
-                                        " (a bug in the library)");
+        diags.error(d.code, d.span, "in standard library module `" + name + "`: " + d.message + " (a bug in the library)",
+                    d.hint);
       ok = false;
       continue;
     }

@@ -93,13 +93,19 @@ TEST(EphapaxStdlib, UnknownImportsAreLeftAlone) {
 }
 
 TEST(EphapaxStdlib, AParseErrorInAModuleNamesTheModule) {
+  const std::string src = "import broken\nfn main(): I32 = 1\n";
   DiagSink d;
-  Program p = parseProgram("import broken\nfn main(): I32 = 1\n", d);
+  Program p = parseProgram(src, d);
   EXPECT_FALSE(mergeStdlibImports(p, d, kSmallModules));
   ASSERT_FALSE(d.empty());
   EXPECT_EQ(d.all()[0].code, "E000");
-  EXPECT_NE(d.all()[0].message.find("standard library module `broken` at 2:"), std::string::npos)
-      << d.all()[0].message;
+  EXPECT_EQ(d.all()[0].span.line, 2u);
+  EXPECT_EQ(d.all()[0].span.col, 9u);
+  EXPECT_NE(d.all()[0].message.find("standard library module `broken`"), std::string::npos) << d.all()[0].message;
+  // Rendered at the module's own line, not the program's.
+  std::string shown = renderAll(d, "t.eph", src);
+  EXPECT_EQ(shown.rfind("broken.eph:2:9: error[E000]", 0), 0u) << shown;
+  EXPECT_NE(shown.find("fn oops(: I32 = 1"), std::string::npos) << shown;
 }
 
 TEST(EphapaxStdlib, TheGpuModuleIsCompiledIn) {
