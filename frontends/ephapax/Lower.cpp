@@ -1461,7 +1461,8 @@ class Lowerer {
           continue;
         }
         Value* a = lowerArg(*e.kids[i]);
-        if (e.kids[i]->kind != ExprKind::Borrow && want->isBuffer() && owns(a->type()) && !owns(want))
+        if (e.kids[i]->kind != ExprKind::Borrow && want->isBuffer() && want->space() == ir::Space::Device &&
+            owns(a->type()) && !owns(want))
           lentOwned.push_back(a);
         args.push_back(ir::hasTypeVar(want) ? a : coerceArg(a, want, e.kids[i]->span));
       }
