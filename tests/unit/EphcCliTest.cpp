@@ -191,7 +191,7 @@ TEST(EphcReadme, CiRunsTheReadmeTestCommand) {
     if (inBlock && !line.empty() && line[0] != '#' && commands.size() < 2) commands.push_back(line);
   }
   ASSERT_EQ(commands.size(), 2u);
-  EXPECT_NE(commands[0].find("ephc run examples/ir/saxpy.eir"), std::string::npos) << commands[0];
+  EXPECT_NE(commands[0].find("ephc run examples/ephapax/saxpy.eph"), std::string::npos) << commands[0];
   EXPECT_NE(commands[1].find("ctest"), std::string::npos) << commands[1];
   EXPECT_NE(ci.find("\n" + commands[1] + "\n"), std::string::npos)
       << ".ci/run does not run the README's test command:\n" << commands[1];
