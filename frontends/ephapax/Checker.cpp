@@ -758,19 +758,8 @@ class TypeChecker {
   }
 
   Ty* inferLet(Expr& e) {
-    Ty* v = infer(*e.kids[0]);
-    if (e.annot) {
-      Ty* want = convert(e.annot.get());
-      if (!unify(T, want, v)) {
-        error("E102", tailOf(e.kids[0].get())->span,
-              "the binding is annotated " + show(want) + " but the value has type " + show(v));
-      }
-    }
     size_t mark = scope_.size();
-    bindPattern(*e.pat, v, e.bval ? Binding::LetBang : Binding::Let, true);
-    // let! keeps its obligation at the keyword.
-    for (size_t i = mark; i < scope_.size(); ++i)
-      if (e.bval) scope_[i]->span = e.span;
+    bindLet(e);
     Ty* body = e.kids.size() > 1 ? infer(*e.kids[1]) : T.unit();
     scope_.resize(mark);
     return body;
@@ -1452,6 +1441,7 @@ class TypeChecker {
     }
     size_t mark = scope_.size();
     bindPattern(*e.pat, v, e.bval ? Binding::LetBang : Binding::Let, true);
+    // let! keeps its obligation at the keyword.
     for (size_t i = mark; i < scope_.size(); ++i)
       if (e.bval) scope_[i]->span = e.span;
   }
