@@ -1595,7 +1595,8 @@ class TypeChecker {
     const Expr& k = *e.kids[0];
     bool transfer = k.kind == ExprKind::Dispatch ||
                     (k.kind == ExprKind::Call && (k.builtin == Expr::H2D || k.builtin == Expr::D2H || k.builtin == Expr::ReadGpu ||
-                                                  k.builtin == Expr::WriteGpu || k.builtin == Expr::FreeGpu));
+                                                  k.builtin == Expr::WriteGpu || k.builtin == Expr::FreeGpu ||
+                                                  k.builtin == Expr::ToDevice));
     if (transfer) return t;
     if (r->kind != Ty::Error)
       error("E216", e.span, "`.await` needs a future, a transfer or a dispatch, not a value of type " + show(t),
@@ -1743,6 +1744,7 @@ class TypeChecker {
         {"f64", {Expr::Cast, 1}}, {"len", {Expr::Len, 1}},
         {"h2d", {Expr::H2D, 1}}, {"d2h", {Expr::D2H, 1}}, {"free_gpu", {Expr::FreeGpu, 1}},
         {"read_gpu", {Expr::ReadGpu, 2}}, {"write_gpu", {Expr::WriteGpu, 3}},
+        {"allocate_gpu_on", {Expr::AllocGpuOn, 2}}, {"to_device", {Expr::ToDevice, 2}},
         {"array", {Expr::Array, 2}},
     };
     return t;
@@ -1756,6 +1758,17 @@ class TypeChecker {
     Ty* r = core(t);
     return (r->kind == Ty::Prim && (r->prim == Prim::F32 || r->prim == Prim::F64)) || (r->kind == Ty::Var && r->floatLit) ||
            r->kind == Ty::Vec || r->kind == Ty::Error;
+  }
+
+  // The device index of allocate_gpu_on / to_device: an integer literal 0..255
+  // (the IR's `alloc {device = k}`), so that it is known when lowering.
+  void deviceIndex(const Expr& k, Ty* t, const std::string& name) {
+    if (k.kind != ExprKind::IntLit || k.ival < 0 || k.ival > 255) {
+      error("E101", k.span, "`" + name + "` takes a device index 0..255 (an integer literal) as its first argument",
+            "write the device's number, e.g. `" + name + "(1, ..)`; device 0 is the default device");
+      return;
+    }
+    expectTy(k.span, T.prim(Prim::I32), t, " (a device index)");
   }
 
   Ty* inferBuiltinCall(Expr& e) {
@@ -1909,6 +1922,29 @@ class TypeChecker {
         if (info.b == Expr::FreeGpu) return T.unit();
         if (info.b == Expr::ReadGpu) return T.tuple({a[0], elem});
         return a[0];
+      }
+      case Expr::AllocGpuOn: {  // allocate_gpu_on(k, n): like allocate_gpu(n), on device k
+        hostOnly(e.span, "`allocate_gpu_on`");
+        deviceIndex(*e.kids[1], a[0], name);
+        if (!unify(T, intVar(), a[1]))
+          error("E101", argSpan(1), "`allocate_gpu_on` takes an integer element count, got " + show(a[1]));
+        Ty* elem = T.var();
+        gpuElems_.push_back(elem);
+        return T.gpu(elem, Ty::Linear);
+      }
+      case Expr::ToDevice: {  // to_device(k, b): b's contents in a new buffer on device k; consumes b
+        hostOnly(e.span, "`to_device`");
+        deviceIndex(*e.kids[1], a[0], name);
+        Ty* r = core(a[1]);
+        if (r->kind == Ty::Var) unify(T, r, T.gpu(T.var(), Ty::Linear));
+        r = core(r);
+        if (r->kind != Ty::Gpu || r->gpu == Ty::View) {
+          if (r->kind != Ty::Error)
+            error("E101", argSpan(1), "`to_device` takes an owned GPU buffer (GPUBuffer<T>!), not " + show(a[1]),
+                  r->kind == Ty::Ref ? "pass the buffer itself: `to_device` consumes it" : "");
+          return T.error();
+        }
+        return a[1];
       }
       case Expr::Array: {  // array(n, f): [f(0), .., f(n-1)]
         hostOnly(e.span, "`array`");

@@ -2534,6 +2534,31 @@ class Lowerer {
       }
       case Expr::ReadGpu:
       case Expr::WriteGpu: return lowerElementAccess(e, args, rt);
+      case Expr::AllocGpuOn: {  // alloc %n {device = k}
+        if (!need(2)) return fabricate(rt);
+        Value* n = lowerExpr(*args[1]);
+        setLoc(e.span);
+        if (!rt->isBuffer() || rt->space() != ir::Space::Device) {
+          unsupported(e.span, "code generation cannot allocate a GPU buffer of type " + show(sub(e.ty)));
+          return fabricate(rt);
+        }
+        return b_.op("alloc", {n}, rt, {{"device", ir::Attr::integer(args[0]->ival)}});
+      }
+      case Expr::ToDevice: {  // alloc (len b) {device = k}; copy; free b
+        if (!need(2)) return fabricate(rt);
+        Value* src = lowerExpr(*args[1]);
+        setLoc(e.span);
+        if (!src->type()->isBuffer() || src->type()->space() != ir::Space::Device) {
+          unsupported(e.span, "to_device moves a GPU buffer to another device");
+          dropValue(src);
+          return fabricate(rt);
+        }
+        Value* n = hostLen(src);
+        Value* d = b_.op("alloc", {n}, src->type(), {{"device", ir::Attr::integer(args[0]->ival)}});
+        b_.create("copy", {d, src});
+        dropValue(src);
+        return coerce(d, rt, e.span);
+      }
       default: break;
     }
     unsupported(e.span, "code generation does not support this builtin");

@@ -542,4 +542,111 @@ host @main() -> i32 {
   EXPECT_NE(checked.find("buffer.len"), std::string::npos) << checked;
 }
 
+
+// ---- several devices: allocate_gpu_on, to_device ---------------------------------------
+
+namespace devices {
+
+// Runs @main of `m` on the devices `list` names (runtime::openDevices); its
+// result as text, or "error: " and the error.
+std::string runOn(const ir::Module& m, const std::string& list) {
+  auto opened = runtime::openDevices(list);
+  if (!opened) return "open error: " + opened.error().message;
+  std::vector<runtime::Device*> set;
+  for (auto& d : *opened) {
+    if (Status st = d->prepare(m); !st) return "prepare error: " + st.error().str();
+    set.push_back(d.get());
+  }
+  interp::Interpreter in(m);
+  auto r = runtime::runHost(set, in, *m.lookup("main"), {});
+  if (!r) return "error: " + r.error().str();
+  return r->size() == 1 ? interp::format((*r)[0], &in.memory()) : "results: " + std::to_string(r->size());
+}
+
+// Pairs of devices: interp twice, and interp or vulkan with cpu where this
+// build has them.
+std::vector<std::string> pairs() {
+  std::vector<std::string> out = {"interp,interp"};
+  auto targets = runTargets();
+  bool cpu = std::find(targets.begin(), targets.end(), "cpu") != targets.end();
+  bool vulkan = std::find(targets.begin(), targets.end(), "vulkan") != targets.end();
+  if (cpu) out.push_back("interp,cpu");
+  if (cpu) out.push_back("cpu,interp");
+  if (vulkan) out.push_back("vulkan,interp");
+  if (vulkan && cpu) out.push_back("vulkan,cpu");
+  return out;
+}
+
+}  // namespace devices
+
+TEST(EphapaxGpu, ToDeviceMovesABufferBetweenTwoDevices) {
+  // tests/ephapax/run/gpu_devices.eph: made on device 0, moved to device 1
+  // and back, a dispatch on each: sum of 2 * (3 * i + 1), i in 0..100.
+  std::string path = std::string(EPH_SOURCE_DIR) + "/tests/ephapax/run/gpu_devices.eph";
+  std::string src = readFile(path);
+  ASSERT_FALSE(src.empty()) << path;
+  auto l = lower(src);
+  ASSERT_TRUE(l->m) << l->errors;
+  std::string main = text(*l->m->lookup("main"));
+  EXPECT_NE(main.find("{device = 0} : buffer<i32, device, linear>"), std::string::npos) << main;
+  EXPECT_NE(main.find("{device = 1} : buffer<i32, device, linear>"), std::string::npos) << main;
+  auto names = opNames(*l->m->lookup("main"));
+  EXPECT_EQ(std::count(names.begin(), names.end(), "copy"), 2);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "dispatch"), 3);
+  for (const std::string& list : devices::pairs()) {
+    SCOPED_TRACE(list);
+    EXPECT_EQ(devices::runOn(*l->m, list), "29900");
+  }
+  // With one device, device 1 is an error at the first `to_device` (15:14).
+  for (const std::string& target : runTargets()) {
+    SCOPED_TRACE(target);
+    EXPECT_EQ(devices::runOn(*l->m, target),
+              "error: t.eph:15:14: error: the buffer is allocated on device 1 but the program runs on 1 device (device 0)");
+  }
+}
+
+TEST(EphapaxGpu, DeviceZeroRunsOnOneDevice) {
+  // allocate_gpu_on(0, n) and to_device(0, b) need only device 0.
+  auto l = lower(R"(
+fn main() -> I32 {
+    let! b: GPUBuffer<I32>! = allocate_gpu_on(0, 10);
+    dispatch over 10 { b[gid] = gid + 1; }
+    let! c = to_device(0, b);
+    let xs = d2h(c);
+    var sum = 0;
+    for i in 0..len(xs) { sum += xs[i]; }
+    sum
+}
+)");
+  ASSERT_TRUE(l->m) << l->errors;
+  for (const std::string& target : runTargets()) {
+    SCOPED_TRACE(target);
+    EXPECT_EQ(devices::runOn(*l->m, target), "55");
+    EXPECT_EQ(devices::runOn(*l->m, target + "," + target), "55");
+  }
+  interp::Interpreter in(*l->m);  // the plain interpreter ignores `device`
+  auto r = in.call(*l->m->lookup("main"), {});
+  ASSERT_TRUE(r) << r.error().str();
+  EXPECT_EQ(interp::format((*r)[0], &in.memory()), "55");
+}
+
+TEST(EphapaxGpu, DeviceIndexIsAnIntegerLiteral) {
+  auto l = lower(R"(
+fn main() -> I32 {
+    let k = 1;
+    let! b: GPUBuffer<I32>! = allocate_gpu_on(k, 10);
+    let! c = to_device(256, b);
+    let! d = to_device(0, &c);
+    0
+}
+)");
+  EXPECT_FALSE(l->m);
+  EXPECT_NE(l->errors.find("t.eph:4:47: error[E101]: `allocate_gpu_on` takes a device index 0..255"), std::string::npos)
+      << l->errors;
+  EXPECT_NE(l->errors.find("t.eph:5:24: error[E101]: `to_device` takes a device index 0..255"), std::string::npos)
+      << l->errors;
+  EXPECT_NE(l->errors.find("t.eph:6:27: error[E101]: `to_device` takes an owned GPU buffer"), std::string::npos)
+      << l->errors;
+}
+
 }  // namespace
