@@ -133,7 +133,7 @@ struct Expr {
   UnOp uop = UnOp::Neg;
   std::vector<ExprP> kids;
   PatternP pat;             // Let
-  TypeP annot;              // Let annotation, Inl/Inr other side, Lambda result
+  TypeP annot;              // Let annotation, Inl/Inr other side, Lambda result, Var allocate_gpu_on<T>
   std::vector<Param> params;  // Lambda
   std::vector<Arm> arms;      // Match, Handle
   std::vector<ExprP> grid;    // Dispatch: the grid in invocations, 1 to 3 dimensions

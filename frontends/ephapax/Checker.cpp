@@ -1928,8 +1928,14 @@ class TypeChecker {
         deviceIndex(*e.kids[1], a[0], name);
         if (!unify(T, intVar(), a[1]))
           error("E101", argSpan(1), "`allocate_gpu_on` takes an integer element count, got " + show(a[1]));
-        Ty* elem = T.var();
-        gpuElems_.push_back(elem);
+        Ty* elem;
+        if (const TypeExpr* annot = e.kids[0]->annot.get()) {  // allocate_gpu_on<T>(k, n)
+          elem = convert(annot);
+          checkElemType(elem, annot->span);
+        } else {
+          elem = T.var();
+          gpuElems_.push_back(elem);
+        }
         return T.gpu(elem, Ty::Linear);
       }
       case Expr::ToDevice: {  // to_device(k, b): b's contents in a new buffer on device k; consumes b

@@ -1179,6 +1179,11 @@ class Parser {
         if (t.text == "kernel" && atIdent("over")) return parseDispatch(s);
         auto e = node(ExprKind::Var, s);
         e->name = t.text;
+        // allocate_gpu_on<T>(k, n): the element type rides on the callee.
+        if (t.text == "allocate_gpu_on" && accept(Tok::Lt)) {
+          e->annot = parseType();
+          expect(Tok::Gt, "after the element type");
+        }
         return e;
       }
       case Tok::LParen: {
