@@ -428,6 +428,32 @@ struct Bench {
   void upload(uint64_t h, const std::vector<float>& v) {
     check(dev.uploadBytes(h, std::as_bytes(std::span(v))));
   }
+  // An n x n SGEMM result C = A * B, checked on every element when small,
+  // else on 512 random ones: the error is ||C - ref|| / ||ref|| over those,
+  // the reference in double. Fails on an unwritten element or an error
+  // above 1e-5; the checked Result otherwise.
+  Result checkSgemm(const std::string& name, uint32_t n, const std::vector<float>& A, const std::vector<float>& B,
+                    const std::vector<float>& C) {
+    double num = 0, den = 0;
+    size_t samples = n <= 512 ? size_t(n) * n : 512;
+    std::uniform_int_distribution<uint32_t> pick(0, n - 1);
+    for (size_t s = 0; s < samples; ++s) {
+      uint32_t i = n <= 512 ? uint32_t(s / n) : pick(rng), j = n <= 512 ? uint32_t(s % n) : pick(rng);
+      double want = 0;
+      for (uint32_t k = 0; k < n; ++k) want += double(A[size_t(i) * n + k]) * B[size_t(k) * n + j];
+      double got = C[size_t(i) * n + j];
+      if (std::isnan(got))
+        fail(name + " " + std::to_string(n) + ": C[" + std::to_string(i) + "][" + std::to_string(j) + "] was not written");
+      num += (got - want) * (got - want);
+      den += want * want;
+    }
+    Result r{name, n};
+    r.error = std::sqrt(num / den);
+    if (!(r.error < 1e-5)) fail(name + " " + std::to_string(n) + ": relative error " + std::to_string(r.error));
+    r.checked = true;
+    return r;
+  }
+
   std::vector<float> download(uint64_t h, size_t n) {
     std::vector<float> v(n);
     check(dev.downloadBytes(std::as_writable_bytes(std::span(v)), h));
@@ -627,24 +653,7 @@ struct Bench {
     std::array<uint32_t, 3> grid = {n / 128, n / 128, 1};
     check(dev.dispatch(kernel("sgemm"), grid, args, {}));
     auto C = download(hc, size_t(n) * n);
-    // Every element when small, else 512 random ones; error as
-    // ||C - ref|| / ||ref|| over those, the reference in double.
-    double num = 0, den = 0;
-    size_t samples = n <= 512 ? size_t(n) * n : 512;
-    std::uniform_int_distribution<uint32_t> pick(0, n - 1);
-    for (size_t s = 0; s < samples; ++s) {
-      uint32_t i = n <= 512 ? uint32_t(s / n) : pick(rng), j = n <= 512 ? uint32_t(s % n) : pick(rng);
-      double want = 0;
-      for (uint32_t k = 0; k < n; ++k) want += double(A[size_t(i) * n + k]) * B[size_t(k) * n + j];
-      double got = C[size_t(i) * n + j];
-      if (std::isnan(got)) fail("sgemm " + std::to_string(n) + ": C[" + std::to_string(i) + "][" + std::to_string(j) + "] was not written");
-      num += (got - want) * (got - want);
-      den += want * want;
-    }
-    Result r{"sgemm", n};
-    r.error = std::sqrt(num / den);
-    if (!(r.error < 1e-5)) fail("sgemm " + std::to_string(n) + ": relative error " + std::to_string(r.error));
-    r.checked = true;
+    Result r = checkSgemm("sgemm", n, A, B, C);
     report(r, 2.0 * double(n) * n * n, true, 1, [&] { check(dev.dispatch(kernel("sgemm"), grid, args, {})); });
     check(dev.free(ha, {}));
     check(dev.free(hb, {}));
@@ -720,23 +729,7 @@ struct EphBench : Bench {
                        {interp::RtValue::ofInt(kdimType, n), buf(ctx.f32(), ha), buf(vec4(), hb), buf(vec4(), hc)});
     run(l);
     auto C = download(hc, size_t(n) * n);
-    double num = 0, den = 0;
-    size_t samples = n <= 512 ? size_t(n) * n : 512;
-    std::uniform_int_distribution<uint32_t> pick(0, n - 1);
-    for (size_t s = 0; s < samples; ++s) {
-      uint32_t i = n <= 512 ? uint32_t(s / n) : pick(rng), j = n <= 512 ? uint32_t(s % n) : pick(rng);
-      double want = 0;
-      for (uint32_t k = 0; k < n; ++k) want += double(A[size_t(i) * n + k]) * B[size_t(k) * n + j];
-      double got = C[size_t(i) * n + j];
-      if (std::isnan(got))
-        fail(name + " " + std::to_string(n) + ": C[" + std::to_string(i) + "][" + std::to_string(j) + "] was not written");
-      num += (got - want) * (got - want);
-      den += want * want;
-    }
-    Result r{name, n};
-    r.error = std::sqrt(num / den);
-    if (!(r.error < 1e-5)) fail(name + " " + std::to_string(n) + ": relative error " + std::to_string(r.error));
-    r.checked = true;
+    Result r = checkSgemm(name, n, A, B, C);
     report(r, 2.0 * double(n) * n * n, true, 1, [&] { run(l); });
     check(dev.free(ha, {}));
     check(dev.free(hb, {}));
