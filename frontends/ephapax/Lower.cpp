@@ -1927,8 +1927,10 @@ class Lowerer {
     setLoc(s);
     return b_.op("func.ref", {}, ft, {{"callee", ir::Attr::symbol(target->name())}});
   }
-  // Function values have no placeholder; a func.ref of nothing marks the
-  // (already reported) error.
+  // After a reported error, a function value still needs some value to
+  // continue lowering with: a func.ref of the non-existent `<error>`.
+  // failed_ makes lowerProgram discard the module, so it never reaches the
+  // verifier or a target.
   Value* fabricateFn(const ir::Type* ft) {
     failed_ = true;
     return b_.op("func.ref", {}, ft, {{"callee", ir::Attr::symbol("<error>")}});
