@@ -50,6 +50,7 @@ class DeviceSet : public interp::DeviceHooks {
   // The device's answer when it has one (a CheckedDevice checks the use),
   // else the count recorded at alloc.
   Expected<uint64_t> length(uint64_t handle, Loc site) override;
+  unsigned deviceCount() const override { return unsigned(devices_.size()); }
 
  private:
   static constexpr unsigned kShift = 56;

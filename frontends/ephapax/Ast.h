@@ -163,6 +163,7 @@ struct Expr {
     // host calls
     H2D, D2H, FreeGpu, ReadGpu, WriteGpu,     // h2d(list) d2h(buf) free_gpu(buf) read_gpu(buf, i) write_gpu(buf, i, v)
     AllocGpuOn, ToDevice,                     // allocate_gpu_on(k, n), to_device(k, buf): k a literal device index
+    DeviceCount,                              // device_count(): I32, the devices the program runs on
     Array,                                    // array(n, f): the list [f(0), .., f(n-1)], f: I32 -> T
   } builtin = NoBuiltin;
   bool kernelCode = false;      // the expression is inside a kernel (a @gpu kernel or an inline dispatch)

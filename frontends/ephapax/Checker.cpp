@@ -1745,6 +1745,7 @@ class TypeChecker {
         {"h2d", {Expr::H2D, 1}}, {"d2h", {Expr::D2H, 1}}, {"free_gpu", {Expr::FreeGpu, 1}},
         {"read_gpu", {Expr::ReadGpu, 2}}, {"write_gpu", {Expr::WriteGpu, 3}},
         {"allocate_gpu_on", {Expr::AllocGpuOn, 2}}, {"to_device", {Expr::ToDevice, 2}},
+        {"device_count", {Expr::DeviceCount, 0}},
         {"array", {Expr::Array, 2}},
     };
     return t;
@@ -1938,6 +1939,9 @@ class TypeChecker {
         }
         return T.gpu(elem, Ty::Linear);
       }
+      case Expr::DeviceCount:  // device_count(): how many devices the program runs on
+        hostOnly(e.span, "`device_count`");
+        return T.prim(Prim::I32);
       case Expr::ToDevice: {  // to_device(k, b): b's contents in a new buffer on device k; consumes b
         hostOnly(e.span, "`to_device`");
         deviceIndex(*e.kids[1], a[0], name);

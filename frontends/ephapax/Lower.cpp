@@ -136,6 +136,7 @@ class Lowerer {
     std::map<size_t, std::pair<std::string, const ir::Type*>> fnArgs;
   };
   std::map<std::string, ir::Function*> instances_;
+  std::map<const FnDecl*, bool> genericOk_;  // lowersGenerically, decided once per function
   std::vector<Instance> work_;
 
   // Per function being lowered.
@@ -1446,7 +1447,10 @@ class Lowerer {
         return value(fabricate(ty));
       }
       if (!device_ && isSpecialisedLauncher(f)) return value(callSpecialisedLauncher(f, e, ty));
-      ir::Function* target = device_ ? deviceFn(f) : f.gpuRole == FnDecl::Launcher ? hostGpuFn(f) : instance(f, fs);
+      ir::Function* target = device_                          ? deviceFn(f)
+                             : f.gpuRole == FnDecl::Launcher     ? hostGpuFn(f)
+                             : instantiateInIr(f, fs)            ? hostGenericFn(f)
+                                                                 : instance(f, fs);
       if (e.kids.size() - 1 != target->paramTypes().size()) {
         unsupported(e.span, "code generation cannot apply `" + f.name + "` partially");
         return value(fabricate(ty));
@@ -1757,6 +1761,93 @@ class Lowerer {
     return false;
   }
 
+  // ---- generic host functions -----------------------------------------------------
+  // A plain generic host function is lowered once with IR type variables and
+  // instantiated by the monomorphize pass when nothing in it depends on what
+  // the type arguments are beyond their IR type: its values are plain data
+  // (no lists, strings, buffers, references or function values, whose
+  // lowering frees memory or builds closures per type), it makes no
+  // closures, it has no self tail call (the loop form needs a value of every
+  // type), and the generic functions it calls qualify too. Every call must
+  // also instantiate it at types that own no memory, since the generic body
+  // cannot free a dropped value. Other calls get frontend instances.
+  bool plainTy(Ty* t, unsigned depth = 0) {
+    t = resolve(t);
+    if (depth > 20) return false;
+    switch (t->kind) {
+      case Ty::Param: return !t->regionVar;
+      case Ty::Prim:
+      case Ty::Unit: return true;
+      case Ty::Tuple:
+      case Ty::Sum:
+        for (Ty* a : t->args)
+          if (!plainTy(a, depth + 1)) return false;
+        return true;
+      case Ty::Named: {
+        const TypeDecl* d = t->decl;
+        if (!d || d->recursive || d->linear || d->affine) return false;
+        for (Ty* a : t->args)
+          if (!plainTy(a, depth + 1)) return false;
+        if (d->aliasTy && !plainTy(d->aliasTy, depth + 1)) return false;
+        for (auto& fields : d->ctorTys)
+          for (Ty* f : fields)
+            if (!plainTy(f, depth + 1)) return false;
+        for (Ty* f : d->fieldTys)
+          if (!plainTy(f, depth + 1)) return false;
+        return true;
+      }
+      default: return false;
+    }
+  }
+
+  bool plainBody(const Expr& e, std::set<const FnDecl*>& seen) {
+    switch (e.kind) {
+      case ExprKind::Lambda:
+      case ExprKind::List:
+      case ExprKind::Region:
+      case ExprKind::Borrow: return false;
+      default: break;
+    }
+    if (e.builtin != Expr::NoBuiltin) return false;
+    if (e.ty && !plainTy(e.ty)) return false;
+    if (e.kind == ExprKind::Var && e.refKind == Expr::Fn) return false;  // a function value
+    const Expr* skip = nullptr;  // the callee of a direct call or a constructor application
+    if (e.kind == ExprKind::Call && !e.kids.empty() && e.kids[0]->kind == ExprKind::Var && !e.kids[0]->binding &&
+        e.kids[0]->refKind == Expr::Ctor)
+      skip = e.kids[0].get();
+    if (e.kind == ExprKind::Call && !e.kids.empty() && e.kids[0]->kind == ExprKind::Var &&
+        e.kids[0]->refKind == Expr::Fn && !e.kids[0]->binding) {
+      skip = e.kids[0].get();
+      const FnDecl& g = *c_.prog.fns[e.kids[0]->global];
+      if (g.gpuRole != FnDecl::NotGpu || g.isExtern) return false;
+      if (isGeneric(g) && !lowersGenerically(g, seen)) return false;
+    }
+    bool ok = true;
+    forEachChild(e, [&](const Expr& k) { ok = ok && (&k == skip || plainBody(k, seen)); });
+    return ok;
+  }
+
+  bool lowersGenerically(const FnDecl& f, std::set<const FnDecl*>& seen) {
+    if (auto it = genericOk_.find(&f); it != genericOk_.end()) return it->second;
+    if (!seen.insert(&f).second) return true;  // a cycle: decided by the others
+    bool ok = f.gpuRole == FnDecl::NotGpu && !f.isExtern && f.body && !f.isAsync && plainTy(f.retTy) &&
+              !hasSelfTailCall(*f.body, f.name);
+    for (Ty* p : f.paramTys) ok = ok && plainTy(p);
+    ok = ok && plainBody(*f.body, seen);
+    genericOk_[&f] = ok;
+    return ok;
+  }
+
+  // Whether this call of generic f goes through the monomorphize pass.
+  bool instantiateInIr(const FnDecl& f, const Subst& fs) {
+    std::set<const FnDecl*> seen;
+    if (!isGeneric(f) || !lowersGenerically(f, seen)) return false;
+    for (auto& [id, t] : fs)
+      if (!plainTy(t)) return false;
+    return true;
+  }
+
+
   // Parameter types of a kernel or device function: a GPU buffer view is
   // buffer<T, device, write> when kernel code writes through it, else read.
   std::vector<const ir::Type*> gpuParamTypes(FnDecl& f) {
@@ -1843,6 +1934,21 @@ class Lowerer {
   // variables, for the monomorphize pass.
   ir::Function* hostGpuFn(FnDecl& f) {
     std::string key = "gpuhost:" + f.name;
+    if (auto it = instances_.find(key); it != instances_.end()) return it->second;
+    auto [params, rt] = generically([&] {
+      std::vector<const ir::Type*> ps;
+      for (Ty* t : f.paramTys) ps.push_back(lowerTy(t));
+      return std::make_pair(ps, lowerTy(f.retTy));
+    });
+    ir::Function* irf = m_.addFunction(f.name, ir::FunctionKind::Host, ctx_.functionType(params, {rt}), loc(f.span));
+    instances_[key] = irf;
+    work_.push_back({&f, {}, irf, FnKind::Host, true});
+    return irf;
+  }
+
+  // The one generic IR function of f.
+  ir::Function* hostGenericFn(FnDecl& f) {
+    std::string key = "generic:" + f.name;
     if (auto it = instances_.find(key); it != instances_.end()) return it->second;
     auto [params, rt] = generically([&] {
       std::vector<const ir::Type*> ps;
@@ -2546,6 +2652,9 @@ class Lowerer {
         }
         return b_.op("alloc", {n}, rt, {{"device", ir::Attr::integer(args[0]->ival)}});
       }
+      case Expr::DeviceCount:
+        setLoc(e.span);
+        return b_.op("device.count", {}, ctx_.i32());
       case Expr::ToDevice: {  // alloc (len b) {device = k}; copy; free b
         if (!need(2)) return fabricate(rt);
         Value* src = lowerExpr(*args[1]);

@@ -115,6 +115,9 @@ class DeviceHooks {
     (void)dst, (void)src;
     return Error{site, "copy between device buffers is not supported by these device hooks"};
   }
+  // `device.count`: how many devices the program runs on (device numbers
+  // 0..count-1 for `alloc {device = k}`).
+  virtual unsigned deviceCount() const { return 1; }
 };
 
 class Interpreter {

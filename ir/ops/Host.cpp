@@ -48,6 +48,11 @@ std::string verifyH2D(const Op& op) { return verifyTransfer(op, Space::Device, S
 std::string verifyCopy(const Op& op) { return verifyTransfer(op, Space::Device, Space::Device); }
 std::string verifyD2H(const Op& op) { return verifyTransfer(op, Space::Host, Space::Device); }
 
+std::string verifyDeviceCount(const Op& op) {
+  const Type* t = op.result(0)->type();
+  return t->isInt() ? std::string{} : "the device count is an integer, not " + typeStr(t);
+}
+
 const Function* kernelOf(const Op& op) {
   const Attr* a = op.attr("kernel");
   const Function* f = op.parentFunction();
@@ -220,6 +225,12 @@ bool interpWait(interp::Exec& ex, const Op& op) {
   return true;
 }
 
+// device.count: the devices the program runs on; 1 without device hooks.
+bool interpDeviceCount(interp::Exec& ex, const Op& op) {
+  interp::DeviceHooks* d = ex.deviceHooks();
+  return ex.setResult(op, interp::RtValue::ofInt(op.result(0)->type(), d ? d->deviceCount() : 1));
+}
+
 const OpInfo kOps[] = {
     {.name = "alloc", .numOperands = 1, .numResults = 1, .flags = kHostOnly, .verify = verifyAlloc, .interp = interpAlloc,
      .summary = "alloc %n [{device = k}] : buffer<T, host|device, linear|affine>: a buffer of n elements (a device buffer on device k, default 0)"},
@@ -239,6 +250,11 @@ const OpInfo kOps[] = {
      .summary = "dispatch %gx, %gy, %gz, %args... {kernel = @k}: run a grid of workgroups"},
     {.name = "wait", .numOperands = 0, .numResults = 0, .flags = kHostOnly, .interp = interpWait,
      .summary = "block until all submitted device work has finished"},
+    // Read-only, not pure: the count is known only when the program runs, so
+    // canonicalize must not fold it.
+    {.name = "device.count", .numOperands = 0, .numResults = 1, .flags = kHostOnly | kReadOnly,
+     .verify = verifyDeviceCount, .interp = interpDeviceCount,
+     .summary = "device.count : i32: how many devices the program runs on (alloc {device = k} takes k below it)"},
 };
 
 }  // namespace

@@ -418,6 +418,70 @@ fn main() -> I32 {
                 "71606");  // inc(twice(3)) = 7; twice(3) + 10 = 16; inc(3) + inc(1) = 6
 }
 
+const char* kHostGenerics = R"(
+data Option(a) = None | Some(a)
+fn id<T>(x: T): T = x
+fn pair<A, B>(a: A, b: B): (A, B) = (a, b)
+fn or_else<T>(o: Option(T), d: T): T = match o of | Some(v) => v | None => d end
+fn both<T>(x: T, y: T): (T, T) = pair(id(x), y)
+fn count<T>(xs: [T]): I32 = len(xs)
+fn main(): I64 {
+  let p = both(3, 4);
+  let q = pair(2.5, true);
+  let r = or_else(Some(40), 0) + or_else(None, 2);
+  let s: I64 = id(7000000000);
+  let n = count([1, 2, 3]);
+  let w = if snd(q) { 100 } else { 0 };
+  s + i64(r + fst(p) + snd(p) + n + w)
+}
+)";
+
+TEST(EphapaxGpu, PlainGenericHostFunctionsAreInstantiatedByTheIrPass) {
+  // Before the pass: id, pair, or_else and both once each, with IR type
+  // variables; `count` takes a list (lowering frees lists per type), so the
+  // frontend makes its instance.
+  ir::Context ctx;
+  DiagSink diags;
+  CompileOptions opts;
+  opts.monomorphize = false;
+  auto m = compile(ctx, kHostGenerics, "t.eph", diags, opts);
+  ASSERT_TRUE(m) << renderAll(diags, "t.eph", kHostGenerics);
+  ASSERT_TRUE(m->lookup("or_else") && m->lookup("both") && m->lookup("id") && m->lookup("pair"));
+  EXPECT_EQ(m->lookup("or_else")->paramTypes()[0]->str(), "sum<struct<>, struct<!T>>");
+  EXPECT_EQ(m->lookup("pair")->resultTypes()[0]->str(), "struct<!A, !B>");
+  EXPECT_TRUE(m->lookup("count<I32>"));
+  EXPECT_FALSE(m->lookup("count"));
+  // After it: instances named by IR types, deduplicated, no generic left.
+  auto l = lower(kHostGenerics);
+  ASSERT_TRUE(l->m) << l->errors;
+  for (const char* name : {"id<i32>", "id<i64>", "pair<i32, i32>", "pair<f64, bool>", "or_else<i32>", "both<i32>"})
+    EXPECT_TRUE(l->m->lookup(name)) << name;
+  for (const char* name : {"id", "pair", "or_else", "both"}) EXPECT_FALSE(l->m->lookup(name)) << name;
+  runEverywhere(kHostGenerics, "7000000152");
+}
+
+TEST(EphapaxGpu, GenericHostFunctionsAtOwningTypesAreFrontendInstances) {
+  // A generic function called with a list, or one that takes a function
+  // (closures are built per type), is instantiated by the frontend; the same
+  // function at a plain type still goes through the IR pass.
+  const char* program = R"(
+fn keep<T>(x: T, y: T): T = x
+fn size<T>(xs: [T]): I32 = len(xs) + 0
+fn apply<T>(f: fn(T) -> T, x: T): T = f(x)
+fn main(): I32 {
+  let a = keep(1, 2);
+  let n = size([1, 2, 3]) + size([true]);
+  let b = apply(fn(v: I32) -> v + 1, 10);
+  a + n * 100 + b
+}
+)";
+  auto l = lower(program);
+  ASSERT_TRUE(l->m) << l->errors;
+  for (const char* name : {"keep<i32>", "size<I32>", "size<Bool>", "apply<I32>"})
+    EXPECT_TRUE(l->m->lookup(name)) << name;
+  runEverywhere(program, "412");
+}
+
 TEST(EphapaxGpu, GenericAndUntypedKernelsHaveOneInstancePerElementType) {
   const std::string src = R"(
 @gpu
@@ -628,6 +692,43 @@ fn main() -> I32 {
   auto r = in.call(*l->m->lookup("main"), {});
   ASSERT_TRUE(r) << r.error().str();
   EXPECT_EQ(interp::format((*r)[0], &in.memory()), "55");
+}
+
+TEST(EphapaxGpu, DeviceCountSaysHowManyDevicesTheRunHas) {
+  // device_count() lowers to `device.count`; the program uses the second
+  // device only when there is one: 1000 * count + sum of (i + 1), i < 10.
+  auto l = lower(R"(
+fn main() -> I32 {
+    let n = device_count();
+    let! b: GPUBuffer<I32>! = allocate_gpu_on(0, 10);
+    dispatch over 10 { b[gid] = gid + 1; }
+    let! c = if n > 1 { to_device(1, b) } else { b };
+    let xs = d2h(c);
+    var sum = 1000 * n;
+    for i in 0..len(xs) { sum += xs[i]; }
+    sum
+}
+)");
+  ASSERT_TRUE(l->m) << l->errors;
+  EXPECT_NE(text(*l->m->lookup("main")).find("device.count : i32"), std::string::npos);
+  for (const std::string& target : runTargets()) {
+    SCOPED_TRACE(target);
+    EXPECT_EQ(devices::runOn(*l->m, target), "1055");
+    EXPECT_EQ(devices::runOn(*l->m, target + "," + target), "2055");
+    EXPECT_EQ(devices::runOn(*l->m, target + ",interp," + target), "3055");
+  }
+  interp::Interpreter in(*l->m);  // no device hooks: one device
+  auto r = in.call(*l->m->lookup("main"), {});
+  ASSERT_TRUE(r) << r.error().str();
+  EXPECT_EQ(interp::format((*r)[0], &in.memory()), "1055");
+  // Host code only.
+  auto k = lower(R"(
+@gpu
+fn k(b: GPUBuffer<I32>) { b[gid] = device_count(); }
+fn main() -> I32 = 0
+)");
+  EXPECT_FALSE(k->m);
+  EXPECT_NE(k->errors.find("`device_count`"), std::string::npos) << k->errors;
 }
 
 TEST(EphapaxGpu, DeviceIndexIsAnIntegerLiteral) {
