@@ -31,6 +31,7 @@ OpTable& OpTable::get() {
     registerMemoryOps(*t);
     registerHostOps(*t);
     registerFunctionOps(*t);
+    registerBoxOps(*t);
     return t;
   }();
   return *table;

@@ -98,5 +98,6 @@ void registerControlOps(OpTable& t);
 void registerMemoryOps(OpTable& t);
 void registerHostOps(OpTable& t);
 void registerFunctionOps(OpTable& t);
+void registerBoxOps(OpTable& t);
 
 }  // namespace eph::ir

@@ -323,6 +323,7 @@ class Parser {
     }
     std::string w = tok_.text;
     if (w == "bool") return consume(), ctx_.boolType();
+    if (w == "box") return consume(), ctx_.boxType();
     if (w.size() >= 2 && w.size() <= 4 && (w[0] == 'i' || w[0] == 'u' || w[0] == 'f') &&
         std::all_of(w.begin() + 1, w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
       unsigned bits = static_cast<unsigned>(std::stoul(w.substr(1)));

@@ -50,6 +50,7 @@ std::string textOf(const Type& t) {
       return "fn(" + join({t.members().begin(), t.members().end()}) + ") -> (" +
              join({t.results().begin(), t.results().end()}) + ")";
     case TypeKind::Var: return "!" + nameText(t.name());
+    case TypeKind::Box: return "box";
   }
   return "?";
 }
@@ -195,6 +196,12 @@ const Type* Context::varType(const std::string& name) {
   Type t;
   t.kind_ = TypeKind::Var;
   t.name_ = name;
+  return get(std::move(t));
+}
+
+const Type* Context::boxType() {
+  Type t;
+  t.kind_ = TypeKind::Box;
   return get(std::move(t));
 }
 

@@ -24,6 +24,7 @@ enum class TypeKind : uint8_t {
   Buffer,    // buffer<T, space, ownership>: a handle to memory
   Function,  // fn(T, ...) -> (R, ...)
   Var,       // !T: a type variable in a generic function (monomorphized away)
+  Box,       // box: an opaque, copyable handle to an immutable host heap cell
 };
 
 // Where a buffer's memory lives.
@@ -48,6 +49,7 @@ class Type {
   bool isBuffer() const { return kind_ == TypeKind::Buffer; }
   bool isFunction() const { return kind_ == TypeKind::Function; }
   bool isVar() const { return kind_ == TypeKind::Var; }
+  bool isBox() const { return kind_ == TypeKind::Box; }
   bool isScalar() const { return isBool() || isInt() || isFloat(); }
   bool isNumeric() const { return isInt() || isFloat(); }
   bool isUnit() const { return isStruct() && members_.empty(); }
@@ -119,6 +121,8 @@ class Context {
   const Type* bufferType(const Type* elem, Space space, Ownership own);
   const Type* functionType(std::vector<const Type*> params, std::vector<const Type*> results);
   const Type* varType(const std::string& name);
+  // The host heap cell (box.new / box.get): one type, whatever it holds.
+  const Type* boxType();
 
   // Interned copy of a string; the pointer lives as long as the context.
   const std::string* intern(std::string_view s);

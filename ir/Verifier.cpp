@@ -61,6 +61,31 @@ const Op* firstKernelOnlyOp(const Function& f, std::unordered_set<const Function
   return found;
 }
 
+// Does `t` mention the box type anywhere (a member, an element, a parameter)?
+bool mentionsBox(const Type* t) {
+  if (t->isBox()) return true;
+  if (t->elem() && mentionsBox(t->elem())) return true;
+  for (const Type* m : t->members())
+    if (mentionsBox(m)) return true;
+  for (const Type* r : t->results())
+    if (mentionsBox(r)) return true;
+  return false;
+}
+
+// A device or workgroup buffer whose elements mention a box: box cells live in
+// host memory, so device memory cannot hold them.
+bool deviceBufferOfBox(const Type* t) {
+  if (t->isBuffer() && t->space() != Space::Host && mentionsBox(t->elem())) return true;
+  if (t->elem() && deviceBufferOfBox(t->elem())) return true;
+  for (const Type* m : t->members())
+    if (deviceBufferOfBox(m)) return true;
+  for (const Type* r : t->results())
+    if (deviceBufferOfBox(r)) return true;
+  return false;
+}
+
+const char* const kBoxHostOnly = "box values (host heap cells) live only in host functions";
+
 // Does region `outer` enclose region `inner` (or is it the same region)?
 bool encloses(const Region* outer, const Region* inner) {
   for (const Region* r = inner; r; r = r->parentOp() ? r->parentOp()->parentRegion() : nullptr)
@@ -88,6 +113,7 @@ class FunctionVerifier {
     if (!std::equal(args.begin(), args.end(), params.begin(), params.end()))
       return fnError(f_, "body arguments " + typeNames(args) + " do not match its parameters " +
                              typeNames(params));
+    if (auto s = boxRules(); !s) return s;
     if (!f_.isKernel()) return Status::ok();
     if (!f_.resultTypes().empty())
       return fnError(f_, "kernels return nothing, but it returns " + typeNames(f_.resultTypes()));
@@ -105,6 +131,43 @@ class FunctionVerifier {
     if (total > kMaxWorkgroupInvocations)
       return fnError(f_, "workgroup size " + size + " has " + std::to_string(total) +
                              " invocations, more than " + std::to_string(kMaxWorkgroupInvocations));
+    return Status::ok();
+  }
+
+  // Box types only in host functions; no device buffer of boxes anywhere.
+  Status boxRules() {
+    auto params = f_.paramTypes();
+    auto results = f_.resultTypes();
+    for (unsigned r = 0; r < 2; ++r)
+      for (unsigned i = 0; i < (r ? results : params).size(); ++i) {
+        const Type* t = (r ? results : params)[i];
+        std::string what = std::string(r ? "result " : "parameter ") + std::to_string(i) + " has type " +
+                           quoted(t->str());
+        if (!f_.isHost() && mentionsBox(t))
+          return fnError(f_, what + ", but " + kBoxHostOnly + " and @" + f_.name() + " is a " +
+                                 std::string(functionKindName(f_.kind())) + " function");
+        if (deviceBufferOfBox(t))
+          return fnError(f_, what + ": a device buffer cannot hold boxes (host heap cells)");
+      }
+    return Status::ok();
+  }
+
+  // The op's result and region argument types obey the box rules above.
+  Status boxTypes(const Op& op) {
+    auto check = [&](const Value* v) -> Status {
+      const Type* t = v->type();
+      if (!f_.isHost() && mentionsBox(t))
+        return opError(op, "a value of type " + quoted(t->str()) + " in @" + f_.name() + ", a " +
+                               std::string(functionKindName(f_.kind())) + " function, but " + kBoxHostOnly);
+      if (deviceBufferOfBox(t))
+        return opError(op, "type " + quoted(t->str()) + ": a device buffer cannot hold boxes (host heap cells)");
+      return Status::ok();
+    };
+    for (const Value* v : op.results())
+      if (auto s = check(v); !s) return s;
+    for (unsigned i = 0; i < op.numRegions(); ++i)
+      for (const Value* v : op.region(i).args())
+        if (auto s = check(v); !s) return s;
     return Status::ok();
   }
 
@@ -187,6 +250,7 @@ class FunctionVerifier {
       const Op& op = *p;
       if (auto s = counts(op); !s) return s;
       if (auto s = placement(op); !s) return s;
+      if (auto s = boxTypes(op); !s) return s;
       if (auto s = dominance(op); !s) return s;
       // Which terminator may end which region is a structural rule: the
       // terminators' hooks check it (and their operand types) here.

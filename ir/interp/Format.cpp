@@ -34,6 +34,11 @@ std::string formatFloat(const ir::Type* t, double v) {
   return s;
 }
 
+// Boxes nested deeper than this print as "box(...)": a long list is a chain
+// of cells, and formatting recurses.
+constexpr unsigned kMaxBoxDepth = 32;
+thread_local unsigned tBoxDepth = 0;
+
 void formatList(std::string& out, const std::vector<RtValue>& elems, Memory* mem) {
   for (size_t i = 0; i < elems.size(); ++i) {
     if (i) out += ", ";
@@ -83,6 +88,14 @@ std::string format(const RtValue& v, Memory* mem) {
       if (v.i) return "@" + ir::nameText(reinterpret_cast<const ir::Function*>(static_cast<intptr_t>(v.i))->name());
       break;
     case ir::TypeKind::Var: break;
+    case ir::TypeKind::Box: {
+      if (!v.box) return "box(<empty>)";
+      if (tBoxDepth >= kMaxBoxDepth) return "box(...)";
+      ++tBoxDepth;
+      out = "box(" + format(v.box->value, mem) + ")";
+      --tBoxDepth;
+      return out;
+    }
   }
   return "<" + t->str() + ">";
 }
@@ -259,7 +272,8 @@ class ValueParser {
         return true;
       }
       case ir::TypeKind::Function:
-      case ir::TypeKind::Var: break;
+      case ir::TypeKind::Var:
+      case ir::TypeKind::Box: break;
     }
     return fail("cannot give a value of type " + t->str() + " on the command line");
   }

@@ -21,6 +21,8 @@
 
 namespace eph::interp {
 
+struct BoxCell;
+
 // A runtime value of some IR type.
 struct RtValue {
   const ir::Type* type = nullptr;
@@ -33,11 +35,27 @@ struct RtValue {
   std::vector<RtValue> elems;
   // Buffer: an id in Memory (0 is no buffer).
   uint64_t buffer = 0;
+  // Box: the heap cell. Copies of a box value share the cell (reference
+  // counted); it is freed when the last copy goes.
+  std::shared_ptr<const BoxCell> box;
 
   static RtValue ofInt(const ir::Type* t, int64_t v);   // wraps v to t's width
   static RtValue ofFloat(const ir::Type* t, double v);  // rounds v to t's precision
   static RtValue ofBool(const ir::Type* t, bool v);
   bool operator==(const RtValue& o) const;  // exact (floats by bits)
+};
+
+// The heap cell behind a `box` value (box.new): the value it was made from,
+// which carries its own type so that box.get can check what it reads. Cells
+// are immutable, so they form no cycles and reference counting frees them.
+// Destroying a cell releases the cells it holds with an explicit work list,
+// so a chain of a million cells (a long list) is freed without recursion.
+struct BoxCell {
+  RtValue value;
+  explicit BoxCell(RtValue v) : value(std::move(v)) {}
+  BoxCell(const BoxCell&) = delete;
+  BoxCell& operator=(const BoxCell&) = delete;
+  ~BoxCell();
 };
 
 // One buffer's storage in the interpreter.

@@ -1,4 +1,4 @@
-// RtValue construction and comparison.
+// RtValue construction and comparison; freeing box cells.
 #include <cstring>
 
 #include "ir/interp/Interp.h"
@@ -29,7 +29,37 @@ RtValue RtValue::ofBool(const ir::Type* t, bool v) {
 
 bool RtValue::operator==(const RtValue& o) const {
   return type == o.type && i == o.i && std::memcmp(&f, &o.f, sizeof f) == 0 &&
-         buffer == o.buffer && elems == o.elems;
+         buffer == o.buffer && box == o.box && elems == o.elems;
+}
+
+namespace {
+
+// Moves every box held directly by `v` (not through another cell) to `out`.
+void takeBoxes(RtValue& v, std::vector<std::shared_ptr<const BoxCell>>& out) {
+  if (v.box) out.push_back(std::move(v.box));
+  for (RtValue& e : v.elems) takeBoxes(e, out);
+}
+
+// The cells whose last reference is being dropped by the outermost ~BoxCell
+// running on this thread; null when none runs.
+thread_local std::vector<std::shared_ptr<const BoxCell>>* tDropping = nullptr;
+
+}  // namespace
+
+BoxCell::~BoxCell() {
+  if (tDropping) {  // an outer ~BoxCell drains the list: no recursion
+    takeBoxes(value, *tDropping);
+    return;
+  }
+  std::vector<std::shared_ptr<const BoxCell>> work;
+  tDropping = &work;
+  takeBoxes(value, work);
+  while (!work.empty()) {
+    std::shared_ptr<const BoxCell> cell = std::move(work.back());
+    work.pop_back();
+    cell.reset();  // the last reference runs ~BoxCell, which appends to `work`
+  }
+  tDropping = nullptr;
 }
 
 }  // namespace eph::interp
