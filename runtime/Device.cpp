@@ -9,6 +9,8 @@
 #include "runtime/InterpDevice.h"
 #ifdef EPH_HAVE_LLVM
 #include "runtime/cpu/CpuDevice.h"
+#include "runtime/cpu/HostAbi.h"
+#include "runtime/cpu/KernelCache.h"
 #endif
 #ifdef EPH_HAVE_VULKAN
 #include "runtime/vulkan/VulkanDevice.h"
@@ -20,6 +22,11 @@ RunOptions RunOptions::fromEnvironment() {
   RunOptions opts;
   const char* v = std::getenv("EPH_CHECK_BUFFERS");
   opts.checkBuffers = v && *v && std::string_view(v) != "0";
+  if (const char* h = std::getenv("EPH_HOST")) {
+    std::string_view host(h);
+    if (host == "interp") opts.host = RunOptions::Host::Interp;
+    if (host == "jit") opts.host = RunOptions::Host::Jit;
+  }
   return opts;
 }
 
@@ -60,9 +67,36 @@ Expected<std::vector<interp::RtValue>> runHost(std::span<Device* const> devices,
   DeviceSet set(std::move(used));
   if (const ir::Module* m = entry.module(); m)
     if (Status s = set.prepare(*m); !s) return s.error();
-  in.setDeviceHooks(&set);
-  auto results = in.call(entry, std::move(args));
-  in.setDeviceHooks(nullptr);
+  Expected<std::vector<interp::RtValue>> results = std::vector<interp::RtValue>{};
+  bool compiled = false;
+#ifdef EPH_HAVE_LLVM
+  // Compiled host code (runtime/cpu/HostAbi.h) where asked for or where
+  // every device is the cpu target; else (or when the module's host code
+  // cannot be lowered, under Auto) the interpreter.
+  bool allCpu = true;
+  for (Device* d : devices) allCpu = allCpu && d->target() == "cpu";
+  if (opts.host == RunOptions::Host::Jit || (opts.host == RunOptions::Host::Auto && allCpu && entry.module())) {
+    if (!entry.module()) return Error{entry.loc(), "compiled host code needs the entry's module"};
+    auto jit = compiledModule(*entry.module(), hostLowerOptions());
+    if (!jit) return jit.error();
+    if (auto why = compiledHostProblem(**jit, entry)) {
+      if (opts.host == RunOptions::Host::Jit)
+        return Error{why->loc, "host code cannot be compiled (--host=jit; --host=auto would interpret it): " +
+                                   why->message};
+    } else {
+      results = runCompiledHost(**jit, set, in.memory(), entry, std::move(args));
+      compiled = true;
+    }
+  }
+#else
+  if (opts.host == RunOptions::Host::Jit)
+    return Error{entry.loc(), "--host=jit needs the cpu target, which this build does not have"};
+#endif
+  if (!compiled) {
+    in.setDeviceHooks(&set);
+    results = in.call(entry, std::move(args));
+    in.setDeviceHooks(nullptr);
+  }
   if (!results) return results;
   if (Status s = set.wait(entry.loc()); !s) return s.error();
   for (size_t k = 0; k < checked.size(); ++k)

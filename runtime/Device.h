@@ -48,7 +48,15 @@ struct RunOptions {
   // buffers still live when the entry returns are a leak error. Off, nothing
   // is installed and nothing is checked beyond what each device does.
   bool checkBuffers = false;
-  // checkBuffers from the environment: EPH_CHECK_BUFFERS set, and not "0".
+  // Where host code runs (`ephc run --host`, EPH_HOST): Auto compiles it
+  // with the LLVM target (runtime/cpu/HostAbi.h) when every device is a cpu
+  // device and the module's host code can be lowered, else interprets it;
+  // Jit compiles it for any devices, and is an error naming the op or type
+  // when it cannot; Interp always interprets.
+  enum class Host { Auto, Interp, Jit };
+  Host host = Host::Auto;
+  // From the environment: checkBuffers when EPH_CHECK_BUFFERS is set and
+  // not "0"; host from EPH_HOST=auto|interp|jit.
   static RunOptions fromEnvironment();
 };
 

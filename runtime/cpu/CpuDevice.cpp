@@ -70,10 +70,43 @@ Status CpuDevice::prepare(const ir::Module& m) {
                                  " bytes of workgroup memory; the cpu target has " +
                                  std::to_string(caps_.maxWorkgroupMemoryBytes)};
   }
-  auto compiled = compiledModule(m, opts_.lower);
+  // Host functions are lowered too, so that compiled host code
+  // (runtime/cpu/HostAbi.h) shares this compilation.
+  llvmtarget::LowerOptions lower = opts_.lower;
+  lower.lowerHost = true;
+  auto compiled = compiledModule(m, lower);
   if (!compiled) return compiled.error();
   modules_[&m] = *compiled;
+  // Resolve each kernel once, so that a dispatch looks nothing up by name.
+  lastKernel_ = nullptr;
+  lastPrepared_ = nullptr;
+  for (const auto& f : m.functions()) {
+    if (!f->isKernel()) continue;
+    PreparedKernel& pk = kernels_[f.get()];
+    pk.compiled = (*compiled)->kernel(f->name());
+    pk.params = llvmtarget::paramBlockLayout(*f);
+    pk.invocationsPerGroup = uint64_t(f->workgroupSize[0]) * f->workgroupSize[1] * f->workgroupSize[2];
+  }
   return Status::ok();
+}
+
+const CpuDevice::PreparedKernel* CpuDevice::preparedKernel(const ir::Function& kernel, Loc site, Status& err) {
+  if (&kernel == lastKernel_) return lastPrepared_;
+  auto it = kernels_.find(&kernel);
+  if (it == kernels_.end() || !modules_.count(kernel.module())) {
+    if (Status s = prepare(*kernel.module()); !s) {
+      err = s;
+      return nullptr;
+    }
+    it = kernels_.find(&kernel);
+  }
+  if (it == kernels_.end() || !it->second.compiled) {
+    err = Error{site, "kernel @" + kernel.name() + " was not compiled for the cpu target"};
+    return nullptr;
+  }
+  lastKernel_ = &kernel;
+  lastPrepared_ = &it->second;
+  return lastPrepared_;
 }
 
 CpuDevice::Buffer* CpuDevice::live(uint64_t handle, Loc site, Status& err) {
@@ -152,11 +185,10 @@ Status CpuDevice::download(interp::BufferData& dst, uint64_t src, Loc site) {
 
 Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
                            std::span<const interp::RtValue> args, Loc site) {
-  const ir::Module* m = kernel.module();
-  if (!modules_.count(m))
-    if (Status s = prepare(*m); !s) return s;
-  const llvmtarget::JitModule::Kernel* k = modules_.at(m)->kernel(kernel.name());
-  if (!k) return Error{site, "kernel @" + kernel.name() + " was not compiled for the cpu target"};
+  Status err;
+  const PreparedKernel* pk = preparedKernel(kernel, site, err);
+  if (!pk) return err;
+  const llvmtarget::JitModule::Kernel* k = pk->compiled;
   if (args.size() != kernel.paramTypes().size())
     return Error{site, "kernel @" + kernel.name() + " takes " + std::to_string(kernel.paramTypes().size()) +
                            " arguments, got " + std::to_string(args.size())};
@@ -164,19 +196,18 @@ Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> g
     if (uint64_t(groups[d]) * kernel.workgroupSize[d] > (uint64_t(1) << 32))
       return Error{site, "the grid has more than 2^32 invocations in dimension " + std::to_string(d)};
 
-  // Bindings and the parameter block (KernelAbi.h).
-  std::vector<void*> bufs;
-  std::vector<uint64_t> lens;
-  llvmtarget::ParamBlockLayout pl = llvmtarget::paramBlockLayout(kernel);
-  std::vector<std::byte> params(pl.size + kAlign);
-  std::byte* block = params.data() + (kAlign - reinterpret_cast<uintptr_t>(params.data()) % kAlign) % kAlign;
+  // Bindings and the parameter block (KernelAbi.h), in arrays reused by every dispatch.
+  bufs_.clear();
+  lens_.clear();
+  const llvmtarget::ParamBlockLayout& pl = pk->params;
+  if (paramBytes_.size() < pl.size + kAlign) paramBytes_.resize(pl.size + kAlign);
+  std::byte* block = paramBytes_.data() + (kAlign - reinterpret_cast<uintptr_t>(paramBytes_.data()) % kAlign) % kAlign;
   for (unsigned i = 0; i < args.size(); ++i) {
-    if (kernel.paramTypes()[i]->isBuffer()) {
-      Status err;
+    if (pl.offsets[i] == SIZE_MAX) {
       Buffer* b = live(args[i].buffer, site, err);
       if (!b) return err;
-      bufs.push_back(b->data);
-      lens.push_back(b->count);
+      bufs_.push_back(b->data);
+      lens_.push_back(b->count);
     } else {
       ir::encode(args[i], block + pl.offsets[i]);
     }
@@ -187,18 +218,27 @@ Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> g
   if (total == 0) return Status::ok();
 
   llvmtarget::KernelStatus status;
+  if (total * pk->invocationsPerGroup < kInlineInvocations) {
+    // A small grid: on this thread, without waking the pool.
+    std::byte* shared = k->workgroupBytes ? scratch(k->workgroupBytes) : nullptr;
+    if (!shared && k->workgroupBytes)
+      return Error{site, "out of memory for " + std::to_string(k->workgroupBytes) +
+                             " bytes of workgroup memory running kernel @" + kernel.name()};
+    k->range(bufs_.data(), lens_.data(), block, groups[0], groups[1], groups[2], 0, total, shared, &status);
+    if (!status.diverged && !status.trapMask) return Status::ok();
+    return llvmtarget::statusError(*kernel.module(), kernel, status);
+  }
+
   uint32_t outOfMemory = 0;  // a thread could not get its workgroup memory
-  uint64_t perGroup = uint64_t(kernel.workgroupSize[0]) * kernel.workgroupSize[1] * kernel.workgroupSize[2];
   // Chunks of about 8 per thread, so that uneven workgroups even out.
-  uint64_t chunk = total * perGroup < kInlineInvocations ? total
-                                                         : std::max<uint64_t>(1, total / (8 * pool_.size()));
+  uint64_t chunk = std::max<uint64_t>(1, total / (8 * pool_.size()));
   pool_.parallelFor(total, chunk, [&](uint64_t begin, uint64_t end) {
     std::byte* shared = scratch(k->workgroupBytes);
     if (!shared && k->workgroupBytes) {
       std::atomic_ref<uint32_t>(outOfMemory).store(1);
       return false;
     }
-    k->range(bufs.data(), lens.data(), block, groups[0], groups[1], groups[2], begin, end, shared,
+    k->range(bufs_.data(), lens_.data(), block, groups[0], groups[1], groups[2], begin, end, shared,
              &status);
     std::atomic_ref<uint32_t> diverged(status.diverged);
     std::atomic_ref<uint64_t> traps(status.trapMask);
@@ -207,7 +247,7 @@ Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> g
   if (outOfMemory)
     return Error{site, "out of memory for " + std::to_string(k->workgroupBytes) +
                            " bytes of workgroup memory running kernel @" + kernel.name()};
-  return llvmtarget::statusError(*m, kernel, status);
+  return llvmtarget::statusError(*kernel.module(), kernel, status);
 }
 
 }  // namespace eph::runtime

@@ -15,13 +15,19 @@
 // consistent; a float add is a compare-exchange loop).
 //
 // Dispatches run synchronously: dispatch returns when the grid is done, so
-// wait() has nothing left to do. A trap in a kernel (out-of-bounds access,
+// wait() has nothing left to do. What a dispatch needs from its kernel (the
+// compiled entry, the parameter block layout, which parameters are buffers)
+// is resolved once per kernel at prepare(), and the argument arrays are
+// reused, so a dispatch allocates nothing; a grid of fewer than 2^14
+// invocations runs on the calling thread without waking the pool. A device
+// is used by one thread at a time. A trap in a kernel (out-of-bounds access,
 // division by zero, barrier divergence) comes back as the interpreter's error
 // for that op.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/Device.h"
@@ -65,12 +71,28 @@ class CpuDevice : public Device {
     bool freed = false;
   };
   Buffer* live(uint64_t handle, Loc site, Status& err);
+  // What dispatch needs of a kernel, resolved at prepare().
+  struct PreparedKernel {
+    const llvmtarget::JitModule::Kernel* compiled = nullptr;
+    llvmtarget::ParamBlockLayout params;
+    uint64_t invocationsPerGroup = 1;
+  };
+  // The prepared kernel, preparing its module first if needed; null after
+  // setting `err`.
+  const PreparedKernel* preparedKernel(const ir::Function& kernel, Loc site, Status& err);
 
   CpuOptions opts_;
   DeviceCaps caps_;
   ThreadPool pool_;
   std::vector<std::unique_ptr<Buffer>> buffers_;  // handle = index + 1
   std::map<const ir::Module*, std::shared_ptr<const llvmtarget::JitModule>> modules_;
+  std::unordered_map<const ir::Function*, PreparedKernel> kernels_;
+  const ir::Function* lastKernel_ = nullptr;  // the last dispatch's kernel and its entry
+  const PreparedKernel* lastPrepared_ = nullptr;
+  // Reused by every dispatch: buffer bases and lengths, the parameter block.
+  std::vector<void*> bufs_;
+  std::vector<uint64_t> lens_;
+  std::vector<std::byte> paramBytes_;
 };
 
 }  // namespace eph::runtime

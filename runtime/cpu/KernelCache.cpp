@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "ir/Printer.h"
+#include "runtime/cpu/HostAbi.h"
 
 namespace eph::runtime {
 namespace {
@@ -29,7 +30,8 @@ Cache& cache() {
 
 Expected<std::shared_ptr<const llvmtarget::JitModule>> compiledModule(
     const ir::Module& m, const llvmtarget::LowerOptions& opts) {
-  std::string key = "O" + std::to_string(opts.optLevel) + (opts.hoistUniformLoops ? " hoist" : "");
+  std::string key = "O" + std::to_string(opts.optLevel) + (opts.hoistUniformLoops ? " hoist" : "") +
+                    (opts.lowerHost ? " host" : "");
   for (const std::string& k : opts.kernels) key += " @" + k;
   key += "\n" + ir::print(m);
   size_t hash = std::hash<std::string>{}(key);
@@ -38,7 +40,7 @@ Expected<std::shared_ptr<const llvmtarget::JitModule>> compiledModule(
   auto [lo, hi] = c.entries.equal_range(hash);
   for (auto it = lo; it != hi; ++it)
     if (it->second.text == key) return it->second.module;
-  auto compiled = llvmtarget::jitCompile(m, opts);
+  auto compiled = llvmtarget::jitCompile(m, opts, opts.lowerHost ? hostAbiSymbols() : std::vector<std::pair<std::string, void*>>{});
   if (!compiled) return compiled.error();
   std::shared_ptr<const llvmtarget::JitModule> shared(std::move(*compiled));
   c.entries.emplace(hash, Entry{std::move(key), shared});

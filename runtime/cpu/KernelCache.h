@@ -12,6 +12,7 @@
 namespace eph::runtime {
 
 // The compiled form of `m`, compiling it on the first request. Thread-safe.
+// With opts.lowerHost, the host runtime calls (HostAbi.h) are bound.
 Expected<std::shared_ptr<const llvmtarget::JitModule>> compiledModule(
     const ir::Module& m, const llvmtarget::LowerOptions& opts);
 

@@ -15,7 +15,14 @@
 //   sum           {i32 tag, P0', P1'...}  u32 tag, one payload at ir::sumPayloadOffset
 //   array<T, N>   [N x T']                elements at ir::storageStride(T)
 //   buffer        {ptr base, i64 length}  (not storable)
+//   (host code)   {HostBufferRecord*, 0} or {null, device handle}: HostAbi.h
+//   function      ptr to host.f           (host code only)
 // loadStorage/storeStorage convert between the two.
+//
+// Host functions (LowerHost.cpp) are lowered by the same FunctionEmitter in
+// host mode (hostCtx set): traps return at once with an error in the
+// context instead of setting trap bits, and host-only ops become runtime
+// calls (HostAbi.h).
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -59,6 +66,18 @@ class ModuleEmitter {
   std::map<const ir::Function*, llvm::Function*> deviceFns;
   std::optional<Error> error;
 
+  // Host lowering (LowerHost.cpp). While hostMode is on, function types
+  // lower to ptr.
+  bool hostMode = false;
+  std::map<const ir::Function*, llvm::Function*> hostFns;
+  std::unordered_map<const ir::Op*, unsigned> hostSiteIds;
+  // Why host functions were not lowered (they run in the interpreter).
+  std::optional<Error> hostError;
+  // Entry wrappers: IR function name -> LLVM function name.
+  std::map<std::string, std::string> hostEntries;
+  // The runtime function `name` of HostAbi.h.
+  llvm::FunctionCallee hostRuntime(const char* name, llvm::Type* ret, std::vector<llvm::Type*> params);
+
   llvm::Type* i1;
   llvm::Type* i8;
   llvm::Type* i32;
@@ -94,6 +113,10 @@ class FunctionEmitter {
   llvm::Value* trapMask = nullptr;
   InvocationIds ids;
   std::unordered_map<const ir::Value*, llvm::Value*> vals;
+  // Host mode: the HostContext* argument, and the block that returns at once
+  // after an error (made on first use).
+  llvm::Value* hostCtx = nullptr;
+  llvm::BasicBlock* bailBlock = nullptr;
   // Accesses known to be in bounds where they are being emitted (a versioned
   // invocation loop checked them up front): no bounds check.
   std::unordered_set<const ir::Op*> unchecked;
@@ -113,6 +136,14 @@ class FunctionEmitter {
   // Sets op's trap bit when `bad` (i1, or a vector of i1) is true.
   void trapIf(const ir::Op& op, llvm::Value* bad);
   llvm::BasicBlock* newBlock(const llvm::Twine& name);
+
+  // Host mode (LowerHost.cpp): host-only ops, host buffers, calls; handled
+  // false for ops lowered as in kernels.
+  bool emitHostOp(const ir::Op& op, bool& handled);
+  llvm::BasicBlock* bail();
+  // Returns at once when the context has failed.
+  void checkFailed();
+  llvm::Value* siteOf(const ir::Op& op);
 
   // Storage layout (LowerMemory.cpp).
   llvm::Value* loadStorage(const ir::Type* t, llvm::Value* p);
@@ -156,6 +187,9 @@ class FunctionEmitter {
 bool emitKernel(ModuleEmitter& M, const ir::Function& k);
 // Lowers a device function's body (declared by ModuleEmitter).
 bool emitDeviceFunction(ModuleEmitter& M, const ir::Function& f);
+// Lowers the host functions (and the device functions they reach) with the
+// host ABI; on failure M.error says why (the caller keeps the kernels).
+bool emitHostFunctions(ModuleEmitter& M);
 
 // Device functions take, after their parameters, these builtins (i32 each)
 // and the trap mask pointer.

@@ -28,15 +28,25 @@ class LlJitModule : public JitModule {
     auto it = kernels.find(name);
     return it == kernels.end() ? nullptr : &it->second;
   }
+  HostEntryFn hostEntry(const std::string& name) const override {
+    auto it = entries.find(name);
+    return it == entries.end() ? nullptr : it->second;
+  }
+  const std::optional<Error>& hostUnsupported() const override { return unsupported; }
+  std::span<void* const> hostFunctions() const override { return functions; }
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::map<std::string, Kernel> kernels;
+  std::map<std::string, HostEntryFn> entries;
+  std::optional<Error> unsupported;
+  std::span<void* const> functions;
 };
 
 std::string message(llvm::Error e) { return llvm::toString(std::move(e)); }
 
 }  // namespace
 
-Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const LowerOptions& opts) {
+Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const LowerOptions& opts,
+                                                const std::vector<std::pair<std::string, void*>>& extra) {
   initNativeTarget();
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) return Error{{}, "cpu target: " + message(jtmb.takeError())};
@@ -47,7 +57,8 @@ Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const Lower
 
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> mod;
-  if (Status s = lowerAndOptimize(m, opts, **tm, *ctx, mod); !s) return s.error();
+  HostLowering host;
+  if (Status s = lowerAndOptimize(m, opts, **tm, *ctx, mod, &host); !s) return s.error();
 
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
   if (!jit) return Error{{}, "cpu target: " + message(jit.takeError())};
@@ -80,6 +91,7 @@ Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const Lower
   bind("__truncsfhf2", &ephTruncFloatToHalf);
   bind("__gnu_f2h_ieee", &ephTruncFloatToHalf);
   bind("__truncdfhf2", &ephTruncDoubleToHalf);
+  for (const auto& [name, fn] : extra) bind(name.c_str(), fn);
   if (auto err = lib.define(llvm::orc::absoluteSymbols(std::move(symbols))))
     return Error{{}, "cpu target: " + message(std::move(err))};
 
@@ -96,6 +108,20 @@ Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const Lower
     auto range = (*jit)->lookup(f->name() + ".range");
     if (!range) return Error{f->loc(), "cpu target: " + message(range.takeError())};
     out->kernels[f->name()] = {wg->toPtr<WorkgroupFn>(), range->toPtr<RangeFn>(), workgroupLayout(*f).bytes};
+  }
+  if (!opts.lowerHost) {
+    out->unsupported = Error{{}, "host functions were not lowered (LowerOptions::lowerHost is off)"};
+  } else if (host.unsupported) {
+    out->unsupported = host.unsupported;
+  } else {
+    for (const auto& [name, llvmName] : host.entries) {
+      auto fn = (*jit)->lookup(llvmName);
+      if (!fn) return Error{{}, "cpu target: " + message(fn.takeError())};
+      out->entries[name] = fn->toPtr<HostEntryFn>();
+    }
+    auto table = (*jit)->lookup(kHostFunctionTable);
+    if (!table) return Error{{}, "cpu target: " + message(table.takeError())};
+    out->functions = std::span<void* const>(table->toPtr<void* const*>(), hostLoweredFunctions(m).size());
   }
   out->jit = std::move(*jit);
   return std::unique_ptr<JitModule>(std::move(out));

@@ -1,9 +1,13 @@
 // The LLVM CPU target: lowers the kernels and device functions of a module
 // to LLVM IR with IRBuilder, checks it with verifyModule, optimises it with
 // the new pass manager (-O0..-O3) for the host CPU, and then JIT-compiles it
-// with ORC LLJIT or writes LLVM IR text or an object file. Host functions are
-// not lowered: the runtime runs host code in the interpreter, which hands
-// every device op to the CpuDevice (runtime/cpu/CpuDevice.h).
+// with ORC LLJIT or writes LLVM IR text or an object file. With
+// LowerOptions::lowerHost, host functions are lowered too (the host ABI is
+// in targets/llvm/HostAbi.h): host-only ops become calls into the runtime
+// (runtime/cpu/HostAbi.h), which forwards device work to any Device. A
+// module whose host code uses an op the host lowering does not support
+// still compiles its kernels; its host code runs in the interpreter
+// (JitModule::hostUnsupported says why).
 //
 // How a kernel is lowered (the call ABI is in targets/llvm/KernelAbi.h):
 //
@@ -50,10 +54,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "ir/IR.h"
+#include "targets/llvm/HostAbi.h"
 #include "targets/llvm/KernelAbi.h"
 
 namespace eph::llvmtarget {
@@ -65,6 +72,9 @@ struct LowerOptions {
   // Kernels to lower, by name; empty: every kernel. Device functions are
   // always lowered (unused ones are dropped from -O1 up).
   std::vector<std::string> kernels;
+  // Lower host functions too (HostAbi.h). If one cannot be lowered, none
+  // is, and the reason is kept (emitLlvmText prints it as a comment).
+  bool lowerHost = false;
 };
 
 // The optimised LLVM IR of the module's kernels and device functions, as text.
@@ -84,9 +94,19 @@ class JitModule {
   };
   // The compiled kernel named `name`, or null.
   virtual const Kernel* kernel(const std::string& name) const = 0;
+  // The entry wrapper of host function `name` (HostAbi.h), or null (not
+  // lowered, or it takes or returns function values).
+  virtual HostEntryFn hostEntry(const std::string& name) const = 0;
+  // Why the host functions were not lowered (lowerHost was off, or an op or
+  // type the host lowering does not support, at its location).
+  virtual const std::optional<Error>& hostUnsupported() const = 0;
+  // The host functions' addresses, in hostLoweredFunctions order.
+  virtual std::span<void* const> hostFunctions() const = 0;
 };
 
-Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const LowerOptions& opts);
+// `symbols` binds extra names for the compiled code (the host runtime calls).
+Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const LowerOptions& opts,
+                                                const std::vector<std::pair<std::string, void*>>& symbols = {});
 
 // The host CPU LLVM targets ("x86-64 sapphirerapids +avx2,..." style, one line).
 std::string hostCpuDescription();

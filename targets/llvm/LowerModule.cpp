@@ -1,6 +1,7 @@
 // Module-level lowering: value types, device function declarations and
 // bodies, and the per-op dispatch of FunctionEmitter.
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 
 #include <algorithm>
 
@@ -61,12 +62,19 @@ llvm::Type* ModuleEmitter::valueType(const ir::Type* t, const ir::Op* where) {
     }
     case ir::TypeKind::Buffer: r = bufferTy; break;
     case ir::TypeKind::Function:
+      if (hostMode) {
+        r = ptr;
+        break;
+      }
       fail(where, nullptr, "function values ('" + t->str() + "') are not supported by the cpu target "
                            "(run the monomorphize pass first: it makes calls through known functions direct)");
       return nullptr;
     case ir::TypeKind::Var:
       fail(where, nullptr, "the type variable " + t->str() + " is left: the function is generic "
                            "(run the monomorphize pass first)");
+      return nullptr;
+    default:
+      fail(where, nullptr, "values of type '" + t->str() + "' are not supported by the cpu target");
       return nullptr;
   }
   types_[t] = r;
@@ -164,6 +172,26 @@ bool ModuleEmitter::run() {
   };
   for (const auto& f : irm.functions())
     if (f->isKernel() && selected(*f) && !emitKernel(*this, *f)) return false;
+  if (opts.lowerHost) {
+    // All or nothing: a host function that cannot be lowered leaves the
+    // module's host code to the interpreter, and the kernels stand.
+    std::vector<llvm::Function*> before;
+    for (llvm::Function& fn : *mod) before.push_back(&fn);
+    hostMode = true;
+    bool ok = emitHostFunctions(*this);
+    hostMode = false;
+    if (!ok) {
+      hostError = error ? *error : Error{{}, "host functions could not be lowered (cpu target)"};
+      error.reset();
+      hostEntries.clear();
+      std::vector<llvm::Function*> added;
+      for (llvm::Function& fn : *mod)
+        if (std::find(before.begin(), before.end(), &fn) == before.end()) added.push_back(&fn);
+      for (llvm::Function* fn : added) fn->dropAllReferences();
+      if (auto* table = mod->getNamedGlobal(kHostFunctionTable)) table->eraseFromParent();
+      for (llvm::Function* fn : added) fn->eraseFromParent();
+    }
+  }
   return true;
 }
 
@@ -191,6 +219,24 @@ llvm::AllocaInst* FunctionEmitter::entryAlloca(llvm::Type* t, const llvm::Twine&
 void FunctionEmitter::trapIf(const ir::Op& op, llvm::Value* bad) {
   if (bad->getType()->isVectorTy()) bad = b.CreateOrReduce(bad);
   if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(bad); c && c->isZero()) return;
+  if (hostCtx) {
+    // Host code stops at the first trap with the interpreter's error; the
+    // runtime gets the index of an array access for the message.
+    llvm::BasicBlock* trap = newBlock("trap");
+    llvm::BasicBlock* cont = newBlock("cont");
+    b.CreateCondBr(bad, trap, cont, llvm::MDBuilder(M.ctx).createBranchWeights(1, 1 << 20));
+    b.SetInsertPoint(trap);
+    llvm::Value* value = b.getInt64(0);
+    if (op.name() == "array.get" || op.name() == "array.set") {
+      const ir::Value* index = op.operand(1);
+      value = index->type()->isSigned() ? b.CreateSExtOrTrunc(get(index), M.i64) : b.CreateZExtOrTrunc(get(index), M.i64);
+    }
+    b.CreateCall(M.hostRuntime(hostabi::kTrap, llvm::Type::getVoidTy(M.ctx), {M.ptr, M.i32, M.i64}),
+                 {hostCtx, siteOf(op), value});
+    b.CreateBr(bail());
+    b.SetInsertPoint(cont);
+    return;
+  }
   unsigned site = M.siteOf(op);
   uint64_t bit = uint64_t(1) << (site < 63 ? site : 63);
   llvm::Value* old = b.CreateLoad(M.i64, trapMask);
@@ -210,7 +256,9 @@ const ir::Op* FunctionEmitter::emitBody(const ir::Region& r, const std::vector<l
 
 bool FunctionEmitter::emitOp(const ir::Op& op) {
   bool handled = false;
-  bool ok = emitArith(op, handled);
+  bool ok = true;
+  if (hostCtx) ok = emitHostOp(op, handled);
+  if (!handled) ok = emitArith(op, handled);
   if (!handled) ok = emitAggregate(op, handled);
   if (!handled) ok = emitMemory(op, handled);
   if (!handled) ok = emitControl(op, handled);

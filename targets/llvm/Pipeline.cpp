@@ -19,6 +19,9 @@
 
 namespace eph::llvmtarget {
 
+Status lowerAndOptimizeOnce(const ir::Module& m, const LowerOptions& opts, llvm::TargetMachine& tm,
+                            llvm::LLVMContext& ctx, std::unique_ptr<llvm::Module>& out, HostLowering* host);
+
 void initNativeTarget() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -70,9 +73,26 @@ Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned optLev
 }
 
 Status lowerAndOptimize(const ir::Module& m, const LowerOptions& opts, llvm::TargetMachine& tm,
-                        llvm::LLVMContext& ctx, std::unique_ptr<llvm::Module>& out) {
+                        llvm::LLVMContext& ctx, std::unique_ptr<llvm::Module>& out, HostLowering* host) {
+  Status s = lowerAndOptimizeOnce(m, opts, tm, ctx, out, host);
+  if (s || !opts.lowerHost) return s;
+  // Whatever went wrong with host code must not cost the kernels: lower
+  // them alone, and keep the reason host code is interpreted.
+  LowerOptions kernelsOnly = opts;
+  kernelsOnly.lowerHost = false;
+  if (Status k = lowerAndOptimizeOnce(m, kernelsOnly, tm, ctx, out, nullptr); !k) return k;
+  if (host) host->unsupported = s.error();
+  return Status::ok();
+}
+
+Status lowerAndOptimizeOnce(const ir::Module& m, const LowerOptions& opts, llvm::TargetMachine& tm,
+                            llvm::LLVMContext& ctx, std::unique_ptr<llvm::Module>& out, HostLowering* host) {
   ModuleEmitter emitter(ctx, m, opts);
   if (!emitter.run()) return *emitter.error;
+  if (host) {
+    host->unsupported = emitter.hostError;
+    host->entries = emitter.hostEntries;
+  }
   std::unique_ptr<llvm::Module> mod = std::move(emitter.mod);
   mod->setTargetTriple(tm.getTargetTriple().str());
   mod->setDataLayout(tm.createDataLayout());
@@ -116,9 +136,12 @@ Expected<std::string> emitLlvmText(const ir::Module& m, const LowerOptions& opts
   if (!tm) return tm.error();
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> mod;
-  if (Status s = lowerAndOptimize(m, opts, **tm, ctx, mod); !s) return s.error();
+  HostLowering host;
+  if (Status s = lowerAndOptimize(m, opts, **tm, ctx, mod, &host); !s) return s.error();
   std::string text;
   llvm::raw_string_ostream os(text);
+  if (host.unsupported)
+    os << "; host functions are not lowered; they run in the interpreter: " << host.unsupported->str() << "\n";
   mod->print(os, nullptr);
   return os.str();
 }

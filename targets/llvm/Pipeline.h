@@ -7,7 +7,10 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "targets/llvm/Llvm.h"
 
@@ -18,9 +21,16 @@ llvm::TargetOptions targetOptions();
 llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel);
 // A target machine for the CPU this process runs on (its CPU and features).
 Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned optLevel);
+// What host lowering (LowerOptions::lowerHost) produced.
+struct HostLowering {
+  std::optional<Error> unsupported;             // why host code was not lowered
+  std::map<std::string, std::string> entries;   // IR name -> entry wrapper's LLVM name
+};
+
 // Lowers m, checks the result with verifyModule and runs the default
 // pipeline of opts.optLevel for `tm`.
 Status lowerAndOptimize(const ir::Module& m, const LowerOptions& opts, llvm::TargetMachine& tm,
-                        llvm::LLVMContext& ctx, std::unique_ptr<llvm::Module>& out);
+                        llvm::LLVMContext& ctx, std::unique_ptr<llvm::Module>& out,
+                        HostLowering* host = nullptr);
 
 }  // namespace eph::llvmtarget

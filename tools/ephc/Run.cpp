@@ -26,7 +26,10 @@ CommandSpec runSpec() {
           "--devices=vulkan,cpu runs one program on several devices: device k of the\n"
           "program (alloc {device = k}, default 0) is the k-th of the list.\n"
           "--check-buffers (or EPH_CHECK_BUFFERS=1) follows every device buffer and\n"
-          "reports use after free, double free and leaks with the allocation site.",
+          "reports use after free, double free and leaks with the allocation site.\n"
+          "Host code is compiled with LLVM on the cpu target (--host=auto, the\n"
+          "default) unless the module uses an op the compiled host code does not\n"
+          "support; --host=jit shows why, --host=interp interprets it.",
       .options =
           {
               {"--target", "NAME", "where to run: interp, cpu or vulkan (default: a GPU, else cpu)"},
@@ -36,6 +39,7 @@ CommandSpec runSpec() {
               {"--arg", "VALUE", "an argument for the entry function; one per parameter, in order", true},
               {"--link", "LIB.so", "load a shared library first: Ephapax extern functions and __ffi resolve in it", true},
               {"--check-buffers", "", "track every device buffer: use after free, double free and leaks are errors naming its allocation site (also EPH_CHECK_BUFFERS=1)"},
+              {"--host", "MODE", "where host code runs: auto (compiled by LLVM on the cpu target when the module's host code can be, else interpreted), jit (always compiled; an error naming the op when it cannot be), interp (also EPH_HOST)"},
           },
       .minOperands = 1,
       .maxOperands = 1,
@@ -92,6 +96,13 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   if (!values) return 1;
   runtime::RunOptions runOpts = runtime::RunOptions::fromEnvironment();
   if (args->has("--check-buffers")) runOpts.checkBuffers = true;
+  if (args->has("--host")) {
+    std::string host = args->get("--host");
+    if (host == "auto") runOpts.host = runtime::RunOptions::Host::Auto;
+    else if (host == "jit") runOpts.host = runtime::RunOptions::Host::Jit;
+    else if (host == "interp") runOpts.host = runtime::RunOptions::Host::Interp;
+    else return s.fail("run: --host must be auto, jit or interp, not '" + host + "'");
+  }
   std::vector<runtime::Device*> set;
   for (auto& d : devices) set.push_back(d.get());
   auto results = runtime::runHost(set, interp, *entry, std::move(*values), runOpts);
