@@ -11,6 +11,7 @@
 //  - the bindings an inline `dispatch over g { }` body captures;
 //  - whether a region's body issues device work (the region end then waits).
 #include "frontends/ephapax/Lower.h"
+#include "frontends/ephapax/Lowerer.h"
 
 #include <algorithm>
 
@@ -188,6 +189,342 @@ ir::Function* elementCopyKernel(ir::Module& m, const ir::Type* elem, bool read, 
   b.create("store", {f->param(2), to, v});
   b.create("return");
   return f;
+}
+
+}  // namespace eph::ephapax::lowering
+
+// ---- Lowerer methods: function values in GPU code, kernels, dispatch ----------
+
+namespace eph::ephapax::lowering {
+
+// `func.ref` of the device copy of f, as a value of the (instantiated)
+// function type ty.
+Value* Lowerer::funcRef(FnDecl& f, Ty* ty, Span s) {
+  const ir::Type* ft = fnIrType(ty);
+  if (f.gpuRole != FnDecl::NotGpu || f.isExtern || !f.body) {
+    unsupported(s, "`" + f.name + "` cannot be passed as a function value to GPU code; pass a plain function", "E215");
+    return fabricateFn(ft);
+  }
+  ir::Function* target = deviceFn(f);
+  setLoc(s);
+  return b_.op("func.ref", {}, ft, {{"callee", ir::Attr::symbol(target->name())}});
+}
+
+// After a reported error, a function value still needs some value to
+// continue lowering with: a func.ref of the non-existent `<error>`.
+// failed_ makes lowerProgram discard the module, so it never reaches the
+// verifier or a target.
+Value* Lowerer::fabricateFn(const ir::Type* ft) {
+  failed_ = true;
+  return b_.op("func.ref", {}, ft, {{"callee", ir::Attr::symbol("<error>")}});
+}
+
+Value* Lowerer::lambdaRef(Expr& lam) {
+  const ir::Type* ft = fnIrType(lam.ty);
+  std::vector<const Binding*> caps;
+  int firstInner = lam.params.empty() || !lam.params[0].binding ? 0 : lam.params[0].binding->id;
+  freeVars(*lam.kids[0], firstInner, caps);
+  if (!caps.empty()) {
+    unsupported(lam.span, "a lambda passed to GPU code must capture nothing; this one captures `" + caps[0]->name + "`",
+                "E215");
+    return fabricateFn(ft);
+  }
+  if (ft->members().size() != lam.params.size()) {
+    unsupported(lam.span, "code generation cannot pass a lambda returning a function to GPU code");
+    return fabricateFn(ft);
+  }
+  std::string key = std::to_string(lam.span.line) + ":" + std::to_string(lam.span.col) + "[" + substKey(subst_) +
+                    "]" + ft->str();
+  ir::Function* k = lambdaFns_[key];
+  if (!k) {
+    std::string host = curKey_.empty() ? "closure" : curKey_;
+    std::string name;
+    do name = host + ".lambda" + std::to_string(inlineKernels_[host + ".lambda"]++);
+    while (m_.lookup(name));
+    k = lambdaFns_[key] = m_.addFunction(name, ir::FunctionKind::Device, ft, loc(lam.span));
+    lowerLambdaBody(lam, k);
+  }
+  setLoc(lam.span);
+  return b_.op("func.ref", {}, ft, {{"callee", ir::Attr::symbol(k->name())}});
+}
+
+void Lowerer::lowerLambdaBody(Expr& lam, ir::Function* k) {
+  auto savedEnv = std::move(env_);
+  B savedB = b_;
+  bool savedDevice = device_, savedGeneric = generic_;
+  const ir::Type* savedLoop = loopSum_;
+  auto savedCarry = carry_;
+  auto savedArrays = std::move(workgroupArrays_);
+  Loc savedLoc = curLoc_;
+  env_.clear();
+  device_ = true;
+  generic_ = true;
+  loopSum_ = nullptr;
+  carry_ = nullptr;
+  workgroupArrays_.clear();
+  b_ = B(ctx_, k->body());
+  setLoc(lam.span);
+  for (size_t i = 0; i < lam.params.size(); ++i) {
+    Value* p = k->param(static_cast<unsigned>(i));
+    p->setName(lam.params[i].name == "_" ? "" : lam.params[i].name);
+    if (lam.params[i].binding) bindValue(lam.params[i].binding, p, lam.params[i].span);
+  }
+  Value* r = coerce(lowerExpr(*lam.kids[0]), k->resultTypes()[0], lam.kids[0]->span);
+  setLoc(lam.span);
+  endScopeAll();
+  b_.create("return", {r});
+  env_ = std::move(savedEnv);
+  b_ = savedB;
+  device_ = savedDevice;
+  generic_ = savedGeneric;
+  loopSum_ = savedLoop;
+  carry_ = savedCarry;
+  workgroupArrays_ = std::move(savedArrays);
+  curLoc_ = savedLoc;
+}
+
+// An argument for a function-typed parameter of GPU code (a launcher,
+// kernel or device function): a named function or a capture-free lambda
+// becomes a func.ref; a function value GPU code already holds passes on.
+Value* Lowerer::lowerFnArg(Expr& a, const std::string& to) {
+  Expr* x = &a;
+  if (x->kind == ExprKind::Var && !x->binding && x->refKind == Expr::Fn)
+    return funcRef(*c_.prog.fns[x->global], x->ty, x->span);
+  if (x->kind == ExprKind::Lambda) return lambdaRef(*x);
+  Value* v = lowerExpr(a);
+  if (!v->type()->isFunction()) {
+    unsupported(a.span, "the function passed to " + to + " must be a named function or a lambda that captures nothing",
+                "E215");
+    dropValue(v);
+    return fabricateFn(fnIrType(a.ty));
+  }
+  return v;
+}
+
+void Lowerer::lowerKernel(const Instance& in) {
+  FnDecl& f = *in.fn;
+  ir::Function* irf = in.irfn;
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    irf->param(static_cast<unsigned>(i))->setName(f.params[i].name == "_" ? "" : f.params[i].name);
+    if (f.params[i].binding) bindValue(f.params[i].binding, irf->param(static_cast<unsigned>(i)), f.params[i].span);
+  }
+  lowerKernelBody(*f.body, irf, f.params.size(), f.span);
+}
+
+// Workgroup arrays are allocated at the top of the kernel (the IR wants
+// workgroup.alloc there), before the bounds guard.
+void Lowerer::hoistWorkgroupArrays(Expr& e) {
+  if (e.kind == ExprKind::Lambda || (e.kind == ExprKind::Dispatch && e.name.empty())) return;
+  if (e.kind == ExprKind::Workgroup && e.binding) {
+    const ir::Type* bt = lowerTy(e.binding->ty);
+    if (bt->isBuffer() && bt->space() == ir::Space::Workgroup && e.ival >= 1)
+      workgroupArrays_[&e] = b_.op("workgroup.alloc", {}, bt, {{"size", ir::Attr::integer(e.ival)}});
+    else
+      unsupported(e.span, "code generation cannot allocate this workgroup array");
+  }
+  for (auto& k : e.kids) hoistWorkgroupArrays(*k);
+}
+
+// A kernel's body: guarded by `global_id(d) < grid(d)` in each dimension
+// when the kernel has the hidden grid parameters.
+void Lowerer::lowerKernelBody(Expr& body, ir::Function* irf, size_t firstHidden, Span s) {
+  setLoc(s);
+  workgroupArrays_.clear();
+  hoistWorkgroupArrays(body);
+  if (hasHiddenGrid(irf)) {
+    Value* inside = nullptr;
+    for (unsigned d = 0; d < 3; ++d) {
+      Value* id = b_.op("global_id", {}, ctx_.u32(), {{"dim", ir::Attr::integer(d)}});
+      Value* lt = b_.op("lt", {id, irf->param(static_cast<unsigned>(firstHidden + d))}, ctx_.boolType());
+      inside = inside ? b_.op("and", {inside, lt}, ctx_.boolType()) : lt;
+    }
+    ir::Op* guard = b_.create("if", {inside}, {}, {}, 2);
+    B outer = b_;
+    b_.setInsertionPoint(guard->region(0));
+    size_t mark = env_.size();
+    lowerAndDrop(body);
+    endScope(mark);
+    setLoc(s);
+    b_.create("yield");
+    b_.setInsertionPoint(guard->region(1));
+    b_.create("yield");
+    b_ = outer;
+  } else {
+    lowerAndDrop(body);
+  }
+  setLoc(s);
+  endScopeAll();
+  b_.create("return");
+}
+
+// The grid in invocations as three u32 (missing dimensions are 1).
+std::vector<Value*> Lowerer::lowerGrid(Expr& e) {
+  std::vector<Value*> g;
+  if (e.grid.empty() || e.grid.size() > 3) unsupported(e.span, "a grid has 1 to 3 dimensions", "E217");
+  for (size_t d = 0; d < e.grid.size() && d < 3; ++d) {
+    Value* v = lowerExpr(*e.grid[d]);
+    setLoc(e.grid[d]->span);
+    if (!v->type()->isInt()) {
+      unsupported(e.grid[d]->span, "a grid dimension must be an integer");
+      v = b_.constInt(ctx_.u32(), 1);
+    }
+    if (v->type() != ctx_.u32()) v = b_.op("cast", {v}, ctx_.u32());
+    g.push_back(v);
+  }
+  setLoc(e.span);
+  while (g.size() < 3) g.push_back(b_.constInt(ctx_.u32(), 1));
+  return g;
+}
+
+// dispatch ceil(grid / workgroup size) workgroups per dimension.
+void Lowerer::emitDispatch(ir::Function* k, const std::vector<Value*>& grid, std::vector<Value*> args) {
+  std::vector<Value*> ops;
+  for (unsigned d = 0; d < 3; ++d) {
+    unsigned wg = k->workgroupSize[d];
+    if (wg == 1) {
+      ops.push_back(grid[d]);
+      continue;
+    }
+    Value* w = b_.constInt(ctx_.u32(), wg);
+    Value* up = b_.op("add", {grid[d], b_.constInt(ctx_.u32(), wg - 1)}, ctx_.u32());
+    ops.push_back(b_.op("div", {up, w}, ctx_.u32()));
+  }
+  for (Value* a : args) ops.push_back(a);
+  if (hasHiddenGrid(k))
+    for (Value* g : grid) ops.push_back(g);
+  b_.create("dispatch", ops, {}, {{"kernel", ir::Attr::symbol(k->name())}});
+}
+
+bool Lowerer::mentionsTypeVar(const ir::Type* t, unsigned depth) {
+  if (t->isVar()) return true;
+  if (depth > 40) return false;
+  if (t->elem() && mentionsTypeVar(t->elem(), depth + 1)) return true;
+  for (const ir::Type* m : t->members())
+    if (mentionsTypeVar(m, depth + 1)) return true;
+  return false;
+}
+
+Value* Lowerer::lowerDispatch(Expr& e) {
+  if (device_) {
+    unsupported(e.span, "dispatch is host code; it cannot appear in kernel code", "E212");
+    return unit();
+  }
+  if (e.name.empty()) return lowerInlineDispatch(e);
+  FnDecl* f = nullptr;
+  if (auto it = c_.fnIndex.find(e.name); it != c_.fnIndex.end()) f = c_.prog.fns[it->second].get();
+  if (!f || f->gpuRole != FnDecl::Kernel || !f->body) {
+    unsupported(e.span, "`" + e.name + "` is not a kernel", "E217");
+    return unit();
+  }
+  ir::Function* k = kernelFn(*f);
+  if (e.kids.size() != f->params.size()) {
+    unsupported(e.span, "kernel `" + e.name + "` takes " + std::to_string(f->params.size()) + " arguments");
+    return unit();
+  }
+  // &b / &mut b lend an owned buffer; a buffer passed plainly is consumed:
+  // freed after the dispatch.
+  std::vector<Value*> args, consumed;
+  for (size_t i = 0; i < e.kids.size(); ++i) {
+    Expr& a = *e.kids[i];
+    Value* v;
+    if (k->paramTypes()[i]->isFunction()) {
+      v = lowerFnArg(a, "kernel `" + e.name + "`");
+    } else if (a.kind == ExprKind::Borrow) {
+      v = lowerBorrowOf(*a.kids[0]);
+    } else {
+      v = lowerExpr(a);
+      if (owns(v->type())) consumed.push_back(v);
+    }
+    const ir::Type* pt = k->paramTypes()[i];
+    if (!pt->isBuffer() && !pt->isFunction() && !mentionsTypeVar(pt)) v = coerce(v, pt, a.span);
+    args.push_back(v);
+  }
+  std::vector<Value*> grid = lowerGrid(e);
+  setLoc(e.span);
+  emitDispatch(k, grid, args);
+  for (Value* v : consumed) dropValue(v);
+  return unit();
+}
+
+// `dispatch over g { body }`: a new kernel `<fn>.kernel<k>` whose
+// parameters are the variables the body mentions (owned buffers borrowed,
+// scalars by value), and its dispatch.
+Value* Lowerer::lowerInlineDispatch(Expr& e) {
+  Expr& body = *e.kids[0];
+  std::vector<const Binding*> refs, caps;
+  referencedBindings(body, refs);
+  std::vector<Value*> capVals;
+  std::vector<const ir::Type*> params;
+  for (const Binding* b : refs) {
+    LBinding* lb = lookup(b);
+    if (!lb) continue;  // bound inside the body
+    Value* v = borrowVar(*lb);
+    const ir::Type* t = v->type();
+    if (sub(b->ty)->kind == Ty::Fn && !t->isFunction()) {
+      unsupported(e.span, "kernel code can call only function values of GPU code (a @gpu function's parameters), not "
+                  "the host closure `" + b->name + "`", "E215");
+      continue;
+    }
+    if (t->isFunction()) {
+      // passed on as a kernel parameter of function type
+    } else if (t->isBuffer()) {
+      if (t->space() != ir::Space::Device) {
+        unsupported(e.span, "kernel code cannot use the host value `" + b->name + "`", "E210");
+        continue;
+      }
+      std::set<std::pair<const FnDecl*, size_t>> seen;
+      bool writes = writesThrough(c_, body, b, seen);
+      t = ctx_.bufferType(t->elem(), ir::Space::Device, writes ? ir::Ownership::Write : ir::Ownership::Read);
+    } else if (owns(t)) {
+      unsupported(e.span, "kernel code cannot use `" + b->name + "`, whose value owns host memory", "E210");
+      continue;
+    }
+    caps.push_back(b);
+    capVals.push_back(v);
+    params.push_back(t);
+  }
+  std::set<const FnDecl*> seen;
+  bool guarded = !usesBarrier(c_, body, seen);
+  if (guarded) addHiddenGrid(params, ctx_);
+  std::string host = curKey_.empty() ? "closure" : curKey_;
+  std::string name;
+  do name = host + ".kernel" + std::to_string(inlineKernels_[host]++);
+  while (m_.lookup(name));
+  ir::Function* k = m_.addFunction(name, ir::FunctionKind::Kernel, ctx_.functionType(params, {}), loc(e.span));
+  int64_t wg[3];
+  dispatchWorkgroupSize(e, wg);
+  setWorkgroupSize(k, wg, e.span);
+  if (guarded) nameHiddenGrid(k, caps.size());
+
+  // The body, in a fresh function context.
+  auto savedEnv = std::move(env_);
+  B savedB = b_;
+  bool savedDevice = device_;
+  const ir::Type* savedLoop = loopSum_;
+  auto savedCarry = carry_;
+  auto savedArrays = std::move(workgroupArrays_);
+  env_.clear();
+  device_ = true;
+  loopSum_ = nullptr;
+  carry_ = nullptr;
+  workgroupArrays_.clear();
+  b_ = B(ctx_, k->body());
+  for (size_t j = 0; j < caps.size(); ++j) {
+    k->param(static_cast<unsigned>(j))->setName(caps[j]->name);
+    env_.push_back(LBinding{LBinding::Plain, caps[j], k->param(static_cast<unsigned>(j))});
+  }
+  lowerKernelBody(body, k, caps.size(), e.span);
+  env_ = std::move(savedEnv);
+  b_ = savedB;
+  device_ = savedDevice;
+  loopSum_ = savedLoop;
+  carry_ = savedCarry;
+  workgroupArrays_ = std::move(savedArrays);
+
+  std::vector<Value*> grid = lowerGrid(e);
+  setLoc(e.span);
+  emitDispatch(k, grid, capVals);
+  return unit();
 }
 
 }  // namespace eph::ephapax::lowering

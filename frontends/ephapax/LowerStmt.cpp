@@ -6,6 +6,7 @@
 // its results (a yielded value of `if`/`match`, a loop-carried value of
 // `for`/`while`). assignedVars() finds those vars.
 #include "frontends/ephapax/Lower.h"
+#include "frontends/ephapax/Lowerer.h"
 
 namespace eph::ephapax::lowering {
 
@@ -34,6 +35,178 @@ bool containsReturn(const Expr& e) {
   bool found = false;
   forEachChild(e, [&](const Expr& k) { found = found || containsReturn(k); });
   return found;
+}
+
+}  // namespace eph::ephapax::lowering
+
+// ---- Lowerer methods: statements: var, assignment, for, while ----------
+
+namespace eph::ephapax::lowering {
+
+// The env_ entries of the vars in `assigned` that carry a value out of a loop.
+std::vector<size_t> Lowerer::carriedVars(const std::set<const Binding*>& assigned) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < env_.size(); ++i)
+    if (env_[i].b && assigned.count(env_[i].b) && !owns(env_[i].v->type())) out.push_back(i);
+  return out;
+}
+
+Value* Lowerer::lowerStatement(Expr& e, bool tail) {
+  auto value = [&](Value* v) { return tail ? finishTail(v, e.span) : v; };
+  auto rest = [&](size_t k) { return tail ? lowerTail(*e.kids[k]) : lowerExpr(*e.kids[k]); };
+  switch (e.kind) {
+    case ExprKind::VarDecl: {
+      Value* v = lowerExpr(*e.kids[0]);
+      if (e.binding) v = coerce(v, lowerTy(e.binding->ty), e.kids[0]->span);
+      setLoc(e.span);
+      if (owns(v->type())) unsupported(e.span, "code generation does not support a `var` holding a value that owns memory");
+      size_t mark = env_.size();
+      env_.push_back(LBinding{LBinding::Plain, e.binding, v});
+      if (v->name().empty()) v->setName(e.name);
+      Value* r = e.kids.size() > 1 ? rest(1) : value(unit());
+      endScope(mark);
+      return r;
+    }
+    case ExprKind::Assign: {
+      LBinding* lb = e.binding ? lookup(e.binding) : nullptr;
+      Value* v = lowerExpr(*e.kids[0]);
+      setLoc(e.span);
+      if (!lb) {
+        unsupported(e.span, "internal error: `" + e.name + "` is not a var in scope in the lowering");
+        dropValue(v);
+        return value(unit());
+      }
+      v = coerce(v, lb->v->type(), e.kids[0]->span);
+      if (v->name().empty()) v->setName(e.name);
+      lb->v = v;
+      return value(unit());
+    }
+    case ExprKind::IndexAssign: {
+      Value* temp = nullptr;
+      Value* buf = lowerBorrowOrTemp(*e.kids[0], temp);
+      Value* i = lowerExpr(*e.kids[1]);
+      Value* v = lowerExpr(*e.kids[2]);
+      setLoc(e.span);
+      if (!buf->type()->isBuffer()) {
+        unsupported(e.span, "code generation can store only into a buffer or a workgroup array");
+        return value(unit());
+      }
+      v = coerce(v, buf->type()->elem(), e.kids[2]->span);
+      setLoc(e.span);
+      b_.create("store", {buf, i, v});
+      if (temp) dropValue(temp);
+      return value(unit());
+    }
+    case ExprKind::For: lowerFor(e); return value(unit());
+    case ExprKind::While: lowerWhile(e); return value(unit());
+    case ExprKind::Workgroup: {
+      auto it = workgroupArrays_.find(&e);
+      if (it == workgroupArrays_.end() || !e.binding) {
+        unsupported(e.span, "code generation supports workgroup arrays only in kernels", "E212");
+        return e.kids.empty() ? value(unit()) : rest(0);
+      }
+      size_t mark = env_.size();
+      env_.push_back(LBinding{LBinding::Plain, e.binding, it->second});
+      Value* r = e.kids.empty() ? value(unit()) : rest(0);
+      endScope(mark);
+      return r;
+    }
+    default: break;
+  }
+  return value(fabricate(lowerTy(e.ty)));
+}
+
+// `for i in a..b { body }`: an IR `for` carrying the vars the body assigns.
+void Lowerer::lowerFor(Expr& e) {
+  Value* lo = lowerExpr(*e.kids[0]);
+  Value* hi = lowerExpr(*e.kids[1]);
+  setLoc(e.span);
+  const ir::Type* it = lo->type();
+  if (!it->isInt()) {
+    unsupported(e.span, "code generation supports `for` over integer ranges only");
+    return;
+  }
+  hi = coerce(hi, it, e.kids[1]->span);
+  std::set<const Binding*> assigned;
+  assignedVars(*e.kids[2], assigned);
+  std::vector<size_t> carried = carriedVars(assigned);
+  std::vector<Value*> operands = {lo, hi, b_.constInt(it, 1)};
+  std::vector<const ir::Type*> types;
+  for (size_t i : carried) {
+    operands.push_back(env_[i].v);
+    types.push_back(env_[i].v->type());
+  }
+  ir::Op* loop = b_.create("for", operands, types, {}, 1);
+  ir::Region& r = loop->region(0);
+  Value* iv = r.addArg(it, e.name);
+  for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = r.addArg(types[j], env_[carried[j]].b->name);
+  B outer = b_;
+  b_.setInsertionPoint(r);
+  size_t mark = env_.size();
+  if (e.binding) env_.push_back(LBinding{LBinding::Plain, e.binding, iv});
+  lowerAndDrop(*e.kids[2]);
+  endScope(mark);
+  setLoc(e.span);
+  std::vector<Value*> next;
+  for (size_t i : carried) next.push_back(env_[i].v);
+  b_.create("yield", next);
+  b_ = outer;
+  for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = loop->result(static_cast<unsigned>(j));
+}
+
+// `while c { body }`: an IR `while` carrying the vars the loop assigns.
+void Lowerer::lowerWhile(Expr& e) {
+  std::set<const Binding*> assigned;
+  assignedVars(*e.kids[0], assigned);
+  assignedVars(*e.kids[1], assigned);
+  std::vector<size_t> carried = carriedVars(assigned);
+  std::vector<Value*> init;
+  std::vector<const ir::Type*> types;
+  for (size_t i : carried) {
+    init.push_back(env_[i].v);
+    types.push_back(env_[i].v->type());
+  }
+  setLoc(e.span);
+  ir::Op* w = b_.create("while", init, types, {}, 2);
+  B outer = b_;
+  auto current = [&] {
+    std::vector<Value*> vs;
+    for (size_t i : carried) vs.push_back(env_[i].v);
+    return vs;
+  };
+  for (unsigned k = 0; k < 2; ++k) {
+    ir::Region& r = w->region(k);
+    for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = r.addArg(types[j], env_[carried[j]].b->name);
+    b_.setInsertionPoint(r);
+    size_t mark = env_.size();
+    if (k == 0) {
+      Value* c = coerce(lowerExpr(*e.kids[0]), ctx_.boolType(), e.kids[0]->span);
+      endScope(mark);
+      setLoc(e.span);
+      std::vector<Value*> ops = {c};
+      for (Value* v : current()) ops.push_back(v);
+      b_.create("condition", ops);
+    } else {
+      lowerAndDrop(*e.kids[1]);
+      endScope(mark);
+      setLoc(e.span);
+      b_.create("yield", current());
+    }
+  }
+  b_ = outer;
+  for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = w->result(static_cast<unsigned>(j));
+}
+
+// A buffer or list to read without consuming it: a variable is borrowed; a
+// temporary (`d2h(b)[i]`) is returned in `temp` for the caller to free.
+Value* Lowerer::lowerBorrowOrTemp(Expr& e, Value*& temp) {
+  if (e.kind == ExprKind::Borrow) return lowerBorrowOf(*e.kids[0]);
+  if (e.kind == ExprKind::Var && e.binding) return lowerBorrowOf(e);
+  pendingList_ = false;
+  Value* v = lowerExpr(e);
+  pendingList_ = false;
+  if (owns(v->type())) temp = v;
+  return v;
 }
 
 }  // namespace eph::ephapax::lowering
