@@ -64,12 +64,16 @@ constexpr EmitFn kSpirvBinary = nullptr, kSpirvText = nullptr;
 
 #ifdef EPH_HAVE_LLVM
 // The CPU target: the selected kernels (and the device functions) for the
-// host CPU at -O0..-O3 (default -O2).
-llvmtarget::LowerOptions llvmOptions(const std::vector<const ir::Function*>& kernels, const ParsedArgs& args) {
+// host CPU at -O0..-O3 (default -O2); without --kernel, --emit=llvm shows
+// the host functions too (or, as a comment, why they run in the interpreter).
+llvmtarget::LowerOptions llvmOptions(const std::vector<const ir::Function*>& fns, const ParsedArgs& args) {
   llvmtarget::LowerOptions o;
   for (unsigned level = 0; level <= 3; ++level)
     if (args.has("-O" + std::to_string(level))) o.optLevel = level;
-  for (const ir::Function* k : kernels) o.kernels.push_back(k->name());
+  for (const ir::Function* k : fns)
+    if (k->isKernel()) o.kernels.push_back(k->name());
+  if (o.kernels.empty()) o.kernels.push_back("");  // no kernel has that name: none is lowered
+  o.lowerHost = !args.has("--kernel");
   return o;
 }
 
@@ -112,7 +116,7 @@ const EmitKind kEmitKinds[] = {
     {"ir", "the module as IR text (an .eph program after lowering); every function, not just kernels", true, emitIr},
     {"spirv", "a SPIR-V binary module for one kernel (validated)", false, kSpirvBinary},
     {"spvasm", "SPIR-V assembly of each kernel (validated), spirv-dis style", true, kSpirvText},
-    {"llvm", "LLVM IR of the kernels for the host CPU (verified, optimised at -O0..-O3)", true, kLlvmText},
+    {"llvm", "LLVM IR of the kernels and host functions for the host CPU (verified, optimised at -O0..-O3)", true, kLlvmText},
     {"obj", "a host object file: the kernel as a function over one workgroup, and NAME.range", false, kLlvmObject},
 };
 
@@ -159,7 +163,8 @@ CommandSpec lowerSpec() {
                      "Every module passes the spirv-tools validator before it is written.\n"
                      "The device is a built-in profile: lavapipe (default), nvidia or minimal;\n"
                      "--caps takes features away from it, e.g. --caps=nofloatatomics.\n"
-                     "--emit=llvm prints the LLVM IR of the kernels for the host CPU, and\n"
+                     "--emit=llvm prints the LLVM IR of the kernels for the host CPU (and,\n"
+                     "without --kernel, of the host functions, or why they are interpreted), and\n"
                      "--emit=obj writes an object file of one kernel (-o needed), both after\n"
                      "LLVM's pipeline for -O0..-O3 (default -O2). --emit=ir prints the whole\n"
                      "module as IR text (an .eph program after lowering; --locations adds\n"
@@ -231,9 +236,12 @@ int runLowerCommand(Session& s, std::span<const std::string> argv) {
     kernels.push_back(f);
   } else {
     for (const auto& f : m->functions())
-      if (f->isKernel() || kind->emit == emitIr) kernels.push_back(f.get());
+      if (f->isKernel() || kind->emit == emitIr || (kind->emit == kLlvmText && kLlvmText && f->isHost()))
+        kernels.push_back(f.get());
   }
-  if (kernels.empty()) return s.fail("'" + args->operands[0] + "' has no kernels to lower");
+  if (kernels.empty())
+    return s.fail("'" + args->operands[0] + "' has no kernels" + (kind->emit == kLlvmText && kLlvmText ? " or host functions" : "") +
+                  " to lower");
   if (!kind->text && kernels.size() > 1) {
     std::string names;
     for (const ir::Function* k : kernels) names += (names.empty() ? "@" : ", @") + k->name();
