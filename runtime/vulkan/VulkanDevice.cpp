@@ -25,7 +25,7 @@ namespace {
 using vk::api;
 using vk::vkError;
 
-constexpr uint32_t kQueryCapacity = 8192;       // timestamps per command buffer (two a dispatch)
+constexpr uint32_t kQueryCapacity = 8192;       // timestamps per command buffer (two a command)
 constexpr uint32_t kSetsPerPool = 256;          // descriptor sets per pool
 constexpr uint32_t kDescriptorsPerPool = 4096;  // storage-buffer descriptors per pool
 constexpr size_t kMaxStagingBuffers = 256;            // uploads between submits, at most
@@ -119,9 +119,28 @@ struct VulkanDevice::Impl {
   std::unordered_set<VkBuffer> writtenSinceBarrier, readSinceBarrier;
   std::unordered_set<uint64_t> usedHandles;  // buffers the open command buffer uses
   std::vector<Buffer> staging;               // freed once the command buffer has run
-  std::vector<std::pair<std::string, uint32_t>> timedDispatches;  // kernel, first query
+  // Commands timed in the open command buffer: a start and an end query each.
+  struct TimedCommand {
+    std::string what, name;
+    uint32_t query;
+  };
+  std::vector<TimedCommand> timed;
   uint32_t queriesUsed = 0;
+  unsigned submissions = 0;
   std::vector<DispatchTime> times;
+  std::vector<CommandTime> timeline;
+  // Stamps the start of a transfer or dispatch (stage: its kind's stage) and
+  // returns the query for stampEnd, or -1 when the pool is full or absent.
+  int64_t stampStart(const char* what, std::string name, VkPipelineStageFlagBits stage) {
+    if (!queryPool || queriesUsed + 2 > kQueryCapacity) return -1;
+    api().vkCmdWriteTimestamp(cmd, stage, queryPool, queriesUsed);
+    timed.push_back({what, std::move(name), queriesUsed});
+    queriesUsed += 2;
+    return timed.back().query;
+  }
+  void stampEnd(int64_t query, VkPipelineStageFlagBits stage) {
+    if (query >= 0) api().vkCmdWriteTimestamp(cmd, stage, queryPool, uint32_t(query) + 1);
+  }
   PipelineStats stats;
   std::vector<std::string> validationLog;  // messages already reported as errors
   // Work that never finished (a fence timeout) or a lost device: resources may
@@ -144,6 +163,7 @@ struct VulkanDevice::Impl {
   void access(std::initializer_list<VkBuffer> reads, std::initializer_list<VkBuffer> writes);
   void access(const std::vector<VkBuffer>& reads, const std::vector<VkBuffer>& writes);
   Status submitAndWait(Loc site);
+  void readTimestamps();
   Expected<VkDescriptorSet> allocateSet(VkDescriptorSetLayout layout, Loc site);
   Expected<Pipeline*> pipelineFor(const std::vector<uint32_t>& spirv, uint32_t bindings, uint32_t pushBytes,
                                   const std::string& kernel);
@@ -265,6 +285,27 @@ void VulkanDevice::Impl::access(std::initializer_list<VkBuffer> reads, std::init
   access(std::vector<VkBuffer>(reads), std::vector<VkBuffer>(writes));
 }
 
+// After a submission has run: each timed command's interval, in ms from the
+// submission's first start (stamps wrap at timestampValidBits).
+void VulkanDevice::Impl::readTimestamps() {
+  std::vector<uint64_t> stamps(queriesUsed);
+  VkResult r = api().vkGetQueryPoolResults(device, queryPool, 0, queriesUsed, stamps.size() * sizeof(uint64_t),
+                                           stamps.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT);
+  if (r != VK_SUCCESS) return;
+  uint64_t mask = physical.timestampValidBits >= 64 ? ~0ull : (1ull << physical.timestampValidBits) - 1;
+  double msPerTick = physical.props.limits.timestampPeriod * 1e-6;
+  uint64_t first = stamps[timed.front().query] & mask;
+  for (const TimedCommand& c : timed) first = std::min(first, stamps[c.query] & mask);
+  for (const TimedCommand& c : timed) {
+    uint64_t t0 = stamps[c.query] & mask, t1 = stamps[c.query + 1] & mask;
+    CommandTime t{c.what, c.name, submissions, double((t0 - first) & mask) * msPerTick,
+                  double((t1 - first) & mask) * msPerTick};
+    if (t.endMs < t.startMs) t.endMs = t.startMs;  // an end stamp may not precede its start
+    if (c.what == "dispatch") times.push_back({c.name, t.endMs - t.startMs});
+    timeline.push_back(std::move(t));
+  }
+}
+
 Status VulkanDevice::Impl::submitAndWait(Loc site) {
   if (!recording) return checkValidation(site);
   recording = false;
@@ -292,21 +333,12 @@ Status VulkanDevice::Impl::submitAndWait(Loc site) {
                                    " (a kernel faulted or ran too long)"};
     } else if (r != VK_SUCCESS) {
       result = vkError(site, "submitting device work failed", r);
-    } else if (queryPool && !timedDispatches.empty()) {
-      std::vector<uint64_t> stamps(queriesUsed);
-      r = api().vkGetQueryPoolResults(device, queryPool, 0, queriesUsed, stamps.size() * sizeof(uint64_t),
-                                      stamps.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT);
-      if (r == VK_SUCCESS) {
-        uint64_t mask = physical.timestampValidBits >= 64 ? ~0ull : (1ull << physical.timestampValidBits) - 1;
-        double period = physical.props.limits.timestampPeriod;
-        for (auto& [kernel, q] : timedDispatches) {
-          uint64_t t0 = stamps[q] & mask, t1 = stamps[q + 1] & mask;
-          times.push_back({kernel, double((t1 - t0) & mask) * period * 1e-6});
-        }
-      }
+    } else if (queryPool && !timed.empty()) {
+      readTimestamps();
     }
   }
-  timedDispatches.clear();
+  timed.clear();
+  ++submissions;
   queriesUsed = 0;
   api().vkResetFences(device, 1, &fence);
   api().vkResetCommandBuffer(cmd, 0);
@@ -748,7 +780,9 @@ Status VulkanDevice::uploadBytes(uint64_t dst, std::span<const std::byte> bytes,
   if (Status s = I.beginRecording(site); !s) return s;
   I.access({}, {b->buffer});
   VkBufferCopy region{0, 0, bytes.size()};
+  int64_t q = I.stampStart("h2d", "", VK_PIPELINE_STAGE_TRANSFER_BIT);
   api().vkCmdCopyBuffer(I.cmd, stage->buffer, b->buffer, 1, &region);
+  I.stampEnd(q, VK_PIPELINE_STAGE_TRANSFER_BIT);
   I.usedHandles.insert(dst);
   I.staging.push_back(std::move(*stage));
   return I.checkValidation(site);
@@ -768,7 +802,9 @@ Status VulkanDevice::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc
   if (Status s = I.beginRecording(site); !s) return s;
   I.access({b->buffer}, {});
   VkBufferCopy region{0, 0, bytes.size()};
+  int64_t q = I.stampStart("d2h", "", VK_PIPELINE_STAGE_TRANSFER_BIT);
   api().vkCmdCopyBuffer(I.cmd, b->buffer, stage->buffer, 1, &region);
+  I.stampEnd(q, VK_PIPELINE_STAGE_TRANSFER_BIT);
   // Make the copy visible to the host before the fence wait returns.
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -881,23 +917,17 @@ Status VulkanDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3
   api().vkCmdBindDescriptorSets(I.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline->layout, 0, 1, &*set, 0, nullptr);
   if (k.pushBytes)
     api().vkCmdPushConstants(I.cmd, k.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.pushBytes, push.data());
-  bool timed = I.queryPool && I.queriesUsed + 2 <= kQueryCapacity;
-  if (timed) {
-    // The start waits for earlier compute work, so each time is one dispatch's.
-    api().vkCmdWriteTimestamp(I.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, I.queryPool, I.queriesUsed);
-    I.timedDispatches.push_back({k.name, I.queriesUsed});
-  }
+  // The start waits for earlier compute work, so each time is one dispatch's.
+  int64_t q = I.stampStart("dispatch", k.name, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
   api().vkCmdDispatch(I.cmd, groups[0], groups[1], groups[2]);
-  if (timed) {
-    api().vkCmdWriteTimestamp(I.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, I.queryPool, I.queriesUsed + 1);
-    I.queriesUsed += 2;
-  }
+  I.stampEnd(q, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
   return I.checkValidation(site);
 }
 
 Status VulkanDevice::wait(Loc site) { return impl_->submitAndWait(site); }
 
 std::vector<VulkanDevice::DispatchTime> VulkanDevice::takeDispatchTimes() { return std::exchange(impl_->times, {}); }
+std::vector<VulkanDevice::CommandTime> VulkanDevice::takeTimeline() { return std::exchange(impl_->timeline, {}); }
 
 VulkanDevice::PipelineStats VulkanDevice::stats() const { return impl_->stats; }
 

@@ -15,7 +15,8 @@
 //   points: a download, wait, freeing a buffer recorded work uses, and the end
 //   of runHost. A pipeline barrier goes only between dependent commands (one
 //   that reads or writes a buffer an earlier unbarriered command wrote, or
-//   writes one it read). Every dispatch is timed with GPU timestamps.
+//   writes one it read), so independent transfers and dispatches may overlap.
+//   Every transfer and dispatch is timed with GPU timestamps (takeTimeline).
 // - With validation (VulkanOptions::validation or EPH_VALIDATION=1) the
 //   Khronos validation layer runs, and any message it sends makes the next
 //   device call fail with the message.
@@ -92,6 +93,20 @@ class VulkanDevice : public Device {
     double ms = 0;
   };
   std::vector<DispatchTime> takeDispatchTimes();
+
+  // GPU timestamps of every transfer and dispatch that has finished since
+  // the last call, in recording order: where transfers overlap compute. A
+  // command's start is stamped when all earlier commands of its kind
+  // (transfers or dispatches) have finished, or a barrier it waits behind
+  // has cleared; its end when it and those have finished. Times are in ms
+  // from the first start of the same submission (one command buffer).
+  struct CommandTime {
+    std::string what;  // "h2d", "d2h" or "dispatch"
+    std::string name;  // the kernel of a dispatch; else empty
+    unsigned submission = 0;
+    double startMs = 0, endMs = 0;
+  };
+  std::vector<CommandTime> takeTimeline();
 
   // How prepare() found its pipelines.
   struct PipelineStats {

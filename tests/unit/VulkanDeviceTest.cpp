@@ -353,6 +353,66 @@ TEST(VulkanDevice, BarriersOnlyBetweenDependentCommands) {
   expectNoValidationMessages(*dev);
 }
 
+// The timeline stamps every transfer and dispatch. An upload and a dispatch
+// that does not touch its buffer share no barrier, so the dispatch's start
+// does not wait for the upload (they may overlap on a GPU); one that reads
+// the uploaded buffer starts only after the upload has ended.
+TEST(VulkanDevice, TimelineStampsTransfersAndDispatches) {
+  REQUIRE_VULKAN();
+  auto dev = openValidated();
+  ASSERT_TRUE(dev);
+  ir::Context ctx;
+  auto m = parse(ctx, kCopy);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(dev->prepare(*m));
+  const ir::Function& copy = *m->lookup("copy");
+  const ir::Type* t = ctx.bufferType(ctx.f32(), ir::Space::Device, ir::Ownership::Linear);
+  const uint64_t n = 1 << 20;
+  uint64_t h[4];
+  for (auto& x : h) {
+    auto a = dev->alloc(t, n, {});
+    ASSERT_TRUE(a);
+    x = *a;
+  }
+  std::vector<float> src(n, 1.5f);
+  auto bytes = std::as_bytes(std::span(src));
+  ASSERT_TRUE(dev->uploadBytes(h[0], bytes));
+  ASSERT_TRUE(dev->wait({}));
+  dev->takeTimeline();
+  unsigned submits = dev->stats().submits;
+  auto dispatch = [&](uint64_t in, uint64_t out) {
+    std::vector<interp::RtValue> args = {bufferArg(ctx, in), bufferArg(ctx, out)};
+    ASSERT_TRUE(dev->dispatch(copy, {uint32_t(n / 64), 1, 1}, args, {}));
+  };
+  ASSERT_TRUE(dev->uploadBytes(h[1], bytes));
+  dispatch(h[0], h[2]);  // independent of the upload
+  ASSERT_TRUE(dev->wait({}));
+  ASSERT_TRUE(dev->uploadBytes(h[1], bytes));
+  dispatch(h[1], h[3]);  // reads what the upload writes: behind a barrier
+  std::vector<float> got(n);
+  ASSERT_TRUE(dev->downloadBytes(std::as_writable_bytes(std::span(got)), h[3]));
+  EXPECT_EQ(got, src);
+
+  auto tl = dev->takeTimeline();
+  ASSERT_EQ(tl.size(), 5u);
+  const char* what[] = {"h2d", "dispatch", "h2d", "dispatch", "d2h"};
+  for (size_t i = 0; i < tl.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(tl[i].what, what[i]);
+    EXPECT_EQ(tl[i].name, tl[i].what == "dispatch" ? "copy" : "");
+    EXPECT_GE(tl[i].startMs, 0.0);
+    EXPECT_GE(tl[i].endMs, tl[i].startMs);
+    EXPECT_EQ(tl[i].submission, tl[0].submission + (i < 2 ? 0 : 1));
+  }
+  EXPECT_EQ(dev->stats().submits, submits + 2);
+  EXPECT_GE(tl[3].startMs, tl[2].endMs);  // the barrier: the dependent dispatch starts after its upload
+  EXPECT_GE(tl[4].startMs, tl[3].endMs);  // and the download after the dispatch
+  EXPECT_EQ(std::min(tl[0].startMs, tl[1].startMs), 0.0);  // times count from the submission's first start
+  EXPECT_TRUE(dev->takeTimeline().empty());
+  for (uint64_t x : h) ASSERT_TRUE(dev->free(x, {}));
+  expectNoValidationMessages(*dev);
+}
+
 TEST(VulkanDevice, TransfersCheckSizes) {
   REQUIRE_VULKAN();
   auto dev = openValidated();
