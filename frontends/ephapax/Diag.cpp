@@ -25,7 +25,7 @@ const std::vector<ErrorCodeInfo>& errorCodes() {
       {"E200", "effects (perform/handle) are not supported by code generation"},
       {"E201", "a construct code generation does not support"},
       {"E202", "extern call with an unsupported signature"},
-      {"E203", "recursive data type in code generation"},
+      {"E203", "a recursive data type holding memory-owning values, or used in kernel code"},
       {"E210", "kernel code mentions a linear host value"},
       {"E211", "a dispatch argument's buffer element type differs from the kernel's"},
       {"E212", "a host-only operation in kernel code, or a kernel-only one in host code"},

@@ -53,6 +53,24 @@ Value* Lowerer::lowerMatch(Expr& e, bool tail, const ir::Type* ty) {
   return compileRows(rows, slots, tail, ty, e.span);
 }
 
+// The fields of constructor `ctor` of data type `scrutTy` taken out of a
+// payload: the ones in boxes (the recursive parts) are read out of them.
+void Lowerer::unboxFields(std::vector<Value*>& parts, Ty* scrutTy, unsigned ctor) {
+  bool any = false;
+  for (Value* v : parts) any = any || v->type()->isBox();
+  if (!any) return;
+  Ty* dt = dataTy(scrutTy);
+  std::vector<Ty*> fields = dt && ctor < dt->decl->ctorTys.size() ? ctorFields(T, dt, ctor) : std::vector<Ty*>{};
+  for (size_t j = 0; j < parts.size(); ++j) {
+    if (!parts[j]->type()->isBox()) continue;
+    if (j >= fields.size()) {
+      unsupported(Span{curLoc_.line, curLoc_.col, 1}, "internal error: a boxed field of a value that is not data");
+      continue;
+    }
+    parts[j] = b_.op("box.get", {parts[j]}, lowerTy(fields[j]));
+  }
+}
+
 Value* Lowerer::rebuild(std::vector<Slot>& slots, int i) {
   Slot& s = slots[i];
   if (s.v) {
@@ -62,6 +80,10 @@ Value* Lowerer::rebuild(std::vector<Slot>& slots, int i) {
   std::vector<Value*> parts;
   for (int p : s.parts) parts.push_back(rebuild(slots, p));
   if (!s.sum) return b_.op("struct.make", parts, s.type);
+  if (s.payloadT->isStruct() && !s.payloadTIsRaw)
+    for (size_t j = 0; j < parts.size() && j < s.payloadT->members().size(); ++j)
+      if (s.payloadT->members()[j]->isBox() && !parts[j]->type()->isBox())
+        parts[j] = b_.op("box.new", {parts[j]}, s.payloadT->members()[j]);
   Value* payload = s.payloadT->isStruct() && !s.payloadTIsRaw ? b_.op("struct.make", parts, s.payloadT) : parts[0];
   return b_.op("sum.make", {payload}, s.type, {{"tag", ir::Attr::integer(s.ctor)}});
 }
@@ -155,6 +177,7 @@ Value* Lowerer::compileRows(std::vector<Row> rows, std::vector<Slot> slots, bool
             for (size_t i = 0; i < pt->members().size(); ++i)
               parts.push_back(b_.op("struct.extract", {payload}, pt->members()[i], {{"index", ir::Attr::integer(static_cast<int64_t>(i))}}));
         }
+        if (!rawPayload) unboxFields(parts, p->ty, k);
         splitSlot(sl, si, parts, static_cast<int>(k), true, pt);
         sl[si].payloadTIsRaw = rawPayload;
         std::vector<Row> sel;

@@ -67,15 +67,25 @@ const ir::Type* Lowerer::lowerTy(Ty* t, unsigned depth) {
           return ctx_.structType(parts);
         }
         case TypeDecl::Data: {
-          if (d->recursive) {
-            unsupported(Span{curLoc_.line, curLoc_.col, 1},
-                        "the recursive data type `" + d->name + "` cannot be lowered (the IR has no recursive types)", "E203");
+          if (d->recursive && device_) {
+            reportRecursive(d, "cannot be used in kernel code: its values live in host heap cells (IR boxes)");
             return ctx_.unitType();
           }
+          // A recursive data type keeps each field that reaches the type
+          // again in a box (docs/ephapax.md), so its IR type is finite.
+          const std::vector<std::vector<bool>>& boxed = boxedFields(d);
           std::vector<const ir::Type*> variants;
           for (size_t k = 0; k < d->ctorTys.size(); ++k) {
             std::vector<const ir::Type*> fields;
-            for (Ty* f : ctorFields(T, t, k)) fields.push_back(lowerTy(f, depth + 1));
+            std::vector<Ty*> fieldTys = ctorFields(T, t, k);
+            for (size_t j = 0; j < fieldTys.size(); ++j) {
+              bool inBox = k < boxed.size() && j < boxed[k].size() && boxed[k][j];
+              fields.push_back(inBox ? ctx_.boxType() : lowerTy(fieldTys[j], depth + 1));
+              if (d->recursive && !inBox && holdsMemory(fields.back()))
+                reportRecursive(d, "holds a value of type " + show(sub(fieldTys[j])) + ", which owns memory or is a "
+                                   "list; code generation keeps recursive data in shared heap cells, which may hold "
+                                   "only plain data (numbers, Bool, tuples, records and data of those, closures)");
+            }
             variants.push_back(ctx_.structType(fields));
           }
           return ctx_.sumType(variants);
@@ -119,16 +129,77 @@ const ir::Type* Lowerer::fnIrType(Ty* t, unsigned depth) {
 }
 
 bool Lowerer::checkRepresentable(Ty* t, Span s, unsigned depth) {
-  t = sub(t);
-  if (depth > 40) return true;
-  if (t->kind == Ty::Named && t->decl->kind == TypeDecl::Data && t->decl->recursive) {
-    unsupported(s, "the recursive data type `" + t->decl->name + "` cannot be lowered (the IR has no recursive types)", "E203");
-    return false;
-  }
-  if (t->kind == Ty::Fn) return true;
-  for (Ty* a : t->args)
-    if (!checkRepresentable(a, s, depth + 1)) return false;
+  // Every type has an IR representation (recursive data types box their
+  // recursive fields); lowerTy reports the ones that cannot be lowered.
   return true;
+}
+
+// Does the declared type `t` reach data type `d`: mention it, or a type whose
+// declaration reaches it?
+bool Lowerer::reachesDecl(Ty* t, const TypeDecl* d, std::set<const TypeDecl*>& seen, unsigned depth) {
+  t = resolve(t);
+  if (!t || depth > 50) return true;
+  if (t->kind == Ty::Named && t->decl) {
+    if (t->decl == d) return true;
+    if (seen.insert(t->decl).second) {
+      if (t->decl->aliasTy && reachesDecl(t->decl->aliasTy, d, seen, depth + 1)) return true;
+      for (auto& fs : t->decl->ctorTys)
+        for (Ty* f : fs)
+          if (reachesDecl(f, d, seen, depth + 1)) return true;
+      for (Ty* f : t->decl->fieldTys)
+        if (reachesDecl(f, d, seen, depth + 1)) return true;
+    }
+  }
+  for (Ty* x : t->args)
+    if (reachesDecl(x, d, seen, depth + 1)) return true;
+  return false;
+}
+
+// Per constructor and field of d: is the field kept in a box? A field is
+// boxed when its declared type reaches d again (Cons(I32, IntList): the
+// IntList; mutually recursive types box each other). The answer depends on
+// the declaration only, so a value's IR type is the same everywhere.
+const std::vector<std::vector<bool>>& Lowerer::boxedFields(const TypeDecl* d) {
+  auto it = boxedFields_.find(d);
+  if (it != boxedFields_.end()) return it->second;
+  std::vector<std::vector<bool>> out;
+  for (auto& fs : d->ctorTys) {
+    std::vector<bool> row;
+    for (Ty* f : fs) {
+      std::set<const TypeDecl*> seen;
+      row.push_back(d->recursive && reachesDecl(f, d, seen, 0));
+    }
+    out.push_back(std::move(row));
+  }
+  return boxedFields_[d] = std::move(out);
+}
+
+// Owns memory or holds a buffer (a list): what a box may not hold.
+bool Lowerer::holdsMemory(const ir::Type* t) {
+  if (owns(t) || t->isBuffer()) return true;
+  if (t->elem() && holdsMemory(t->elem())) return true;
+  for (const ir::Type* m : t->members())
+    if (holdsMemory(m)) return true;
+  return false;
+}
+
+// E203 for data type d, once per type: at the use in kernel code, else at
+// the declaration.
+void Lowerer::reportRecursive(const TypeDecl* d, const std::string& why) {
+  if (!reportedData_.insert(d).second) return;
+  Span at = device_ && curLoc_.line ? Span{curLoc_.line, curLoc_.col, 1} : d->span;
+  unsupported(at, "the recursive data type `" + d->name + "` " + why, "E203");
+}
+
+// The data type behind t (aliases expanded), or null.
+Ty* Lowerer::dataTy(Ty* t) {
+  t = sub(t);
+  for (int i = 0; i < 40 && t->kind == Ty::Named && t->decl->kind == TypeDecl::Alias; ++i) {
+    Ty* e = expandAlias(T, t);
+    if (!e) break;
+    t = sub(e);
+  }
+  return t->kind == Ty::Named && t->decl->kind == TypeDecl::Data ? t : nullptr;
 }
 
 // A plain generic host function is lowered once with IR type variables and

@@ -113,6 +113,7 @@ Value* Lowerer::fabricate(const ir::Type* t) {
     }
     case ir::TypeKind::Sum:
       return b_.op("sum.make", {fabricate(t->members()[0])}, t, {{"tag", ir::Attr::integer(0)}});
+    case ir::TypeKind::Box: return b_.op("box.new", {b_.op("struct.make", {}, ctx_.unitType())}, t);
     case ir::TypeKind::Buffer:
       if (t->ownership() == ir::Ownership::Linear || t->ownership() == ir::Ownership::Affine)
         return b_.op("alloc", {b_.constInt(ctx_.i32(), 0)}, t);
@@ -165,6 +166,19 @@ Value* Lowerer::coerce(Value* v, const ir::Type* want, Span s) {
     ir::Op* up = b_.create("struct.unpack", {v}, {have->members()[0], have->members()[1]});
     b_.create("free", {up->result(1)});
     return up->result(0);
+  }
+  // The recursive field of a data constructor lives in a box.
+  if (want->isBox() && !holdsMemory(have)) return b_.op("box.new", {v}, want);
+  if (want->isBox()) {
+    if (!reportedData_.empty()) {  // the data type's E203 says why
+      failed_ = true;
+      dropValue(v);
+      return fabricate(want);
+    }
+    unsupported(s, "code generation keeps the recursive part of a data value in a shared heap cell, which cannot "
+                   "hold this value (of IR type " + have->str() + "): it owns memory or is a list", "E203");
+    dropValue(v);
+    return fabricate(want);
   }
   unsupported(s, "code generation cannot pass a value of IR type " + have->str() + " where " + want->str() +
                      " is expected (lists and borrows can only be bound, indexed and passed to functions)");

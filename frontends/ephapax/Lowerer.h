@@ -160,6 +160,15 @@ class Lowerer {
   const ir::Type* fnIrType(Ty* t, unsigned depth = 0);
 
   bool checkRepresentable(Ty* t, Span s, unsigned depth = 0);
+  // Recursive data types: which constructor fields live in boxes.
+  bool reachesDecl(Ty* t, const TypeDecl* d, std::set<const TypeDecl*>& seen, unsigned depth);
+  const std::vector<std::vector<bool>>& boxedFields(const TypeDecl* d);
+  std::map<const TypeDecl*, std::vector<std::vector<bool>>> boxedFields_;
+  static bool holdsMemory(const ir::Type* t);
+  void reportRecursive(const TypeDecl* d, const std::string& why);
+  std::set<const TypeDecl*> reportedData_;
+  Ty* dataTy(Ty* t);
+  void unboxFields(std::vector<Value*>& parts, Ty* scrutTy, unsigned ctor);
 
   // ---- closures (LowerClosures.cpp) ---------------------------------------------
   ClosureGroup& group(Ty* fnTy);

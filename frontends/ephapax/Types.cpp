@@ -1,6 +1,7 @@
 #include "frontends/ephapax/Types.h"
 
 #include <functional>
+#include <set>
 
 namespace eph::ephapax {
 
@@ -279,8 +280,11 @@ bool unifyAt(TyArena& a, Ty* x, Ty* y, unsigned depth) {
   }
 }
 
-// depth-limited walk over a type and the types its named parts expand to
-bool anyPart(TyArena& a, Ty* t, const std::function<bool(Ty*)>& pred, unsigned depth) {
+// depth-limited walk over a type and the types its named parts expand to.
+// Each instance of a data type or record is expanded once per walk (`seen`):
+// a recursive data type with several recursive fields would otherwise be
+// walked exponentially often up to the depth limit.
+bool anyPartIn(TyArena& a, Ty* t, const std::function<bool(Ty*)>& pred, unsigned depth, std::set<std::string>& seen) {
   t = resolve(t);
   if (!t || depth > 40) return false;
   if (pred(t)) return true;
@@ -291,25 +295,31 @@ bool anyPart(TyArena& a, Ty* t, const std::function<bool(Ty*)>& pred, unsigned d
       const TypeDecl* d = t->decl;
       if (d->kind == TypeDecl::Alias) {
         Ty* e = expandAlias(a, t);
-        return e && anyPart(a, e, pred, depth + 1);
+        return e && anyPartIn(a, e, pred, depth + 1, seen);
       }
+      if (!seen.insert(show(t)).second) return false;  // walked already (or being walked)
       if (d->kind == TypeDecl::Data) {
         for (size_t c = 0; c < d->ctorTys.size(); ++c)
           for (Ty* f : ctorFields(a, t, c))
-            if (anyPart(a, f, pred, depth + 1)) return true;
+            if (anyPartIn(a, f, pred, depth + 1, seen)) return true;
         return false;
       }
       if (d->kind == TypeDecl::Record) {
         for (Ty* f : recordFields(a, t))
-          if (anyPart(a, f, pred, depth + 1)) return true;
+          if (anyPartIn(a, f, pred, depth + 1, seen)) return true;
       }
       return false;
     }
     default:
       for (Ty* x : t->args)
-        if (anyPart(a, x, pred, depth + 1)) return true;
+        if (anyPartIn(a, x, pred, depth + 1, seen)) return true;
       return false;
   }
+}
+
+bool anyPart(TyArena& a, Ty* t, const std::function<bool(Ty*)>& pred, unsigned depth) {
+  std::set<std::string> seen;
+  return anyPartIn(a, t, pred, depth, seen);
 }
 }  // namespace
 
