@@ -1,8 +1,9 @@
 // The runtime's Device API: what a host program runs against. A Device owns
 // device buffers and runs kernels (DeviceHooks: alloc, free, upload, download,
 // dispatch, wait); host-side control flow and host buffers stay in the
-// interpreter (ir/interp), which calls the device for every device op. So one
-// host program runs unchanged on every target:
+// interpreter (ir/interp), or in host code compiled by LLVM on the cpu target
+// (RunOptions::host, runtime/cpu/HostAbi.h), which calls the device for every
+// device op. So one host program runs unchanged on every target:
 //
 //   interp  InterpDevice: kernels in the reference interpreter (runtime/InterpDevice.h)
 //   cpu     CpuDevice: kernels compiled with LLVM, run on a thread pool

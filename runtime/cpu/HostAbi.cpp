@@ -198,6 +198,8 @@ void depthExceeded(HostContextHeader* h, uint32_t site, void* callee) {
                          (f ? f->name() : std::string("?")) + " (unbounded recursion?)");
 }
 
+uint64_t deviceCount(HostContextHeader* h) { return ctxOf(h).hooks->deviceCount(); }
+
 }  // namespace
 
 std::vector<std::pair<std::string, void*>> hostAbiSymbols() {
@@ -207,7 +209,7 @@ std::vector<std::pair<std::string, void*>> hostAbiSymbols() {
           {kFreeDevice, p(&freeDevice)}, {kH2D, p(&h2d)},           {kD2H, p(&d2h)},
           {kCopy, p(&copy)},             {kDispatch, p(&dispatch)}, {kWait, p(&wait)},
           {kLenHost, p(&lenHost)},       {kLenDevice, p(&lenDevice)}, {kBadAccess, p(&badAccess)},
-          {kTrap, p(&trap)},             {kDepth, p(&depthExceeded)}};
+          {kTrap, p(&trap)},             {kDepth, p(&depthExceeded)}, {kDeviceCount, p(&deviceCount)}};
 }
 
 llvmtarget::LowerOptions hostLowerOptions() {

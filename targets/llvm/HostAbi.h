@@ -24,8 +24,8 @@
 //   device buffer  {null, handle}           the DeviceHooks handle
 // Function values are pointers to host.f.
 //
-// Host-only ops (alloc, free, h2d, d2h, copy, dispatch, wait, buffer.len of
-// a device buffer) and every error path are calls into the runtime, named
+// Host-only ops (alloc, free, h2d, d2h, copy, dispatch, wait, device.count,
+// buffer.len of a device buffer) and every error path are calls into the runtime, named
 // below, each taking the context and the *site* of the op: its index in
 // hostSites(module), so the runtime knows the op (its location, types and
 // attributes) and reports exactly the interpreter's error. A runtime call
@@ -98,6 +98,7 @@ constexpr const char* kLenDevice = "eph_host_len_device";      // i64 (ctx, i32 
 constexpr const char* kBadAccess = "eph_host_bad_access";      // void (ctx, i32 site, ptr rec, i64 index)
 constexpr const char* kTrap = "eph_host_trap";                 // void (ctx, i32 site, i64 value)
 constexpr const char* kDepth = "eph_host_depth_exceeded";      // void (ctx, i32 site, ptr callee)
+constexpr const char* kDeviceCount = "eph_host_device_count";  // i64 (ctx)
 }  // namespace hostabi
 
 }  // namespace eph::llvmtarget

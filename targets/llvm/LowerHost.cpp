@@ -239,6 +239,11 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     checkFailed();
     return true;
   }
+  if (n == "device.count") {
+    llvm::Value* count = b.CreateCall(M.hostRuntime(kDeviceCount, M.i64, {M.ptr}), {hostCtx});
+    set(op.result(0), b.CreateTrunc(count, M.valueType(op.result(0)->type())));
+    return true;
+  }
   if (n == "wait") {
     b.CreateCall(M.hostRuntime(kWait, voidTy, {M.ptr, M.i32}), {hostCtx, siteOf(op)});
     checkFailed();
