@@ -14,7 +14,7 @@
 // caller sees the Memory the interpreter would have left.
 //
 //   auto jit = runtime::compiledModule(m, runtime::hostLowerOptions());
-//   if (!(*jit)->hostUnsupported())
+//   if (!runtime::compiledHostProblem(**jit, entry))
 //     auto results = runtime::runCompiledHost(**jit, deviceSet, in.memory(), entry, args);
 #pragma once
 

@@ -3,8 +3,11 @@
 // interpreter's Memory when the entry returns.
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <type_traits>
 
 #include "ir/Layout.h"
+#include "ir/interp/Fiber.h"
 #include "ir/ops/TypeVars.h"
 #include "runtime/cpu/HostAbi.h"
 #include "runtime/cpu/HostContext.h"
@@ -181,8 +184,30 @@ void HostContext::toSlots(const interp::RtValue& v, const ir::Type* t, std::vect
 
 // ---- running ----------------------------------------------------------------------
 
+namespace {
+
+// Compiled host code runs on a large stack, as interpreted host code does
+// (interp::Interpreter::call), so that recursion up to the call-depth limit
+// with large aggregate values in its frames cannot overflow the caller's
+// stack. One fiber per thread, reserved once (memory is committed as used).
+template <class F>
+void runOnLargeStack(F&& fn) {
+  if (interp::stackHeadroom() != static_cast<size_t>(-1)) {
+    fn();  // already on an interpreter fiber
+    return;
+  }
+  thread_local std::unique_ptr<interp::Fiber> fiber;
+  if (!fiber) fiber = std::make_unique<interp::Fiber>(size_t(256) << 20);
+  using Fn = std::remove_reference_t<F>;
+  fiber->start([](void* p) { (*static_cast<Fn*>(p))(); }, &fn);
+  fiber->resume();
+}
+
+}  // namespace
+
 std::optional<Error> compiledHostProblem(const llvmtarget::JitModule& jit, const ir::Function& entry) {
-  if (const auto& why = jit.hostUnsupported()) return why;
+  if (entry.module())
+    if (auto why = jit.hostUnsupported(*entry.module())) return why;
   if (!entry.isHost())
     return Error{entry.loc(), "@" + entry.name() + " is not a host function; only host functions run compiled"};
   if (!jit.hostEntry(entry.name()))
@@ -219,7 +244,7 @@ Expected<std::vector<interp::RtValue>> runCompiledHost(const llvmtarget::JitModu
   for (const ir::Type* t : entry.resultTypes()) outSlots += llvmtarget::hostSlotCount(t);
   std::vector<uint64_t> out(std::max<size_t>(outSlots, 1), 0);
   c.depth = 1;  // the entry call itself, as in the interpreter
-  jit.hostEntry(entry.name())(&c, in.data(), out.data());
+  runOnLargeStack([&] { jit.hostEntry(entry.name())(&c, in.data(), out.data()); });
 
   // The interpreter's Memory as the interpreter would leave it: argument
   // buffers updated, results and other live buffers added.

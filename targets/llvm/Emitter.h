@@ -71,8 +71,16 @@ class ModuleEmitter {
   bool hostMode = false;
   std::map<const ir::Function*, llvm::Function*> hostFns;
   std::unordered_map<const ir::Op*, unsigned> hostSiteIds;
-  // Why host functions were not lowered (they run in the interpreter).
+  // Why host functions were not lowered (they run in the interpreter), and
+  // the op or function it is about.
   std::optional<Error> hostError;
+  const ir::Op* hostErrorOp = nullptr;
+  const ir::Function* hostErrorFn = nullptr;
+  // The op and function of `error`.
+  const ir::Op* errorOp = nullptr;
+  const ir::Function* errorFn = nullptr;
+  // The function being declared or lowered (host lowering), for errors.
+  const ir::Function* currentFunction = nullptr;
   // Entry wrappers: IR function name -> LLVM function name.
   std::map<std::string, std::string> hostEntries;
   // The runtime function `name` of HostAbi.h.

@@ -32,12 +32,24 @@ class LlJitModule : public JitModule {
     auto it = entries.find(name);
     return it == entries.end() ? nullptr : it->second;
   }
-  const std::optional<Error>& hostUnsupported() const override { return unsupported; }
+  std::optional<Error> hostUnsupported(const ir::Module& m) const override {
+    if (!unsupported) return std::nullopt;
+    Error e = *unsupported;
+    e.loc = {};
+    if (errorSite >= 0) {
+      std::vector<const ir::Op*> sites = hostSites(m);
+      if (size_t(errorSite) < sites.size()) e.loc = sites[errorSite]->loc();
+    }
+    if (!e.loc.known() && errorFunction >= 0 && size_t(errorFunction) < m.functions().size())
+      e.loc = m.functions()[errorFunction]->loc();
+    return e;
+  }
   std::span<void* const> hostFunctions() const override { return functions; }
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::map<std::string, Kernel> kernels;
   std::map<std::string, HostEntryFn> entries;
-  std::optional<Error> unsupported;
+  std::optional<Error> unsupported;  // its location is that of the first module compiled
+  long errorSite = -1, errorFunction = -1;
   std::span<void* const> functions;
 };
 
@@ -113,6 +125,8 @@ Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const Lower
     out->unsupported = Error{{}, "host functions were not lowered (LowerOptions::lowerHost is off)"};
   } else if (host.unsupported) {
     out->unsupported = host.unsupported;
+    out->errorSite = host.errorSite;
+    out->errorFunction = host.errorFunction;
   } else {
     for (const auto& [name, llvmName] : host.entries) {
       auto fn = (*jit)->lookup(llvmName);

@@ -98,8 +98,10 @@ class JitModule {
   // lowered, or it takes or returns function values).
   virtual HostEntryFn hostEntry(const std::string& name) const = 0;
   // Why the host functions were not lowered (lowerHost was off, or an op or
-  // type the host lowering does not support, at its location).
-  virtual const std::optional<Error>& hostUnsupported() const = 0;
+  // type the host lowering does not support), located in `m`: the module
+  // this was compiled from, or any module with the same text (compiled
+  // modules are shared by text, runtime/cpu/KernelCache.h).
+  virtual std::optional<Error> hostUnsupported(const ir::Module& m) const = 0;
   // The host functions' addresses, in hostLoweredFunctions order.
   virtual std::span<void* const> hostFunctions() const = 0;
 };

@@ -131,6 +131,7 @@ llvm::FunctionType* hostFnType(ModuleEmitter& M, const ir::Type* fnType) {
 }
 
 bool declareHost(ModuleEmitter& M, const ir::Function& f) {
+  M.currentFunction = &f;
   for (const ir::Type* t : f.paramTypes())
     if (ir::hasTypeVar(t) || !M.valueType(t))
       return M.fail(nullptr, &f, "parameter of type '" + t->str() + "' is not supported in compiled host code");
@@ -365,6 +366,7 @@ bool emitHostFunctions(ModuleEmitter& M) {
   }
   for (const ir::Function* f : fns) {
     llvm::Function* fn = M.hostFns.at(f);
+    M.currentFunction = f;
     FunctionEmitter F(M, fn, *f);
     F.b.SetInsertPoint(llvm::BasicBlock::Create(M.ctx, "entry", fn));
     F.hostCtx = &*fn->arg_begin();

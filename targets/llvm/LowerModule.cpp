@@ -26,6 +26,8 @@ ModuleEmitter::ModuleEmitter(llvm::LLVMContext& c, const ir::Module& m, const Lo
 
 bool ModuleEmitter::fail(const ir::Op* op, const ir::Function* f, std::string message) {
   if (error) return false;
+  errorOp = op;
+  errorFn = f;
   Loc loc = op && op->loc().known() ? op->loc() : f ? f->loc() : Loc{};
   std::string prefix = op ? "'" + std::string(op->name()) + "': " : f ? "function '@" + f->name() + "': " : "";
   error = Error{loc, prefix + message + " (cpu target)"};
@@ -74,7 +76,7 @@ llvm::Type* ModuleEmitter::valueType(const ir::Type* t, const ir::Op* where) {
                            "(run the monomorphize pass first)");
       return nullptr;
     default:
-      fail(where, nullptr, "values of type '" + t->str() + "' are not supported by the cpu target");
+      fail(where, currentFunction, "values of type '" + t->str() + "' are not supported");
       return nullptr;
   }
   types_[t] = r;
@@ -182,6 +184,8 @@ bool ModuleEmitter::run() {
     hostMode = false;
     if (!ok) {
       hostError = error ? *error : Error{{}, "host functions could not be lowered (cpu target)"};
+      hostErrorOp = errorOp;
+      hostErrorFn = errorFn;
       error.reset();
       hostEntries.clear();
       std::vector<llvm::Function*> added;

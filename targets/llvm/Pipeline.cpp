@@ -13,6 +13,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "targets/llvm/Emitter.h"
@@ -92,6 +93,14 @@ Status lowerAndOptimizeOnce(const ir::Module& m, const LowerOptions& opts, llvm:
   if (host) {
     host->unsupported = emitter.hostError;
     host->entries = emitter.hostEntries;
+    if (emitter.hostError && emitter.hostErrorOp) {
+      std::vector<const ir::Op*> sites = hostSites(m);
+      auto it = std::find(sites.begin(), sites.end(), emitter.hostErrorOp);
+      if (it != sites.end()) host->errorSite = long(it - sites.begin());
+    }
+    if (emitter.hostError && emitter.hostErrorFn)
+      for (size_t i = 0; i < m.functions().size(); ++i)
+        if (m.functions()[i].get() == emitter.hostErrorFn) host->errorFunction = long(i);
   }
   std::unique_ptr<llvm::Module> mod = std::move(emitter.mod);
   mod->setTargetTriple(tm.getTargetTriple().str());

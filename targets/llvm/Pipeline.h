@@ -24,6 +24,9 @@ Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned optLev
 // What host lowering (LowerOptions::lowerHost) produced.
 struct HostLowering {
   std::optional<Error> unsupported;             // why host code was not lowered
+  // Where, as indices that hold for any module with the same text: the op's
+  // index in hostSites, else the function's in the module, else -1.
+  long errorSite = -1, errorFunction = -1;
   std::map<std::string, std::string> entries;   // IR name -> entry wrapper's LLVM name
 };
 
