@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <filesystem>
 
@@ -298,7 +299,8 @@ TEST(CpuHost, HostBuffersAndAggregatesCrossTheEntry) {
   EXPECT_EQ(onInterp.second, interp);
 }
 
-// Several devices: the Ephapax program that moves a buffer between two.
+// Several devices: the Ephapax program that moves a buffer between two, on
+// cpu, the interp device and Vulkan.
 TEST(CpuHost, SeveralDevicesThroughTheSameAbi) {
   ir::Context ctx;
   std::string problem;
@@ -309,6 +311,10 @@ TEST(CpuHost, SeveralDevicesThroughTheSameAbi) {
   EXPECT_EQ(interp.find("error"), std::string::npos) << interp;
   EXPECT_EQ(runMain(*m, {"cpu", "cpu"}, Host::Jit), interp);
   EXPECT_EQ(runMain(*m, {"interp", "cpu"}, Host::Jit), interp);
+  // And Vulkan (lavapipe here), required with EPH_REQUIRE_VULKAN=1.
+  const char* req = std::getenv("EPH_REQUIRE_VULKAN");
+  if ((req && std::string(req) == "1") || runtime::openDevice("vulkan"))
+    EXPECT_EQ(runMain(*m, {"vulkan", "cpu"}, Host::Jit), interp);
 }
 
 TEST(CpuHost, UnsupportedOpsFallBackUnderAutoAndAreNamedUnderJit) {
