@@ -4,10 +4,13 @@
 // DeviceHooks of the run.
 #include "runtime/cpu/HostAbi.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
 #include "ir/Layout.h"
+#include "runtime/DeviceSet.h"
+#include "runtime/cpu/CpuDevice.h"
 #include "runtime/cpu/HostContext.h"
 
 namespace eph::runtime {
@@ -88,11 +91,29 @@ void freeDevice(HostContextHeader* h, uint32_t site, uint64_t handle) {
   check(c, c.hooks->free(handle, c.op(site).loc()));
 }
 
+// The bytes of a device buffer when it lives on a CpuDevice seen directly
+// (no CheckedDevice in between) and has `length` elements; else empty, and
+// the transfer takes the general path (which reports any error).
+std::span<std::byte> cpuBytes(HostContext& c, uint64_t handle, const HostBuffer& b) {
+  auto* set = dynamic_cast<DeviceSet*>(c.hooks);
+  if (!set || DeviceSet::deviceOf(handle) >= set->size()) return {};
+  auto* cpu = dynamic_cast<CpuDevice*>(&set->device(DeviceSet::deviceOf(handle)));
+  if (!cpu || b.length == 0) return {};
+  std::span<std::byte> bytes = cpu->bytes(DeviceSet::innerOf(handle));
+  return bytes.size() == b.length * b.stride ? bytes : std::span<std::byte>();
+}
+
 void h2d(HostContextHeader* h, uint32_t site, uint64_t dst, void* src) {
   HostContext& c = ctxOf(h);
   const ir::Op& op = c.op(site);
   HostBuffer* b = liveBuffer(c, op, src);
   if (!b) return;
+  // Same layout on both sides: a copy, when every element was written.
+  if (std::span<std::byte> to = cpuBytes(c, dst, *b); !to.empty() &&
+      std::find(b->flags.begin(), b->flags.end(), 0) == b->flags.end()) {
+    std::memcpy(to.data(), b->bytes.data(), to.size());
+    return;
+  }
   interp::BufferData data = b->toBufferData();
   check(c, c.hooks->upload(dst, data, op.loc()));
 }
@@ -102,6 +123,11 @@ void d2h(HostContextHeader* h, uint32_t site, void* dst, uint64_t src) {
   const ir::Op& op = c.op(site);
   HostBuffer* b = liveBuffer(c, op, dst);
   if (!b) return;
+  if (std::span<std::byte> from = cpuBytes(c, src, *b); !from.empty()) {
+    std::memcpy(b->bytes.data(), from.data(), from.size());
+    std::fill(b->flags.begin(), b->flags.end(), 1);
+    return;
+  }
   interp::BufferData data = b->toBufferData();
   if (!check(c, c.hooks->download(data, src, op.loc()))) return;
   b->fromBufferData(data);
