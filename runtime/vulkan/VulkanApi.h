@@ -91,6 +91,9 @@ namespace eph::runtime::vk {
   X(vkDestroyFence)                 \
   X(vkResetFences)                  \
   X(vkWaitForFences)                \
+  X(vkCreateSemaphore)              \
+  X(vkDestroySemaphore)             \
+  X(vkResetQueryPool)               \
   X(vkQueueSubmit)
 
 struct Api {

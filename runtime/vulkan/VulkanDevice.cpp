@@ -119,12 +119,31 @@ struct VulkanDevice::Impl {
   std::unordered_set<VkBuffer> writtenSinceBarrier, readSinceBarrier;
   std::unordered_set<uint64_t> usedHandles;  // buffers the open command buffer uses
   std::vector<Buffer> staging;               // freed once the command buffer has run
-  // Commands timed in the open command buffer: a start and an end query each.
+  // The upload queue (PhysicalDevice::transferQueueIndex), when there is one
+  // and VulkanOptions::transferQueue: an h2d into a buffer the open compute
+  // batch has not used is recorded here instead, so that it runs beside the
+  // compute work. The compute batch waits for it (a semaphore) only when one
+  // of its commands uses a buffer an upload here writes.
+  struct Transfer {
+    VkQueue queue = VK_NULL_HANDLE;
+    VkCommandPool pool = VK_NULL_HANDLE;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    VkFence fence = VK_NULL_HANDLE;
+    VkSemaphore done = VK_NULL_HANDLE;
+    VkQueryPool queries = VK_NULL_HANDLE;  // reset from the host (Vulkan 1.2 hostQueryReset)
+    uint32_t queriesUsed = 0;
+    bool recording = false;
+    std::unordered_set<VkBuffer> written;  // by the open transfer batch
+  } xfer;
+  std::unordered_set<VkBuffer> computeUsed;  // buffers the open compute batch uses
+  bool computeWaitsForTransfer = false;
+
+  // Commands timed in the open command buffers: a start and an end query each.
   struct TimedCommand {
     std::string what, name;
     uint32_t query;
   };
-  std::vector<TimedCommand> timed;
+  std::vector<TimedCommand> timed, xferTimed;
   uint32_t queriesUsed = 0;
   unsigned submissions = 0;
   std::vector<DispatchTime> times;
@@ -164,6 +183,9 @@ struct VulkanDevice::Impl {
   void access(const std::vector<VkBuffer>& reads, const std::vector<VkBuffer>& writes);
   Status submitAndWait(Loc site);
   void readTimestamps();
+  Status uploadOnTransferQueue(Buffer& dst, uint64_t handle, Buffer stage, Loc site);
+  Status openTransferQueue();
+  void finishSubmission();
   Expected<VkDescriptorSet> allocateSet(VkDescriptorSetLayout layout, Loc site);
   Expected<Pipeline*> pipelineFor(const std::vector<uint32_t>& spirv, uint32_t bindings, uint32_t pushBytes,
                                   const std::string& kernel);
@@ -179,7 +201,7 @@ VulkanDevice::Impl::~Impl() {
     return;
   }
   if (device) {
-    if (recording) (void)submitAndWait({});
+    if (recording || xfer.recording) (void)submitAndWait({});
     api().vkDeviceWaitIdle(device);
     buffers.clear();
     staging.clear();
@@ -188,6 +210,10 @@ VulkanDevice::Impl::~Impl() {
     if (queryPool) api().vkDestroyQueryPool(device, queryPool, nullptr);
     if (fence) api().vkDestroyFence(device, fence, nullptr);
     if (commandPool) api().vkDestroyCommandPool(device, commandPool, nullptr);
+    if (xfer.queries) api().vkDestroyQueryPool(device, xfer.queries, nullptr);
+    if (xfer.fence) api().vkDestroyFence(device, xfer.fence, nullptr);
+    if (xfer.done) api().vkDestroySemaphore(device, xfer.done, nullptr);
+    if (xfer.pool) api().vkDestroyCommandPool(device, xfer.pool, nullptr);
     api().vkDestroyDevice(device, nullptr);
   }
   // `instance` (and its messenger) goes last, as a member.
@@ -223,6 +249,12 @@ Expected<Buffer> VulkanDevice::Impl::makeBuffer(uint64_t bytes, VkBufferUsageFla
   info.size = std::max<uint64_t>(bytes, 16);  // Vulkan has no empty buffers
   info.usage = usage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  uint32_t families[2] = {physical.queueFamily, physical.transferFamily};
+  if (xfer.queue && families[0] != families[1]) {  // used by both queues, no ownership transfers
+    info.sharingMode = VK_SHARING_MODE_CONCURRENT;
+    info.queueFamilyIndexCount = 2;
+    info.pQueueFamilyIndices = families;
+  }
   if (VkResult r = api().vkCreateBuffer(device, &info, nullptr, &b.buffer); r != VK_SUCCESS)
     return vkError(site, "cannot create a buffer of " + std::to_string(bytes) + " bytes on " + name(), r);
   VkMemoryRequirements req;
@@ -279,6 +311,11 @@ void VulkanDevice::Impl::access(const std::vector<VkBuffer>& reads, const std::v
   }
   for (VkBuffer b : reads) readSinceBarrier.insert(b);
   for (VkBuffer b : writes) writtenSinceBarrier.insert(b);
+  for (const auto* list : {&reads, &writes})
+    for (VkBuffer b : *list) {
+      computeUsed.insert(b);
+      if (xfer.written.count(b)) computeWaitsForTransfer = true;
+    }
 }
 
 void VulkanDevice::Impl::access(std::initializer_list<VkBuffer> reads, std::initializer_list<VkBuffer> writes) {
@@ -287,66 +324,186 @@ void VulkanDevice::Impl::access(std::initializer_list<VkBuffer> reads, std::init
 
 // After a submission has run: each timed command's interval, in ms from the
 // submission's first start (stamps wrap at timestampValidBits).
+// Both queues' stamps count the device's one timestamp clock, so the upload
+// queue's commands go on the same axis (in recording order per queue).
 void VulkanDevice::Impl::readTimestamps() {
-  std::vector<uint64_t> stamps(queriesUsed);
-  VkResult r = api().vkGetQueryPoolResults(device, queryPool, 0, queriesUsed, stamps.size() * sizeof(uint64_t),
-                                           stamps.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT);
-  if (r != VK_SUCCESS) return;
+  struct Stamped {
+    const TimedCommand* c;
+    uint64_t t0, t1;
+  };
+  std::vector<Stamped> all;
   uint64_t mask = physical.timestampValidBits >= 64 ? ~0ull : (1ull << physical.timestampValidBits) - 1;
+  auto read = [&](VkQueryPool pool, uint32_t used, const std::vector<TimedCommand>& cmds) {
+    if (!pool || cmds.empty()) return;
+    std::vector<uint64_t> stamps(used);
+    if (api().vkGetQueryPoolResults(device, pool, 0, used, stamps.size() * sizeof(uint64_t), stamps.data(),
+                                    sizeof(uint64_t), VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
+      return;
+    for (const TimedCommand& c : cmds) all.push_back({&c, stamps[c.query] & mask, stamps[c.query + 1] & mask});
+  };
+  read(xfer.queries, xfer.queriesUsed, xferTimed);
+  read(queryPool, queriesUsed, timed);
+  if (all.empty()) return;
   double msPerTick = physical.props.limits.timestampPeriod * 1e-6;
-  uint64_t first = stamps[timed.front().query] & mask;
-  for (const TimedCommand& c : timed) first = std::min(first, stamps[c.query] & mask);
-  for (const TimedCommand& c : timed) {
-    uint64_t t0 = stamps[c.query] & mask, t1 = stamps[c.query + 1] & mask;
-    CommandTime t{c.what, c.name, submissions, double((t0 - first) & mask) * msPerTick,
-                  double((t1 - first) & mask) * msPerTick};
+  uint64_t first = all.front().t0;
+  for (const Stamped& s : all) first = std::min(first, s.t0);
+  for (const Stamped& s : all) {
+    CommandTime t{s.c->what, s.c->name, submissions, double((s.t0 - first) & mask) * msPerTick,
+                  double((s.t1 - first) & mask) * msPerTick};
     if (t.endMs < t.startMs) t.endMs = t.startMs;  // an end stamp may not precede its start
-    if (c.what == "dispatch") times.push_back({c.name, t.endMs - t.startMs});
+    if (s.c->what == "dispatch") times.push_back({s.c->name, t.endMs - t.startMs});
     timeline.push_back(std::move(t));
   }
 }
 
+// Submits the open batches (the upload queue's first, signalling the
+// compute batch when it must wait) and waits for both.
 Status VulkanDevice::Impl::submitAndWait(Loc site) {
-  if (!recording) return checkValidation(site);
-  recording = false;
-  writtenSinceBarrier.clear();
-  readSinceBarrier.clear();
-  usedHandles.clear();
+  if (!recording && !xfer.recording) return checkValidation(site);
+  bool compute = recording, upload = xfer.recording;
+  bool chained = compute && upload && computeWaitsForTransfer;
+  recording = xfer.recording = false;
   Status result;
-  if (VkResult e = api().vkEndCommandBuffer(cmd); e != VK_SUCCESS) {
-    result = vkError(site, "vkEndCommandBuffer failed", e);
-  } else {
-    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &cmd;
-    ++stats.submits;
-    VkResult r = api().vkQueueSubmit(queue, 1, &submit, fence);
-    if (r == VK_SUCCESS) r = api().vkWaitForFences(device, 1, &fence, VK_TRUE, kFenceTimeoutNs);
+  std::vector<VkFence> fences;
+  if (upload) {
+    if (VkResult e = api().vkEndCommandBuffer(xfer.cmd); e != VK_SUCCESS) {
+      result = vkError(site, "vkEndCommandBuffer failed", e);
+    } else {
+      VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+      submit.commandBufferCount = 1;
+      submit.pCommandBuffers = &xfer.cmd;
+      submit.signalSemaphoreCount = chained ? 1 : 0;
+      submit.pSignalSemaphores = &xfer.done;
+      ++stats.submits;
+      if (VkResult r = api().vkQueueSubmit(xfer.queue, 1, &submit, xfer.fence); r != VK_SUCCESS)
+        result = vkError(site, "submitting uploads failed", r);
+      else
+        fences.push_back(xfer.fence);
+    }
+  }
+  if (compute && result) {
+    if (VkResult e = api().vkEndCommandBuffer(cmd); e != VK_SUCCESS) {
+      result = vkError(site, "vkEndCommandBuffer failed", e);
+    } else {
+      VkPipelineStageFlags waitStage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+      VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+      submit.waitSemaphoreCount = chained ? 1 : 0;
+      submit.pWaitSemaphores = &xfer.done;
+      submit.pWaitDstStageMask = &waitStage;
+      submit.commandBufferCount = 1;
+      submit.pCommandBuffers = &cmd;
+      ++stats.submits;
+      if (VkResult r = api().vkQueueSubmit(queue, 1, &submit, fence); r != VK_SUCCESS)
+        result = vkError(site, "submitting device work failed", r);
+      else
+        fences.push_back(fence);
+    }
+  }
+  if (!fences.empty()) {
+    VkResult r = api().vkWaitForFences(device, uint32_t(fences.size()), fences.data(), VK_TRUE, kFenceTimeoutNs);
     if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) {
-      // The command buffer, its descriptor sets and staging buffers may still
-      // be in use: reset and free nothing.
+      // The command buffers, their descriptor sets and staging buffers may
+      // still be in use: reset and free nothing.
       wedged = true;
       for (Buffer& b : staging) abandon(b);
       return Error{site, r == VK_TIMEOUT
                              ? "device work did not finish within 10 minutes on " + name()
                              : "the device was lost while running submitted work on " + name() +
                                    " (a kernel faulted or ran too long)"};
-    } else if (r != VK_SUCCESS) {
-      result = vkError(site, "submitting device work failed", r);
-    } else if (queryPool && !timed.empty()) {
-      readTimestamps();
     }
+    if (r != VK_SUCCESS) result = vkError(site, "waiting for device work failed", r);
+    else if (result) readTimestamps();
+    api().vkResetFences(device, uint32_t(fences.size()), fences.data());
   }
+  finishSubmission();
+  if (!result) return result;
+  return checkValidation(site);
+}
+
+// After a submission (or a failed one): empty batches again.
+void VulkanDevice::Impl::finishSubmission() {
+  writtenSinceBarrier.clear();
+  readSinceBarrier.clear();
+  usedHandles.clear();
+  computeUsed.clear();
+  xfer.written.clear();
+  computeWaitsForTransfer = false;
   timed.clear();
+  xferTimed.clear();
   ++submissions;
-  queriesUsed = 0;
-  api().vkResetFences(device, 1, &fence);
+  queriesUsed = xfer.queriesUsed = 0;
   api().vkResetCommandBuffer(cmd, 0);
+  if (xfer.cmd) api().vkResetCommandBuffer(xfer.cmd, 0);
   for (size_t i = 0; i < descriptorPools.size() && i <= currentPool; ++i)
     api().vkResetDescriptorPool(device, descriptorPools[i], 0);
   currentPool = 0;
   staging.clear();
-  if (!result) return result;
+}
+
+Status VulkanDevice::Impl::openTransferQueue() {
+  const vk::PhysicalDevice& pd = physical;
+  api().vkGetDeviceQueue(device, pd.transferFamily, uint32_t(pd.transferQueueIndex), &xfer.queue);
+  VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  cp.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  cp.queueFamilyIndex = pd.transferFamily;
+  if (VkResult r = api().vkCreateCommandPool(device, &cp, nullptr, &xfer.pool); r != VK_SUCCESS)
+    return vkError({}, "vkCreateCommandPool failed (upload queue)", r);
+  VkCommandBufferAllocateInfo cb{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  cb.commandPool = xfer.pool;
+  cb.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cb.commandBufferCount = 1;
+  if (VkResult r = api().vkAllocateCommandBuffers(device, &cb, &xfer.cmd); r != VK_SUCCESS)
+    return vkError({}, "vkAllocateCommandBuffers failed (upload queue)", r);
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  if (VkResult r = api().vkCreateFence(device, &fi, nullptr, &xfer.fence); r != VK_SUCCESS)
+    return vkError({}, "vkCreateFence failed (upload queue)", r);
+  VkSemaphoreCreateInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  if (VkResult r = api().vkCreateSemaphore(device, &si, nullptr, &xfer.done); r != VK_SUCCESS)
+    return vkError({}, "vkCreateSemaphore failed (upload queue)", r);
+  // Stamps need the host reset of Vulkan 1.2 (vkCmdResetQueryPool is not
+  // allowed on a transfer-only queue).
+  bool hostReset = pd.features->v12.hostQueryReset;  // false unless the 1.2 struct is linked
+  if (pd.transferTimestampBits > 0 && queryPool && hostReset) {
+    VkQueryPoolCreateInfo qp{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qp.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qp.queryCount = kQueryCapacity;
+    if (api().vkCreateQueryPool(device, &qp, nullptr, &xfer.queries) != VK_SUCCESS) xfer.queries = VK_NULL_HANDLE;
+  }
+  return Status::ok();
+}
+
+// An h2d on the upload queue: stamped there, behind a barrier only when this
+// batch already uploads into the same buffer.
+Status VulkanDevice::Impl::uploadOnTransferQueue(Buffer& dst, uint64_t handle, Buffer stage, Loc site) {
+  if (!xfer.recording) {
+    if (xfer.queries) api().vkResetQueryPool(device, xfer.queries, 0, kQueryCapacity);
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    if (VkResult r = api().vkBeginCommandBuffer(xfer.cmd, &begin); r != VK_SUCCESS)
+      return vkError(site, "vkBeginCommandBuffer failed", r);
+    xfer.recording = true;
+  }
+  if (xfer.written.count(dst.buffer)) {
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = mb.dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    api().vkCmdPipelineBarrier(xfer.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
+                               nullptr, 0, nullptr);
+    ++stats.barriers;
+  }
+  bool stamped = xfer.queries && xfer.queriesUsed + 2 <= kQueryCapacity;
+  if (stamped) {
+    api().vkCmdWriteTimestamp(xfer.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, xfer.queries, xfer.queriesUsed);
+    xferTimed.push_back({"h2d", "", xfer.queriesUsed});
+  }
+  VkBufferCopy region{0, 0, dst.bytes};
+  api().vkCmdCopyBuffer(xfer.cmd, stage.buffer, dst.buffer, 1, &region);
+  if (stamped) {
+    api().vkCmdWriteTimestamp(xfer.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, xfer.queries, xfer.queriesUsed + 1);
+    xfer.queriesUsed += 2;
+  }
+  xfer.written.insert(dst.buffer);
+  usedHandles.insert(handle);
+  staging.push_back(std::move(stage));
   return checkValidation(site);
 }
 
@@ -655,19 +812,31 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
     extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     executableInfo.pipelineExecutableInfo = VK_TRUE;
   }
-  float priority = 1.0f;
-  VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-  q.queueFamilyIndex = pd.queueFamily;
-  q.queueCount = 1;
-  q.pQueuePriorities = &priority;
+  float priorities[2] = {1.0f, 1.0f};
+  bool wantTransfer = options.transferQueue && pd.transferQueueIndex >= 0;
+  if (const char* e = std::getenv("EPH_VK_TRANSFER_QUEUE"); e && std::string(e) == "0") wantTransfer = false;
+  VkDeviceQueueCreateInfo queues[2] = {{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO},
+                                       {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO}};
+  uint32_t queueInfos = 1;
+  queues[0].queueFamilyIndex = pd.queueFamily;
+  queues[0].queueCount = 1;
+  queues[0].pQueuePriorities = priorities;
+  if (wantTransfer && pd.transferFamily == pd.queueFamily) {
+    queues[0].queueCount = 2;
+  } else if (wantTransfer) {
+    queues[1].queueFamilyIndex = pd.transferFamily;
+    queues[1].queueCount = 1;
+    queues[1].pQueuePriorities = priorities;
+    queueInfos = 2;
+  }
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.pNext = &pd.features->base;
   if (I.printStatistics) {
     executableInfo.pNext = const_cast<void*>(info.pNext);
     info.pNext = &executableInfo;
   }
-  info.queueCreateInfoCount = 1;
-  info.pQueueCreateInfos = &q;
+  info.queueCreateInfoCount = queueInfos;
+  info.pQueueCreateInfos = queues;
   info.enabledExtensionCount = uint32_t(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
   if (VkResult r = api().vkCreateDevice(pd.handle, &info, nullptr, &I.device); r != VK_SUCCESS)
@@ -694,6 +863,9 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
     qp.queryType = VK_QUERY_TYPE_TIMESTAMP;
     qp.queryCount = kQueryCapacity;
     if (api().vkCreateQueryPool(I.device, &qp, nullptr, &I.queryPool) != VK_SUCCESS) I.queryPool = VK_NULL_HANDLE;
+  }
+  if (wantTransfer) {
+    if (Status s = I.openTransferQueue(); !s) return s.error();
   }
 
   std::string deviceKey = std::to_string(pd.props.vendorID) + ":" + std::to_string(pd.props.deviceID) + ":" +
@@ -777,6 +949,7 @@ Status VulkanDevice::uploadBytes(uint64_t dst, std::span<const std::byte> bytes,
   auto stage = I.makeBuffer(bytes.size(), VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, false, site);
   if (!stage) return stage.error();
   std::memcpy(stage->mapped, bytes.data(), bytes.size());
+  if (I.xfer.queue && !I.computeUsed.count(b->buffer)) return I.uploadOnTransferQueue(*b, dst, std::move(*stage), site);
   if (Status s = I.beginRecording(site); !s) return s;
   I.access({}, {b->buffer});
   VkBufferCopy region{0, 0, bytes.size()};

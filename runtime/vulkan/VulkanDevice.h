@@ -16,7 +16,11 @@
 //   of runHost. A pipeline barrier goes only between dependent commands (one
 //   that reads or writes a buffer an earlier unbarriered command wrote, or
 //   writes one it read), so independent transfers and dispatches may overlap.
-//   Every transfer and dispatch is timed with GPU timestamps (takeTimeline).
+//   Where the device has a second queue for transfers (VulkanOptions::
+//   transferQueue), an h2d into a buffer the open batch has not used goes
+//   there, and the compute batch waits for those uploads (a semaphore) only
+//   when it uses a buffer they write. Every transfer and dispatch is timed
+//   with GPU timestamps (takeTimeline).
 // - With validation (VulkanOptions::validation or EPH_VALIDATION=1) the
 //   Khronos validation layer runs, and any message it sends makes the next
 //   device call fail with the message.
@@ -49,6 +53,10 @@ struct VulkanOptions {
   // "atomicFloat64Add"): tests use it to check the errors and fallbacks of a
   // device without them.
   std::vector<std::string> withoutCaps;
+  // Run uploads on a second queue where the device has one (a transfer-only
+  // family: a GPU's copy engines), so that they overlap compute.
+  // EPH_VK_TRANSFER_QUEUE=0 turns it off too.
+  bool transferQueue = true;
 };
 
 // One Vulkan device as `ephc devices` shows it.

@@ -201,6 +201,18 @@ Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
           found = true;
         }
     if (!found) continue;  // no compute queue: not a device ephc can use
+    for (uint32_t q = 0; q < qn && d.transferQueueIndex < 0; ++q)
+      if ((queues[q].queueFlags & VK_QUEUE_TRANSFER_BIT) &&
+          !(queues[q].queueFlags & (VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT)) && queues[q].queueCount > 0) {
+        d.transferFamily = q;
+        d.transferQueueIndex = 0;
+        d.transferTimestampBits = queues[q].timestampValidBits;
+      }
+    if (d.transferQueueIndex < 0 && queues[d.queueFamily].queueCount > 1) {
+      d.transferFamily = d.queueFamily;
+      d.transferQueueIndex = 1;
+      d.transferTimestampBits = d.timestampValidBits;
+    }
 
     DeviceCaps& c = d.caps;
     const VkPhysicalDeviceLimits& lim = d.props.limits;

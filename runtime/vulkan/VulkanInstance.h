@@ -71,6 +71,12 @@ struct PhysicalDevice {
   DeviceCaps caps;
   uint32_t queueFamily = 0;
   uint32_t timestampValidBits = 0;
+  // A second queue for uploads: a transfer-only family (a GPU's copy
+  // engines), else queue 1 of the compute family when it has two; absent
+  // (transferQueueIndex < 0) otherwise.
+  uint32_t transferFamily = 0;
+  int transferQueueIndex = -1;
+  uint32_t transferTimestampBits = 0;
   uint32_t maxStorageBuffersPerStage = 0;
   bool hasAtomicFloat = false;  // VK_EXT_shader_atomic_float
   bool hasExecutableProperties = false;  // VK_KHR_pipeline_executable_properties
