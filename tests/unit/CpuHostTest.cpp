@@ -11,6 +11,8 @@
 // code drives the interp device and several devices by the same ABI; a
 // module with an unsupported op runs in the interpreter under Auto and is an
 // error naming the op under Jit.
+#ifdef EPH_HAVE_LLVM
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -339,3 +341,5 @@ TEST(CpuHost, UnsupportedOpsFallBackUnderAutoAndAreNamedUnderJit) {
 
 }  // namespace
 }  // namespace eph::test
+
+#endif  // EPH_HAVE_LLVM
