@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "ir/interp/Half.h"
+
 namespace eph::ir {
 
 namespace {
@@ -62,7 +64,7 @@ void encode(const interp::RtValue& v, std::byte* out) {
       }
     case TypeKind::Float:
       switch (t->bits()) {
-        case 16: put<_Float16>(out, _Float16(v.f)); return;
+        case 16: put<Half>(out, Half(v.f)); return;
         case 32: put<float>(out, float(v.f)); return;
         default: put<double>(out, v.f); return;
       }
@@ -97,7 +99,7 @@ interp::RtValue decode(const Type* t, const std::byte* in) {
       }
     case TypeKind::Float:
       switch (t->bits()) {
-        case 16: return RtValue::ofFloat(t, double(take<_Float16>(in)));
+        case 16: return RtValue::ofFloat(t, double(take<Half>(in)));
         case 32: return RtValue::ofFloat(t, take<float>(in));
         default: return RtValue::ofFloat(t, take<double>(in));
       }

@@ -25,13 +25,45 @@ const ir::Type* Lowerer::envType(const ClosureEntry& e) {
   Subst saved = subst_;
   if (e.lambda) {
     subst_ = e.subst;
-    for (const Binding* b : e.captures) parts.push_back(lowerTy(b->ty));
+    for (const Binding* b : e.captures) parts.push_back(mentionsFn(b->ty) ? ctx_.boxType() : lowerTy(b->ty));
   } else {
     subst_.clear();
-    for (Ty* t : e.captureTys) parts.push_back(lowerTy(t));
+    for (Ty* t : e.captureTys) parts.push_back(mentionsFn(t) ? ctx_.boxType() : lowerTy(t));
   }
   subst_ = saved;
   return ctx_.structType(parts);
+}
+
+// Does t hold a function value anywhere (a closure, or data holding one)?
+// Such captures live in boxes: a closure of type A -> B may then capture
+// another closure of type A -> B (closure types are sums over their
+// lambdas' captures, so capturing one directly would be a recursive type).
+bool Lowerer::mentionsFn(Ty* t) {
+  std::set<const TypeDecl*> seen;
+  std::function<bool(Ty*, unsigned)> walk = [&](Ty* x, unsigned depth) -> bool {
+    x = sub(x);
+    if (!x || depth > 50) return false;
+    if (x->kind == Ty::Fn) return true;
+    if (x->kind == Ty::Named && x->decl && seen.insert(x->decl).second) {
+      if (x->decl->aliasTy && walk(x->decl->aliasTy, depth + 1)) return true;
+      for (auto& fs : x->decl->ctorTys)
+        for (Ty* f : fs)
+          if (walk(f, depth + 1)) return true;
+      for (Ty* f : x->decl->fieldTys)
+        if (walk(f, depth + 1)) return true;
+    }
+    for (Ty* a : x->args)
+      if (walk(a, depth + 1)) return true;
+    return false;
+  };
+  return walk(t, 0);
+}
+
+// Captured values taken out of a closure's environment: the boxed ones are
+// read back as their types (`tys`, lowered with the current substitution).
+void Lowerer::unboxCaptures(std::vector<Value*>& caps, const std::vector<Ty*>& tys) {
+  for (size_t i = 0; i < caps.size() && i < tys.size(); ++i)
+    if (caps[i]->type()->isBox()) caps[i] = b_.op("box.get", {caps[i]}, lowerTy(tys[i]));
 }
 
 const ir::Type* Lowerer::closureType(Ty* fnTy) {
@@ -128,7 +160,11 @@ Value* Lowerer::makeClosure(Ty* fnTy, ClosureEntry e, const std::vector<Value*>&
   std::string gkey = show(fnTy);
   size_t k = entryIndex(g, std::move(e));
   const ir::Type* ct = closureType(fnTy);
-  Value* envV = b_.op("struct.make", env, envType(groups_[gkey].entries[k]));
+  const ir::Type* envT = envType(groups_[gkey].entries[k]);
+  std::vector<Value*> parts = env;
+  for (size_t i = 0; i < parts.size() && i < envT->members().size(); ++i)
+    if (envT->members()[i]->isBox() && !parts[i]->type()->isBox()) parts[i] = b_.op("box.new", {parts[i]}, envT->members()[i]);
+  Value* envV = b_.op("struct.make", parts, envT);
   if (k >= ct->members().size()) return fabricate(ct);  // discovery pass only
   if (envV->type() != ct->members()[k]) return fabricate(ct);
   return b_.op("sum.make", {envV}, ct, {{"tag", ir::Attr::integer(static_cast<int64_t>(k))}});
@@ -230,6 +266,9 @@ ir::Function* Lowerer::entryFunction(ClosureGroup& g, size_t k) {
   Value* result = nullptr;
   if (e.lambda) {
     subst_ = e.subst;
+    std::vector<Ty*> capTys;
+    for (const Binding* b : e.captures) capTys.push_back(b->ty);
+    unboxCaptures(caps, capTys);
     for (size_t i = 0; i < e.captures.size(); ++i) env_.push_back(LBinding{LBinding::Plain, e.captures[i], caps[i]});
     Param& p = e.lambda->params[e.param];
     bindValue(p.binding, arg, p.span);
@@ -243,6 +282,7 @@ ir::Function* Lowerer::entryFunction(ClosureGroup& g, size_t k) {
   } else {
     subst_.clear();
     FnDecl& f = *e.fn;
+    unboxCaptures(caps, e.captureTys);
     std::vector<Value*> args = caps;
     args.push_back(arg);
     std::vector<Ty*> tys = e.captureTys;

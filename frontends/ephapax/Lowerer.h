@@ -176,6 +176,8 @@ class Lowerer {
 
   std::set<std::string> inProgress_, reportedRecursive_;
   const ir::Type* closureType(Ty* fnTy);
+  bool mentionsFn(Ty* t);
+  void unboxCaptures(std::vector<Value*>& caps, const std::vector<Ty*>& tys);
 
   size_t entryIndex(ClosureGroup& g, ClosureEntry e);
   void freeVars(const Expr& e, int firstInner, std::vector<const Binding*>& out);

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "ir/interp/Half.h"
+
 namespace eph::interp {
 
 int64_t wrapInt(const ir::Type* t, uint64_t bits) {
@@ -18,7 +20,7 @@ int64_t wrapInt(const ir::Type* t, uint64_t bits) {
 
 double roundFloat(const ir::Type* t, double v) {
   switch (t->bits()) {
-    case 16: return static_cast<double>(static_cast<_Float16>(v));
+    case 16: return static_cast<double>(static_cast<Half>(v));
     case 32: return static_cast<double>(static_cast<float>(v));
     default: return v;
   }
@@ -33,7 +35,7 @@ uint64_t bitsOf(const RtValue& s) {
   }
   switch (t->bits()) {
     case 16: {
-      _Float16 h = static_cast<_Float16>(s.f);
+      Half h = static_cast<Half>(s.f);
       uint16_t b;
       std::memcpy(&b, &h, 2);
       return b;
@@ -63,7 +65,7 @@ RtValue fromBits(const ir::Type* t, uint64_t bits) {
   switch (t->bits()) {
     case 16: {
       uint16_t b = static_cast<uint16_t>(bits);
-      _Float16 h;
+      Half h;
       std::memcpy(&h, &b, 2);
       d = static_cast<double>(h);
       break;
@@ -271,7 +273,7 @@ int64_t floatToInt(double v, const ir::Type* to) {
 template <class I>
 double intToFloat(I x, const ir::Type* to) {
   switch (to->bits()) {
-    case 16: return static_cast<double>(static_cast<_Float16>(x));
+    case 16: return static_cast<double>(static_cast<Half>(x));
     case 32: return static_cast<double>(static_cast<float>(x));
     default: return static_cast<double>(x);
   }

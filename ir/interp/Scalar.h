@@ -7,7 +7,7 @@
 //    dividend, division by zero is an error, INT_MIN / -1 wraps to INT_MIN;
 //    shifts use (b mod bits); shr is arithmetic for signed, logical for unsigned;
 //  - floats are computed in double and rounded to the type (f32 via float,
-//    f16 via _Float16); min/max return the other operand when one is NaN;
+//    f16 via eph::Half, ir/interp/Half.h); min/max return the other operand when one is NaN;
 //    comparisons are ordered except ne;
 //  - casts wrap int->int, round int->float, truncate float->int toward zero
 //    with saturation (NaN -> 0); number->bool is != 0.
