@@ -1,8 +1,11 @@
 // The runtime calls of compiled host code (HostAbi.h). Each mirrors the
 // interpreter's semantics of its op (ir/ops/Host.cpp, ir/ops/Memory.cpp,
-// ir/interp/Exec.cpp), messages included, and forwards device work to the
-// DeviceHooks of the run.
+// ir/ops/Box.cpp, ir/interp/Exec.cpp, and the Ephapax frontend's
+// ephapax.ffi_call in frontends/ephapax/Runtime.cpp), messages included,
+// and forwards device work to the DeviceHooks of the run.
 #include "runtime/cpu/HostAbi.h"
+
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstring>
@@ -226,6 +229,29 @@ void depthExceeded(HostContextHeader* h, uint32_t site, void* callee) {
 
 uint64_t deviceCount(HostContextHeader* h) { return ctxOf(h).hooks->deviceCount(); }
 
+void* boxAlloc(HostContextHeader* h, uint64_t bytes) { return ctxOf(h).allocBox(bytes); }
+
+// A box.get whose cell is null or of another type (interpBoxGet).
+void boxBadGet(HostContextHeader* h, uint32_t site, const llvmtarget::HostBoxCell* cell) {
+  HostContext& c = ctxOf(h);
+  const ir::Op& op = c.op(site);
+  if (!cell) return void(c.fail(op, "box.get: the box holds no value (it was never made by box.new)"));
+  std::string held = cell->type ? cell->type->str() : "?";
+  c.fail(op, "box.get: the box holds a value of type '" + held + "', read as '" + op.result(0)->type()->str() + "'");
+}
+
+// The address of an ephapax.ffi_call's C function, looked up in the process
+// as the interpreter does (frontends/ephapax/Runtime.cpp), with its error.
+void* ffiResolve(HostContextHeader* h, uint32_t site) {
+  HostContext& c = ctxOf(h);
+  const ir::Op& op = c.op(site);
+  const ir::Attr* sym = op.attr("symbol");
+  std::string name = sym && sym->kind == ir::Attr::Kind::String ? sym->s : "";
+  void* fn = name.empty() ? nullptr : dlsym(RTLD_DEFAULT, name.c_str());
+  if (!fn) c.fail(op, "extern symbol '" + name + "' is not defined (give its library with --link LIB.so)");
+  return fn;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, void*>> hostAbiSymbols() {
@@ -235,7 +261,8 @@ std::vector<std::pair<std::string, void*>> hostAbiSymbols() {
           {kFreeDevice, p(&freeDevice)}, {kH2D, p(&h2d)},           {kD2H, p(&d2h)},
           {kCopy, p(&copy)},             {kDispatch, p(&dispatch)}, {kWait, p(&wait)},
           {kLenHost, p(&lenHost)},       {kLenDevice, p(&lenDevice)}, {kBadAccess, p(&badAccess)},
-          {kTrap, p(&trap)},             {kDepth, p(&depthExceeded)}, {kDeviceCount, p(&deviceCount)}};
+          {kTrap, p(&trap)},             {kDepth, p(&depthExceeded)}, {kDeviceCount, p(&deviceCount)},
+          {kBoxAlloc, p(&boxAlloc)},     {kBoxBadGet, p(&boxBadGet)}, {kFfiResolve, p(&ffiResolve)}};
 }
 
 llvmtarget::LowerOptions hostLowerOptions() {

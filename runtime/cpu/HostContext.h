@@ -1,9 +1,11 @@
 // Internal to runtime/cpu: the context compiled host code runs in (its
-// header fields first, HostAbi.h in targets/llvm), its host buffers, and the
-// conversions between interpreter values and the slots of the entry ABI.
+// header fields first, HostAbi.h in targets/llvm), its host buffers, its box
+// arena, and the conversions between interpreter values and the slots of
+// the entry ABI (boxes included: HostBoxes.cpp).
 #pragma once
 
 #include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -34,6 +36,15 @@ struct HostBuffer : llvmtarget::HostBufferRecord {
   void fromBufferData(const interp::BufferData& d);
 };
 
+// The memory of box cells: chunks handed out by bumping
+// HostContextHeader::arenaNext, all freed with the context (when the run
+// ends). Cells larger than a quarter of a chunk get a chunk of their own.
+struct BoxArena {
+  static constexpr size_t kChunkBytes = size_t(1) << 20;
+  std::vector<std::unique_ptr<std::byte[]>> chunks;
+  size_t bytes = 0;  // allocated so far
+};
+
 struct HostContext : llvmtarget::HostContextHeader {
   // interp's limit on one allocation.
   static constexpr uint64_t kMaxElements = uint64_t(1) << 26;
@@ -47,6 +58,16 @@ struct HostContext : llvmtarget::HostContextHeader {
   std::deque<HostBuffer> buffers;                 // stable addresses
   interp::Memory* memory = nullptr;               // the entry's buffers, and where results go
   std::unordered_map<uint64_t, HostBuffer*> imported;  // by interpreter buffer id
+  // Boxes: hostBoxTypes(module) and each one's index, the codecs of the
+  // compiled module, the arena, and the cells converted so far in each
+  // direction (so that shared cells stay shared).
+  std::vector<const ir::Type*> boxTypeList;
+  std::unordered_map<const ir::Type*, uint32_t> boxTypeIndex;
+  llvmtarget::HostBoxReadFn boxRead = nullptr;
+  llvmtarget::HostBoxMakeFn boxMake = nullptr;
+  BoxArena arena;
+  std::unordered_map<const llvmtarget::HostBoxCell*, std::shared_ptr<const interp::BoxCell>> interpCells;
+  std::unordered_map<const interp::BoxCell*, llvmtarget::HostBoxCell*> compiledCells;
 
   const ir::Op& op(uint32_t site) const { return *sites[site]; }
   // Records the first error; returns false.
@@ -66,6 +87,13 @@ struct HostContext : llvmtarget::HostContextHeader {
   // interpreter buffer id of a host buffer (added to `memory` if it has none).
   HostBuffer& importBuffer(uint64_t id);
   uint64_t exportBuffer(HostBuffer& b);
+  // Boxes (HostBoxes.cpp): the table for compiled code, arena memory, and a
+  // compiled cell as an interpreter cell and back (deep chains of cells are
+  // converted without recursion).
+  void setBoxTypes(const ir::Module& m);
+  std::byte* allocBox(size_t bytes);
+  std::shared_ptr<const interp::BoxCell> toInterpCell(const llvmtarget::HostBoxCell* cell);
+  llvmtarget::HostBoxCell* toCompiledCell(const std::shared_ptr<const interp::BoxCell>& cell);
 };
 
 }  // namespace eph::runtime

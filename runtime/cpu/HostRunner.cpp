@@ -127,13 +127,18 @@ interp::RtValue HostContext::fromSlots(const ir::Type* t, const uint64_t*& p) {
       for (const ir::Type* m : t->members()) v.elems.push_back(fromSlots(m, p));
       return v;
     case ir::TypeKind::Sum: {
+      // Only the active variant's slots are meaningful (the others may hold
+      // anything, pointers included).
       v.i = int64_t(*p++);
       for (unsigned k = 0; k < t->members().size(); ++k) {
-        interp::RtValue payload = fromSlots(t->members()[k], p);
-        if (int64_t(k) == v.i) v.elems.push_back(std::move(payload));
+        if (int64_t(k) == v.i) v.elems.push_back(fromSlots(t->members()[k], p));
+        else p += llvmtarget::hostSlotCount(t->members()[k]);
       }
       return v;
     }
+    case ir::TypeKind::Box:
+      v.box = toInterpCell(reinterpret_cast<const llvmtarget::HostBoxCell*>(*p++));
+      return v;
     case ir::TypeKind::Buffer: {
       uint64_t slot = *p++;
       if (t->space() != ir::Space::Host) {
@@ -178,6 +183,7 @@ void HostContext::toSlots(const interp::RtValue& v, const ir::Type* t, std::vect
       if (t->space() != ir::Space::Host) out.push_back(v.buffer);
       else out.push_back(reinterpret_cast<uint64_t>(static_cast<llvmtarget::HostBufferRecord*>(&importBuffer(v.buffer))));
       return;
+    case ir::TypeKind::Box: out.push_back(reinterpret_cast<uint64_t>(toCompiledCell(v.box))); return;
     default: out.push_back(0); return;
   }
 }
@@ -238,6 +244,9 @@ Expected<std::vector<interp::RtValue>> runCompiledHost(const llvmtarget::JitModu
   c.functions = llvmtarget::hostLoweredFunctions(*c.module);
   c.functionAddrs = jit.hostFunctions();
   c.memory = &memory;
+  c.boxRead = jit.hostBoxRead();
+  c.boxMake = jit.hostBoxMake();
+  c.setBoxTypes(*c.module);
   std::vector<uint64_t> in;
   for (unsigned i = 0; i < args.size(); ++i) c.toSlots(args[i], entry.paramTypes()[i], in);
   size_t outSlots = 0;

@@ -83,6 +83,10 @@ class ModuleEmitter {
   const ir::Function* currentFunction = nullptr;
   // Entry wrappers: IR function name -> LLVM function name.
   std::map<std::string, std::string> hostEntries;
+  // Box cells (LowerHostBoxes.cpp): the index of each hostBoxTypes entry.
+  std::unordered_map<const ir::Type*, unsigned> boxTypeIds;
+  // ffi_call (LowerHostFfi.cpp): the global caching each symbol's address.
+  std::map<std::string, llvm::GlobalVariable*> ffiSymbols;
   // The runtime function `name` of HostAbi.h.
   llvm::FunctionCallee hostRuntime(const char* name, llvm::Type* ret, std::vector<llvm::Type*> params);
 
@@ -149,6 +153,11 @@ class FunctionEmitter {
   // false for ops lowered as in kernels.
   bool emitHostOp(const ir::Op& op, bool& handled);
   llvm::BasicBlock* bail();
+  // box.new / box.get (LowerHostBoxes.cpp), ephapax.ffi_call (LowerHostFfi.cpp).
+  bool emitBoxOp(const ir::Op& op);
+  bool emitFfiCall(const ir::Op& op);
+  // A new box cell holding v of box table type k (HostAbi.h).
+  llvm::Value* makeBoxCell(unsigned k, const ir::Type* t, llvm::Value* v);
   // Returns at once when the context has failed.
   void checkFailed();
   llvm::Value* siteOf(const ir::Op& op);
@@ -198,6 +207,15 @@ bool emitDeviceFunction(ModuleEmitter& M, const ir::Function& f);
 // Lowers the host functions (and the device functions they reach) with the
 // host ABI; on failure M.error says why (the caller keeps the kernels).
 bool emitHostFunctions(ModuleEmitter& M);
+
+// Host slots (HostAbi.h): stores v of type t from base[i] on / loads it,
+// advancing i (LowerHost.cpp).
+void storeHostSlots(FunctionEmitter& F, const ir::Type* t, llvm::Value* v, llvm::Value* base, unsigned& i);
+llvm::Value* loadHostSlots(FunctionEmitter& F, const ir::Type* t, llvm::Value* base, unsigned& i);
+// Numbers the box types and emits the box codecs eph.box.read and
+// eph.box.make (LowerHostBoxes.cpp); `any` is a host function of the module
+// (for error locations).
+void emitBoxCodecs(ModuleEmitter& M, const ir::Function& any);
 
 // Device functions take, after their parameters, these builtins (i32 each)
 // and the trap mask pointer.

@@ -2,6 +2,7 @@
 // count of a type and the functions that are lowered for host code.
 #include "targets/llvm/HostAbi.h"
 
+#include <algorithm>
 #include <set>
 
 namespace eph::llvmtarget {
@@ -13,6 +14,16 @@ std::vector<const ir::Op*> hostSites(const ir::Module& m) {
     const_cast<ir::Function&>(*f).walk([&](ir::Op* op) { sites.push_back(op); });
   }
   return sites;
+}
+
+std::vector<const ir::Type*> hostBoxTypes(const ir::Module& m) {
+  std::vector<const ir::Type*> types;
+  for (const ir::Op* op : hostSites(m)) {
+    const ir::Type* t = op->name() == "box.new" ? op->operand(0)->type()
+                        : op->name() == "box.get" ? op->result(0)->type() : nullptr;
+    if (t && std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+  }
+  return types;
 }
 
 size_t hostSlotCount(const ir::Type* t) {

@@ -24,6 +24,29 @@
 //   device buffer  {null, handle}           the DeviceHooks handle
 // Function values are pointers to host.f.
 //
+// A box is a pointer to an immutable cell (HostBoxCell): the ir::Type* the
+// value was made from, then the value in the value layout (Emitter.h), at
+// 16-byte alignment. `box.new` bump-allocates the cell inline from the
+// context's arena (a runtime call gets a new chunk when it is full) and
+// stores the type from the context's table `boxTypes` (hostBoxTypes: one
+// entry per type boxed or read from a box); `box.get` compares the cell's
+// type with the table's entry for its result type and takes a runtime call
+// that reports the interpreter's error when they differ. Cells are freed
+// all at once when the run ends. The compiled module exports two codecs the
+// runtime uses to turn cells into interpreter values and back (results and
+// arguments that hold boxes): eph.box.read writes the value of a cell of
+// table type k as slots, eph.box.make makes a cell of table type k from
+// slots.
+//
+// `ephapax.ffi_call {symbol = "name"}` (registered by the Ephapax frontend;
+// matched here by name and attributes, so that this target does not depend
+// on the frontend) calls the C function `name` of the process with the
+// interpreter's signature rules: integers/bools passed as int64 with an
+// integer, bool, () or small integer-struct result, or all f64. The address
+// is resolved by a runtime call (dlsym) on the first call and kept in a
+// global of the compiled module; an unresolved symbol is the interpreter's
+// error at the op.
+//
 // Host-only ops (alloc, free, h2d, d2h, copy, dispatch, wait, device.count,
 // buffer.len of a device buffer) and every error path are calls into the runtime, named
 // below, each taking the context and the *site* of the op: its index in
@@ -47,7 +70,19 @@ namespace eph::llvmtarget {
 struct HostContextHeader {
   uint32_t failed = 0;  // set by a runtime call that reported an error
   uint32_t depth = 0;   // calls in progress (the interpreter's call depth)
+  // The box arena: box.new bump-allocates [arenaNext, arenaEnd).
+  std::byte* arenaNext = nullptr;
+  std::byte* arenaEnd = nullptr;
+  // hostBoxTypes of the module being run (its ir::Type*s).
+  const ir::Type* const* boxTypes = nullptr;
 };
+
+// The start of every box cell; the value follows at offset kHostBoxValueOffset.
+struct HostBoxCell {
+  const ir::Type* type = nullptr;
+};
+constexpr size_t kHostBoxAlign = 16;
+constexpr size_t kHostBoxValueOffset = 16;
 
 // Calls nested deeper than this are an error, as in the interpreter
 // (interp::Exec::kMaxCallDepth).
@@ -65,6 +100,16 @@ struct HostBufferRecord {
 };
 
 using HostEntryFn = void (*)(HostContextHeader* ctx, const uint64_t* args, uint64_t* results);
+// The box codecs (see above); k indexes hostBoxTypes.
+using HostBoxReadFn = void (*)(uint32_t k, const HostBoxCell* cell, uint64_t* slots);
+using HostBoxMakeFn = HostBoxCell* (*)(HostContextHeader* ctx, uint32_t k, const uint64_t* slots);
+constexpr const char* kHostBoxRead = "eph.box.read";
+constexpr const char* kHostBoxMake = "eph.box.make";
+
+// The types of box cells compiled code makes or reads: the operand type of
+// every box.new and the result type of every box.get of the module's
+// non-kernel functions, each once, in hostSites order.
+std::vector<const ir::Type*> hostBoxTypes(const ir::Module& m);
 
 // The ops of the module's non-kernel functions, numbered in a fixed walk
 // order: the same module text always gives the same numbering, so a site
@@ -99,6 +144,9 @@ constexpr const char* kBadAccess = "eph_host_bad_access";      // void (ctx, i32
 constexpr const char* kTrap = "eph_host_trap";                 // void (ctx, i32 site, i64 value)
 constexpr const char* kDepth = "eph_host_depth_exceeded";      // void (ctx, i32 site, ptr callee)
 constexpr const char* kDeviceCount = "eph_host_device_count";  // i64 (ctx)
+constexpr const char* kBoxAlloc = "eph_host_box_alloc";        // ptr (ctx, i64 bytes): 16-aligned arena memory
+constexpr const char* kBoxBadGet = "eph_host_box_bad_get";     // void (ctx, i32 site, ptr cell)
+constexpr const char* kFfiResolve = "eph_host_ffi_resolve";    // ptr (ctx, i32 site): the symbol, or null
 }  // namespace hostabi
 
 }  // namespace eph::llvmtarget

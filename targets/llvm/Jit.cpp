@@ -45,6 +45,10 @@ class LlJitModule : public JitModule {
     return e;
   }
   std::span<void* const> hostFunctions() const override { return functions; }
+  HostBoxReadFn hostBoxRead() const override { return boxRead; }
+  HostBoxMakeFn hostBoxMake() const override { return boxMake; }
+  HostBoxReadFn boxRead = nullptr;
+  HostBoxMakeFn boxMake = nullptr;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::map<std::string, Kernel> kernels;
   std::map<std::string, HostEntryFn> entries;
@@ -136,6 +140,14 @@ Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const Lower
     auto table = (*jit)->lookup(kHostFunctionTable);
     if (!table) return Error{{}, "cpu target: " + message(table.takeError())};
     out->functions = std::span<void* const>(table->toPtr<void* const*>(), hostLoweredFunctions(m).size());
+    if (!out->functions.empty()) {
+      auto read = (*jit)->lookup(kHostBoxRead);
+      if (!read) return Error{{}, "cpu target: " + message(read.takeError())};
+      auto make = (*jit)->lookup(kHostBoxMake);
+      if (!make) return Error{{}, "cpu target: " + message(make.takeError())};
+      out->boxRead = read->toPtr<HostBoxReadFn>();
+      out->boxMake = make->toPtr<HostBoxMakeFn>();
+    }
   }
   out->jit = std::move(*jit);
   return std::unique_ptr<JitModule>(std::move(out));

@@ -104,6 +104,9 @@ class JitModule {
   virtual std::optional<Error> hostUnsupported(const ir::Module& m) const = 0;
   // The host functions' addresses, in hostLoweredFunctions order.
   virtual std::span<void* const> hostFunctions() const = 0;
+  // The box codecs (HostAbi.h), when host functions were lowered.
+  virtual HostBoxReadFn hostBoxRead() const = 0;
+  virtual HostBoxMakeFn hostBoxMake() const = 0;
 };
 
 // `symbols` binds extra names for the compiled code (the host runtime calls).

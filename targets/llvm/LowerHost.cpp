@@ -30,8 +30,10 @@ llvm::Value* slotAt(FunctionEmitter& F, llvm::Value* base, unsigned i) {
   return F.b.CreateConstInBoundsGEP1_64(F.M.i64, base, i);
 }
 
+}  // namespace
+
 // Stores v (of type t) as slots from base[i] on (HostAbi.h).
-void storeSlots(FunctionEmitter& F, const ir::Type* t, llvm::Value* v, llvm::Value* base, unsigned& i) {
+void storeHostSlots(FunctionEmitter& F, const ir::Type* t, llvm::Value* v, llvm::Value* base, unsigned& i) {
   auto& b = F.b;
   ModuleEmitter& M = F.M;
   switch (t->kind()) {
@@ -45,18 +47,18 @@ void storeSlots(FunctionEmitter& F, const ir::Type* t, llvm::Value* v, llvm::Val
       return;
     }
     case ir::TypeKind::Vector:
-      for (unsigned k = 0; k < t->count(); ++k) storeSlots(F, t->elem(), b.CreateExtractElement(v, k), base, i);
+      for (unsigned k = 0; k < t->count(); ++k) storeHostSlots(F, t->elem(), b.CreateExtractElement(v, k), base, i);
       return;
     case ir::TypeKind::Array:
-      for (unsigned k = 0; k < t->count(); ++k) storeSlots(F, t->elem(), b.CreateExtractValue(v, k), base, i);
+      for (unsigned k = 0; k < t->count(); ++k) storeHostSlots(F, t->elem(), b.CreateExtractValue(v, k), base, i);
       return;
     case ir::TypeKind::Struct:
-      for (unsigned k = 0; k < t->members().size(); ++k) storeSlots(F, t->members()[k], b.CreateExtractValue(v, k), base, i);
+      for (unsigned k = 0; k < t->members().size(); ++k) storeHostSlots(F, t->members()[k], b.CreateExtractValue(v, k), base, i);
       return;
     case ir::TypeKind::Sum:
       b.CreateStore(b.CreateZExt(b.CreateExtractValue(v, 0), M.i64), slotAt(F, base, i++));
       for (unsigned k = 0; k < t->members().size(); ++k)
-        storeSlots(F, t->members()[k], b.CreateExtractValue(v, k + 1), base, i);
+        storeHostSlots(F, t->members()[k], b.CreateExtractValue(v, k + 1), base, i);
       return;
     case ir::TypeKind::Buffer: {
       llvm::Value* slot = t->space() == ir::Space::Host ? b.CreatePtrToInt(b.CreateExtractValue(v, 0), M.i64)
@@ -69,7 +71,7 @@ void storeSlots(FunctionEmitter& F, const ir::Type* t, llvm::Value* v, llvm::Val
 }
 
 // The value of type t held in slots from base[i] on.
-llvm::Value* loadSlots(FunctionEmitter& F, const ir::Type* t, llvm::Value* base, unsigned& i) {
+llvm::Value* loadHostSlots(FunctionEmitter& F, const ir::Type* t, llvm::Value* base, unsigned& i) {
   auto& b = F.b;
   ModuleEmitter& M = F.M;
   llvm::Type* lt = M.valueType(t);
@@ -82,24 +84,24 @@ llvm::Value* loadSlots(FunctionEmitter& F, const ir::Type* t, llvm::Value* base,
     }
     case ir::TypeKind::Vector: {
       llvm::Value* v = llvm::PoisonValue::get(lt);
-      for (unsigned k = 0; k < t->count(); ++k) v = b.CreateInsertElement(v, loadSlots(F, t->elem(), base, i), k);
+      for (unsigned k = 0; k < t->count(); ++k) v = b.CreateInsertElement(v, loadHostSlots(F, t->elem(), base, i), k);
       return v;
     }
     case ir::TypeKind::Array: {
       llvm::Value* v = llvm::PoisonValue::get(lt);
-      for (unsigned k = 0; k < t->count(); ++k) v = b.CreateInsertValue(v, loadSlots(F, t->elem(), base, i), k);
+      for (unsigned k = 0; k < t->count(); ++k) v = b.CreateInsertValue(v, loadHostSlots(F, t->elem(), base, i), k);
       return v;
     }
     case ir::TypeKind::Struct: {
       llvm::Value* v = llvm::PoisonValue::get(lt);
-      for (unsigned k = 0; k < t->members().size(); ++k) v = b.CreateInsertValue(v, loadSlots(F, t->members()[k], base, i), k);
+      for (unsigned k = 0; k < t->members().size(); ++k) v = b.CreateInsertValue(v, loadHostSlots(F, t->members()[k], base, i), k);
       return v;
     }
     case ir::TypeKind::Sum: {
       llvm::Value* v = llvm::PoisonValue::get(lt);
       v = b.CreateInsertValue(v, b.CreateTrunc(b.CreateLoad(M.i64, slotAt(F, base, i++)), M.i32), 0);
       for (unsigned k = 0; k < t->members().size(); ++k)
-        v = b.CreateInsertValue(v, loadSlots(F, t->members()[k], base, i), k + 1);
+        v = b.CreateInsertValue(v, loadHostSlots(F, t->members()[k], base, i), k + 1);
       return v;
     }
     case ir::TypeKind::Buffer: {
@@ -112,6 +114,8 @@ llvm::Value* loadSlots(FunctionEmitter& F, const ir::Type* t, llvm::Value* base,
     default: return b.CreateIntToPtr(b.CreateLoad(M.i64, slotAt(F, base, i++)), M.ptr);
   }
 }
+
+namespace {
 
 llvm::Value* widen(FunctionEmitter& F, const ir::Value* v) {
   llvm::Value* x = F.get(v);
@@ -257,7 +261,7 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
       if (hasFunctionOrVar(v->type())) return fail(op, "a generic kernel or function value argument is not supported in compiled host code");
     llvm::AllocaInst* block = entryAlloca(llvm::ArrayType::get(M.i64, std::max<size_t>(slots, 1)), "dispatch.args");
     unsigned i = 0;
-    for (const ir::Value* v : op.operands()) storeSlots(*this, v->type(), get(v), block, i);
+    for (const ir::Value* v : op.operands()) storeHostSlots(*this, v->type(), get(v), block, i);
     b.CreateCall(M.hostRuntime(kDispatch, voidTy, {M.ptr, M.i32, M.ptr}), {hostCtx, siteOf(op), block});
     checkFailed();
     return true;
@@ -348,6 +352,8 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     set(op.result(0), it->second);
     return true;
   }
+  if (n == "box.new" || n == "box.get") return emitBoxOp(op);
+  if (n == "ephapax.ffi_call") return emitFfiCall(op);
   const ir::OpInfo& info = op.info();
   if (n.starts_with("atomic.") || n == "barrier" || n == "workgroup.alloc" || info.has(ir::kKernelOnly) ||
       info.has(ir::kHostOnly))
@@ -359,6 +365,8 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
 bool emitHostFunctions(ModuleEmitter& M) {
   std::vector<const ir::Op*> sites = hostSites(M.irm);
   for (unsigned i = 0; i < sites.size(); ++i) M.hostSiteIds[sites[i]] = i;
+  std::vector<const ir::Type*> boxTypes = hostBoxTypes(M.irm);
+  for (unsigned i = 0; i < boxTypes.size(); ++i) M.boxTypeIds[boxTypes[i]] = i;
   std::vector<const ir::Function*> fns = hostLoweredFunctions(M.irm);
   for (const ir::Function* f : fns) {
     if (ir::isGeneric(*f)) return M.fail(nullptr, f, "generic functions are not supported in compiled host code");
@@ -404,17 +412,18 @@ bool emitHostFunctions(ModuleEmitter& M) {
     llvm::Value* out = &*(w->arg_begin() + 2);
     std::vector<llvm::Value*> args = {F.hostCtx};
     unsigned i = 0;
-    for (const ir::Type* t : f->paramTypes()) args.push_back(loadSlots(F, t, in, i));
+    for (const ir::Type* t : f->paramTypes()) args.push_back(loadHostSlots(F, t, in, i));
     llvm::Function* callee = M.hostFns.at(f);
     llvm::Value* r = F.b.CreateCall(callee, args);
     F.checkFailed();
     i = 0;
     auto results = f->resultTypes();
     for (unsigned k = 0; k < results.size(); ++k)
-      storeSlots(F, results[k], results.size() == 1 ? r : F.b.CreateExtractValue(r, k), out, i);
+      storeHostSlots(F, results[k], results.size() == 1 ? r : F.b.CreateExtractValue(r, k), out, i);
     F.b.CreateRetVoid();
     M.hostEntries[f->name()] = w->getName().str();
   }
+  if (!fns.empty()) emitBoxCodecs(M, *fns.front());
   // The function table (HostAbi.h).
   std::vector<llvm::Constant*> table;
   for (const ir::Function* f : fns) table.push_back(M.hostFns.at(f));

@@ -71,6 +71,13 @@ llvm::Type* ModuleEmitter::valueType(const ir::Type* t, const ir::Op* where) {
       fail(where, nullptr, "function values ('" + t->str() + "') are not supported by the cpu target "
                            "(run the monomorphize pass first: it makes calls through known functions direct)");
       return nullptr;
+    case ir::TypeKind::Box:
+      if (hostMode) {
+        r = ptr;  // a HostBoxCell* (HostAbi.h)
+        break;
+      }
+      fail(where, currentFunction, "box values are not supported in kernels");
+      return nullptr;
     case ir::TypeKind::Var:
       fail(where, nullptr, "the type variable " + t->str() + " is left: the function is generic "
                            "(run the monomorphize pass first)");
