@@ -1101,6 +1101,7 @@ Status VulkanDevice::wait(Loc site) { return impl_->submitAndWait(site); }
 
 std::vector<VulkanDevice::DispatchTime> VulkanDevice::takeDispatchTimes() { return std::exchange(impl_->times, {}); }
 std::vector<VulkanDevice::CommandTime> VulkanDevice::takeTimeline() { return std::exchange(impl_->timeline, {}); }
+bool VulkanDevice::hasUploadQueue() const { return impl_->xfer.queue != VK_NULL_HANDLE; }
 
 VulkanDevice::PipelineStats VulkanDevice::stats() const { return impl_->stats; }
 

@@ -115,6 +115,10 @@ class VulkanDevice : public Device {
     double startMs = 0, endMs = 0;
   };
   std::vector<CommandTime> takeTimeline();
+  // Whether uploads run on their own queue (VulkanOptions::transferQueue and
+  // a device with a second queue): each submission is then two command
+  // buffers where it has uploads.
+  bool hasUploadQueue() const;
 
   // How prepare() found its pipelines.
   struct PipelineStats {

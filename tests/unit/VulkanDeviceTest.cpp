@@ -286,10 +286,12 @@ TEST(VulkanDevice, DeviceIndexOutOfRange) {
 // Uploads, independent dispatches and dependent ones: a barrier only where a
 // command touches what an earlier unbarriered one wrote (or writes what it
 // read). Synchronization validation (on in these tests) would report a
-// missing one.
+// missing one. One queue: with an upload queue (a GPU's), uploads go there.
 TEST(VulkanDevice, BarriersOnlyBetweenDependentCommands) {
   REQUIRE_VULKAN();
-  auto dev = openValidated();
+  runtime::VulkanOptions oneQueue;
+  oneQueue.transferQueue = false;
+  auto dev = openValidated(oneQueue);
   ASSERT_TRUE(dev);
   ir::Context ctx;
   auto m = parse(ctx, kCopy);
@@ -356,11 +358,18 @@ TEST(VulkanDevice, BarriersOnlyBetweenDependentCommands) {
 // The timeline stamps every transfer and dispatch. An upload and a dispatch
 // that does not touch its buffer share no barrier, so the dispatch's start
 // does not wait for the upload (they may overlap on a GPU); one that reads
-// the uploaded buffer starts only after the upload has ended.
-TEST(VulkanDevice, TimelineStampsTransfersAndDispatches) {
+// the uploaded buffer starts only after the upload has ended. Both with
+// and without an upload queue (where the device has one: lavapipe has not).
+class VulkanTimeline : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(UploadQueue, VulkanTimeline, ::testing::Bool());
+
+TEST_P(VulkanTimeline, StampsTransfersAndDispatches) {
   REQUIRE_VULKAN();
-  auto dev = openValidated();
+  runtime::VulkanOptions o;
+  o.transferQueue = GetParam();
+  auto dev = openValidated(o);
   ASSERT_TRUE(dev);
+  if (GetParam() && !dev->hasUploadQueue()) GTEST_SKIP() << "the device has one queue";
   ir::Context ctx;
   auto m = parse(ctx, kCopy);
   ASSERT_TRUE(m);
@@ -404,7 +413,7 @@ TEST(VulkanDevice, TimelineStampsTransfersAndDispatches) {
     EXPECT_GE(tl[i].endMs, tl[i].startMs);
     EXPECT_EQ(tl[i].submission, tl[0].submission + (i < 2 ? 0 : 1));
   }
-  EXPECT_EQ(dev->stats().submits, submits + 2);
+  EXPECT_EQ(dev->stats().submits, submits + (dev->hasUploadQueue() ? 4 : 2));  // a command buffer per queue
   EXPECT_GE(tl[3].startMs, tl[2].endMs);  // the barrier: the dependent dispatch starts after its upload
   EXPECT_GE(tl[4].startMs, tl[3].endMs);  // and the download after the dispatch
   EXPECT_EQ(std::min(tl[0].startMs, tl[1].startMs), 0.0);  // times count from the submission's first start
