@@ -1,7 +1,9 @@
 // Host code compiled by the LLVM target (runtime/cpu/HostAbi.h) against the
 // interpreter running the same host function: a recursive fib(25) (242785
-// calls) and a loop over a host buffer (a sum of squares over 4096 elements
-// stored and loaded through bounds-checked host buffer accesses). Both run
+// calls), a loop over a host buffer (a sum of squares over 4096 elements
+// stored and loaded through bounds-checked host buffer accesses), and
+// recursive data: a list of 100000 boxed cells built by a loop and summed by
+// a while loop (box.new / box.get with their type checks). All run
 // through runtime::runHost on a CpuDevice, as `ephc run --target=cpu
 // --host=jit|interp` does; the JIT compile is cached, outside the timing.
 //
@@ -39,6 +41,44 @@ host @fib25() -> i32 {
   %n = const {value = 25} : i32
   %r = call %n {callee = @fib} : i32
   return %r
+}
+
+host @list_sum() -> i64 {
+  %zero = const {value = 0} : i64
+  %one = const {value = 1} : i64
+  %n = const {value = 100000} : i64
+  %u = struct.make : struct<>
+  %nil = sum.make %u {tag = 0} : sum<struct<>, struct<i64, box>>
+  %b0 = box.new %nil : box
+  %l = for %zero, %n, %one, %b0 : box { |%i: i64, %acc: box|
+    %cell = struct.make %i, %acc : struct<i64, box>
+    %cons = sum.make %cell {tag = 1} : sum<struct<>, struct<i64, box>>
+    %b = box.new %cons : box
+    yield %b
+  }
+  %last, %total = while %l, %zero : box, i64 { |%c: box, %acc: i64|
+    %v = box.get %c : sum<struct<>, struct<i64, box>>
+    %go = match %v : bool { |%e: struct<>|
+      %f = const {value = false} : bool
+      yield %f
+    } { |%p: struct<i64, box>|
+      %t = const {value = true} : bool
+      yield %t
+    }
+    condition %go, %c, %acc
+  } { |%c: box, %acc: i64|
+    %v = box.get %c : sum<struct<>, struct<i64, box>>
+    %nl, %na = match %v : box, i64 { |%e: struct<>|
+      yield %c, %acc
+    } { |%p: struct<i64, box>|
+      %x = struct.extract %p {index = 0} : i64
+      %rest = struct.extract %p {index = 1} : box
+      %a = add %acc, %x : i64
+      yield %rest, %a
+    }
+    yield %nl, %na
+  }
+  return %total
 }
 
 host @squares() -> i64 {
@@ -102,10 +142,17 @@ constexpr int64_t kSquares = int64_t(4095) * 4096 * 8191 / 6;
 void BM_squares_interp(benchmark::State& st) { run(st, "squares", runtime::RunOptions::Host::Interp, kSquares); }
 void BM_squares_compiled(benchmark::State& st) { run(st, "squares", runtime::RunOptions::Host::Jit, kSquares); }
 
+// sum of i for i < 100000
+constexpr int64_t kListSum = int64_t(99999) * 100000 / 2;
+void BM_list_sum_interp(benchmark::State& st) { run(st, "list_sum", runtime::RunOptions::Host::Interp, kListSum); }
+void BM_list_sum_compiled(benchmark::State& st) { run(st, "list_sum", runtime::RunOptions::Host::Jit, kListSum); }
+
 BENCHMARK(BM_fib25_interp)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_fib25_compiled)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_squares_interp)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_squares_compiled)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_list_sum_interp)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_list_sum_compiled)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace eph::bench
