@@ -110,6 +110,9 @@ class Bench {
       dispatchSpin(seed, work, m, r.iters);
       check(dev_.uploadBytes(up, bytes));
     }));
+    char title[96];
+    std::snprintf(title, sizeof title, "%.0f MiB, independent, the last run:", mib);
+    printTimeline(title, last_);
     r.serial = median(times([&] {
       check(dev_.uploadBytes(up2, bytes));
       dispatchSpin(up2, work, m, r.iters);
@@ -150,6 +153,7 @@ class Bench {
       auto tl = dev_.takeTimeline();
       if (tl.empty()) fail("the device gave no timestamps");
       if (r > 0) out.push_back(span(tl));
+      last_ = tl;
     }
     return out;
   }
@@ -158,6 +162,7 @@ class Bench {
   ir::Context& ctx_;
   const ir::Function& spin_;
   int runs_;
+  std::vector<VulkanDevice::CommandTime> last_;  // the last timeline `times` saw
 };
 
 }  // namespace

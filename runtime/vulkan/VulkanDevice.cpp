@@ -356,8 +356,10 @@ void VulkanDevice::Impl::readTimestamps() {
   }
 }
 
-// Submits the open batches (the upload queue's first, signalling the
-// compute batch when it must wait) and waits for both.
+// Submits the open batches and waits for both. When the compute batch
+// waits for the uploads (a binary semaphore: its signal must be submitted
+// first) the upload batch goes first; otherwise the compute batch does, so
+// that uploads start while the compute work runs rather than before it.
 Status VulkanDevice::Impl::submitAndWait(Loc site) {
   if (!recording && !xfer.recording) return checkValidation(site);
   bool compute = recording, upload = xfer.recording;
@@ -365,39 +367,48 @@ Status VulkanDevice::Impl::submitAndWait(Loc site) {
   recording = xfer.recording = false;
   Status result;
   std::vector<VkFence> fences;
-  if (upload) {
+  auto submitUploads = [&] {
+    if (!upload || !result) return;
     if (VkResult e = api().vkEndCommandBuffer(xfer.cmd); e != VK_SUCCESS) {
       result = vkError(site, "vkEndCommandBuffer failed", e);
-    } else {
-      VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-      submit.commandBufferCount = 1;
-      submit.pCommandBuffers = &xfer.cmd;
-      submit.signalSemaphoreCount = chained ? 1 : 0;
-      submit.pSignalSemaphores = &xfer.done;
-      ++stats.submits;
-      if (VkResult r = api().vkQueueSubmit(xfer.queue, 1, &submit, xfer.fence); r != VK_SUCCESS)
-        result = vkError(site, "submitting uploads failed", r);
-      else
-        fences.push_back(xfer.fence);
+      return;
     }
-  }
-  if (compute && result) {
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &xfer.cmd;
+    submit.signalSemaphoreCount = chained ? 1 : 0;
+    submit.pSignalSemaphores = &xfer.done;
+    ++stats.submits;
+    if (VkResult r = api().vkQueueSubmit(xfer.queue, 1, &submit, xfer.fence); r != VK_SUCCESS)
+      result = vkError(site, "submitting uploads failed", r);
+    else
+      fences.push_back(xfer.fence);
+  };
+  auto submitCompute = [&] {
+    if (!compute || !result) return;
     if (VkResult e = api().vkEndCommandBuffer(cmd); e != VK_SUCCESS) {
       result = vkError(site, "vkEndCommandBuffer failed", e);
-    } else {
-      VkPipelineStageFlags waitStage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
-      VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-      submit.waitSemaphoreCount = chained ? 1 : 0;
-      submit.pWaitSemaphores = &xfer.done;
-      submit.pWaitDstStageMask = &waitStage;
-      submit.commandBufferCount = 1;
-      submit.pCommandBuffers = &cmd;
-      ++stats.submits;
-      if (VkResult r = api().vkQueueSubmit(queue, 1, &submit, fence); r != VK_SUCCESS)
-        result = vkError(site, "submitting device work failed", r);
-      else
-        fences.push_back(fence);
+      return;
     }
+    VkPipelineStageFlags waitStage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.waitSemaphoreCount = chained ? 1 : 0;
+    submit.pWaitSemaphores = &xfer.done;
+    submit.pWaitDstStageMask = &waitStage;
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &cmd;
+    ++stats.submits;
+    if (VkResult r = api().vkQueueSubmit(queue, 1, &submit, fence); r != VK_SUCCESS)
+      result = vkError(site, "submitting device work failed", r);
+    else
+      fences.push_back(fence);
+  };
+  if (chained) {
+    submitUploads();
+    submitCompute();
+  } else {
+    submitCompute();
+    submitUploads();
   }
   if (!fences.empty()) {
     VkResult r = api().vkWaitForFences(device, uint32_t(fences.size()), fences.data(), VK_TRUE, kFenceTimeoutNs);
