@@ -16,7 +16,7 @@ void Lowerer::run() {
     if (f->isExtern || !f->body) continue;
     if (f->gpuRole == FnDecl::Kernel) kernelFn(*f);
     else if (f->gpuRole == FnDecl::Launcher) {
-      if (!isSpecialisedLauncher(*f)) hostGpuFn(*f);  // else made per call
+      if (!isSpecialisedLauncher(*f)) genericHostFn(*f);  // else made per call
     }
     else if (uses_.device.count(f.get()) && !uses_.host.count(f.get())) deviceFn(*f);
     else if (!isGeneric(*f)) instance(*f, {});

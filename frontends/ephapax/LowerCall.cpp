@@ -20,10 +20,8 @@ Value* Lowerer::lowerCall(Expr& e, bool tail) {
       return value(fabricate(ty));
     }
     if (!device_ && isSpecialisedLauncher(f)) return value(callSpecialisedLauncher(f, e, ty));
-    ir::Function* target = device_                          ? deviceFn(f)
-                           : f.gpuRole == FnDecl::Launcher     ? hostGpuFn(f)
-                           : instantiateInIr(f, fs)            ? hostGenericFn(f)
-                                                               : instance(f, fs);
+    bool onceGeneric = f.gpuRole == FnDecl::Launcher || instantiateInIr(f, fs);
+    ir::Function* target = device_ ? deviceFn(f) : onceGeneric ? genericHostFn(f) : instance(f, fs);
     if (e.kids.size() - 1 != target->paramTypes().size()) {
       unsupported(e.span, "code generation cannot apply `" + f.name + "` partially");
       return value(fabricate(ty));
@@ -221,25 +219,11 @@ ir::Function* Lowerer::deviceFn(FnDecl& f) {
   return irf;
 }
 
-// A launcher (@gpu host code): generic ones are lowered once with type
-// variables, for the monomorphize pass.
-ir::Function* Lowerer::hostGpuFn(FnDecl& f) {
+// A host function lowered once, with type variables for the monomorphize
+// pass: a launcher (@gpu host code), or a plain generic host function that
+// instantiateInIr admits.
+ir::Function* Lowerer::genericHostFn(FnDecl& f) {
   std::string key = "gpuhost:" + f.name;
-  if (auto it = instances_.find(key); it != instances_.end()) return it->second;
-  auto [params, rt] = generically([&] {
-    std::vector<const ir::Type*> ps;
-    for (Ty* t : f.paramTys) ps.push_back(lowerTy(t));
-    return std::make_pair(ps, lowerTy(f.retTy));
-  });
-  ir::Function* irf = m_.addFunction(f.name, ir::FunctionKind::Host, ctx_.functionType(params, {rt}), loc(f.span));
-  instances_[key] = irf;
-  work_.push_back({&f, {}, irf, FnKind::Host, true});
-  return irf;
-}
-
-// The one generic IR function of f.
-ir::Function* Lowerer::hostGenericFn(FnDecl& f) {
-  std::string key = "generic:" + f.name;
   if (auto it = instances_.find(key); it != instances_.end()) return it->second;
   auto [params, rt] = generically([&] {
     std::vector<const ir::Type*> ps;

@@ -301,9 +301,7 @@ class Lowerer {
 
   ir::Function* deviceFn(FnDecl& f);
 
-  ir::Function* hostGpuFn(FnDecl& f);
-
-  ir::Function* hostGenericFn(FnDecl& f);
+  ir::Function* genericHostFn(FnDecl& f);
 
   // ---- function values in GPU code (LowerGpu.cpp) -------------------------------
   bool isSpecialisedLauncher(const FnDecl& f);
