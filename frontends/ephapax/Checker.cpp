@@ -998,7 +998,10 @@ class TypeChecker {
       if (c->kind == Ty::Error) continue;
       if (c->kind == Ty::Var) {
         Ty* r = T.var();
-        unify(T, c, T.fn(a, r));
+        if (!unify(T, c, T.fn(a, r))) {
+          error("E101", callee.span, "only functions can be called; this has type " + show(ft));
+          return T.error();
+        }
         cur = r;
         continue;
       }
