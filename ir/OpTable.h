@@ -100,4 +100,9 @@ void registerHostOps(OpTable& t);
 void registerFunctionOps(OpTable& t);
 void registerBoxOps(OpTable& t);
 
+// The type of the box cell that `box.get ... : readAs` reads (ops/Box.cpp):
+// a boxed host buffer<T, host, affine> is read as buffer<T, host, read>;
+// any other cell is read as its own type.
+const Type* boxCellType(Context& ctx, const Type* readAs);
+
 }  // namespace eph::ir

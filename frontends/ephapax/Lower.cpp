@@ -41,7 +41,7 @@ ir::Function* Lowerer::instance(FnDecl& f, Subst s) {
   Subst saved = subst_;
   subst_ = s;
   std::vector<const ir::Type*> params;
-  for (Ty* t : f.paramTys) params.push_back(lowerTy(t));
+  for (Ty* t : f.paramTys) params.push_back(lowerParamTy(t));
   const ir::Type* rt = lowerTy(f.retTy);
   subst_ = saved;
   ir::Function* irf = m_.addFunction(key, ir::FunctionKind::Host, ctx_.functionType(params, {rt}), loc(f.span));

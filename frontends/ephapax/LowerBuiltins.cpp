@@ -251,8 +251,7 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
       Value* h = b_.op("alloc", {n}, ctx_.bufferType(src->type()->elem(), ir::Space::Host, ir::Ownership::Affine));
       b_.create("d2h", {h, src});
       if (!borrowed) dropValue(src);
-      pendingList_ = true;  // a fresh list, freed where it is dropped
-      return h;
+      return freshList(h);
     }
     case Expr::Array: {  // array(n, f): a fresh list [f(0), .., f(n-1)]
       if (!need(2)) return fabricate(rt);
@@ -263,7 +262,7 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
       Value* n = coerce(lowerExpr(*args[0]), ctx_.i32(), args[0]->span);
       Value* f = lowerExpr(*args[1]);
       setLoc(e.span);
-      const ir::Type* elem = rt->isBuffer() ? rt->elem() : ctx_.i32();
+      const ir::Type* elem = listTy(e.ty) ? listBufferTy(e.ty, ir::Ownership::Affine)->elem() : ctx_.i32();
       if (owns(elem) || owns(f->type())) {
         unsupported(e.span, "code generation does not support `array` of values that own memory");
         dropValue(f);
@@ -279,8 +278,7 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
       b_.create("store", {buf, i, coerce(v, elem, e.span)});
       b_.create("yield");
       b_ = outer;
-      pendingList_ = true;  // a fresh list, freed where it is dropped
-      return buf;
+      return freshList(buf);
     }
     case Expr::FreeGpu: {
       if (!need(1)) return fabricate(rt);

@@ -64,6 +64,10 @@ Value* Lowerer::lowerCall(Expr& e, bool tail) {
     }
     Value* r;
     if (tail && loopSum_ && target->name() == curKey_) {
+      // The next iteration reads its list arguments after this one's
+      // temporaries are gone: a fresh list goes into a box.
+      for (size_t i = 0; i < args.size(); ++i)
+        if (freshLists_.count(args[i])) args[i] = coerce(boxList(args[i]), target->paramTypes()[i], e.kids[i + 1]->span);
       const ir::Type* argsT = loopSum_->members()[0];
       r = b_.op("sum.make", {b_.op("struct.make", args, argsT)}, loopSum_, {{"tag", ir::Attr::integer(0)}});
       dropPendingArgs();
@@ -227,7 +231,7 @@ ir::Function* Lowerer::genericHostFn(FnDecl& f) {
   if (auto it = instances_.find(key); it != instances_.end()) return it->second;
   auto [params, rt] = generically([&] {
     std::vector<const ir::Type*> ps;
-    for (Ty* t : f.paramTys) ps.push_back(lowerTy(t));
+    for (Ty* t : f.paramTys) ps.push_back(lowerParamTy(t));
     return std::make_pair(ps, lowerTy(f.retTy));
   });
   ir::Function* irf = m_.addFunction(f.name, ir::FunctionKind::Host, ctx_.functionType(params, {rt}), loc(f.span));
@@ -254,7 +258,7 @@ Value* Lowerer::callSpecialisedLauncher(FnDecl& f, Expr& e, const ir::Type* ty) 
   }
   std::vector<const ir::Type*> all = generically([&] {
     std::vector<const ir::Type*> ps;
-    for (Ty* t : f.paramTys) ps.push_back(lowerTy(t));
+    for (Ty* t : f.paramTys) ps.push_back(lowerParamTy(t));
     return ps;
   });
   std::map<size_t, std::pair<std::string, const ir::Type*>> fnArgs;

@@ -63,7 +63,7 @@ bool Lowerer::mentionsFn(Ty* t) {
 // read back as their types (`tys`, lowered with the current substitution).
 void Lowerer::unboxCaptures(std::vector<Value*>& caps, const std::vector<Ty*>& tys) {
   for (size_t i = 0; i < caps.size() && i < tys.size(); ++i)
-    if (caps[i]->type()->isBox()) caps[i] = b_.op("box.get", {caps[i]}, lowerTy(tys[i]));
+    if (caps[i]->type()->isBox() && !listTy(tys[i])) caps[i] = b_.op("box.get", {caps[i]}, lowerTy(tys[i]));
 }
 
 const ir::Type* Lowerer::closureType(Ty* fnTy) {
@@ -163,7 +163,8 @@ Value* Lowerer::makeClosure(Ty* fnTy, ClosureEntry e, const std::vector<Value*>&
   const ir::Type* envT = envType(groups_[gkey].entries[k]);
   std::vector<Value*> parts = env;
   for (size_t i = 0; i < parts.size() && i < envT->members().size(); ++i)
-    if (envT->members()[i]->isBox() && !parts[i]->type()->isBox()) parts[i] = b_.op("box.new", {parts[i]}, envT->members()[i]);
+    if (envT->members()[i]->isBox() && !parts[i]->type()->isBox())
+      parts[i] = coerce(parts[i], envT->members()[i], Span{curLoc_.line, curLoc_.col, 1});  // a list or a function
   Value* envV = b_.op("struct.make", parts, envT);
   if (k >= ct->members().size()) return fabricate(ct);  // discovery pass only
   if (envV->type() != ct->members()[k]) return fabricate(ct);
@@ -175,6 +176,7 @@ Value* Lowerer::useCaptured(const Binding& b, Span s) {
     if (env_[i].b == &b) {
       LBinding& lb = env_[i];
       if (lb.kind == LBinding::Boxed) return b_.op("struct.extract", {lb.v}, lb.v->type()->members()[0], {{"index", ir::Attr::integer(0)}});
+      if (lb.list) return lb.v;  // the closure keeps a boxed copy (makeClosure)
       if (owns(lb.v->type())) unsupported(s, "a lambda cannot capture `" + b.name + "`, whose value owns memory");
       return lb.v;
     }

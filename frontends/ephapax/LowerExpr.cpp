@@ -228,22 +228,19 @@ Value* Lowerer::lowerKind(Expr& e, bool tail) {
       return value(b_.op("struct.make", parts, st));
     }
     case ExprKind::List: {
-      const ir::Type* lt = lowerTy(e.ty);
+      const ir::Type* lt = listBufferTy(e.ty, ir::Ownership::Affine);
       std::vector<Value*> elems;
       for (auto& k : e.kids) elems.push_back(coerce(lowerExpr(*k), lt->elem(), k->span));
       setLoc(e.span);
-      if (owns(lt->elem())) unsupported(e.span, "code generation does not support lists of values that own memory");
-      Value* buf = b_.op("alloc", {b_.constInt(ctx_.i32(), static_cast<int64_t>(elems.size()))},
-                         ctx_.bufferType(lt->elem(), ir::Space::Host, ir::Ownership::Affine));
+      if (holdsMemory(lt->elem())) {
+        unsupported(e.span, "code generation does not support lists of values that own memory");
+        for (Value* v : elems) dropValue(v);
+        return value(fabricate(lowerTy(e.ty)));
+      }
+      Value* buf = b_.op("alloc", {b_.constInt(ctx_.i32(), static_cast<int64_t>(elems.size()))}, lt);
       for (size_t i = 0; i < elems.size(); ++i)
         b_.create("store", {buf, b_.constInt(ctx_.i32(), static_cast<int64_t>(i)), elems[i]});
-      if (tail) {
-        unsupported(e.span, "code generation cannot return a list literal from a function");
-        dropValue(buf);
-        return value(fabricate(lt));
-      }
-      pendingList_ = true;
-      return buf;
+      return value(freshList(buf));
     }
     case ExprKind::StrLen: {
       bool borrowed = e.kids[0]->kind == ExprKind::Borrow;
@@ -356,19 +353,22 @@ Value* Lowerer::lowerConcat(Expr& e) {
   return out;
 }
 
-// The value behind `&e`: a variable without consuming it.
+// The value behind `&e`: a variable without consuming it. A list is read
+// through a view.
 Value* Lowerer::lowerBorrowOf(Expr& e) {
   if (e.kind == ExprKind::Var && e.binding)
     if (LBinding* lb = lookup(e.binding)) {
       setLoc(e.span);
-      return borrowVar(*lb);
+      return listView(borrowVar(*lb), e.ty);
     }
   Value* v = lowerExpr(e);
+  if (freshLists_.count(v)) {  // `&[1, 2]`: the temporary lives in a box
+    pendingList_ = false;
+    v = boxList(v);
+  }
+  v = listView(v, e.ty);
   if (owns(v->type())) {
-    if (pendingList_) {
-      pendingList_ = false;
-      unsupported(e.span, "code generation can index or borrow a list only through a variable (bind it with `let` first)");
-    } else {
+    {
       unsupported(e.span, "code generation can borrow only variables, not this temporary value", "E201");
     }
   }

@@ -62,7 +62,7 @@ void Lowerer::unboxFields(std::vector<Value*>& parts, Ty* scrutTy, unsigned ctor
   Ty* dt = dataTy(scrutTy);
   std::vector<Ty*> fields = dt && ctor < dt->decl->ctorTys.size() ? ctorFields(T, dt, ctor) : std::vector<Ty*>{};
   for (size_t j = 0; j < parts.size(); ++j) {
-    if (!parts[j]->type()->isBox()) continue;
+    if (!parts[j]->type()->isBox() || (j < fields.size() && listTy(fields[j]))) continue;  // a list stays a box
     if (j >= fields.size()) {
       unsupported(Span{curLoc_.line, curLoc_.col, 1}, "internal error: a boxed field of a value that is not data");
       continue;

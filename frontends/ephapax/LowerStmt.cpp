@@ -203,7 +203,7 @@ Value* Lowerer::lowerBorrowOrTemp(Expr& e, Value*& temp) {
   if (e.kind == ExprKind::Borrow) return lowerBorrowOf(*e.kids[0]);
   if (e.kind == ExprKind::Var && e.binding) return lowerBorrowOf(e);
   pendingList_ = false;
-  Value* v = lowerExpr(e);
+  Value* v = listView(lowerExpr(e), e.ty);
   pendingList_ = false;
   if (owns(v->type())) temp = v;
   return v;

@@ -40,7 +40,7 @@ const ir::Type* Lowerer::lowerTy(Ty* t, unsigned depth) {
         return ctx_.bufferType(inner->elem(), inner->space(), t->mut ? ir::Ownership::Write : ir::Ownership::Read);
       return inner;
     }
-    case Ty::List: return ctx_.bufferType(lowerTy(t->args[0], depth + 1), ir::Space::Host, ir::Ownership::Read);
+    case Ty::List: return ctx_.boxType();  // a box owning the list's buffer (listBufferTy; LowerValues.cpp "Lists")
     case Ty::Tuple: {
       std::vector<const ir::Type*> parts;
       for (Ty* a : t->args) parts.push_back(lowerTy(a, depth + 1));
@@ -174,7 +174,27 @@ const std::vector<std::vector<bool>>& Lowerer::boxedFields(const TypeDecl* d) {
   return boxedFields_[d] = std::move(out);
 }
 
-// Owns memory or holds a buffer (a list): what a box may not hold.
+Ty* Lowerer::listTy(Ty* t) {
+  t = sub(t);
+  for (int i = 0; i < 40 && t->kind == Ty::Named; ++i) {
+    Ty* e = expandAlias(T, t);
+    if (!e) break;
+    t = sub(e);
+  }
+  return t->kind == Ty::List ? t : nullptr;
+}
+
+const ir::Type* Lowerer::listBufferTy(Ty* list, ir::Ownership own) {
+  return ctx_.bufferType(lowerTy(listTy(list)->args[0]), ir::Space::Host, own);
+}
+
+const ir::Type* Lowerer::lowerParamTy(Ty* t) {
+  Ty* l = listTy(t);
+  return l ? listBufferTy(l, ir::Ownership::Read) : lowerTy(t);
+}
+
+// Owns memory or holds a buffer: what a box may not hold (a list is itself
+// a box, which may).
 bool Lowerer::holdsMemory(const ir::Type* t) {
   if (owns(t) || t->isBuffer()) return true;
   if (t->elem() && holdsMemory(t->elem())) return true;

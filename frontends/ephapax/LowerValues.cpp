@@ -17,8 +17,8 @@ void Lowerer::bindValue(const Binding* b, Value* v, Span site) {
   LBinding lb;
   lb.b = b;
   lb.v = v;
-  Ty* t = sub(b->ty);
-  lb.list = t->kind == Ty::List;
+  lb.list = listTy(b->ty) != nullptr;
+  freshLists_.erase(v);  // the binding owns it now
   if (b && mustUseBinding(b) && !lb.list) {
     Loc saved = curLoc_;
     setLoc(site);
@@ -120,7 +120,8 @@ Value* Lowerer::fabricate(const ir::Type* t) {
       break;
     default: break;
   }
-  unsupported(Span{curLoc_.line, curLoc_.col, 1}, "internal error: cannot make a placeholder of type " + t->str());
+  // After a reported error the module is discarded: no second message.
+  if (!failed_) unsupported(Span{curLoc_.line, curLoc_.col, 1}, "internal error: cannot make a placeholder of type " + t->str());
   return b_.constInt(ctx_.i32(), 0);
 }
 
@@ -128,6 +129,7 @@ Value* Lowerer::fabricate(const ir::Type* t) {
 void Lowerer::dropValue(Value* v) {
   const ir::Type* t = v->type();
   if (!owns(t)) return;
+  freshLists_.erase(v);
   if (t->isBuffer()) {
     b_.create("free", {v});
     return;
@@ -167,6 +169,10 @@ Value* Lowerer::coerce(Value* v, const ir::Type* want, Span s) {
     b_.create("free", {up->result(1)});
     return up->result(0);
   }
+  // A list: its box, or a view of it.
+  if (want->isBox() && have->isBuffer() && have->space() == ir::Space::Host) return boxList(v);
+  if (have->isBox() && want->isBuffer() && want->space() == ir::Space::Host && want->ownership() == ir::Ownership::Read)
+    return b_.op("box.get", {v}, want);
   // The recursive field of a data constructor lives in a box.
   if (want->isBox() && !holdsMemory(have)) return b_.op("box.new", {v}, want);
   if (want->isBox()) {
@@ -176,14 +182,32 @@ Value* Lowerer::coerce(Value* v, const ir::Type* want, Span s) {
       return fabricate(want);
     }
     unsupported(s, "code generation keeps the recursive part of a data value in a shared heap cell, which cannot "
-                   "hold this value (of IR type " + have->str() + "): it owns memory or is a list", "E203");
+                   "hold this value (of IR type " + have->str() + "): it owns memory", "E203");
     dropValue(v);
     return fabricate(want);
   }
   unsupported(s, "code generation cannot pass a value of IR type " + have->str() + " where " + want->str() +
-                     " is expected (lists and borrows can only be bound, indexed and passed to functions)");
+                     " is expected (a borrow can only be bound, indexed and passed to functions)");
   dropValue(v);
   return fabricate(want);
+}
+
+Value* Lowerer::boxList(Value* v) {
+  if (freshLists_.erase(v)) {  // a temporary nothing owns: it moves into the box
+    std::erase(pendingArgs_, v);
+    return b_.op("box.new", {v}, ctx_.boxType());
+  }
+  // A variable's own buffer or a view, which may be freed before the box
+  // goes: the box owns a copy.
+  Value* n = hostLen(v);
+  Value* copy = b_.op("alloc", {n}, ctx_.bufferType(v->type()->elem(), ir::Space::Host, ir::Ownership::Affine));
+  copyInto(copy, v, b_.constInt(ctx_.i32(), 0), n);
+  return b_.op("box.new", {copy}, ctx_.boxType());
+}
+
+Value* Lowerer::listView(Value* v, Ty* list) {
+  if (!v->type()->isBox() || !listTy(list)) return v;
+  return b_.op("box.get", {v}, listBufferTy(list, ir::Ownership::Read));
 }
 
 // Call arguments may also lend a buffer to a borrowed parameter.

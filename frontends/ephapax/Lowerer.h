@@ -156,6 +156,12 @@ class Lowerer {
 
   // ---- types (LowerTypes.cpp) ---------------------------------------------------
   const ir::Type* lowerTy(Ty* t, unsigned depth = 0);
+  // A named function's parameter: a list is passed as a read view.
+  const ir::Type* lowerParamTy(Ty* t);
+  // The list type t is (through aliases), or null.
+  Ty* listTy(Ty* t);
+  // buffer<T, host, own> for a list type [T].
+  const ir::Type* listBufferTy(Ty* list, ir::Ownership own);
 
   const ir::Type* fnIrType(Ty* t, unsigned depth = 0);
 
@@ -225,6 +231,25 @@ class Lowerer {
   void dropValue(Value* v);
   Value* coerce(Value* v, const ir::Type* want, Span s);
   Value* coerceArg(Value* v, const ir::Type* want, Span s);
+
+  // Lists (LowerValues.cpp): three representations of one immutable value.
+  // A `let` of a fresh list keeps the owned buffer<T, host, affine> (freed at
+  // the end of its scope); a named function's list parameter is a read view;
+  // everywhere else (returned, stored in a tuple, record or data value,
+  // captured, passed to a closure) a list is a box that owns its buffer
+  // until the run ends (ir/ops/Box.cpp), copied freely.
+  // The fresh lists not owned by anything yet (literals, d2h, array):
+  std::set<Value*> freshLists_;
+  Value* freshList(Value* buf) {
+    freshLists_.insert(buf);
+    pendingList_ = true;
+    return buf;
+  }
+  // A box holding the list v: a fresh list moves in; a variable's buffer or
+  // a view is copied.
+  Value* boxList(Value* v);
+  // A read view of a list value (a box is read through box.get).
+  Value* listView(Value* v, Ty* list);
 
   // Lowers `e` and drops its value (a sequence's first part, a `_` binding).
   void lowerAndDrop(Expr& e) { dropValue(lowerExpr(e)); }

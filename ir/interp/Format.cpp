@@ -90,6 +90,7 @@ std::string format(const RtValue& v, Memory* mem) {
     case ir::TypeKind::Var: break;
     case ir::TypeKind::Box: {
       if (!v.box) return "box(<empty>)";
+      if (v.box->value.type && v.box->value.type->isBuffer()) return format(v.box->value, mem);  // a boxed list
       if (tBoxDepth >= kMaxBoxDepth) return "box(...)";
       ++tBoxDepth;
       out = "box(" + format(v.box->value, mem) + ")";

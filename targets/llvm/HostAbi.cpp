@@ -1,6 +1,7 @@
 // The parts of the CPU host ABI that need no LLVM: site numbering, the slot
 // count of a type and the functions that are lowered for host code.
 #include "targets/llvm/HostAbi.h"
+#include "ir/OpTable.h"
 
 #include <algorithm>
 #include <set>
@@ -20,7 +21,7 @@ std::vector<const ir::Type*> hostBoxTypes(const ir::Module& m) {
   std::vector<const ir::Type*> types;
   for (const ir::Op* op : hostSites(m)) {
     const ir::Type* t = op->name() == "box.new" ? op->operand(0)->type()
-                        : op->name() == "box.get" ? op->result(0)->type() : nullptr;
+                        : op->name() == "box.get" ? ir::boxCellType(m.context(), op->result(0)->type()) : nullptr;
     if (t && std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
   }
   return types;

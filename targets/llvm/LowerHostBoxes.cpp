@@ -10,6 +10,7 @@
 #include <llvm/IR/MDBuilder.h>
 
 #include "targets/llvm/Emitter.h"
+#include "ir/OpTable.h"
 
 namespace eph::llvmtarget {
 namespace {
@@ -88,7 +89,8 @@ bool FunctionEmitter::emitBoxOp(const ir::Op& op) {
   b.CreateCondBr(b.CreateIsNotNull(cell), check, bad, likely);
   b.SetInsertPoint(check);
   llvm::Value* held = b.CreateAlignedLoad(M.ptr, cell, kCellAlign);
-  b.CreateCondBr(b.CreateICmpEQ(held, tableType(*this, M.boxTypeIds.at(t))), ok, bad, likely);
+  unsigned cellType = M.boxTypeIds.at(ir::boxCellType(M.irm.context(), t));  // a boxed buffer is read as a view
+  b.CreateCondBr(b.CreateICmpEQ(held, tableType(*this, cellType)), ok, bad, likely);
   b.SetInsertPoint(bad);
   b.CreateCall(M.hostRuntime(kBoxBadGet, llvm::Type::getVoidTy(M.ctx), {M.ptr, M.i32, M.ptr}), {hostCtx, siteOf(op), cell});
   b.CreateBr(bail());
