@@ -24,6 +24,7 @@
 //   reduce          reduce_partial + reduce_final                 GB/s (read)
 //   sgemm           128x128 tiles, 8x8 per invocation, k-loop     TFLOP/s
 //   sgemm_unrolled  the same with the k-tile's 8 steps written out
+//   sgemm_db        sgemm with the k-tiles double-buffered in workgroup memory
 //
 // A kernel without barrier() has the lowering's three hidden grid
 // parameters (function attribute hidden_params = 3): the bench passes the
@@ -716,7 +717,7 @@ struct EphBench : Bench {
     check(dev.free(ho, {}));
   }
 
-  // `name` is sgemm or sgemm_unrolled: C = A B, square, n a multiple of 128.
+  // `name` is sgemm, sgemm_unrolled or sgemm_db: C = A B, square, n a multiple of 128.
   void sgemm(const std::string& name, uint32_t n) {
     auto A = random(uint64_t(n) * n, -1, 1), B = random(uint64_t(n) * n, -1, 1);
     uint64_t ha = alloc(ctx.f32(), uint64_t(n) * n), hb = alloc(vec4(), uint64_t(n) * n / 4),
@@ -810,7 +811,7 @@ int main(int argc, char** argv) {
           "                     [--sgemm N,N,...] [--sum-groups G] [--json FILE] [--device N]\n"
           "                     [--validation] [--print-ir]\n"
           "       eph_gpu_bench --eph DIR [--passes LIST] [--vadd N,..] [--reduce N,..] [--sgemm N,..]\n"
-          "                     [--only vadd|vadd4|reduce|sgemm|sgemm_unrolled] and the options above\n");
+          "                     [--only vadd,vadd4,reduce,sgemm,sgemm_unrolled,sgemm_db] and the options above\n");
       return 0;
     } else {
       Bench::fail("unknown argument '" + a + "' (see --help)");
@@ -871,7 +872,10 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "prepared %zu kernels in %.2f s\n", kernels,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
-  auto want = [&](const char* name) { return only.empty() || only == name; };
+  // --only: one name or a comma-separated list
+  auto want = [&](const char* name) {
+    return only.empty() || ("," + only + ",").find("," + std::string(name) + ",") != std::string::npos;
+  };
   std::vector<Result> results;
   if (!ephDir.empty()) {
     EphBench b{{**dev, mods, ctx, runs, checkOnly, sumGroups}};
@@ -890,8 +894,15 @@ int main(int argc, char** argv) {
     }
     if (want("reduce"))
       for (uint64_t n : reduces) b.reduce(n);
-    for (const char* name : {"sgemm", "sgemm_unrolled"})
-      if (want(name))
+    // the SGEMMs of gemm.eph; with --only, any kernel named sgemm* there
+    // (variants under study take the same parameters and grid)
+    std::vector<std::string> sgemms = {"sgemm", "sgemm_unrolled", "sgemm_db"};
+    std::stringstream in(only);
+    for (std::string name; std::getline(in, name, ',');)
+      if (name.rfind("sgemm", 0) == 0 && std::find(sgemms.begin(), sgemms.end(), name) == sgemms.end())
+        sgemms.push_back(name);
+    for (const std::string& name : sgemms)
+      if (want(name.c_str()))
         for (uint64_t n : orders) b.sgemm(name, uint32_t(n));
     results = std::move(b.results);
   } else {

@@ -24,7 +24,7 @@
 set -u
 OUT=${OUT:-/tmp/eph-bench-out}
 mkdir -p "$OUT"
-BIN=.gl/bin
+BIN=${BIN:-.gl/bin}
 export PYTHONUNBUFFERED=1
 VADD=${VADD:-16777216,67108864,268435456}
 REDUCE=${REDUCE:-16777216,67108864,268435456}
@@ -98,7 +98,8 @@ for r in json.load(open('/tmp/eir.json'))['results']:
     r['impl'] = 'eir'
     print(json.dumps(r))" >> "$OUT/diag.jsonl"
 fi
-/tmp/cuda_bench --runs "$RUNS" --vadd "$VADD" --reduce "$REDUCE" --sgemm "$SGEMM" --json "$OUT/cuda.jsonl" 2>&1 |
+/tmp/cuda_bench --only vadd,vadd4,reduce,sgemm,sgemm_db,sgemm_db_cur --runs "$RUNS" --vadd "$VADD" --reduce "$REDUCE" \
+  --sgemm "$SGEMM" --json "$OUT/cuda.jsonl" 2>&1 |
   cut -c1-200
 [ -s "$OUT/cuda.jsonl" ] && peer_args+=(--cuda-json "$OUT/cuda.jsonl")
 if [ "${DIAG:-1}" != 0 ]; then

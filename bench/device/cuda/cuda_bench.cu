@@ -11,7 +11,8 @@
 //   nvcc -O3 -arch=sm_90 -o cuda_bench bench/device/cuda/cuda_bench.cu
 //   cuda_bench [--runs 20] [--vadd N,..] [--reduce N,..] [--sgemm N,..] [--json FILE] [--small]
 //              [--only vadd,vadd4,reduce,sgemm] [--impl NAME (the JSON "impl", default cuda)]
-//   --only may also name the diagnostic SGEMM variants sgemm_fence, sgemm_norestrict, sgemm_carveout
+//   --only may also name sgemm_db (double-buffered shared memory), sgemm_db_cur and the diagnostic SGEMM
+//   variants sgemm_fence, sgemm_norestrict, sgemm_carveout
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -182,13 +183,17 @@ void benchReduce(uint64_t n) {
   cudaFree(x), cudaFree(partial), cudaFree(out);
 }
 
-// name: sgemm, or a diagnostic variant (sgemm_fence, sgemm_norestrict,
-// sgemm_carveout).
+// name: sgemm, sgemm_db, sgemm_db_cur, or a diagnostic variant (sgemm_fence,
+// sgemm_norestrict, sgemm_carveout).
 void benchSgemm(uint32_t n, const std::string& name) {
   size_t nn = size_t(n) * n;
   float *a = devRandom(nn, 4, -1, 1), *b = devRandom(nn, 5, -1, 1), *c = devPoisoned(nn);
   dim3 grid(n / 128, n / 128);
-  auto kernel = name == "sgemm_fence" ? sgemm128_fence : name == "sgemm_norestrict" ? sgemm128_norestrict : sgemm128;
+  auto kernel = name == "sgemm_fence"        ? sgemm128_fence
+                : name == "sgemm_norestrict" ? sgemm128_norestrict
+                : name == "sgemm_db"         ? sgemm128_db
+                : name == "sgemm_db_cur"     ? sgemm128_db_cur
+                                             : sgemm128;
   // The carveout is a property of the function: set for this variant only
   // (and put back to the default at the end).
   const bool carveout = name == "sgemm_carveout";
@@ -271,7 +276,7 @@ int main(int argc, char** argv) {
       if (n % 4) fail("--reduce sizes must be multiples of 4");
       benchReduce(n);
     }
-  for (const char* name : {"sgemm", "sgemm_fence", "sgemm_norestrict", "sgemm_carveout"})
+  for (const char* name : {"sgemm", "sgemm_db", "sgemm_db_cur", "sgemm_fence", "sgemm_norestrict", "sgemm_carveout"})
     if (want(name))
       for (uint64_t n : sizes(sgemmS)) {
         if (n % 128) fail("--sgemm sizes must be multiples of 128");
