@@ -15,12 +15,20 @@
 //   if c {A} {B} -> the ops of the taken region; its yield's operands
 //                   replace the if's results
 //   op c, x -> op x, c    for commutative ops (constants go to the right)
+//   div x, 2^k -> shr x, k        rem x, 2^k -> and x, 2^k - 1
+//                   for an unsigned x, or a signed x known to be >= 0 (a local
+//                   id, a max with a non-negative value, a mask, ...): SPIR-V
+//                   has no shift for a signed division (OpSDiv rounds toward
+//                   zero, a shift toward minus infinity), and the target wraps
+//                   each division in a zero and overflow guard
 // Floats: x + 0.0 is not x when x is -0.0, so for floats only x + (-0.0) and
 // x - (+0.0) fold; x * 0 and x - x never fold for floats (NaN, infinities).
+#include <bit>
 #include <cmath>
 #include <vector>
 
 #include "ir/Builder.h"
+#include "ir/Verifier.h"
 #include "ir/interp/Interp.h"
 #include "passes/OpFacts.h"
 #include "passes/PassManager.h"
@@ -109,6 +117,35 @@ bool isOne(const Value* v) {
   return false;
 }
 
+// v >= 0 on every execution: always for an unsigned integer; for a signed one
+// when the ops that define it say so (looked through a few levels).
+bool nonNegative(const Value* v, int depth = 0) {
+  const ir::Type* t = v->type();
+  if (!t->isInt()) return false;  // (a vector type is not isInt)
+  if (!t->isSigned()) return true;
+  if (const ir::Attr* a = constantAttr(v)) return a->kind == ir::Attr::Kind::Int && a->i >= 0;
+  const Op* def = v->definingOp();
+  if (!def || depth > 8) return false;
+  auto operand = [&](unsigned i) { return nonNegative(def->operand(i), depth + 1); };
+  std::string_view n = def->name();
+  if (n == "cast") {
+    const ir::Type* s = def->operand(0)->type();
+    if (!s->isInt()) return false;
+    // widening keeps the value: zero-extended if unsigned, sign-extended if signed
+    if (s->bits() < t->bits()) return !s->isSigned() || operand(0);
+    if (s->isSigned()) return s->bits() == t->bits() && operand(0);
+    // a local id is below the workgroup size, which the verifier bounds
+    const Op* src = def->operand(0)->definingOp();
+    return src && src->name() == "local_id" &&
+           (uint64_t(ir::kMaxWorkgroupInvocations) >> (t->bits() - 1)) == 0;
+  }
+  if (n == "and" || n == "max") return operand(0) || operand(1);  // a clear sign bit on either side
+  if (n == "or" || n == "min" || n == "div") return operand(0) && operand(1);
+  if (n == "rem" || n == "shr") return operand(0);  // rem has the dividend's sign
+  if (n == "select") return operand(1) && operand(2);
+  return false;
+}
+
 // ---- rewrites: each returns true after changing the IR ---------------------------
 
 // Folding: all operands constant, all results scalar, evalPure succeeds.
@@ -168,6 +205,25 @@ bool arithmeticIdentities(Op* op) {
   return false;
 }
 
+// div x, 2^k -> shr x, k; rem x, 2^k -> and x, 2^k - 1; for x >= 0 (scalars).
+bool divRemByPowerOfTwo(Op* op) {
+  std::string_view n = op->name();
+  if ((n != "div" && n != "rem") || op->numOperands() != 2) return false;
+  const ir::Type* t = op->result()->type();
+  const ir::Attr* c = constantAttr(op->operand(1));
+  if (!t->isInt() || !c || c->kind != ir::Attr::Kind::Int || c->i < 2) return false;
+  uint64_t d = uint64_t(c->i);
+  // a power of two that is a positive value of t
+  if (!std::has_single_bit(d) || std::bit_width(d) > t->bits() - (t->isSigned() ? 1 : 0)) return false;
+  if (!nonNegative(op->operand(0))) return false;
+  ir::Value* amount = n == "div" ? makeConst(op, t, ir::Attr::integer(std::countr_zero(d)))
+                                 : makeConst(op, t, ir::Attr::integer(int64_t(d - 1)));
+  ir::Builder b(op->parentFunction()->module()->context(), *op->parentRegion(), op);
+  b.setLoc(op->loc());
+  replaceOp(op, {b.op(n == "div" ? "shr" : "and", {op->operand(0), amount}, t)});
+  return true;
+}
+
 // and x, x -> x; or x, x -> x; xor x, x -> 0 (false for bools).
 bool bitwiseIdentities(Op* op) {
   std::string_view n = op->name();
@@ -216,8 +272,8 @@ bool inlineConstantIf(Op* op) {
 
 bool simplify(Op* op) {
   return inlineConstantIf(op) || foldConstants(op) || constantsToTheRight(op) ||
-         arithmeticIdentities(op) || bitwiseIdentities(op) || doubleNegation(op) ||
-         simplifySelect(op);
+         arithmeticIdentities(op) || divRemByPowerOfTwo(op) || bitwiseIdentities(op) ||
+         doubleNegation(op) || simplifySelect(op);
 }
 
 // One sweep over a region and everything nested in it.
