@@ -5,7 +5,9 @@
 #  - eph_unit_tests' Ephapax, monomorphize, SPIR-V, Vulkan and device tests
 #    (their targets: interp and vulkan; this build has no LLVM);
 #  - every examples/ephapax program through `ephc run --target=vulkan`,
-#    compared with the `prints:` line of its header.
+#    compared with the `prints:` line of its header;
+#  - every tests/ephapax/run/gpu_*.eph program, compared with its
+#    `expect: result` line.
 # Prints one line per example and a summary; writes $OUT/ephapax_check.txt.
 set -u
 OUT=${OUT:-/tmp/eph-bench-out}
@@ -31,4 +33,16 @@ fi
     else fail=$((fail + 1)); echo "FAIL $f: want '$want', got '$got'"; fi
   done
   echo "examples on NVIDIA Vulkan: $pass passed, $fail failed"
+  # The GPU run programs of tests/ephapax (the conformance test that runs
+  # them in CI reads ../shared, which is not here): `-- expect: result X`.
+  pass=0 fail=0
+  for f in tests/ephapax/run/gpu_*.eph; do
+    want=$(sed -n 's/^-- expect: result *//p' "$f" | head -1)
+    [ -n "$want" ] || continue  # `expect: ok`: checked only (gpu_devices needs two devices)
+    mode=$(sed -n 's/^-- mode: *//p' "$f" | head -1)
+    got=$("$BIN/ephc" run "$f" --target=vulkan ${mode:+--mode=$mode} 2>&1 | tail -1)
+    if [ "$got" = "$want" ]; then pass=$((pass + 1)); echo "ok   $f: $got"
+    else fail=$((fail + 1)); echo "FAIL $f: want '$want', got '$got'"; fi
+  done
+  echo "GPU run programs on NVIDIA Vulkan: $pass passed, $fail failed"
 } 2>&1 | tee "$OUT/ephapax_check.txt"
