@@ -4,15 +4,18 @@
 //
 // A *template* is a function that cannot run as it is: its signature mentions
 // a type variable (`!T`), or it is a kernel or device function with a
-// function-typed parameter. Every other function is a root. Starting from the
+// function-typed parameter, or a host function that passes one of its
+// function-typed parameters on to a template (a launcher `fill(f, n)` that
+// dispatches `k(f, ..)`, directly or through another such host function)
+// and that some `call` names. Every other function is a root. Starting from the
 // roots, each `call`, `dispatch` and `func.ref` whose target is a template (or
 // a host function given a `func.ref` for a function parameter) is pointed at
 // an instance:
 //   - the target's type variables are bound by unifying its signature with
 //     the types at the site (ir/ops/TypeVars.h);
 //   - each function-typed parameter whose argument is a `func.ref` is dropped,
-//     and the instance's body starts with that `func.ref` instead (kernels and
-//     device functions must get a `func.ref` there; host functions may take a
+//     and the instance's body starts with that `func.ref` instead (templates
+//     must get a `func.ref` there; a host function that is a root may take a
 //     dynamic function value and keep the parameter);
 //   - the instance is named readably, `map<i32, f32, @double>` (type
 //     arguments in order of first appearance in the signature, then the
@@ -54,13 +57,60 @@ constexpr unsigned kMaxDepth = 64;
 constexpr unsigned kMaxInstances = 1000;
 constexpr size_t kMaxTypeText = 1000;
 
-// Needs instances: generic, or a kernel/device function taking a function.
-bool isTemplate(const Function& f) {
+// Needs instances without looking at other functions: generic, or a
+// kernel/device function taking a function.
+bool isTemplateBySignature(const Function& f) {
   if (ir::isGeneric(f)) return true;
   if (f.isHost()) return false;
   for (const Type* p : f.paramTypes())
     if (p->isFunction()) return true;
   return false;
+}
+
+// The templates of m: those by signature, then, until nothing changes, host
+// functions that give a function-typed parameter of theirs to a `dispatch`
+// or to a `call` of a template (such a call needs the parameter to be a
+// `func.ref`, which only an instance has). A host function no `call` names
+// may be an entry, so it stays a root (and a dynamic function value it gives
+// to a kernel is an error there).
+std::set<const Function*> findTemplates(ir::Module& m) {
+  std::set<const Function*> templates, called;
+  for (auto& f : m.functions()) {
+    if (isTemplateBySignature(*f)) templates.insert(f.get());
+    f->walk([&](Op* op) {
+      const ir::Attr* a = op->name() == "call" ? op->attr("callee") : nullptr;
+      if (a && a->kind == ir::Attr::Kind::Symbol)
+        if (const Function* callee = m.lookup(a->s)) called.insert(callee);
+    });
+  }
+  auto passesFunctionParam = [&](Function& f) {
+    std::set<const Value*> fnParams;
+    for (unsigned i = 0; i < f.paramTypes().size(); ++i)
+      if (f.paramTypes()[i]->isFunction()) fnParams.insert(f.param(i));
+    if (fnParams.empty()) return false;
+    bool passes = false;
+    f.walk([&](Op* op) {
+      unsigned first = 0;
+      if (op->name() == "dispatch") first = 3;
+      else if (op->name() == "call") {
+        const ir::Attr* a = op->attr("callee");
+        const Function* callee = a && a->kind == ir::Attr::Kind::Symbol ? m.lookup(a->s) : nullptr;
+        if (!callee || !templates.count(callee)) return;
+      } else {
+        return;
+      }
+      for (unsigned i = first; i < op->numOperands(); ++i)
+        if (fnParams.count(op->operand(i))) passes = true;
+    });
+    return passes;
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (auto& f : m.functions())
+      if (f->isHost() && called.count(f.get()) && !templates.count(f.get()) && passesFunctionParam(*f))
+        templates.insert(f.get()), grew = true;
+  }
+  return templates;
 }
 
 // The op's location, else the nearest enclosing op's, else its function's.
@@ -69,6 +119,11 @@ Loc locOf(const Op& op) {
     if (o->loc().known()) return o->loc();
   const Function* f = op.parentFunction();
   return f ? f->loc() : Loc{};
+}
+
+// "kernel ", "device function " or "host function ", for messages.
+std::string kindText(const Function& f) {
+  return f.isKernel() ? "kernel " : f.isHost() ? "host function " : "device function ";
 }
 
 // "@name", quoted when the name needs it (@"map<i32>").
@@ -87,6 +142,7 @@ class Monomorphizer {
   Monomorphizer(ir::Module& m, Diagnostics& diag) : m_(m), ctx_(m.context()), diag_(diag) {}
 
   bool run() {
+    templates_ = findTemplates(m_);
     std::vector<Function*> templates;
     for (auto& f : m_.functions()) {
       if (isTemplate(*f)) templates.push_back(f.get());
@@ -113,6 +169,10 @@ class Monomorphizer {
   };
 
   void error(const Op& at, std::string msg) { diag_.error(locOf(at), std::move(msg)); }
+
+  // Instances made by this pass are never templates: their function
+  // arguments are bound.
+  bool isTemplate(const Function& f) const { return templates_.count(&f) != 0; }
 
   // ---- one processed function -------------------------------------------------
   void process(Function& f, unsigned depth) {
@@ -144,8 +204,8 @@ class Monomorphizer {
       if (!params[i]->isFunction()) continue;
       fnArgs[i] = knownFunction(op.operand(first + i));
       if (!fnArgs[i].empty()) anyFn = true;
-      else if (!callee->isHost())
-        return error(op, "cannot specialise " + std::string(callee->isKernel() ? "kernel " : "device function ") +
+      else if (!callee->isHost() || isTemplate(*callee))
+        return error(op, "cannot specialise " + kindText(*callee) +
                              sym(callee->name()) + ": argument " + std::to_string(i) +
                              " is a function value known only at run time; pass a function by name (a 'func.ref')");
     }
@@ -359,6 +419,7 @@ class Monomorphizer {
   Diagnostics& diag_;
   std::vector<Item> work_;
   std::map<std::string, Function*> instances_;
+  std::set<const Function*> templates_;
   bool changed_ = false;
 };
 

@@ -1698,10 +1698,12 @@ class TypeChecker {
     if (core(want)->kind == Ty::Fn) checkFunctionValue(arg, "kernel `" + k.name + "`");
   }
 
-  // A function value passed to GPU code: a named function or a lambda that
-  // captures nothing (E215).
+  // A function value passed to GPU code: a named function, a lambda that
+  // captures nothing, or the enclosing launcher's own function parameter
+  // (known once the launcher is specialised per function argument) (E215).
   void checkFunctionValue(Expr& arg, const std::string& to) {
     if (arg.kind == ExprKind::Var && !arg.binding && arg.refKind == Expr::Fn) return;
+    if (isLauncherFunctionParam(arg)) return;
     if (arg.kind == ExprKind::Lambda) {
       std::vector<const Expr*> work{arg.kids[0].get()};
       while (!work.empty()) {
@@ -1721,8 +1723,22 @@ class TypeChecker {
       }
       return;
     }
-    error("E215", arg.span, "the function passed to " + to + " must be a named function or a lambda that captures nothing",
+    error("E215", arg.span,
+          "the function passed to " + to +
+              " must be a named function, a lambda that captures nothing, or a function parameter of the launcher "
+              "passing it",
           "name the function (`fn double(x: F32): F32 = x * 2.0`) and pass `double`");
+  }
+
+  // `f`, a function parameter of the launcher whose host code (not a lambda
+  // in it) mentions it: every instance of the launcher has f bound to a
+  // known function, so f may be passed on to GPU code.
+  bool isLauncherFunctionParam(const Expr& arg) {
+    if (arg.kind != ExprKind::Var || !arg.binding || !curFn_ || curFn_->gpuRole != FnDecl::Launcher) return false;
+    if (inKernel_ || lambdaDepth_ > 0) return false;
+    for (size_t i = 0; i < curFn_->params.size(); ++i)
+      if (curFn_->params[i].binding == arg.binding) return core(curFn_->paramTys[i])->kind == Ty::Fn;
+    return false;
   }
 
   // ---- builtins -------------------------------------------------------------------

@@ -31,7 +31,7 @@ const std::vector<ErrorCodeInfo>& errorCodes() {
       {"E212", "a host-only operation in kernel code, or a kernel-only one in host code"},
       {"E213", "`return` not in tail position"},
       {"E214", "`var` of a linear type, or assignment to something that is not a `var`"},
-      {"E215", "a kernel's function argument is not a named function or a capture-free lambda"},
+      {"E215", "a function argument of GPU code is not a named function, a capture-free lambda or a launcher's own function parameter"},
       {"E216", "`.await` on something that is neither a future nor a transfer or dispatch"},
       {"E217", "dispatch of something that is not a kernel, or a grid of more than 3 dimensions"},
       {"E218", "recursion in kernel code"},

@@ -10,13 +10,17 @@ namespace lowering {
 void Lowerer::run() {
   // Functions generic only in regions are lowered once: regions leave no
   // trace in the IR. Kernels, launchers and device functions are lowered
-  // once, generically; functions only kernel code calls only as device
+  // once, generically (the monomorphize pass makes their instances, also
+  // per function argument); functions only kernel code calls only as device
   // functions.
   for (auto& f : c_.prog.fns) {
     if (f->isExtern || !f->body) continue;
     if (f->gpuRole == FnDecl::Kernel) kernelFn(*f);
     else if (f->gpuRole == FnDecl::Launcher) {
-      if (!isSpecialisedLauncher(*f)) genericHostFn(*f);  // else made per call
+      // One with function parameters but no type parameters is lowered at its
+      // first call: uncalled, the monomorphize pass would keep it as a root
+      // (it may be an entry) and reject its dispatch of a function parameter.
+      if (isGeneric(*f) || !takesFunction(*f)) genericHostFn(*f);
     }
     else if (uses_.device.count(f.get()) && !uses_.host.count(f.get())) deviceFn(*f);
     else if (!isGeneric(*f)) instance(*f, {});
@@ -123,17 +127,14 @@ void Lowerer::lowerFunction(const Instance& in) {
     if (!checkRepresentable(f.paramTys[i], f.params[i].span)) return;
   if (!checkRepresentable(f.retTy, f.span)) return;
   std::vector<Value*> params;
-  for (size_t i = 0, j = 0; i < f.params.size(); ++i) {
-    if (auto it = in.fnArgs.find(i); it != in.fnArgs.end())
-      params.push_back(b_.op("func.ref", {}, it->second.second, {{"callee", ir::Attr::symbol(it->second.first)}}));
-    else
-      params.push_back(irf->param(static_cast<unsigned>(j++)));
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    params.push_back(irf->param(static_cast<unsigned>(i)));
     params.back()->setName(f.params[i].name == "_" ? "" : f.params[i].name);
   }
   const ir::Type* rt = irf->resultTypes()[0];
 
   // Self tail calls: run the body in a loop over sum<struct<params>, result>.
-  bool loop = hasSelfTailCall(*f.body, f.name) && fabricable(rt) && in.fnArgs.empty();
+  bool loop = hasSelfTailCall(*f.body, f.name) && fabricable(rt);
   if (loop) {
     const ir::Type* argsT = ctx_.structType({irf->paramTypes().begin(), irf->paramTypes().end()});
     const ir::Type* S = ctx_.sumType({argsT, rt});

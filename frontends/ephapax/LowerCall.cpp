@@ -19,7 +19,6 @@ Value* Lowerer::lowerCall(Expr& e, bool tail) {
       unsupported(e.span, "a kernel is launched with `dispatch`, not called", "E217");
       return value(fabricate(ty));
     }
-    if (!device_ && isSpecialisedLauncher(f)) return value(callSpecialisedLauncher(f, e, ty));
     bool onceGeneric = f.gpuRole == FnDecl::Launcher || instantiateInIr(f, fs);
     ir::Function* target = device_ ? deviceFn(f) : onceGeneric ? genericHostFn(f) : instance(f, fs);
     if (e.kids.size() - 1 != target->paramTypes().size()) {
@@ -240,63 +239,12 @@ ir::Function* Lowerer::genericHostFn(FnDecl& f) {
   return irf;
 }
 
-// A launcher without type parameters but with function parameters is made
-// once per function argument (`apply_all<@inc>`), here: the IR monomorphize
-// pass keeps non-generic host functions as they are, and this one could not
-// pass its function parameter on to a kernel.
-bool Lowerer::isSpecialisedLauncher(const FnDecl& f) {
-  if (f.gpuRole != FnDecl::Launcher || isGeneric(f)) return false;
+// A function with a parameter of function type (a launcher the monomorphize
+// pass makes per function argument, `apply_all<@inc>`).
+bool Lowerer::takesFunction(const FnDecl& f) {
   for (Ty* t : f.paramTys)
     if (resolve(t)->kind == Ty::Fn) return true;
   return false;
-}
-
-Value* Lowerer::callSpecialisedLauncher(FnDecl& f, Expr& e, const ir::Type* ty) {
-  if (e.kids.size() - 1 != f.params.size()) {
-    unsupported(e.span, "code generation cannot apply `" + f.name + "` partially");
-    return fabricate(ty);
-  }
-  std::vector<const ir::Type*> all = generically([&] {
-    std::vector<const ir::Type*> ps;
-    for (Ty* t : f.paramTys) ps.push_back(lowerParamTy(t));
-    return ps;
-  });
-  std::map<size_t, std::pair<std::string, const ir::Type*>> fnArgs;
-  std::vector<Value*> args;
-  std::vector<const ir::Type*> kept;
-  std::string suffix;
-  for (size_t i = 1; i < e.kids.size(); ++i) {
-    const ir::Type* want = all[i - 1];
-    if (!want->isFunction()) {
-      args.push_back(coerceArg(lowerArg(*e.kids[i]), want, e.kids[i]->span));
-      kept.push_back(want);
-      continue;
-    }
-    Value* fv = lowerFnArg(*e.kids[i], "launcher `" + f.name + "`");
-    ir::Op* ref = fv->definingOp();
-    if (!ref || ref->name() != "func.ref") {
-      unsupported(e.kids[i]->span, "the function passed to launcher `" + f.name + "` must be known here", "E215");
-      return fabricate(ty);
-    }
-    std::string callee = ref->symbolAttr("callee");
-    fnArgs[i - 1] = {callee, fv->type()};
-    suffix += (suffix.empty() ? "@" : ", @") + callee;
-    if (!fv->hasUses()) ref->erase();
-  }
-  std::string name = f.name + "<" + suffix + ">";
-  ir::Function* target = instances_["gpuhost:" + name];
-  if (!target) {
-    const ir::Type* rt = generically([&] { return lowerTy(f.retTy); });
-    target = instances_["gpuhost:" + name] =
-        m_.addFunction(name, ir::FunctionKind::Host, ctx_.functionType(kept, {rt}), loc(f.span));
-    Instance in{&f, {}, target, FnKind::Host, true};
-    in.fnArgs = fnArgs;
-    work_.push_back(std::move(in));
-  }
-  setLoc(e.span);
-  Value* r = b_.create("call", args, {target->resultTypes()[0]}, {{"callee", ir::Attr::symbol(target->name())}})->result(0);
-  dropPendingArgs();
-  return coerce(r, ty, e.span);
 }
 
 }  // namespace eph::ephapax::lowering

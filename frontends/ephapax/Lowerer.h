@@ -124,9 +124,6 @@ class Lowerer {
     ir::Function* irfn;
     FnKind kind = FnKind::Host;
     bool generic = false;  // type parameters lower to IR type variables
-    // A launcher specialised per function argument: parameter -> the func.ref
-    // (callee, type) it starts with instead of taking it.
-    std::map<size_t, std::pair<std::string, const ir::Type*>> fnArgs;
   };
   std::map<std::string, ir::Function*> instances_;
   std::map<const FnDecl*, bool> genericOk_;  // lowersGenerically, decided once per function
@@ -327,11 +324,9 @@ class Lowerer {
   ir::Function* deviceFn(FnDecl& f);
 
   ir::Function* genericHostFn(FnDecl& f);
+  bool takesFunction(const FnDecl& f);
 
   // ---- function values in GPU code (LowerGpu.cpp) -------------------------------
-  bool isSpecialisedLauncher(const FnDecl& f);
-
-  Value* callSpecialisedLauncher(FnDecl& f, Expr& e, const ir::Type* ty);
   Value* funcRef(FnDecl& f, Ty* ty, Span s);
   Value* fabricateFn(const ir::Type* ft);
 

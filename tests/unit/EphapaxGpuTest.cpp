@@ -542,6 +542,30 @@ fn main() -> I32 {
   runEverywhere(src, "399");  // 4 * 100 - 3 + 2
 }
 
+TEST(EphapaxGpu, LaunchersPassTheirFunctionParameterOn) {
+  // tests/ephapax/run/gpu_launcher_passes_function.eph: launchers give their
+  // function parameter to a kernel dispatch and to other launchers.
+  std::string path = std::string(EPH_SOURCE_DIR) + "/tests/ephapax/run/gpu_launcher_passes_function.eph";
+  std::string src = readFile(path);
+  ASSERT_FALSE(src.empty()) << path;
+  auto l = lower(src);
+  ASSERT_TRUE(l->m) << l->errors;
+  for (const char* name : {"fill2<@inc>", "fill<@inc>", "fill<@neg>", "gfill<f32, @main.lambda0>",
+                           "gfill2<f64, @inc>", "k<@inc>", "k<@neg>", "kg<f32, @main.lambda0>"})
+    EXPECT_TRUE(l->m->lookup(name)) << name;
+  for (const char* name : {"fill", "fill2", "gfill", "gfill2", "k", "kg"}) EXPECT_FALSE(l->m->lookup(name)) << name;
+  // Calls of the function are direct in the kernel instance.
+  std::string all = ir::print(*l->m);
+  size_t at = all.find("kernel @\"k<@inc>\"(");
+  ASSERT_NE(at, std::string::npos) << all;
+  std::string k = all.substr(at, all.find("\n}\n", at) - at);
+  EXPECT_NE(k.find("{callee = @inc}"), std::string::npos) << k;
+  EXPECT_EQ(k.find("call.indirect"), std::string::npos) << k;
+  // xs = inc(i), ys = -i, zs = i * 0.5, ws = inc(i), at i = 3, 3, 3, 2.
+  int want = (3 + 1) * 100 + (0 - 3) + static_cast<int>(3 * 0.5f * 10.0f) + (2 + 1) * 1000;
+  runEverywhere(src, std::to_string(want));
+}
+
 // ---- buffer.len of device buffers in host code ---------------------------------------
 
 TEST(EphapaxGpu, HostLengthOfADeviceBufferAsksTheDevice) {

@@ -290,6 +290,74 @@ host @main(%pick: bool) -> (i32, i32) {
   EXPECT_EQ(run(true), "5, 5");
 }
 
+// A non-generic host function that passes its function parameter on to a
+// kernel (through another such host function) is a template once a `call`
+// names it: @outer<@inc> calls @fill<@inc>, which dispatches map<i32, i32,
+// @inc>; the templates are gone and the results are the hand-written ones.
+// Without a call naming @outer, @outer is a root (it may be an entry), and
+// its parameter, a value known only at run time, is an error at its call of
+// @fill.
+const char* kHostTemplate = R"(
+device @inc(%x: i32) -> i32 {
+  %one = const {value = 1} : i32
+  %y = add %x, %one : i32
+  return %y
+}
+kernel @map(%f: fn(i32) -> (i32), %out: buffer<i32, device, write>) workgroup(4, 1, 1) {
+  %i = global_id {dim = 0} : u32
+  %x = cast %i : i32
+  %y = call.indirect %f, %x : i32
+  store %out, %i, %y
+  return
+}
+host @fill(%f: fn(i32) -> (i32), %out: buffer<i32, device, write>) {
+  %one = const {value = 1} : u32
+  dispatch %one, %one, %one, %f, %out {kernel = @map}
+  return
+}
+host @outer(%g: fn(i32) -> (i32), %out: buffer<i32, device, write>) {
+  call %g, %out {callee = @fill}
+  return
+}
+)";
+
+TEST(Monomorphize, HostFunctionPassingItsFunctionParameterOnIsATemplate) {
+  ir::Context ctx;
+  auto m = parse(ctx, std::string(kHostTemplate) + R"(
+host @main() -> buffer<i32, host, linear> {
+  %n = const {value = 4} : u32
+  %d = alloc %n : buffer<i32, device, linear>
+  %f = func.ref {callee = @inc} : fn(i32) -> (i32)
+  call %f, %d {callee = @outer}
+  %h = alloc %n : buffer<i32, host, linear>
+  d2h %h, %d
+  free %d
+  return %h
+}
+)");
+  ASSERT_TRUE(m);
+  ASSERT_EQ(monomorphize(*m), "");
+  ASSERT_TRUE(ir::verify(*m));
+  std::vector<std::string> names;
+  for (auto& f : m->functions()) names.push_back(f->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"inc", "main", "outer<@inc>", "fill<@inc>", "map<@inc>"}));
+  EXPECT_EQ(m->lookup("fill<@inc>")->type()->str(), "fn(buffer<i32, device, write>) -> ()");
+  for (const char* target : {"interp", "cpu"}) EXPECT_EQ(runMain(*m, target), "[1, 2, 3, 4]\n") << target;
+
+  auto dynamic = parse(ctx, std::string(kHostTemplate) + R"(
+host @main(%pick: bool, %d: buffer<i32, device, write>) {
+  %f = func.ref {callee = @inc} : fn(i32) -> (i32)
+  %g = select %pick, %f, %f : fn(i32) -> (i32)
+  call %g, %d {callee = @fill}
+  return
+}
+)");
+  ASSERT_TRUE(dynamic);
+  EXPECT_EQ(monomorphize(*dynamic),
+            "test.eir:20:3: error: cannot specialise host function @fill: argument 0 is a function value known only "
+            "at run time; pass a function by name (a 'func.ref')\n");
+}
+
 TEST(Monomorphize, InterpreterRefusesAGenericKernel) {
   ir::Context ctx;
   auto m = parse(ctx, kGeneric);
