@@ -94,7 +94,8 @@ enum class ExprKind : uint8_t {
   Workgroup,    // `workgroup name: [annot elem; ival]; kids[0]` — a workgroup array (kernels only)
   Dispatch,     // named: `dispatch name(kids...) over grid`; inline: `dispatch over grid { kids[0] }`
                 //   (name empty; also written `kernel over grid { }`); grid = 1..3 dims; type ()
-  AllocGpu,     // `allocate_gpu[@name][<annot>](kids[0])` — name: the region ("" none, "_" global)
+  AllocGpu,     // `allocate_gpu[@name][<annot>](kids[0])` — name: the region ("" none, "_" global);
+                //   `allocate_gpu_on[@name][<annot>](kids[0], kids[1])`: on device kids[0] (a literal)
   Await,        // `kids[0].await`
 };
 
@@ -133,7 +134,7 @@ struct Expr {
   UnOp uop = UnOp::Neg;
   std::vector<ExprP> kids;
   PatternP pat;             // Let
-  TypeP annot;              // Let annotation, Inl/Inr other side, Lambda result, Var allocate_gpu_on<T>
+  TypeP annot;              // Let annotation, Inl/Inr other side, Lambda result, AllocGpu element type
   std::vector<Param> params;  // Lambda
   std::vector<Arm> arms;      // Match, Handle
   std::vector<ExprP> grid;    // Dispatch: the grid in invocations, 1 to 3 dimensions
@@ -162,7 +163,7 @@ struct Expr {
     Len,                                      // len(buffer or list): I32
     // host calls
     H2D, D2H, FreeGpu, ReadGpu, WriteGpu,     // h2d(list) d2h(buf) free_gpu(buf) read_gpu(buf, i) write_gpu(buf, i, v)
-    AllocGpuOn, ToDevice,                     // allocate_gpu_on(k, n), to_device(k, buf): k a literal device index
+    ToDevice,                                 // to_device(k, buf): k a literal device index
     DeviceCount,                              // device_count(): I32, the devices the program runs on
     Array,                                    // array(n, f): the list [f(0), .., f(n-1)], f: I32 -> T
   } builtin = NoBuiltin;

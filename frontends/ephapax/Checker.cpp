@@ -1562,10 +1562,16 @@ class TypeChecker {
   }
 
   // ---- host operations ---------------------------------------------------------
+  // allocate_gpu[@r][<T>](n), and allocate_gpu_on[@r][<T>](k, n): the same
+  // on device k (its two kids).
   Ty* inferAllocGpu(Expr& e) {
-    hostOnly(e.span, "`allocate_gpu`");
-    Ty* n = infer(*e.kids[0]);
-    if (!unify(T, intVar(), n)) error("E101", e.kids[0]->span, "`allocate_gpu` takes an integer element count, got " + show(n));
+    bool onDevice = e.kids.size() == 2;
+    std::string what = onDevice ? "allocate_gpu_on" : "allocate_gpu";
+    hostOnly(e.span, "`" + what + "`");
+    if (onDevice) deviceIndex(*e.kids[0], infer(*e.kids[0]), what);
+    Expr& count = *e.kids.back();
+    Ty* n = infer(count);
+    if (!unify(T, intVar(), n)) error("E101", count.span, "`" + what + "` takes an integer element count, got " + show(n));
     Ty* elem;
     if (e.annot) {
       elem = convert(e.annot.get());
@@ -1763,7 +1769,7 @@ class TypeChecker {
         {"f64", {Expr::Cast, 1}}, {"len", {Expr::Len, 1}},
         {"h2d", {Expr::H2D, 1}}, {"d2h", {Expr::D2H, 1}}, {"free_gpu", {Expr::FreeGpu, 1}},
         {"read_gpu", {Expr::ReadGpu, 2}}, {"write_gpu", {Expr::WriteGpu, 3}},
-        {"allocate_gpu_on", {Expr::AllocGpuOn, 2}}, {"to_device", {Expr::ToDevice, 2}},
+        {"to_device", {Expr::ToDevice, 2}},
         {"device_count", {Expr::DeviceCount, 0}},
         {"array", {Expr::Array, 2}},
     };
@@ -1942,21 +1948,6 @@ class TypeChecker {
         if (info.b == Expr::FreeGpu) return T.unit();
         if (info.b == Expr::ReadGpu) return T.tuple({a[0], elem});
         return a[0];
-      }
-      case Expr::AllocGpuOn: {  // allocate_gpu_on(k, n): like allocate_gpu(n), on device k
-        hostOnly(e.span, "`allocate_gpu_on`");
-        deviceIndex(*e.kids[1], a[0], name);
-        if (!unify(T, intVar(), a[1]))
-          error("E101", argSpan(1), "`allocate_gpu_on` takes an integer element count, got " + show(a[1]));
-        Ty* elem;
-        if (const TypeExpr* annot = e.kids[0]->annot.get()) {  // allocate_gpu_on<T>(k, n)
-          elem = convert(annot);
-          checkElemType(elem, annot->span);
-        } else {
-          elem = T.var();
-          gpuElems_.push_back(elem);
-        }
-        return T.gpu(elem, Ty::Linear);
       }
       case Expr::DeviceCount:  // device_count(): how many devices the program runs on
         hostOnly(e.span, "`device_count`");

@@ -289,16 +289,6 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
     }
     case Expr::ReadGpu:
     case Expr::WriteGpu: return lowerElementAccess(e, args, rt);
-    case Expr::AllocGpuOn: {  // alloc %n {device = k}
-      if (!need(2)) return fabricate(rt);
-      Value* n = lowerExpr(*args[1]);
-      setLoc(e.span);
-      if (!rt->isBuffer() || rt->space() != ir::Space::Device) {
-        unsupported(e.span, "code generation cannot allocate a GPU buffer of type " + show(sub(e.ty)));
-        return fabricate(rt);
-      }
-      return b_.op("alloc", {n}, rt, {{"device", ir::Attr::integer(args[0]->ival)}});
-    }
     case Expr::DeviceCount:
       setLoc(e.span);
       return b_.op("device.count", {}, ctx_.i32());

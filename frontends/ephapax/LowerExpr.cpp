@@ -114,14 +114,15 @@ Value* Lowerer::lowerKind(Expr& e, bool tail) {
       if (e.kids.empty()) return value(unit());
       return tail ? lowerTail(*e.kids[0]) : lowerExpr(*e.kids[0]);
     case ExprKind::Dispatch: return value(lowerDispatch(e));
-    case ExprKind::AllocGpu: {
-      Value* n = lowerExpr(*e.kids[0]);
+    case ExprKind::AllocGpu: {  // alloc %n, with {device = k} for allocate_gpu_on(k, n)
+      Value* n = lowerExpr(*e.kids.back());
       setLoc(e.span);
       const ir::Type* bt = lowerTy(e.ty);
       if (!bt->isBuffer() || bt->space() != ir::Space::Device) {
         unsupported(e.span, "code generation cannot allocate a GPU buffer of type " + show(sub(e.ty)));
         return value(fabricate(bt));
       }
+      if (e.kids.size() == 2) return value(b_.op("alloc", {n}, bt, {{"device", ir::Attr::integer(e.kids[0]->ival)}}));
       return value(b_.op("alloc", {n}, bt));
     }
     case ExprKind::Await: {

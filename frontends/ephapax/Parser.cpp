@@ -911,21 +911,29 @@ class Parser {
     return c;
   }
 
-  // allocate_gpu[@r][<T>](n), after the name.
-  ExprP parseAllocGpu(Span s) {
+  // allocate_gpu[@r][<T>](n), or allocate_gpu_on[@r][<T>](k, n) (onDevice),
+  // after the name.
+  ExprP parseAllocGpu(Span s, bool onDevice) {
     auto e = node(ExprKind::AllocGpu, s);
+    const char* what = onDevice ? "allocate_gpu_on" : "allocate_gpu";
     if (accept(Tok::At)) e->name = expectIdent("a region name after '@'");
     if (accept(Tok::Lt)) {
       e->annot = parseType();
       expect(Tok::Gt, "after the element type");
     }
-    auto args = parseArgs("after allocate_gpu");
-    if (!panic_ && args.size() != 1) {
-      diags_.error("E106", s, "allocate_gpu takes 1 argument (the element count), got " + std::to_string(args.size()));
+    auto args = parseArgs(onDevice ? "after allocate_gpu_on" : "after allocate_gpu");
+    size_t want = onDevice ? 2 : 1;
+    if (!panic_ && args.size() != want) {
+      diags_.error("E106", s,
+                   std::string(what) +
+                       (onDevice ? " takes 2 arguments (the device index and the element count), got "
+                                 : " takes 1 argument (the element count), got ") +
+                       std::to_string(args.size()));
       panic_ = true;
       return dummy();
     }
-    if (!panic_) e->kids.push_back(std::move(args[0]));
+    if (!panic_)
+      for (auto& a : args) e->kids.push_back(std::move(a));
     return e;
   }
 
@@ -1174,16 +1182,11 @@ class Parser {
           expect(Tok::RParen, "after the __ffi arguments");
           return e;
         }
-        if (t.text == "allocate_gpu") return parseAllocGpu(s);
+        if (t.text == "allocate_gpu" || t.text == "allocate_gpu_on") return parseAllocGpu(s, t.text == "allocate_gpu_on");
         if (t.text == "dispatch" && at(Tok::Ident)) return parseDispatch(s);
         if (t.text == "kernel" && atIdent("over")) return parseDispatch(s);
         auto e = node(ExprKind::Var, s);
         e->name = t.text;
-        // allocate_gpu_on<T>(k, n): the element type rides on the callee.
-        if (t.text == "allocate_gpu_on" && accept(Tok::Lt)) {
-          e->annot = parseType();
-          expect(Tok::Gt, "after the element type");
-        }
         return e;
       }
       case Tok::LParen: {

@@ -693,6 +693,49 @@ TEST(EphapaxGpu, ToDeviceMovesABufferBetweenTwoDevices) {
   }
 }
 
+TEST(EphapaxGpu, RegionAllocationOnADevice) {
+  // allocate_gpu_on@r(1, n): a buffer of region r on device 1, filled there
+  // and moved to device 0 inside the region (to_device consumes it).
+  const char* src = R"(
+fn main() -> I32 {
+    region r {
+        let! b = allocate_gpu_on@r<I32>(1, 8);
+        dispatch over 8 { b[gid] = gid * gid; }
+        let xs = d2h(to_device(0, b));
+        var s = 0;
+        for i in 0..8 { s += xs[i]; }
+        s
+    }
+}
+)";
+  auto l = lower(src);
+  ASSERT_TRUE(l->m) << l->errors;
+  std::string main = text(*l->m->lookup("main"));
+  EXPECT_NE(main.find("alloc %0 {device = 1} : buffer<i32, device, linear>"), std::string::npos) << main;
+  int want = 0;
+  for (int i = 0; i < 8; ++i) want += i * i;
+  for (const std::string& list : devices::pairs()) {
+    SCOPED_TRACE(list);
+    EXPECT_EQ(devices::runOn(*l->m, list), std::to_string(want));
+  }
+  // In affine mode a region buffer left unconsumed is freed at the region's
+  // end, as for allocate_gpu@r: one `free` after the region's dispatch.
+  const char* dropped = R"(
+fn main() -> I32 {
+    region r {
+        let! b = allocate_gpu_on@r<I32>(0, 4);
+        dispatch over 4 { b[gid] = gid; }
+        7
+    }
+}
+)";
+  auto a = lower(dropped, /*affine=*/true);
+  ASSERT_TRUE(a->m) << a->errors;
+  auto names = opNames(*a->m->lookup("main"));
+  EXPECT_EQ(std::count(names.begin(), names.end(), "free"), 1);
+  runEverywhere(dropped, "7", /*affine=*/true);
+}
+
 TEST(EphapaxGpu, DeviceZeroRunsOnOneDevice) {
   // allocate_gpu_on(0, n) and to_device(0, b) need only device 0.
   auto l = lower(R"(
