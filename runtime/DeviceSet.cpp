@@ -130,4 +130,30 @@ Status DeviceSet::copy(uint64_t dst, uint64_t src, Loc site) {
   return to->upload(dst & kInnerMask, staging, site);
 }
 
+Expected<CheckedDevice*> DeviceSet::foreignRoute(uint64_t handle, Loc site, const char* what) const {
+  auto bad = [&](const std::string& why) {
+    return Error{site, std::string(what) + " of device buffer handle " + std::to_string(handle) + ", which " + why};
+  };
+  if (deviceOf(handle) >= devices_.size()) return bad("names no device of this run");
+  if (auto* checked = dynamic_cast<CheckedDevice*>(devices_[deviceOf(handle)])) return checked;
+  if (!shapes_.count(handle))
+    return bad("is not a live buffer (freed already, or never allocated); run with --check-buffers "
+               "(EPH_CHECK_BUFFERS=1) to see where it was allocated and freed");
+  return nullptr;
+}
+
+Status DeviceSet::freeForeign(uint64_t handle, Loc site, const char* what) {
+  auto checked = foreignRoute(handle, site, what);
+  if (!checked) return checked.error();
+  return free(handle, site);
+}
+
+Expected<uint64_t> DeviceSet::lengthForeign(uint64_t handle, Loc site, const char* what) {
+  auto checked = foreignRoute(handle, site, what);
+  if (!checked) return checked.error();
+  if (*checked)
+    if (Status s = (*checked)->use(innerOf(handle), site, what); !s) return s.error();
+  return length(handle, site);
+}
+
 }  // namespace eph::runtime

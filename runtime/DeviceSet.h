@@ -22,6 +22,8 @@
 
 namespace eph::runtime {
 
+class CheckedDevice;
+
 class DeviceSet : public interp::DeviceHooks {
  public:
   // Not owned; at least one.
@@ -51,12 +53,22 @@ class DeviceSet : public interp::DeviceHooks {
   // else the count recorded at alloc.
   Expected<uint64_t> length(uint64_t handle, Loc site) override;
   unsigned deviceCount() const override { return unsigned(devices_.size()); }
+  // Handles from C code (runtime/eph_buffer.h): with buffer checks on, the
+  // CheckedDevice reports a freed or unknown one with its sites; off, one
+  // that is not a live buffer of this set is an error before any device
+  // sees it.
+  Status freeForeign(uint64_t handle, Loc site, const char* what) override;
+  Expected<uint64_t> lengthForeign(uint64_t handle, Loc site, const char* what) override;
 
  private:
   static constexpr unsigned kShift = 56;
   static constexpr uint64_t kInnerMask = (uint64_t(1) << kShift) - 1;
   // The device of `handle`, or null (with `err` set) when it names none.
   Device* route(uint64_t handle, Loc site, Status& err) const;
+  // The CheckedDevice a foreign handle goes to (null when checks are off),
+  // or an error when the handle is not one C code may use: no such device,
+  // or, without checks, not a live buffer.
+  Expected<CheckedDevice*> foreignRoute(uint64_t handle, Loc site, const char* what) const;
   struct Shape {
     const ir::Type* elem = nullptr;
     uint64_t count = 0;

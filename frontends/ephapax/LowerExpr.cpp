@@ -259,7 +259,16 @@ Value* Lowerer::lowerKind(Expr& e, bool tail) {
     case ExprKind::Lambda: return value(generic_ ? lambdaRef(e) : makeLambdaClosure(e, 0, e.span));
     case ExprKind::Ffi: {
       std::vector<Value*> args;
-      for (auto& k : e.kids) args.push_back(lowerExpr(*k));
+      for (auto& k : e.kids) {
+        // An owned buffer goes to C for good; a borrow of one would leave the
+        // program owning a buffer C may free.
+        if (k->kind == ExprKind::Borrow && lowerTy(k->kids[0]->ty)->isBuffer()) {
+          unsupported(k->span, "extern call to '" + e.name + "': a borrowed GPU buffer cannot be passed to C; pass the "
+                      "owned buffer, whose ownership moves to the C side", "E202");
+          return value(fabricate(lowerTy(e.ty)));
+        }
+        args.push_back(lowerExpr(*k));
+      }
       setLoc(e.span);
       return value(ffiCall(e.name, args, lowerTy(e.ty), e.span));
     }

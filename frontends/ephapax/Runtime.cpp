@@ -9,6 +9,7 @@
 
 #include "ir/OpTable.h"
 #include "ir/interp/Exec.h"
+#include "ir/interp/ForeignCall.h"
 
 namespace eph::ephapax {
 
@@ -18,6 +19,11 @@ using I = int64_t;
 using D = double;
 
 bool isIntLike(const ir::Type* t) { return t->isInt() || t->isBool(); }
+
+// An owned device buffer, passed to C as its int64 handle (runtime/eph_buffer.h).
+bool isOwnedDeviceBuffer(const ir::Type* t) {
+  return t->isBuffer() && t->space() == ir::Space::Device && t->ownership() == ir::Ownership::Linear;
+}
 
 // The size (and alignment) of an integer-like type in C: _Bool is one byte.
 unsigned cSize(const ir::Type* t) { return t->isBool() ? 1 : t->bits() / 8; }
@@ -61,10 +67,26 @@ R callN(void* fn, const std::vector<A>& a) {
   }
 }
 
+bool callForeign(interp::Exec& ex, const ir::Op& op, void* fn);
+
+// The C function runs inside a ForeignCallScope, so that the C API of
+// runtime/eph_buffer.h reaches this run's buffers; its first error is the
+// op's error.
 bool interpFfiCall(interp::Exec& ex, const ir::Op& op) {
   const std::string& name = op.attr("symbol")->s;
   void* fn = dlsym(RTLD_DEFAULT, name.c_str());
   if (!fn) return ex.fail(op, "extern symbol '" + name + "' is not defined (give its library with --link LIB.so)");
+  interp::ForeignCall call{ex.deviceHooks(), ex.memory(), op.loc(), std::nullopt};
+  bool ok;
+  {
+    interp::ForeignCallScope scope(call);
+    ok = callForeign(ex, op, fn);
+  }
+  if (call.error) return ex.fail(*call.error);
+  return ok;
+}
+
+bool callForeign(interp::Exec& ex, const ir::Op& op, void* fn) {
   const ir::Type* rt = op.numResults() ? op.result(0)->type() : nullptr;
   bool floats = rt && rt->isFloat();
   if (!floats)
@@ -76,7 +98,10 @@ bool interpFfiCall(interp::Exec& ex, const ir::Op& op) {
     return ex.setResult(op, interp::RtValue::ofFloat(rt, r));
   }
   std::vector<I> args;
-  for (unsigned i = 0; i < op.numOperands(); ++i) args.push_back(ex.operand(op, i).i);
+  for (unsigned i = 0; i < op.numOperands(); ++i) {
+    const interp::RtValue& v = ex.operand(op, i);
+    args.push_back(isOwnedDeviceBuffer(op.operand(i)->type()) ? static_cast<I>(v.buffer) : v.i);
+  }
   if (rt && rt->isStruct() && !rt->isUnit()) {
     // A small struct of integers comes back in two registers (x86-64 SysV
     // RAX:RDX, AArch64 x0:x1): read its fields at their C offsets.
@@ -109,9 +134,14 @@ bool interpFfiCall(interp::Exec& ex, const ir::Op& op) {
   return ex.setResult(op, interp::RtValue::ofInt(rt, r));
 }
 
+// An owned device buffer passed to C is C's from then on: the call consumes it.
+ir::Effect ffiEffect(const ir::Op& op, unsigned i) {
+  return isOwnedDeviceBuffer(op.operand(i)->type()) ? ir::Effect::Consume : ir::Effect::None;
+}
+
 const ir::OpInfo kOps[] = {
     {.name = "ephapax.ffi_call", .numOperands = ir::kVariadic, .numResults = ir::kVariadic, .flags = ir::kHostOnly,
-     .verify = verifyFfiCall, .interp = interpFfiCall,
+     .effectFn = ffiEffect, .verify = verifyFfiCall, .interp = interpFfiCall,
      .summary = "call the C function {symbol} of the process (Ephapax extern functions and __ffi)"},
 };
 
@@ -124,10 +154,12 @@ std::string ffiSignatureProblem(const std::vector<const ir::Type*>& params, cons
     if (t->isFloat()) {
       if (t->bits() != 64) return "F32 arguments are not supported in extern calls (use F64)";
       anyFloat = true;
-    } else if (isIntLike(t)) {
+    } else if (isIntLike(t) || isOwnedDeviceBuffer(t)) {
       anyInt = true;
     } else {
-      return "argument type " + t->str() + " cannot be passed to an extern function (integers, Bool, F64 and extern handles can)";
+      return "argument type " + t->str() +
+             " cannot be passed to an extern function (integers, Bool, F64, extern handles and owned GPU buffers "
+             "can)";
     }
   }
   bool smallStruct = result && result->isStruct() && !result->isUnit() && cStructSize(result) > 0 && cStructSize(result) <= 16;

@@ -5,7 +5,10 @@
 //
 // Signatures it can call: up to 6 arguments, all integers/Bool/extern handles
 // (passed as int64) with an integer, Bool or () result, or all F64 with an
-// F64 result. Strings live in host buffers (u8 elements); regions need no
+// F64 result. An owned device buffer (`buffer<T, device, linear>`) counts as
+// an integer: C gets its handle and owns it from then on, and frees it or
+// reads its length through runtime/eph_buffer.h (the call runs in an
+// interp::ForeignCallScope for that). Strings live in host buffers (u8 elements); regions need no
 // run-time support because the lowering frees every string where it is
 // consumed or dropped.
 #pragma once

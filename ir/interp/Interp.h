@@ -136,6 +136,18 @@ class DeviceHooks {
   // `device.count`: how many devices the program runs on (device numbers
   // 0..count-1 for `alloc {device = k}`).
   virtual unsigned deviceCount() const { return 1; }
+  // A handle C code gives back (ir/interp/ForeignCall.h): it came out of the
+  // program through an extern call, and may be stale or made up, so it must
+  // be checked before a device sees it. `what` names the C function for
+  // messages. The defaults refuse: these hooks keep no record of buffers.
+  virtual Status freeForeign(uint64_t handle, Loc site, const char* what) {
+    (void)handle;
+    return Error{site, std::string(what) + ": these device hooks do not take buffers back from C code"};
+  }
+  virtual Expected<uint64_t> lengthForeign(uint64_t handle, Loc site, const char* what) {
+    (void)handle;
+    return Error{site, std::string(what) + ": these device hooks do not take buffers back from C code"};
+  }
 };
 
 class Interpreter {

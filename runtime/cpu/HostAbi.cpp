@@ -252,6 +252,21 @@ void* ffiResolve(HostContextHeader* h, uint32_t site) {
   return fn;
 }
 
+// Around an extern call: C code reaches the run's device buffers through
+// runtime/eph_buffer.h while it runs; its first error fails the op.
+void ffiEnter(HostContextHeader* h, uint32_t site) {
+  HostContext& c = ctxOf(h);
+  c.foreignCall = interp::ForeignCall{c.hooks, nullptr, c.op(site).loc(), std::nullopt};
+  c.foreignScope.emplace(c.foreignCall);
+}
+
+void ffiLeave(HostContextHeader* h, uint32_t site) {
+  HostContext& c = ctxOf(h);
+  c.foreignScope.reset();
+  if (c.foreignCall.error) c.fail(std::move(*c.foreignCall.error));
+  (void)site;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, void*>> hostAbiSymbols() {
@@ -262,7 +277,8 @@ std::vector<std::pair<std::string, void*>> hostAbiSymbols() {
           {kCopy, p(&copy)},             {kDispatch, p(&dispatch)}, {kWait, p(&wait)},
           {kLenHost, p(&lenHost)},       {kLenDevice, p(&lenDevice)}, {kBadAccess, p(&badAccess)},
           {kTrap, p(&trap)},             {kDepth, p(&depthExceeded)}, {kDeviceCount, p(&deviceCount)},
-          {kBoxAlloc, p(&boxAlloc)},     {kBoxBadGet, p(&boxBadGet)}, {kFfiResolve, p(&ffiResolve)}};
+          {kBoxAlloc, p(&boxAlloc)},     {kBoxBadGet, p(&boxBadGet)}, {kFfiResolve, p(&ffiResolve)},
+          {kFfiEnter, p(&ffiEnter)},     {kFfiLeave, p(&ffiLeave)}};
 }
 
 llvmtarget::LowerOptions hostLowerOptions() {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/interp/ForeignCall.h"
 #include "ir/interp/Interp.h"
 #include "targets/llvm/HostAbi.h"
 
@@ -57,6 +58,9 @@ struct HostContext : llvmtarget::HostContextHeader {
   std::optional<Error> error;
   std::deque<HostBuffer> buffers;                 // stable addresses
   interp::Memory* memory = nullptr;               // the entry's buffers, and where results go
+  // The extern call in progress (HostAbi.cpp's ffi_enter / ffi_leave).
+  interp::ForeignCall foreignCall;
+  std::optional<interp::ForeignCallScope> foreignScope;
   std::unordered_map<uint64_t, HostBuffer*> imported;  // by interpreter buffer id
   // Boxes: hostBoxTypes(module) and each one's index, the codecs of the
   // compiled module, the arena, and the cells converted so far in each

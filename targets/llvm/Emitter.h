@@ -156,6 +156,8 @@ class FunctionEmitter {
   // box.new / box.get (LowerHostBoxes.cpp), ephapax.ffi_call (LowerHostFfi.cpp).
   bool emitBoxOp(const ir::Op& op);
   bool emitFfiCall(const ir::Op& op);
+  // The C call itself, through fnPtr, with the result set (LowerHostFfi.cpp).
+  bool emitForeignCall(const ir::Op& op, llvm::Value* fnPtr, const ir::Type* rt);
   // A new box cell holding v of box table type k (HostAbi.h).
   llvm::Value* makeBoxCell(unsigned k, const ir::Type* t, llvm::Value* v);
   // Returns at once when the context has failed.

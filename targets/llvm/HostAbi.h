@@ -147,6 +147,12 @@ constexpr const char* kDeviceCount = "eph_host_device_count";  // i64 (ctx)
 constexpr const char* kBoxAlloc = "eph_host_box_alloc";        // ptr (ctx, i64 bytes): 16-aligned arena memory
 constexpr const char* kBoxBadGet = "eph_host_box_bad_get";     // void (ctx, i32 site, ptr cell)
 constexpr const char* kFfiResolve = "eph_host_ffi_resolve";    // ptr (ctx, i32 site): the symbol, or null
+// Around each extern call: opens (enter) and closes (leave) the
+// interp::ForeignCallScope through which C code reaches the run's device
+// buffers (runtime/eph_buffer.h); leave fails the context with the first
+// error C code met there.
+constexpr const char* kFfiEnter = "eph_host_ffi_enter";        // void (ctx, i32 site)
+constexpr const char* kFfiLeave = "eph_host_ffi_leave";        // void (ctx, i32 site)
 }  // namespace hostabi
 
 }  // namespace eph::llvmtarget

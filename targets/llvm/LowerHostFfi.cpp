@@ -9,7 +9,10 @@
 // holds it, a bool as 0/1) and the result is read from the int64 return
 // register (an integer truncated to its width, a bool as "not 0", () or no
 // result ignored), or, for a small struct of integers, from the two return
-// registers {i64, i64} with each field at its C offset.
+// registers {i64, i64} with each field at its C offset. An owned device
+// buffer is passed as its handle. The call is bracketed by the runtime's
+// ffi_enter / ffi_leave (and the failed flag is tested after it), so that C
+// code may use the runtime/eph_buffer.h API on the run's device buffers.
 //
 // The address is resolved on the first call by a runtime call (dlsym of the
 // process, after the --link libraries are loaded) and cached in a global of
@@ -66,6 +69,15 @@ bool FunctionEmitter::emitFfiCall(const ir::Op& op) {
   fnPtr->addIncoming(cached, pre);
   fnPtr->addIncoming(found, resolved);
 
+  llvm::Type* voidTy = llvm::Type::getVoidTy(M.ctx);
+  b.CreateCall(M.hostRuntime(kFfiEnter, voidTy, {M.ptr, M.i32}), {hostCtx, siteOf(op)});
+  if (!emitForeignCall(op, fnPtr, rt)) return false;
+  b.CreateCall(M.hostRuntime(kFfiLeave, voidTy, {M.ptr, M.i32}), {hostCtx, siteOf(op)});
+  checkFailed();
+  return true;
+}
+
+bool FunctionEmitter::emitForeignCall(const ir::Op& op, llvm::Value* fnPtr, const ir::Type* rt) {
   bool floats = rt && rt->isFloat();
   for (const ir::Value* v : op.operands()) floats = floats || v->type()->isFloat();
   std::vector<llvm::Value*> args;
@@ -82,6 +94,10 @@ bool FunctionEmitter::emitFfiCall(const ir::Op& op) {
   for (const ir::Value* v : op.operands()) {
     llvm::Value* x = get(v);
     const ir::Type* t = v->type();
+    if (t->isBuffer()) {  // a device buffer {null, handle}: the handle
+      args.push_back(b.CreateExtractValue(x, 1));
+      continue;
+    }
     args.push_back(t->isBool() ? b.CreateZExt(x, M.i64) : t->isSigned() ? b.CreateSExtOrTrunc(x, M.i64)
                                                                           : b.CreateZExtOrTrunc(x, M.i64));
   }
