@@ -148,6 +148,17 @@ TEST_F(FfiBuffers, MadeUpHandleIsAnErrorNotACrash) {
                        ", which was never allocated");
 }
 
+TEST_F(FfiBuffers, ExternFunctionsTakeOwnedBuffersToo) {
+  // An `extern` declaration with a GPUBuffer<T>! parameter is the same call.
+  const char* src = "extern \"C\" { fn client_free(b: GPUBuffer<I32>!): I64 }\n"
+                    "fn main() -> I64 {\n    let! b = h2d([4, 5, 6, 7]);\n    client_free(b)\n}\n";
+  ir::Context ctx;
+  DiagSink diags;
+  auto m = compile(ctx, src, "t.eph", diags, {});
+  ASSERT_TRUE(m) << renderAll(diags, "t.eph", src);
+  expectEverywhere(*m, "main", "4", "4", "4");  // the length C read before freeing
+}
+
 TEST_F(FfiBuffers, TheCallConsumesTheBuffer) {
   // The checker counts the buffer as consumed by the call (E002 after it)
   // and the IR's ffi_call consumes its operand (the linearity pass agrees).
