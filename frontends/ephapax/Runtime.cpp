@@ -67,25 +67,7 @@ R callN(void* fn, const std::vector<A>& a) {
   }
 }
 
-bool callForeign(interp::Exec& ex, const ir::Op& op, void* fn);
-
-// The C function runs inside a ForeignCallScope, so that the C API of
-// runtime/eph_buffer.h reaches this run's buffers; its first error is the
-// op's error.
-bool interpFfiCall(interp::Exec& ex, const ir::Op& op) {
-  const std::string& name = op.attr("symbol")->s;
-  void* fn = dlsym(RTLD_DEFAULT, name.c_str());
-  if (!fn) return ex.fail(op, "extern symbol '" + name + "' is not defined (give its library with --link LIB.so)");
-  interp::ForeignCall call{ex.deviceHooks(), ex.memory(), op.loc(), std::nullopt};
-  bool ok;
-  {
-    interp::ForeignCallScope scope(call);
-    ok = callForeign(ex, op, fn);
-  }
-  if (call.error) return ex.fail(*call.error);
-  return ok;
-}
-
+// Calls the C function fn with the op's operands and sets its result.
 bool callForeign(interp::Exec& ex, const ir::Op& op, void* fn) {
   const ir::Type* rt = op.numResults() ? op.result(0)->type() : nullptr;
   bool floats = rt && rt->isFloat();
@@ -132,6 +114,23 @@ bool callForeign(interp::Exec& ex, const ir::Op& op, void* fn) {
   }
   if (rt->isBool()) return ex.setResult(op, interp::RtValue::ofBool(rt, r != 0));
   return ex.setResult(op, interp::RtValue::ofInt(rt, r));
+}
+
+// The C function runs inside a ForeignCallScope, so that the C API of
+// runtime/eph_buffer.h reaches this run's buffers; its first error is the
+// op's error.
+bool interpFfiCall(interp::Exec& ex, const ir::Op& op) {
+  const std::string& name = op.attr("symbol")->s;
+  void* fn = dlsym(RTLD_DEFAULT, name.c_str());
+  if (!fn) return ex.fail(op, "extern symbol '" + name + "' is not defined (give its library with --link LIB.so)");
+  interp::ForeignCall call{ex.deviceHooks(), ex.memory(), op.loc(), std::nullopt};
+  bool ok;
+  {
+    interp::ForeignCallScope scope(call);
+    ok = callForeign(ex, op, fn);
+  }
+  if (call.error) return ex.fail(*call.error);
+  return ok;
 }
 
 // An owned device buffer passed to C is C's from then on: the call consumes it.
