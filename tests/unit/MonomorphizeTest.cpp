@@ -342,7 +342,11 @@ host @main() -> buffer<i32, host, linear> {
   for (auto& f : m->functions()) names.push_back(f->name());
   EXPECT_EQ(names, (std::vector<std::string>{"inc", "main", "outer<@inc>", "fill<@inc>", "map<@inc>"}));
   EXPECT_EQ(m->lookup("fill<@inc>")->type()->str(), "fn(buffer<i32, device, write>) -> ()");
-  for (const char* target : {"interp", "cpu"}) EXPECT_EQ(runMain(*m, target), "[1, 2, 3, 4]\n") << target;
+  for (const char* target : {"interp", "cpu"}) {
+    std::string got = runMain(*m, target);
+    if (got.rfind("skip: ", 0) == 0 && std::string(target) == "cpu") continue;  // a build without LLVM
+    EXPECT_EQ(got, "[1, 2, 3, 4]\n") << target;
+  }
 
   auto dynamic = parse(ctx, std::string(kHostTemplate) + R"(
 host @main(%pick: bool, %d: buffer<i32, device, write>) {
