@@ -112,6 +112,7 @@ void Lowerer::lowerFunction(const Instance& in) {
   curFn_ = &f;
   curKey_ = in.irfn->name();
   env_.clear();
+  freshLists_.clear();
   loopSum_ = nullptr;
   carry_ = nullptr;
   device_ = in.kind != FnKind::Host;

@@ -377,11 +377,7 @@ Value* Lowerer::lowerBorrowOf(Expr& e) {
     v = boxList(v);
   }
   v = listView(v, e.ty);
-  if (owns(v->type())) {
-    {
-      unsupported(e.span, "code generation can borrow only variables, not this temporary value", "E201");
-    }
-  }
+  if (owns(v->type())) unsupported(e.span, "code generation can borrow only variables, not this temporary value", "E201");
   return v;
 }
 

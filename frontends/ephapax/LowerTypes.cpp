@@ -176,8 +176,8 @@ const std::vector<std::vector<bool>>& Lowerer::boxedFields(const TypeDecl* d) {
 
 Ty* Lowerer::listTy(Ty* t) {
   t = sub(t);
-  for (int i = 0; i < 40 && t->kind == Ty::Named; ++i) {
-    Ty* e = expandAlias(T, t);
+  for (int i = 0; i < 40 && (t->kind == Ty::Named || t->kind == Ty::Ref); ++i) {
+    Ty* e = t->kind == Ty::Ref ? t->args[0] : expandAlias(T, t);  // a borrow of a list reads the list
     if (!e) break;
     t = sub(e);
   }

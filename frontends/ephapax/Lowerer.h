@@ -155,7 +155,7 @@ class Lowerer {
   const ir::Type* lowerTy(Ty* t, unsigned depth = 0);
   // A named function's parameter: a list is passed as a read view.
   const ir::Type* lowerParamTy(Ty* t);
-  // The list type t is (through aliases), or null.
+  // The list type t is (through aliases and borrows), or null.
   Ty* listTy(Ty* t);
   // buffer<T, host, own> for a list type [T].
   const ir::Type* listBufferTy(Ty* list, ir::Ownership own);
