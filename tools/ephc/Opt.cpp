@@ -35,7 +35,7 @@ int runOptCommand(Session& s, std::span<const std::string> argv) {
   if (!loadPlugins(s, *args)) return 1;
   passes::PassManager pm;
   passes::PipelineOptions opts;
-  if (!buildPipeline(s, *args, pm, opts)) return 1;
+  if (!buildPipeline(s, *args, pm, opts, "none")) return 1;
 
   ir::Context ctx;
   auto m = s.loadModule(ctx, args->operands[0]);
