@@ -109,7 +109,7 @@ class TypeChecker {
       case TypeExpr::Gpu: {
         Ty* elem = convert(t->args[0].get());
         checkElemType(elem, t->args[0]->span);
-        return T.gpu(elem, t->name == "GPUBufferAffine" ? Ty::Affine : t->bang ? Ty::Linear : Ty::View);
+        return T.gpu(elem, t->name == "GPUBufferAffine" ? Ty::Affine : t->bang ? Ty::Linear : Ty::View, bufferRegion(t->span));
       }
       case TypeExpr::Vec: return T.vec(static_cast<int>(t->size));
       case TypeExpr::Mat: return T.mat(static_cast<int>(t->size));
@@ -146,11 +146,23 @@ class TypeChecker {
         }
         std::vector<Ty*> args;
         for (auto& a : t->args) args.push_back(convert(a.get()));
+        for (size_t i = args.size(); i < d->paramTys.size(); ++i) args.push_back(bufferRegion(t->span));  // hidden region
         return T.named(d, std::move(args));
       }
     }
     return T.error();
   }
+
+  // The region of a GPU buffer type (which is written without one). In a
+  // function signature all buffers share one region parameter, so a function
+  // returns buffers in its arguments' region; elsewhere an open region
+  // variable (a fresh allocation can live in any region).
+  // In a type declaration that holds buffers, its hidden region parameter.
+  Ty* bufferRegion(Span s) {
+    if (declRegion_) return declRegion_;
+    return implicitTypeVars_ ? regionNamed("'buffers", s) : T.var(/*region=*/true);
+  }
+  Ty* declRegion_ = nullptr;
 
   // The region a `String@name` in a type refers to.
   Ty* regionNamed(const std::string& name, Span s) {
@@ -178,9 +190,11 @@ class TypeChecker {
       c_.typeDecls[d->name] = d.get();
       for (const std::string& p : d->params) d->paramTys.push_back(T.param(p, nextParam_++));
     }
+    addBufferRegionParams();
     for (auto& d : c_.prog.types) {
       if (c_.typeDecls[d->name] != d.get()) continue;  // a duplicate (reported)
       typeVars_.clear();
+      declRegion_ = d->paramTys.size() > d->params.size() ? d->paramTys.back() : nullptr;
       for (size_t i = 0; i < d->params.size(); ++i) typeVars_[d->params[i]] = d->paramTys[i];
       switch (d->kind) {
         case TypeDecl::Alias: {
@@ -217,8 +231,36 @@ class TypeChecker {
       }
     }
     typeVars_.clear();
+    declRegion_ = nullptr;
     for (auto& d : c_.prog.types)
       if (d->kind == TypeDecl::Data && c_.typeDecls[d->name] == d.get()) d->recursive = dataRecursive(d.get());
+  }
+
+  // A type declaration that holds GPU buffers (directly or through another
+  // declaration) gets a hidden region parameter: the region of its buffers,
+  // so a data value wrapping a buffer of region r has a type that mentions r.
+  void addBufferRegionParams() {
+    std::set<TypeDecl*> holds;
+    std::function<bool(const TypeExpr*)> mentions = [&](const TypeExpr* t) {
+      if (!t) return false;
+      if (t->kind == TypeExpr::Gpu) return true;
+      if (t->kind == TypeExpr::Named)
+        if (auto it = c_.typeDecls.find(t->name); it != c_.typeDecls.end() && holds.count(it->second)) return true;
+      for (const auto& a : t->args)
+        if (mentions(a.get())) return true;
+      return false;
+    };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto& [name, d] : c_.typeDecls) {
+        bool h = mentions(d->alias.get());
+        for (const CtorDecl& c : d->ctors)
+          for (const auto& f : c.fields) h = h || mentions(f.get());
+        for (const auto& f : d->fieldTypes) h = h || mentions(f.get());
+        if (h && holds.insert(d).second) changed = true;
+      }
+    }
+    for (TypeDecl* d : holds) d->paramTys.push_back(T.param("'buffers", nextParam_++, /*region=*/true));
   }
 
   bool mentionsDecl(Ty* t, const TypeDecl* d, unsigned depth) {
@@ -471,7 +513,7 @@ class TypeChecker {
 
   // A constructor's type: its data type with fresh arguments, and its fields.
   Ty* instantiateCtor(TypeDecl* d, int variant, std::vector<Ty*>& fields, std::vector<Ty*>& inst) {
-    for (size_t i = 0; i < d->paramTys.size(); ++i) inst.push_back(T.var());
+    for (size_t i = 0; i < d->paramTys.size(); ++i) inst.push_back(T.var(d->paramTys[i]->regionVar));
     Ty* result = T.named(d, inst);
     if (variant >= 0 && static_cast<size_t>(variant) < d->ctorTys.size()) fields = ctorFields(T, result, variant);
     return result;
@@ -801,7 +843,7 @@ class TypeChecker {
       error("E003", tailOf(e.kids[0].get())->span,
             "a value of type " + show(t) + " escapes its region `" + e.name + "`",
             "the result of `region " + e.name + " { ... }` must not mention `" + e.name +
-                "`; return something computed from it instead (e.g. String.len)");
+                "`: consume what was allocated in it inside it, or return something computed from it (e.g. String.len)");
       return T.error();
     }
     return t;
@@ -1361,7 +1403,7 @@ class TypeChecker {
     for (Expr* e : dispatchSites_)
       for (Ty* t : e->inst) {
         Ty* r = core(t);
-        if (r->kind == Ty::Var) {
+        if (r->kind == Ty::Var && !r->regionVar) {  // regions leave no trace in kernels
           error("E219", e->span, "this dispatch does not determine the type of every parameter of `" + e->name + "`",
                 "annotate the arguments, e.g. `let! b = allocate_gpu<F32>(n);`");
           break;
@@ -1580,20 +1622,19 @@ class TypeChecker {
       elem = T.var();
       gpuElems_.push_back(elem);
     }
+    Ty* region = nullptr;  // the buffer's type names its region (E003 if it escapes it)
     if (!e.name.empty() && e.name != "_") {
-      bool found = false;
-      for (size_t i = regions_.size(); i-- > 0;)
+      for (size_t i = regions_.size(); i-- > 0 && !region;)
         if (regions_[i].first == e.name) {
-          Ty* r = resolve(regions_[i].second);
+          region = regions_[i].second;
+          Ty* r = resolve(region);
           e.regionId = r->kind == Ty::Region ? r->id : -1;
-          found = true;
-          break;
         }
-      if (!found)
+      if (!region)
         error("E006", e.span, "allocation in region `" + e.name + "`, which is not active here",
               "allocate inside `region " + e.name + " { ... }`, or leave out `@" + e.name + "`");
     }
-    return T.gpu(elem, Ty::Linear);
+    return T.gpu(elem, Ty::Linear, region);
   }
 
   Ty* inferAwait(Expr& e) {

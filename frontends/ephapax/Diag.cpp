@@ -36,6 +36,7 @@ const std::vector<ErrorCodeInfo>& errorCodes() {
       {"E217", "dispatch of something that is not a kernel, or a grid of more than 3 dimensions"},
       {"E218", "recursion in kernel code"},
       {"E219", "a kernel parameter type that no dispatch site determines"},
+      {"E220", "a kernel writes a buffer it was given as a read borrow (`&b`)"},
       {"E299", "internal error: the lowered IR is invalid"},
   };
   return codes;
