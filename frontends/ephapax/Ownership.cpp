@@ -193,8 +193,17 @@ class OwnershipChecker {
     else
       diags_.error("E001", b.span, std::string(b.origin == Binding::LetBang ? "`let!` binding" : "linear value") + " `" +
                                        b.name + "` is never consumed",
-                   b.origin == Binding::LetBang ? "use `" + b.name + "` exactly once, or bind it with `let` if it may be dropped"
-                                                : "use it exactly once, or release it with `drop(" + b.name + ")`");
+                   consumeHint(b));
+  }
+
+  // How to consume b. A GPU buffer must be consumed even when bound with
+  // `let`, so that is no way out for it.
+  std::string consumeHint(const Binding& b) {
+    if (isOwnedGpu(b.ty))
+      return "consume `" + b.name + "` exactly once: `free_gpu(" + b.name + ")`, `d2h(" + b.name +
+             ")`, or pass it on (to a function, or a dispatch that takes it); `--mode affine` lets the compiler free it";
+    if (b.origin == Binding::LetBang) return "use `" + b.name + "` exactly once, or bind it with `let` if it may be dropped";
+    return "use it exactly once, or release it with `drop(" + b.name + ")`";
   }
 
   // BRANCHES AGREE. Only one branch runs, so every branch must consume the

@@ -156,8 +156,9 @@ CommandSpec lowerSpec() {
   CommandSpec spec{
       .name = "lower",
       .operands = "FILE",
-      .summary = "Compile the kernels of an .eir module for a target (--emit=spirv|spvasm|llvm|obj).",
-      .description = "FILE may be '-' for standard input. --emit=spirv writes one kernel's SPIR-V\n"
+      .summary = "Compile an .eph program or .eir module for a target (--emit=ir|spirv|spvasm|llvm|obj).",
+      .description = "FILE is an .eph program or an .eir module ('-': IR on standard input).\n"
+                     "--emit=spirv writes one kernel's SPIR-V\n"
                      "binary (choose it with --kernel when there are several) and needs -o;\n"
                      "--emit=spvasm prints the assembly of every kernel (or the one named).\n"
                      "Every module passes the spirv-tools validator before it is written.\n"

@@ -13,7 +13,7 @@ CommandSpec runSpec() {
   CommandSpec spec{
       .name = "run",
       .operands = "FILE",
-      .summary = "Run the entry host function of an .eir module and print its results.",
+      .summary = "Run the entry function of an .eph program or .eir module and print its results.",
       .description =
           "The module is parsed, verified and put through --passes (the 'default'\n"
           "pipeline, which checks linearity, unless --passes is given); then\n"
