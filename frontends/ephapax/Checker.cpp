@@ -1,6 +1,7 @@
 // Pass 1 of the checker: names, types, regions, arity, exhaustiveness.
 #include "frontends/ephapax/Checker.h"
 
+#include "frontends/ephapax/NumericParams.h"
 #include "frontends/ephapax/Parser.h"
 #include "frontends/ephapax/Stdlib.h"
 
@@ -32,7 +33,7 @@ const Expr* tailOf(const Expr* e) {
 
 class TypeChecker {
  public:
-  TypeChecker(Checked& c, DiagSink& d) : c_(c), T(c.types), diags_(d) {}
+  TypeChecker(Checked& c, DiagSink& d) : c_(c), T(c.types), diags_(d), numeric_(d) {}
 
   bool run() {
     size_t before = diags_.size();
@@ -47,6 +48,7 @@ class TypeChecker {
       if (!f->isExtern && f->body && f->type && !hasUntypedParam(*f)) checkFn(*f);
     checkKernelCode();
     checkUndispatchedKernels();
+    c_.numericParams = numeric_.report(T, diags_);
     return diags_.size() == before;
   }
 
@@ -70,6 +72,8 @@ class TypeChecker {
   std::map<std::string, Ty*> sigRegions_;
   // Expressions to re-check once types are known.
   std::vector<std::pair<Expr*, Ty*>> numericChecks_;
+  // Type parameters used as numbers, and the instantiations to check.
+  NumericParams numeric_;
   std::vector<Expr*> deferredMembers_;
 
   void error(std::string code, Span s, std::string msg, std::string hint = {}) {
@@ -422,6 +426,7 @@ class TypeChecker {
     wide = wide || value > 2147483647LL || value < -2147483648LL;
     Ty* v = T.var();
     v->intLit = true;
+    v->paramLit = true;
     intLits_.push_back({s, value, wide, v});
     return v;
   }
@@ -442,6 +447,13 @@ class TypeChecker {
         continue;
       }
       if (r->kind == Ty::Error) continue;
+      if (r->kind == Ty::Param && !r->regionVar) {  // a literal of a numeric type parameter
+        numeric_.require(r, "the integer literal " + std::to_string(l.value), l.span);
+        if (l.value < 0 || l.value > 2147483647)
+          error("E101", l.span, "integer literal " + std::to_string(l.value) + " does not fit in every numeric type " + show(r) +
+                                    " may stand for", "a literal of a type parameter is in 0..2147483647");
+        continue;
+      }
       bool ok = r->kind == Ty::Prim && (r->prim == Prim::I32 || r->prim == Prim::I64 || r->prim == Prim::U32);
       if (!ok) {
         error("E101", l.span, "type mismatch: an integer literal cannot have type " + show(l.var));
@@ -476,7 +488,8 @@ class TypeChecker {
     for (auto& [e, t] : numericChecks_) {
       Ty* r = core(t);
       if (r->kind == Ty::Var) unify(T, r, T.prim(Prim::I32));
-      else if (!isNumeric(r) && r->kind != Ty::Error && r->kind != Ty::Param && r->kind != Ty::Vec && r->kind != Ty::Mat)
+      else if (r->kind == Ty::Param) numeric_.require(r, "the operator", e->span);
+      else if (!isNumeric(r) && r->kind != Ty::Error && r->kind != Ty::Vec && r->kind != Ty::Mat)
         error("E101", e->span, "this operator needs a number (I32, I64, U32, F32 or F64), got " + show(r));
     }
     numericChecks_.clear();
@@ -701,7 +714,10 @@ class TypeChecker {
     if (auto it = c_.fnIndex.find(e.name); it != c_.fnIndex.end()) {
       e.refKind = c_.prog.fns[it->second]->isExtern ? Expr::Extern : Expr::Fn;
       e.global = it->second;
-      return instantiate(*c_.prog.fns[it->second], e.inst);
+      FnDecl& f = *c_.prog.fns[it->second];
+      Ty* t = instantiate(f, e.inst);
+      numeric_.instantiated(f.name, f.typeParamTys, e.inst, e.span);
+      return t;
     }
     if (auto it = c_.constIndex.find(e.name); it != c_.constIndex.end()) {
       e.refKind = Expr::Const;
@@ -924,6 +940,10 @@ class TypeChecker {
       numericChecks_.push_back({&e, t});
       return true;
     }
+    if (r->kind == Ty::Param && !r->regionVar) {
+      numeric_.require(r, "`" + op + "`", e.span);  // checked where the function is used (E109)
+      return true;
+    }
     if (isNumeric(r) || r->kind == Ty::Error) return true;
     error("E101", e.span, "`" + op + "` needs numbers (I32, I64, U32, F32 or F64), got " + show(t));
     return false;
@@ -983,7 +1003,7 @@ class TypeChecker {
   Ty* inferCall(Expr& e) {
     Expr& callee = *e.kids[0];
     size_t nargs = e.kids.size() - 1;
-    if (callee.kind == ExprKind::Var && isBuiltinName(callee.name)) {
+    if (callee.kind == ExprKind::Var && (isBuiltinName(callee.name) || builtinOverLibrary(e))) {
       callee.kernelCode = inKernel_;
       return inferBuiltinCall(e);
     }
@@ -1700,6 +1720,7 @@ class TypeChecker {
       e.inst.push_back(v);
       subst.push_back({p->id, v});
     }
+    numeric_.instantiated(k.name, k.typeParamTys, e.inst, nameSpan);
     if (e.kids.size() != k.params.size()) {
       error("E106", e.span, "kernel `" + k.name + "` takes " + std::to_string(k.params.size()) + " argument" +
                                 (k.params.size() == 1 ? "" : "s") + ", got " + std::to_string(e.kids.size()));
@@ -1821,6 +1842,23 @@ class TypeChecker {
     return builtinTable().count(name) && !lookupLocal(name) && !c_.fnIndex.count(name) && !c_.constIndex.count(name);
   }
 
+  // `dot` is both a builtin (of two vectors) and a function of `import gpu`
+  // (of two buffers, `dot(&a, &b)`): a call whose first argument is not a
+  // borrow or a GPU buffer variable is the builtin's, unless the program
+  // itself declares `dot`.
+  bool builtinOverLibrary(const Expr& call) {
+    const Expr& callee = *call.kids[0];
+    if (callee.name != "dot" || call.kids.size() < 2 || lookupLocal(callee.name) || c_.constIndex.count(callee.name))
+      return false;
+    auto it = c_.fnIndex.find(callee.name);
+    if (it == c_.fnIndex.end() || c_.prog.fns[it->second]->span.file == 0) return false;
+    const Expr& a = *call.kids[1];
+    if (a.kind == ExprKind::Borrow) return false;
+    if (a.kind == ExprKind::Var)
+      if (Binding* b = lookupLocal(a.name); b && core(b->ty)->kind == Ty::Gpu) return false;
+    return true;
+  }
+
   bool isFloatish(Ty* t) {
     Ty* r = core(t);
     return (r->kind == Ty::Prim && (r->prim == Prim::F32 || r->prim == Prim::F64)) || (r->kind == Ty::Var && r->floatLit) ||
@@ -1876,10 +1914,13 @@ class TypeChecker {
         expectTy(argSpan(1), T.prim(Prim::I32), a[1], " (an index)");
         for (size_t i = 2; i < n; ++i) expectTy(argSpan(i), elem, a[i], " (the element type)");
         Ty* r = core(elem);
-        if (r->kind != Ty::Var && !(r->kind == Ty::Prim && (r->prim == Prim::I32 || r->prim == Prim::U32 ||
-                                                             r->prim == Prim::I64 || r->prim == Prim::F32)) &&
-            r->kind != Ty::Error && r->kind != Ty::Param)
-          error("E101", argSpan(0), "atomics work on I32, U32, I64 or F32 elements, not " + show(r));
+        bool floatOk = info.b == Expr::AtomicAdd || info.b == Expr::AtomicXchg;
+        bool isFloat = r->kind == Ty::Prim && (r->prim == Prim::F32 || r->prim == Prim::F64);
+        if (r->kind == Ty::Param && !r->regionVar)
+          numeric_.require(r, "`" + name + "`", argSpan(0));
+        else if (r->kind != Ty::Var && !(isNumeric(r) && (floatOk || !isFloat)) && r->kind != Ty::Error)
+          error("E101", argSpan(0), "`" + name + "` works on " + std::string(floatOk ? "I32, U32, I64, F32 or F64" : "I32, U32 or I64") +
+                                        " elements, not " + show(r));
         return elem;
       }
       case Expr::Sqrt: case Expr::Exp: case Expr::Log: case Expr::Sin: case Expr::Cos: case Expr::Tan:
@@ -1939,7 +1980,9 @@ class TypeChecker {
       }
       case Expr::Cast: {
         Ty* r = core(a[0]);
-        if (r->kind != Ty::Var && !isNumeric(r) && r->kind != Ty::Error)
+        if (r->kind == Ty::Param && !r->regionVar)
+          numeric_.require(r, "`" + name + "`", argSpan(0));
+        else if (r->kind != Ty::Var && !isNumeric(r) && r->kind != Ty::Error)
           error("E101", argSpan(0), "`" + name + "` converts a number, not " + show(a[0]));
         else if (r->kind == Ty::Var)
           numericChecks_.push_back({e.kids[1].get(), a[0]});

@@ -22,6 +22,7 @@ const std::vector<ErrorCodeInfo>& errorCodes() {
       {"E106", "wrong number of arguments"},
       {"E107", "duplicate definition"},
       {"E108", "type cannot be inferred"},
+      {"E109", "a numeric type parameter instantiated with another type"},
       {"E200", "effects (perform/handle) are not supported by code generation"},
       {"E201", "a construct code generation does not support"},
       {"E202", "extern call with an unsupported signature"},

@@ -15,13 +15,14 @@
 namespace eph::ephapax {
 
 namespace {
-bool mentionsParam(Ty* t, unsigned depth = 0) {
+// A type parameter that is not numeric (a numeric one stands for a number).
+bool mentionsParam(const Checked& c, Ty* t, unsigned depth = 0) {
   t = resolve(t);
   if (!t || depth > 40) return false;
-  if (t->kind == Ty::Param && !t->regionVar) return true;
+  if (t->kind == Ty::Param && !t->regionVar) return !c.numericParams.count(t->id);
   if (t->kind == Ty::Ref || t->kind == Ty::Fn) return false;
   for (Ty* x : t->args)
-    if (mentionsParam(x, depth + 1)) return true;
+    if (mentionsParam(c, x, depth + 1)) return true;
   return false;
 }
 }  // namespace
@@ -50,7 +51,7 @@ Usage usageOf(Checked& c, const Binding& b) {
   }
   if (b.origin == Binding::HandlerParam) return Usage::Free;
   bool linear = isLinear(c.types, b.ty, c.affineMode);
-  bool affine = isAffine(c.types, b.ty, c.affineMode) || mentionsParam(b.ty);
+  bool affine = isAffine(c.types, b.ty, c.affineMode) || mentionsParam(c, b.ty);
   if (b.origin == Binding::Let) {
     if (mustConsume(c, b.ty)) return Usage::ExactlyOnce;
     return linear || affine ? Usage::AtMostOnce : Usage::Free;

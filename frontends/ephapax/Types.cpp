@@ -234,6 +234,7 @@ bool unifyAt(TyArena& a, Ty* x, Ty* y, unsigned depth) {
     if (x->intLit) {
       if (y->kind == Ty::Var) {
         if (y->floatLit) return false;
+        y->paramLit = (y->paramLit || !y->intLit) && x->paramLit;
         y->intLit = true;
       } else {
         Ty* core = y;
@@ -243,7 +244,10 @@ bool unifyAt(TyArena& a, Ty* x, Ty* y, unsigned depth) {
           core = resolve(e);
         }
         bool isInt = core->kind == Ty::Prim && (core->prim == Prim::I32 || core->prim == Prim::I64 || core->prim == Prim::U32);
-        if (!isInt && core->kind != Ty::Error) return false;
+        // A type parameter used as a number may take an integer literal
+        // (the checker then requires it to be numeric: NumericParams.h).
+        bool numericParam = x->paramLit && core->kind == Ty::Param && !core->regionVar;
+        if (!isInt && !numericParam && core->kind != Ty::Error) return false;
       }
     }
     x->link = y;

@@ -28,6 +28,7 @@ struct Ty {
   int id = 0;              // Var/Param: a number; Region: the region's identity (-1: global `_`)
   bool regionVar = false;  // Var/Param standing for a region
   bool intLit = false;     // Var: the type of an integer literal (only integer types unify with it)
+  bool paramLit = false;   // intLit Var of literals only: may also be a type parameter (numeric generics)
   bool floatLit = false;   // Var: the type of a float literal (F32 or F64; F64 when nothing decides)
   bool mut = false;        // Ref
   std::string name;        // Param, Region, Named
