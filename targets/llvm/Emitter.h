@@ -121,7 +121,8 @@ class FunctionEmitter {
   llvm::Function* fn;
   const ir::Function& irf;
   llvm::IRBuilder<> b;
-  // i64* accumulating trap bits (an alloca in kernels, a parameter in device functions).
+  // The TrapScratch (KernelAbi.h) accumulating trap bits, its first field (an
+  // alloca in kernels, a parameter in device functions).
   llvm::Value* trapMask = nullptr;
   InvocationIds ids;
   std::unordered_map<const ir::Value*, llvm::Value*> vals;
@@ -147,6 +148,9 @@ class FunctionEmitter {
   llvm::AllocaInst* entryAlloca(llvm::Type* t, const llvm::Twine& name = "");
   // Sets op's trap bit when `bad` (i1, or a vector of i1) is true.
   void trapIf(const ir::Op& op, llvm::Value* bad);
+  // An access out of bounds when `bad` (i1): traps, and keeps the index and
+  // length (i64) with the invocation when it is the workgroup's first.
+  void trapOutOfBounds(const ir::Op& op, llvm::Value* bad, llvm::Value* index, llvm::Value* length);
   llvm::BasicBlock* newBlock(const llvm::Twine& name);
 
   // Host mode (LowerHost.cpp): host-only ops, host buffers, calls; handled

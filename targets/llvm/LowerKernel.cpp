@@ -557,8 +557,11 @@ bool KernelEmitter::emit() {
   for (int d = 0; d < 3; ++d) F.ids.size[d] = b.getInt32(size[d]);
 
   b.SetInsertPoint(llvm::BasicBlock::Create(M.ctx, "entry", fn));
-  F.trapMask = F.entryAlloca(M.i64, "trapmask");
+  llvm::AllocaInst* scratch = F.entryAlloca(llvm::ArrayType::get(M.i8, sizeof(TrapScratch)), "traps");
+  scratch->setAlignment(llvm::Align(8));
+  F.trapMask = scratch;
   b.CreateStore(b.getInt64(0), F.trapMask);
+  b.CreateStore(b.getInt32(0), b.CreateConstInBoundsGEP1_64(M.i8, scratch, offsetof(TrapScratch, oob.site)));
   ParamBlockLayout pl = paramBlockLayout(k);
   for (unsigned i = 0; i < k.paramTypes().size(); ++i) {
     const ir::Type* t = k.paramTypes()[i];
@@ -583,14 +586,30 @@ bool KernelEmitter::emit() {
   if (!emitRegion(k.body(), {})) return false;
   b.CreateBr(exitBB);
 
-  // Report the trap bits once per workgroup.
+  // Report the trap bits once per workgroup, and its first out-of-bounds
+  // access unless another workgroup's came first.
   b.SetInsertPoint(exitBB);
   llvm::Value* mask = b.CreateLoad(M.i64, F.trapMask);
   llvm::BasicBlock* report = F.newBlock("report");
+  llvm::BasicBlock* claim = F.newBlock("report.oob");
+  llvm::BasicBlock* copy = F.newBlock("report.oob.first");
   llvm::BasicBlock* ret = F.newBlock("return");
   b.CreateCondBr(b.CreateICmpNE(mask, b.getInt64(0)), report, ret);
   b.SetInsertPoint(report);
   b.CreateAtomicRMW(llvm::AtomicRMWInst::Or, status, mask, llvm::Align(8), llvm::AtomicOrdering::Monotonic);
+  auto at = [&](llvm::Value* base, size_t off) { return b.CreateConstInBoundsGEP1_64(M.i8, base, off); };
+  size_t from = offsetof(TrapScratch, oob), to = offsetof(KernelStatus, oob);
+  llvm::Value* site = b.CreateAlignedLoad(M.i32, at(scratch, from), llvm::Align(4));
+  b.CreateCondBr(b.CreateICmpNE(site, b.getInt32(0)), claim, ret);
+  b.SetInsertPoint(claim);
+  auto mono = llvm::AtomicOrdering::Monotonic;
+  llvm::Value* won = b.CreateExtractValue(
+      b.CreateAtomicCmpXchg(at(status, to), b.getInt32(0), site, llvm::Align(4), mono, mono), 1);
+  b.CreateCondBr(won, copy, ret);
+  b.SetInsertPoint(copy);
+  size_t rest = offsetof(OutOfBounds, globalId);
+  b.CreateMemCpy(at(status, to + rest), llvm::Align(4), at(scratch, from + rest), llvm::Align(4),
+                 sizeof(OutOfBounds) - rest);
   b.CreateBr(ret);
   b.SetInsertPoint(ret);
   b.CreateRetVoid();

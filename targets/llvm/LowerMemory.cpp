@@ -123,7 +123,8 @@ llvm::Value* FunctionEmitter::accessAt(const ir::Op& op, const ir::Type* et, llv
 }
 
 // load, store and the atomics: the index is checked against the length; an
-// access out of bounds sets the op's trap bit and is skipped (a load or an
+// access out of bounds sets the op's trap bit, is recorded with its index and
+// length when it is the workgroup's first, and is skipped (a load or an
 // atomic then gives 0).
 bool FunctionEmitter::emitAccess(const ir::Op& op) {
   std::string_view n = op.name();
@@ -155,7 +156,8 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
   llvm::MDNode* likely = llvm::MDBuilder(M.ctx).createBranchWeights(1 << 20, 1);
   b.CreateCondBr(inb, access, oob, likely);
   b.SetInsertPoint(oob);
-  trapIf(op, b.getTrue());
+  trapOutOfBounds(op, b.getTrue(), idx, len);
+  llvm::BasicBlock* oobEnd = b.GetInsertBlock();
   b.CreateBr(cont);
   b.SetInsertPoint(access);
   llvm::Type* lt = M.valueType(et);
@@ -170,7 +172,7 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
   if (result) {
     llvm::PHINode* phi = b.CreatePHI(lt, 2);
     phi->addIncoming(result, accessEnd);
-    phi->addIncoming(llvm::Constant::getNullValue(lt), oob);
+    phi->addIncoming(llvm::Constant::getNullValue(lt), oobEnd);
     set(op.result(0), phi);
   }
   return true;

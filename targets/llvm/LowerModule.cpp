@@ -255,6 +255,41 @@ void FunctionEmitter::trapIf(const ir::Op& op, llvm::Value* bad) {
   b.CreateStore(b.CreateOr(old, add), trapMask);
 }
 
+void FunctionEmitter::trapOutOfBounds(const ir::Op& op, llvm::Value* bad, llvm::Value* index, llvm::Value* length) {
+  if (hostCtx) return trapIf(op, bad);
+  auto* c = llvm::dyn_cast<llvm::ConstantInt>(bad);
+  if (c && c->isZero()) return;
+  llvm::BasicBlock* cont = nullptr;
+  if (!c) {
+    llvm::BasicBlock* oob = newBlock("oob");
+    cont = newBlock("oob.cont");
+    b.CreateCondBr(bad, oob, cont, llvm::MDBuilder(M.ctx).createBranchWeights(1, 1 << 20));
+    b.SetInsertPoint(oob);
+  }
+  trapIf(op, b.getTrue());
+  // The workgroup runs on one thread: the first record stays, no atomics.
+  auto field = [&](size_t off) { return b.CreateConstInBoundsGEP1_64(M.i8, trapMask, offsetof(TrapScratch, oob) + off); };
+  llvm::BasicBlock* first = newBlock("oob.first");
+  llvm::BasicBlock* done = newBlock("oob.kept");
+  llvm::Value* site = b.CreateAlignedLoad(M.i32, field(offsetof(OutOfBounds, site)), llvm::Align(4));
+  b.CreateCondBr(b.CreateICmpEQ(site, b.getInt32(0)), first, done);
+  b.SetInsertPoint(first);
+  b.CreateAlignedStore(b.getInt32(M.siteOf(op) + 1), field(offsetof(OutOfBounds, site)), llvm::Align(4));
+  b.CreateAlignedStore(index, field(offsetof(OutOfBounds, index)), llvm::Align(8));
+  b.CreateAlignedStore(length, field(offsetof(OutOfBounds, length)), llvm::Align(8));
+  for (int d = 0; d < 3; ++d) {
+    llvm::Value* local = ids.local[d] ? ids.local[d] : b.getInt32(0);
+    llvm::Value* gid = b.CreateAdd(b.CreateMul(ids.group[d], ids.size[d]), local);
+    b.CreateAlignedStore(gid, field(offsetof(OutOfBounds, globalId) + 4 * d), llvm::Align(4));
+  }
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  if (cont) {
+    b.CreateBr(cont);
+    b.SetInsertPoint(cont);
+  }
+}
+
 const ir::Op* FunctionEmitter::emitBody(const ir::Region& r, const std::vector<llvm::Value*>& args) {
   for (unsigned i = 0; i < r.numArgs(); ++i) set(r.arg(i), args[i]);
   for (const auto& op : r.ops()) {
