@@ -146,6 +146,7 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
     return true;
   }
   llvm::Value* inb = b.CreateICmpULT(idx, len);
+  llvm::Value* none = noOutOfBoundsYet();
 
   // The check is a branch to a cold block that records the trap, in the
   // shape LLVM's inductive range check elimination recognises: in loops over
@@ -156,7 +157,7 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
   llvm::MDNode* likely = llvm::MDBuilder(M.ctx).createBranchWeights(1 << 20, 1);
   b.CreateCondBr(inb, access, oob, likely);
   b.SetInsertPoint(oob);
-  trapOutOfBounds(op, b.getTrue(), idx, len);
+  recordOutOfBounds(op, idx, len, none);
   llvm::BasicBlock* oobEnd = b.GetInsertBlock();
   b.CreateBr(cont);
   b.SetInsertPoint(access);
@@ -175,6 +176,7 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
     phi->addIncoming(llvm::Constant::getNullValue(lt), oobEnd);
     set(op.result(0), phi);
   }
+  trapIf(op, b.CreateNot(inb));
   return true;
 }
 

@@ -257,37 +257,58 @@ void FunctionEmitter::trapIf(const ir::Op& op, llvm::Value* bad) {
 
 void FunctionEmitter::trapOutOfBounds(const ir::Op& op, llvm::Value* bad, llvm::Value* index, llvm::Value* length) {
   if (hostCtx) return trapIf(op, bad);
-  auto* c = llvm::dyn_cast<llvm::ConstantInt>(bad);
-  if (c && c->isZero()) return;
-  llvm::BasicBlock* cont = nullptr;
-  if (!c) {
-    llvm::BasicBlock* oob = newBlock("oob");
-    cont = newBlock("oob.cont");
-    b.CreateCondBr(bad, oob, cont, llvm::MDBuilder(M.ctx).createBranchWeights(1, 1 << 20));
-    b.SetInsertPoint(oob);
+  if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(bad); c && c->isZero()) return;
+  llvm::Value* none = noOutOfBoundsYet();
+  llvm::BasicBlock* oob = newBlock("oob");
+  llvm::BasicBlock* cont = newBlock("oob.cont");
+  b.CreateCondBr(bad, oob, cont, llvm::MDBuilder(M.ctx).createBranchWeights(1, 1 << 20));
+  b.SetInsertPoint(oob);
+  recordOutOfBounds(op, index, length, none);
+  b.CreateBr(cont);
+  b.SetInsertPoint(cont);
+  trapIf(op, bad);
+}
+
+llvm::Value* FunctionEmitter::oobField(size_t offset) {
+  return b.CreateConstInBoundsGEP1_64(M.i8, trapMask, offsetof(TrapScratch, oob) + offset);
+}
+
+// Loaded where every invocation passes: a plain load the vectoriser widens,
+// where a load only on the cold path would need a masked one.
+llvm::Value* FunctionEmitter::noOutOfBoundsYet() {
+  llvm::Value* siteAt = lin && oobSites ? b.CreateInBoundsGEP(M.i32, oobSites, lin) : oobField(offsetof(OutOfBounds, site));
+  return b.CreateICmpEQ(b.CreateAlignedLoad(M.i32, siteAt, llvm::Align(4)), b.getInt32(0));
+}
+
+// The trap bit is set apart (trapIf, where every invocation passes), so that
+// it stays an `or` reduction the vectoriser recognises.
+void FunctionEmitter::recordOutOfBounds(const ir::Op& op, llvm::Value* index, llvm::Value* length, llvm::Value* none) {
+  llvm::Value* site = b.getInt32(M.siteOf(op) + 1);
+  llvm::Value *siteAt, *indexAt, *lengthAt;
+  if (lin && oobSites) {  // the invocation's first (KernelEmitter picks the workgroup's)
+    siteAt = b.CreateInBoundsGEP(M.i32, oobSites, lin);
+    indexAt = b.CreateInBoundsGEP(M.i64, oobIndices, lin);
+    lengthAt = b.CreateInBoundsGEP(M.i64, oobLengths, lin);
+  } else {  // device functions: the TrapScratch's record (one thread runs the workgroup)
+    siteAt = oobField(offsetof(OutOfBounds, site));
+    indexAt = oobField(offsetof(OutOfBounds, index));
+    lengthAt = oobField(offsetof(OutOfBounds, length));
   }
-  trapIf(op, b.getTrue());
-  // The workgroup runs on one thread: the first record stays, no atomics.
-  auto field = [&](size_t off) { return b.CreateConstInBoundsGEP1_64(M.i8, trapMask, offsetof(TrapScratch, oob) + off); };
   llvm::BasicBlock* first = newBlock("oob.first");
   llvm::BasicBlock* done = newBlock("oob.kept");
-  llvm::Value* site = b.CreateAlignedLoad(M.i32, field(offsetof(OutOfBounds, site)), llvm::Align(4));
-  b.CreateCondBr(b.CreateICmpEQ(site, b.getInt32(0)), first, done);
+  b.CreateCondBr(none, first, done);
   b.SetInsertPoint(first);
-  b.CreateAlignedStore(b.getInt32(M.siteOf(op) + 1), field(offsetof(OutOfBounds, site)), llvm::Align(4));
-  b.CreateAlignedStore(index, field(offsetof(OutOfBounds, index)), llvm::Align(8));
-  b.CreateAlignedStore(length, field(offsetof(OutOfBounds, length)), llvm::Align(8));
-  for (int d = 0; d < 3; ++d) {
-    llvm::Value* local = ids.local[d] ? ids.local[d] : b.getInt32(0);
-    llvm::Value* gid = b.CreateAdd(b.CreateMul(ids.group[d], ids.size[d]), local);
-    b.CreateAlignedStore(gid, field(offsetof(OutOfBounds, globalId) + 4 * d), llvm::Align(4));
-  }
+  b.CreateAlignedStore(site, siteAt, llvm::Align(4));
+  b.CreateAlignedStore(index, indexAt, llvm::Align(8));
+  b.CreateAlignedStore(length, lengthAt, llvm::Align(8));
+  if (!(lin && oobSites))
+    for (int d = 0; d < 3; ++d) {
+      llvm::Value* local = ids.local[d] ? ids.local[d] : b.getInt32(0);
+      llvm::Value* gid = b.CreateAdd(b.CreateMul(ids.group[d], ids.size[d]), local);
+      b.CreateAlignedStore(gid, oobField(offsetof(OutOfBounds, globalId) + 4 * d), llvm::Align(4));
+    }
   b.CreateBr(done);
   b.SetInsertPoint(done);
-  if (cont) {
-    b.CreateBr(cont);
-    b.SetInsertPoint(cont);
-  }
 }
 
 const ir::Op* FunctionEmitter::emitBody(const ir::Region& r, const std::vector<llvm::Value*>& args) {

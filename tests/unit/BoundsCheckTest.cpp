@@ -111,6 +111,10 @@ std::vector<Case> outOfBoundsCases() {
   return {
       {"load", "  %j = add %gid, %odd : u32\n  %v = load %in, %j : u32 loc(\"k.eir\":7:3)\n  store %out, %gid, %v",
        "k.eir:7:3: error: index 17 is out of bounds for a buffer of 8 elements" + suffix("(7, 0, 0)")},
+      {"two in one invocation: the first is reported",
+       "  %j = add %gid, %odd : u32\n  %v = load %in, %j : u32 loc(\"k.eir\":2:2)\n  %j2 = add %j, %one : u32\n"
+       "  %w = load %in, %j2 : u32 loc(\"k.eir\":3:3)\n  %s = add %v, %w : u32\n  store %out, %gid, %s",
+       "k.eir:2:2: error: index 17 is out of bounds for a buffer of 8 elements" + suffix("(7, 0, 0)")},
       {"store with a negative signed index",
        "  %s = cast %gid : i32\n  %m1 = const {value = -1} : i32\n  %j = add %s, %m1 : i32\n"
        "  store %out, %j, %gid loc(\"k.eir\":3:5)",
