@@ -8,6 +8,9 @@
 //            br %merge
 //   %merge:  result = phi(access result, null)
 //
+// array.get and array.set with a dynamic index keep their clamped access and
+// only record an index out of bounds.
+//
 // The record is a StorageBuffer Block {u32[]} at boundsRecordBinding(kernel);
 // the runtime zeroes it and reads it after the work (Spirv.h).
 #include "targets/spirv/Emitter.h"
@@ -40,14 +43,23 @@ Id Emitter::boundsRecordVar() {
   return boundsRecord_;
 }
 
-Emitter::BoundsCheck Emitter::beginBoundsCheck(const ir::Op& op, const BufferRef& buf) {
+Id Emitter::bufferLength(const BufferRef& buf) {
+  return buf.sc == spv::StorageClass::StorageBuffer ? b.op(Op::OpArrayLength, u32T(), {buf.var, 0}) : u32(buf.length);
+}
+
+void Emitter::checkArrayIndex(const ir::Op& op) {
+  if (!options.checkBounds) return;
+  BoundsCheck c = beginBoundsCheck(op, u32(uint32_t(op.operand(0)->type()->count())));
+  endBoundsCheck(c, 0, 0, 0);
+}
+
+Emitter::BoundsCheck Emitter::beginBoundsCheck(const ir::Op& op, Id length) {
   BoundsCheck c;
   options.sites->push_back(&op);
   c.site = u32(uint32_t(options.sites->size()));
   const ir::Type* it = op.operand(1)->type();
   Id index = id(op.operand(1));
-  c.length = buf.sc == spv::StorageClass::StorageBuffer ? b.op(Op::OpArrayLength, u32T(), {buf.var, 0})
-                                                        : u32(buf.length);
+  c.length = length;
   Id inb = 0;
   if (it->bits() == 64) {
     // A negative signed index is a huge unsigned one: out of bounds too.

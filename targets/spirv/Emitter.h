@@ -182,7 +182,11 @@ class Emitter {
     Id merge = 0, outOfBounds = 0;                 // labels
     Id site = 0, low = 0, high = 0, length = 0;    // u32 values for the record
   };
-  BoundsCheck beginBoundsCheck(const ir::Op& op, const BufferRef& buf);
+  BoundsCheck beginBoundsCheck(const ir::Op& op, Id length);
+  Id bufferLength(const BufferRef& buf);  // u32
+  // array.get/array.set: records a dynamic index out of bounds (the access
+  // itself stays clamped).
+  void checkArrayIndex(const ir::Op& op);
   Id endBoundsCheck(const BoundsCheck& c, Id resultType, Id result, Id resultLabel);
 
   EmitTuning tuning;
@@ -214,7 +218,7 @@ class Emitter {
 template <class F>
 Id Emitter::guardAccess(const ir::Op& op, const BufferRef& buf, Id resultType, F access) {
   if (!options.checkBounds) return access();
-  BoundsCheck c = beginBoundsCheck(op, buf);
+  BoundsCheck c = beginBoundsCheck(op, bufferLength(buf));
   Id r = access();
   return endBoundsCheck(c, resultType, r, b.currentLabel());
 }
