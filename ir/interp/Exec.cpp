@@ -157,9 +157,13 @@ bool Exec::readElement(const ir::Op& op, const RtValue& handle, const RtValue& i
   BufferData* b = buffer(op, handle);
   size_t i = 0;
   if (!b || !checkIndex(op, index, b->elems.size(), i, "a buffer")) return false;
-  if (!b->written[i])
+  if (!b->written[i]) {
+    std::string origin = b->copiedFrom.known() ? " allocated at " + b->copiedFrom.str() +
+                                                     (b->allocSite.known() ? " (copied at " + b->allocSite.str() + ")" : "")
+                                               : allocatedAt(*b);
     return fail(op, "read of uninitialised element " + std::to_string(i) + " of a buffer of " +
-                        std::to_string(b->elems.size()) + allocatedAt(*b));
+                        std::to_string(b->elems.size()) + origin);
+  }
   out = b->elems[i];
   return true;
 }

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "ir/IR.h"
+#include "targets/llvm/BarrierCalls.h"
 #include "targets/llvm/Llvm.h"
 
 namespace eph::llvmtarget {
@@ -60,6 +61,11 @@ class ModuleEmitter {
   bool hasBarrier(const ir::Op& op);
 
   llvm::LLVMContext& ctx;
+  // The module's copy with calls to functions with barriers inlined
+  // (BarrierCalls.h), when it has such calls; declared before irm.
+  std::optional<BarrierInlined> inlined;
+  // The module lowered: the copy, or else the module itself. Trap sites are
+  // numbered as in the module itself.
   const ir::Module& irm;
   LowerOptions opts;
   std::unique_ptr<llvm::Module> mod;

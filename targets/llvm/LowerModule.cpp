@@ -12,7 +12,8 @@
 namespace eph::llvmtarget {
 
 ModuleEmitter::ModuleEmitter(llvm::LLVMContext& c, const ir::Module& m, const LowerOptions& o)
-    : ctx(c), irm(m), opts(o), mod(std::make_unique<llvm::Module>(m.sourceName.empty() ? "eph" : m.sourceName, c)) {
+    : ctx(c), inlined(inlineBarrierCalls(m)), irm(inlined ? *inlined->module : m), opts(o),
+      mod(std::make_unique<llvm::Module>(m.sourceName.empty() ? "eph" : m.sourceName, c)) {
   i1 = llvm::Type::getInt1Ty(ctx);
   i8 = llvm::Type::getInt8Ty(ctx);
   i32 = llvm::Type::getInt32Ty(ctx);
@@ -22,6 +23,12 @@ ModuleEmitter::ModuleEmitter(llvm::LLVMContext& c, const ir::Module& m, const Lo
   bufferTy = llvm::StructType::get(ctx, {ptr, i64});
   std::vector<const ir::Op*> sites = trapSites(m);
   for (unsigned i = 0; i < sites.size(); ++i) sites_[sites[i]] = i;
+  if (inlined) {  // each op of the copy takes the number of the op it was copied from
+    std::unordered_map<const ir::Op*, unsigned> copied;
+    for (auto [op, from] : inlined->origin)
+      if (auto it = sites_.find(from); it != sites_.end()) copied[op] = it->second;
+    sites_ = std::move(copied);
+  }
 }
 
 bool ModuleEmitter::fail(const ir::Op* op, const ir::Function* f, std::string message) {
@@ -155,8 +162,8 @@ bool ModuleEmitter::run() {
   // Names a kernel must not take: they are C library functions this target calls.
   static const char* const kReserved[] = {"exp", "log", "sin", "cos", "tan", "tanh", "pow",
                                           "fmod", "fmodf", "memcpy", "memset", "memmove"};
-  // Device functions with barriers are not lowered: calling one is an error
-  // at the call (LowerControl.cpp).
+  // Device functions with barriers are not lowered: the calls to them were
+  // inlined (BarrierCalls.h), and one left is an error (LowerControl.cpp).
   auto lowered = [&](const ir::Function& f) {
     if (f.kind() != ir::FunctionKind::Device) return false;
     for (const auto& op : f.body().ops())

@@ -85,7 +85,7 @@ CommandSpec diffSpec() {
   CommandSpec spec{
       .name = "diff",
       .operands = "FILE",
-      .summary = "Run the entry host function on several targets and compare the results.",
+      .summary = "Run an .eph program or .eir module on several targets and compare the results.",
       .description =
           "Runs the entry (default @main) with the --arg values on each target, each\n"
           "with a fresh interpreter and device, and compares every result with the\n"
@@ -109,6 +109,8 @@ CommandSpec diffSpec() {
       .maxOperands = 1,
   };
   for (OptionSpec& o : pipelineOptions()) spec.options.push_back(o);
+  spec.options.push_back(noFrontendCheckOption());
+  spec.options.push_back(modeOption());
   return spec;
 }
 
@@ -134,6 +136,7 @@ int runDiffCommand(Session& s, std::span<const std::string> argv) {
   auto args = parseArgs(spec, argv);
   if (!args) return s.report(args.error());
   if (args->help) return s.io.out << helpText(spec), 0;
+  if (!applyFrontendOptions(s, *args, "diff")) return 1;
 
   Tolerance tol;
   for (auto [flag, field] : {std::pair{"--ulp", &tol.ulps}, {"--rel", &tol.relative}, {"--abs", &tol.absolute}})

@@ -158,8 +158,9 @@ CommandSpec lowerSpec() {
   CommandSpec spec{
       .name = "lower",
       .operands = "FILE",
-      .summary = "Compile the kernels of an .eir module for a target (--emit=spirv|spvasm|llvm|obj).",
-      .description = "FILE may be '-' for standard input. --emit=spirv writes one kernel's SPIR-V\n"
+      .summary = "Compile an .eph program or .eir module for a target (--emit=ir|spirv|spvasm|llvm|obj).",
+      .description = "FILE is an .eph program or an .eir module ('-': IR on standard input).\n"
+                     "--emit=spirv writes one kernel's SPIR-V\n"
                      "binary (choose it with --kernel when there are several) and needs -o;\n"
                      "--emit=spvasm prints the assembly of every kernel (or the one named).\n"
                      "Every module passes the spirv-tools validator before it is written.\n"
@@ -170,7 +171,8 @@ CommandSpec lowerSpec() {
                      "--emit=obj writes an object file of one kernel (-o needed), both after\n"
                      "LLVM's pipeline for -O0..-O3 (default -O2). --emit=ir prints the whole\n"
                      "module as IR text (an .eph program after lowering; --locations adds\n"
-                     "each op's source location).",
+                     "each op's source location). The module first goes through --passes\n"
+                     "(the 'default' pipeline unless given).",
       .options =
           {
               {"--emit", "KIND", "what to produce: ir, spirv, spvasm, llvm, obj"},
@@ -188,6 +190,7 @@ CommandSpec lowerSpec() {
       .minOperands = 1,
       .maxOperands = 1,
   };
+  for (OptionSpec& o : pipelineOptions()) spec.options.push_back(o);
   spec.options.push_back(noFrontendCheckOption());
   spec.options.push_back(modeOption());
   return spec;
@@ -226,9 +229,14 @@ int runLowerCommand(Session& s, std::span<const std::string> argv) {
     e->apply(caps);
   }
 
+  if (!loadPlugins(s, *args)) return 1;
+  passes::PassManager pm;
+  passes::PipelineOptions opts;
+  if (!buildPipeline(s, *args, pm, opts)) return 1;
   ir::Context ctx;
   auto m = s.loadModule(ctx, args->operands[0]);
   if (!m) return 1;
+  if (!runPipeline(s, *m, pm, opts)) return 1;
   std::vector<const ir::Function*> kernels;
   if (args->has("--kernel")) {
     std::string name = args->get("--kernel");

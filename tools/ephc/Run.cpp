@@ -13,9 +13,10 @@ CommandSpec runSpec() {
   CommandSpec spec{
       .name = "run",
       .operands = "FILE",
-      .summary = "Run the entry host function of an .eir module and print its results.",
+      .summary = "Run the entry function of an .eph program or .eir module and print its results.",
       .description =
-          "The module is parsed, verified and put through --passes (if given); then\n"
+          "The module is parsed, verified and put through --passes (the 'default'\n"
+          "pipeline, which checks linearity, unless --passes is given); then\n"
           "the entry function runs with one --arg per parameter, each parsed against\n"
           "the parameter's type: 42, -1.5, true, or [1, 2, 3] for a buffer. Each\n"
           "result is printed on its own line. Targets: interp (the reference\n"
