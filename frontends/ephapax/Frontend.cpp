@@ -47,4 +47,39 @@ std::unique_ptr<ir::Module> compile(ir::Context& ctx, std::string_view src, cons
   return m;
 }
 
+frontends::Frontend frontend() {
+  frontends::Frontend f;
+  f.name = "ephapax";
+  f.extensions = {".eph"};
+  f.options = {
+      {"--mode", "linear|affine",
+       ".eph: linear (the default) requires every owned value to be consumed; affine lets it be "
+       "dropped (a dropped GPU buffer is freed by the compiler)"},
+      {"--no-frontend-check", "",
+       ".eph: lower even if the ownership checker rejects the program (the IR 'linearity' pass "
+       "then reports it)",
+       /*forCheck=*/false},
+  };
+  f.checkOptions = [](const frontends::OptionValues& o) -> std::string {
+    auto mode = o.find("--mode");
+    if (mode != o.end() && mode->second != "linear" && mode->second != "affine")
+      return "--mode wants 'linear' or 'affine', got '" + mode->second + "'";
+    return {};
+  };
+  f.compile = [](ir::Context& ctx, std::string_view text, const std::string& file, const frontends::OptionValues& o,
+                 std::string& out) -> std::unique_ptr<ir::Module> {
+    CompileOptions opts;
+    opts.frontendCheck = opts.checkIR = !o.count("--no-frontend-check");
+    auto mode = o.find("--mode");
+    opts.check.affineMode = mode != o.end() && mode->second == "affine";
+    DiagSink diags;
+    auto m = compile(ctx, text, file, diags, opts);
+    // Without the frontend's check, ownership errors are left to the IR passes.
+    if (m && !opts.frontendCheck) return m;
+    out += renderAll(diags, file, text);
+    return diags.empty() ? std::move(m) : nullptr;
+  };
+  return f;
+}
+
 }  // namespace eph::ephapax
