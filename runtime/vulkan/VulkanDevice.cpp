@@ -13,6 +13,7 @@
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/VulkanApi.h"
 #include "runtime/vulkan/VulkanInstance.h"
+#include "runtime/vulkan/VulkanMemory.h"
 #include "targets/spirv/Spirv.h"
 
 #ifndef EPH_VERSION
@@ -36,31 +37,8 @@ std::string tuple3(std::array<uint32_t, 3> v) {
   return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " + std::to_string(v[2]) + ")";
 }
 
-// A VkBuffer with its own memory; `mapped` for host-visible (staging) ones.
-struct Buffer {
-  VkDevice device = VK_NULL_HANDLE;
-  VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  uint64_t bytes = 0;  // what kernels see (count * stride)
-  void* mapped = nullptr;
-
-  Buffer() = default;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
-  Buffer& operator=(Buffer&& o) noexcept {
-    std::swap(device, o.device);
-    std::swap(buffer, o.buffer);
-    std::swap(memory, o.memory);
-    std::swap(bytes, o.bytes);
-    std::swap(mapped, o.mapped);
-    return *this;
-  }
-  ~Buffer() {
-    if (buffer) api().vkDestroyBuffer(device, buffer, nullptr);
-    if (memory) api().vkFreeMemory(device, memory, nullptr);
-  }
-};
+// A VkBuffer with memory from the device's MemoryPool (VulkanMemory.h).
+using vk::Buffer;
 
 // A kernel's compiled pipeline and the layouts it was built with.
 struct Pipeline {
@@ -102,6 +80,7 @@ struct VulkanDevice::Impl {
   std::vector<VkDescriptorPool> descriptorPools;
   size_t currentPool = 0;
   std::unique_ptr<vk::DiskCache> disk;
+  std::unique_ptr<vk::MemoryPool> pool;  // every buffer's memory
   // EPH_VK_STATS set (and VK_KHR_pipeline_executable_properties there): each
   // pipeline built prints the driver's statistics (registers, shared memory...)
   // to stderr, for comparing a kernel's compile with nvcc's (bench/RESULTS.md).
@@ -171,7 +150,7 @@ struct VulkanDevice::Impl {
                            " is unusable after earlier work did not finish or the device was lost"};
   }
   // Gives up ownership of a buffer the GPU may still use (it is leaked).
-  static void abandon(Buffer& b) { b.buffer = VK_NULL_HANDLE; b.memory = VK_NULL_HANDLE; }
+  static void abandon(Buffer& b) { b.abandon(); }
 
   ~Impl();
   const std::string& name() const { return physical.caps.name; }
@@ -198,6 +177,7 @@ VulkanDevice::Impl::~Impl() {
     for (auto& [h, b] : buffers) abandon(b);
     for (Buffer& b : staging) abandon(b);
     for (auto& [k, p] : pipelines) (void)p.release();
+    if (pool) pool->abandon();
     return;
   }
   if (device) {
@@ -205,6 +185,7 @@ VulkanDevice::Impl::~Impl() {
     api().vkDeviceWaitIdle(device);
     buffers.clear();
     staging.clear();
+    pool.reset();
     pipelines.clear();
     for (VkDescriptorPool p : descriptorPools) api().vkDestroyDescriptorPool(device, p, nullptr);
     if (queryPool) api().vkDestroyQueryPool(device, queryPool, nullptr);
@@ -264,19 +245,16 @@ Expected<Buffer> VulkanDevice::Impl::makeBuffer(uint64_t bytes, VkBufferUsageFla
   VkMemoryPropertyFlags prefer = readback ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0;
   auto type = memoryType(req.memoryTypeBits, need, prefer);
   if (!type) return Error{site, type.error().message};
-  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  alloc.allocationSize = req.size;
-  alloc.memoryTypeIndex = *type;
-  VkResult r = api().vkAllocateMemory(device, &alloc, nullptr, &b.memory);
+  VkResult r = pool->allocate(req, *type, hostVisible, b.memory);
+  if (r == VK_SUCCESS) b.pool = pool.get();
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
     return Error{site, "allocation of " + std::to_string(bytes) + " bytes failed: out of " +
                            (hostVisible ? "host-visible" : "device") + " memory on " + name() + " (" +
                            std::to_string(physical.caps.memoryBytes) + " bytes of device memory in all)"};
   if (r != VK_SUCCESS) return vkError(site, "vkAllocateMemory of " + std::to_string(bytes) + " bytes failed", r);
-  if ((r = api().vkBindBufferMemory(device, b.buffer, b.memory, 0)) != VK_SUCCESS)
+  if ((r = api().vkBindBufferMemory(device, b.buffer, b.memory.memory, b.memory.offset)) != VK_SUCCESS)
     return vkError(site, "vkBindBufferMemory failed", r);
-  if (hostVisible && (r = api().vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped)) != VK_SUCCESS)
-    return vkError(site, "vkMapMemory failed", r);
+  b.mapped = b.memory.mapped;
   return b;
 }
 
@@ -854,6 +832,7 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
     return vkError({}, "cannot open Vulkan device " + std::to_string(index) + " (" + pd.caps.name + ")", r);
   vk::pinLoadedLibraries();
   api().vkGetDeviceQueue(I.device, pd.queueFamily, 0, &I.queue);
+  I.pool = std::make_unique<vk::MemoryPool>(I.device);
 
   VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   cp.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -869,7 +848,9 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   if (VkResult r = api().vkCreateFence(I.device, &fi, nullptr, &I.fence); r != VK_SUCCESS)
     return vkError({}, "vkCreateFence failed", r);
-  if (pd.timestampValidBits > 0) {
+  const char* profileEnv = std::getenv("EPH_PROFILE");
+  bool profile = options.profile || (profileEnv && *profileEnv && std::string(profileEnv) != "0");
+  if (pd.timestampValidBits > 0 && profile) {  // no pool: nothing is stamped
     VkQueryPoolCreateInfo qp{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     qp.queryType = VK_QUERY_TYPE_TIMESTAMP;
     qp.queryCount = kQueryCapacity;
@@ -917,8 +898,10 @@ Expected<uint64_t> VulkanDevice::alloc(const ir::Type* bufferType, uint64_t coun
                            " overflows 64 bits"};
   uint64_t bytes = count * stride;
   if (bytes > c.maxBufferBytes)
-    return Error{site, "allocation of " + std::to_string(bytes) + " bytes exceeds the device's largest buffer (" +
-                           std::to_string(c.maxBufferBytes) + " bytes) on " + c.name};
+    return Error{site, "allocation of " + std::to_string(count) + " elements of " + bufferType->elem()->str() + " (" +
+                           std::to_string(bytes) + " bytes) is larger than the device's largest buffer, " +
+                           std::to_string(c.maxBufferBytes) + " bytes (" + I.physical.maxBufferLimit + ") on " +
+                           c.name};
   auto b = I.makeBuffer(bytes,
                         VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                             VK_BUFFER_USAGE_TRANSFER_DST_BIT,
@@ -997,7 +980,7 @@ Status VulkanDevice::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc
                              nullptr, 0, nullptr);
   Buffer readback = std::move(*stage);  // outlives the submit (staging is cleared there)
   if (Status s = I.submitAndWait(site); !s) {
-    if (I.wedged) Impl::abandon(readback);  // the copy into it may still be running
+    if (I.wedged) readback.abandon();  // the copy into it may still be running
     return s;
   }
   std::memcpy(bytes.data(), readback.mapped, bytes.size());
@@ -1115,6 +1098,10 @@ std::vector<VulkanDevice::CommandTime> VulkanDevice::takeTimeline() { return std
 bool VulkanDevice::hasUploadQueue() const { return impl_->xfer.queue != VK_NULL_HANDLE; }
 
 VulkanDevice::PipelineStats VulkanDevice::stats() const { return impl_->stats; }
+VulkanDevice::MemoryStats VulkanDevice::memoryStats() const {
+  vk::MemoryPool::Stats s = impl_->pool->stats();
+  return {s.deviceAllocations, s.blocks, s.dedicated, s.allocations};
+}
 
 std::vector<std::string> VulkanDevice::takeValidationMessages() {
   std::vector<std::string> all = std::exchange(impl_->validationLog, {});
