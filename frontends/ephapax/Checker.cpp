@@ -159,9 +159,9 @@ class TypeChecker {
 
   // The region of a GPU buffer type (which is written without one). In a
   // function signature all buffers share one region parameter, so a function
-  // returns buffers in its arguments' region; elsewhere an open region
+  // returns buffers in its arguments' region; in a type declaration that
+  // holds buffers, its hidden region parameter; elsewhere an open region
   // variable (a fresh allocation can live in any region).
-  // In a type declaration that holds buffers, its hidden region parameter.
   Ty* bufferRegion(Span s) {
     if (declRegion_) return declRegion_;
     return implicitTypeVars_ ? regionNamed("'buffers", s) : T.var(/*region=*/true);

@@ -6,6 +6,7 @@
 #include "ir/ops/TypeVars.h"
 #include "ir/interp/Dispatch.h"
 #include "ir/interp/Fiber.h"
+#include "ir/interp/OutOfBounds.h"
 
 namespace eph::interp {
 namespace {
@@ -147,8 +148,7 @@ bool Exec::checkIndex(const ir::Op& op, const RtValue& index, size_t length, siz
   bool negative = index.type->isSigned() && index.i < 0;
   uint64_t u = static_cast<uint64_t>(index.i);
   if (negative || u >= length)
-    return fail(op, "index " + format(index) + " is out of bounds for " + what + " of " +
-                        std::to_string(length) + " element" + (length == 1 ? "" : "s"));
+    return fail(op, outOfBoundsMessage(format(index), length, what));
   out = static_cast<size_t>(u);
   return true;
 }

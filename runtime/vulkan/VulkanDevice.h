@@ -68,6 +68,11 @@ struct VulkanOptions {
   // timestamp is a command and a query to reset and read back per command.
   // EPH_PROFILE=1 turns it on too.
   bool profile = false;
+  // Bounds checks in every kernel (`ephc run --check-bounds`, EPH_CHECK_BOUNDS=1):
+  // an access out of bounds is skipped and the first of a submission is the
+  // interpreter's error (index, length, invocation) at the next sync point.
+  // Off, an access out of bounds is undefined (robust buffer access is off).
+  bool checkBounds = false;
 };
 
 // One Vulkan device as `ephc devices` shows it.

@@ -127,9 +127,16 @@ class FunctionEmitter {
   llvm::Function* fn;
   const ir::Function& irf;
   llvm::IRBuilder<> b;
-  // i64* accumulating trap bits (an alloca in kernels, a parameter in device functions).
+  // The TrapScratch (KernelAbi.h) accumulating trap bits, its first field (an
+  // alloca in kernels, a parameter in device functions).
   llvm::Value* trapMask = nullptr;
   InvocationIds ids;
+  // Kernels, inside an invocation loop: the linear invocation index, and
+  // per-invocation arrays (i32 site, i64 index, i64 length) where each
+  // invocation keeps its first access out of bounds: stores indexed by the
+  // invocation keep the loop vectorisable, where one shared record would not.
+  llvm::Value* lin = nullptr;
+  llvm::Value *oobSites = nullptr, *oobIndices = nullptr, *oobLengths = nullptr;
   std::unordered_map<const ir::Value*, llvm::Value*> vals;
   // Host mode: the HostContext* argument, and the block that returns at once
   // after an error (made on first use).
@@ -153,6 +160,15 @@ class FunctionEmitter {
   llvm::AllocaInst* entryAlloca(llvm::Type* t, const llvm::Twine& name = "");
   // Sets op's trap bit when `bad` (i1, or a vector of i1) is true.
   void trapIf(const ir::Op& op, llvm::Value* bad);
+  // An access out of bounds when `bad` (i1): traps, and keeps the index and
+  // length (i64) with the invocation when it is the workgroup's first.
+  void trapOutOfBounds(const ir::Op& op, llvm::Value* bad, llvm::Value* index, llvm::Value* length);
+  // Keeps an access as the invocation's first out of bounds, in a block where
+  // it is out of bounds; sets no trap bit. `none`: noOutOfBoundsYet(), taken
+  // before branching there.
+  llvm::Value* noOutOfBoundsYet();
+  void recordOutOfBounds(const ir::Op& op, llvm::Value* index, llvm::Value* length, llvm::Value* none);
+  llvm::Value* oobField(size_t offset);  // a field of the TrapScratch's OutOfBounds
   llvm::BasicBlock* newBlock(const llvm::Twine& name);
 
   // Host mode (LowerHost.cpp): host-only ops, host buffers, calls; handled

@@ -262,6 +262,62 @@ void FunctionEmitter::trapIf(const ir::Op& op, llvm::Value* bad) {
   b.CreateStore(b.CreateOr(old, add), trapMask);
 }
 
+void FunctionEmitter::trapOutOfBounds(const ir::Op& op, llvm::Value* bad, llvm::Value* index, llvm::Value* length) {
+  if (hostCtx) return trapIf(op, bad);
+  if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(bad); c && c->isZero()) return;
+  llvm::Value* none = noOutOfBoundsYet();
+  llvm::BasicBlock* oob = newBlock("oob");
+  llvm::BasicBlock* cont = newBlock("oob.cont");
+  b.CreateCondBr(bad, oob, cont, llvm::MDBuilder(M.ctx).createBranchWeights(1, 1 << 20));
+  b.SetInsertPoint(oob);
+  recordOutOfBounds(op, index, length, none);
+  b.CreateBr(cont);
+  b.SetInsertPoint(cont);
+  trapIf(op, bad);
+}
+
+llvm::Value* FunctionEmitter::oobField(size_t offset) {
+  return b.CreateConstInBoundsGEP1_64(M.i8, trapMask, offsetof(TrapScratch, oob) + offset);
+}
+
+// Loaded where every invocation passes: a plain load the vectoriser widens,
+// where a load only on the cold path would need a masked one.
+llvm::Value* FunctionEmitter::noOutOfBoundsYet() {
+  llvm::Value* siteAt = lin && oobSites ? b.CreateInBoundsGEP(M.i32, oobSites, lin) : oobField(offsetof(OutOfBounds, site));
+  return b.CreateICmpEQ(b.CreateAlignedLoad(M.i32, siteAt, llvm::Align(4)), b.getInt32(0));
+}
+
+// The trap bit is set apart (trapIf, where every invocation passes), so that
+// it stays an `or` reduction the vectoriser recognises.
+void FunctionEmitter::recordOutOfBounds(const ir::Op& op, llvm::Value* index, llvm::Value* length, llvm::Value* none) {
+  llvm::Value* site = b.getInt32(M.siteOf(op) + 1);
+  llvm::Value *siteAt, *indexAt, *lengthAt;
+  if (lin && oobSites) {  // the invocation's first (KernelEmitter picks the workgroup's)
+    siteAt = b.CreateInBoundsGEP(M.i32, oobSites, lin);
+    indexAt = b.CreateInBoundsGEP(M.i64, oobIndices, lin);
+    lengthAt = b.CreateInBoundsGEP(M.i64, oobLengths, lin);
+  } else {  // device functions: the TrapScratch's record (one thread runs the workgroup)
+    siteAt = oobField(offsetof(OutOfBounds, site));
+    indexAt = oobField(offsetof(OutOfBounds, index));
+    lengthAt = oobField(offsetof(OutOfBounds, length));
+  }
+  llvm::BasicBlock* first = newBlock("oob.first");
+  llvm::BasicBlock* done = newBlock("oob.kept");
+  b.CreateCondBr(none, first, done);
+  b.SetInsertPoint(first);
+  b.CreateAlignedStore(site, siteAt, llvm::Align(4));
+  b.CreateAlignedStore(index, indexAt, llvm::Align(8));
+  b.CreateAlignedStore(length, lengthAt, llvm::Align(8));
+  if (!(lin && oobSites))
+    for (int d = 0; d < 3; ++d) {
+      llvm::Value* local = ids.local[d] ? ids.local[d] : b.getInt32(0);
+      llvm::Value* gid = b.CreateAdd(b.CreateMul(ids.group[d], ids.size[d]), local);
+      b.CreateAlignedStore(gid, oobField(offsetof(OutOfBounds, globalId) + 4 * d), llvm::Align(4));
+    }
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+}
+
 const ir::Op* FunctionEmitter::emitBody(const ir::Region& r, const std::vector<llvm::Value*>& args) {
   for (unsigned i = 0; i < r.numArgs(); ++i) set(r.arg(i), args[i]);
   for (const auto& op : r.ops()) {

@@ -100,6 +100,7 @@ CommandSpec diffSpec() {
               {"--entry", "NAME", "the host function to run (default: main)"},
               {"--arg", "VALUE", "an argument for the entry function; one per parameter, in order", true},
               {"--device", "N", "which Vulkan device (as 'ephc devices' numbers them; default: EPH_DEVICE, else the first GPU)"},
+              {"--check-bounds", "", "check every buffer access in kernels on every target (as 'ephc run --check-bounds')"},
               {"--ulp", "N", "float tolerance in units in the last place (default 4)"},
               {"--rel", "X", "float tolerance relative to the larger magnitude (default 1e-5)"},
               {"--abs", "X", "absolute float tolerance (default 1e-6)"},
@@ -166,7 +167,9 @@ int runDiffCommand(Session& s, std::span<const std::string> argv) {
 
   std::vector<TargetRun> runs;
   for (const std::string& target : targets) {
-    auto device = runtime::openDevice(target, *deviceIndex);
+    runtime::DeviceOptions deviceOpts = runtime::DeviceOptions::fromEnvironment();
+    if (args->has("--check-bounds")) deviceOpts.checkBounds = true;
+    auto device = runtime::openDevice(target, *deviceIndex, deviceOpts);
     if (!device) return s.fail("diff: " + target + ": " + device.error().message);
     TargetRun run{target, std::make_unique<interp::Interpreter>(*m), {}};
     auto values = parseEntryArgs(s, *entry, texts, run.interp->memory(), "diff");

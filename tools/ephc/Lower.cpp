@@ -39,18 +39,20 @@ struct EmitKind {
 };
 
 #ifdef EPH_HAVE_SPIRV
+spirv::EmitOptions spirvOptions(const ParsedArgs& args) { return {.checkBounds = args.has("--check-bounds")}; }
+
 bool emitSpirvBinary(Session& s, const std::vector<const ir::Function*>& kernels, const DeviceCaps& caps,
-                     const ParsedArgs&, std::string& out) {
-  auto words = spirv::emitKernel(*kernels[0], caps);
+                     const ParsedArgs& args, std::string& out) {
+  auto words = spirv::emitKernel(*kernels[0], caps, spirvOptions(args));
   if (!words) return s.report(words.error()), false;
   out.assign(reinterpret_cast<const char*>(words->data()), words->size() * 4);
   return true;
 }
 
 bool emitSpirvText(Session& s, const std::vector<const ir::Function*>& kernels, const DeviceCaps& caps,
-                   const ParsedArgs&, std::string& out) {
+                   const ParsedArgs& args, std::string& out) {
   for (const ir::Function* k : kernels) {
-    auto words = spirv::emitKernel(*k, caps);
+    auto words = spirv::emitKernel(*k, caps, spirvOptions(args));
     if (!words) return s.report(words.error()), false;
     if (kernels.size() > 1) out += "; kernel @" + k->name() + "\n";
     out += spirv::disassemble(*words);
@@ -177,6 +179,7 @@ CommandSpec lowerSpec() {
               {"--locations", "", "ir: print each op's source location (an .eph file's line:col)"},
               {"--kernel", "NAME", "lower only this kernel"},
               {"--device-caps", "PROFILE", "the device to compile for: lavapipe, nvidia, minimal"},
+              {"--check-bounds", "", "spirv, spvasm: bounds checks in the kernel, as 'ephc run --check-bounds' on vulkan"},
               {"--caps", "LIST", "take features away: nofloatatomics, noint64atomics, nofloat64, nofloat16, noint64, noint16, noint8"},
               {"-o", "OUT", "write the output to OUT (required for binary kinds)"},
               {"-O0", "", "llvm, obj: no optimisation"},
