@@ -39,8 +39,8 @@ interp::BufferData* InterpDevice::live(uint64_t handle, Loc site, Status& err) {
 Expected<uint64_t> InterpDevice::alloc(const ir::Type* bufferType, uint64_t count, Loc site) {
   if (!kernels_) return Error{site, "InterpDevice: prepare() was not called"};
   if (count > interp::kMaxElements)
-    return Error{site, "allocation of " + std::to_string(count) + " elements is larger than the interpreter's limit of " +
-                           std::to_string(interp::kMaxElements)};
+    return Error{site, "allocation of " + std::to_string(count) +
+                           " elements is larger than the interpreter's limit of " + std::to_string(interp::kMaxElements)};
   if (count * bufferType->elem()->sizeInBytes() > caps_.maxBufferBytes)
     return Error{site, "allocation of " + std::to_string(count) + " elements is larger than the " +
                            "device's largest buffer (" + std::to_string(caps_.maxBufferBytes) + " bytes)"};

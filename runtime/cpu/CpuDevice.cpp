@@ -211,8 +211,9 @@ Status CpuDevice::copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site
   Buffer* from = to ? live(src, site, err) : nullptr;
   if (!from) return err;
   if (to->count * to->stride != bytes || from->count * from->stride != bytes)
-    return Error{site, "copies a device buffer of " + std::to_string(from->count * from->stride) +
-                           " bytes into one of " + std::to_string(to->count * to->stride)};
+    return Error{site, "copies " + std::to_string(bytes) + " bytes from a device buffer of " +
+                           std::to_string(from->count * from->stride) + " bytes into one of " +
+                           std::to_string(to->count * to->stride)};
   if (bytes && to != from) std::memcpy(to->data, from->data, bytes);
   return Status::ok();
 }

@@ -542,44 +542,6 @@ Expected<VkDescriptorSet> VulkanDevice::Impl::allocateSet(VkDescriptorSetLayout 
   }
 }
 
-namespace {
-
-// The driver's statistics of a pipeline's executables, one line each to stderr.
-void printPipelineStatistics(VkDevice device, VkPipeline pipeline, const std::string& kernel) {
-  auto props = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
-      api().vkGetDeviceProcAddr(device, "vkGetPipelineExecutablePropertiesKHR"));
-  auto stats = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
-      api().vkGetDeviceProcAddr(device, "vkGetPipelineExecutableStatisticsKHR"));
-  if (!props || !stats) return;
-  VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
-  pi.pipeline = pipeline;
-  uint32_t count = 0;
-  if (props(device, &pi, &count, nullptr) != VK_SUCCESS) return;
-  for (uint32_t e = 0; e < count; ++e) {
-    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
-    ei.pipeline = pipeline;
-    ei.executableIndex = e;
-    uint32_t n = 0;
-    if (stats(device, &ei, &n, nullptr) != VK_SUCCESS) continue;
-    std::vector<VkPipelineExecutableStatisticKHR> v(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
-    if (stats(device, &ei, &n, v.data()) != VK_SUCCESS) continue;
-    std::string line = "vulkan statistics @" + kernel + ":";
-    for (uint32_t k = 0; k < n; ++k) {
-      line += std::string(" ") + v[k].name + "=";
-      switch (v[k].format) {
-        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: line += v[k].value.b32 ? "true" : "false"; break;
-        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: line += std::to_string(v[k].value.i64); break;
-        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: line += std::to_string(v[k].value.u64); break;
-        default: line += std::to_string(v[k].value.f64); break;
-      }
-      line += ";";
-    }
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
-}
-
-}  // namespace
-
 Expected<Pipeline*> VulkanDevice::Impl::pipelineFor(const std::vector<uint32_t>& spirv, uint32_t bindings,
                                                     uint32_t pushBytes, const std::string& kernel) {
   uint64_t key = vk::hashBytes(spirv.data(), spirv.size() * 4);
@@ -635,7 +597,7 @@ Expected<Pipeline*> VulkanDevice::Impl::pipelineFor(const std::vector<uint32_t>&
   info.layout = p->layout;
   if (printStatistics) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkResult r = api().vkCreateComputePipelines(device, cache, 1, &info, nullptr, &p->pipeline);
-  if (r == VK_SUCCESS && printStatistics) printPipelineStatistics(device, p->pipeline, kernel);
+  if (r == VK_SUCCESS && printStatistics) vk::printPipelineStatistics(device, p->pipeline, kernel);
   api().vkDestroyShaderModule(device, shader, nullptr);
   if (r == VK_SUCCESS && cache && !cached) {
     size_t size = 0;
@@ -1014,6 +976,29 @@ Status VulkanDevice::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc
   }
   std::memcpy(bytes.data(), readback.mapped, bytes.size());
   return Status::ok();
+}
+
+// In place: a vkCmdCopyBuffer recorded in the open batch, behind a barrier
+// only where it depends on earlier commands.
+Status VulkanDevice::copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) {
+  Impl& I = *impl_;
+  Status err;
+  Buffer* to = I.live(dst, site, err);
+  Buffer* from = to ? I.live(src, site, err) : nullptr;
+  if (!from) return err;
+  if (to->bytes != bytes || from->bytes != bytes)
+    return Error{site, "copies " + std::to_string(bytes) + " bytes from a device buffer of " +
+                           std::to_string(from->bytes) + " bytes into one of " + std::to_string(to->bytes)};
+  if (bytes == 0 || to == from) return Status::ok();
+  if (Status s = I.beginRecording(site); !s) return s;
+  I.access({from->buffer}, {to->buffer});
+  VkBufferCopy region{0, 0, bytes};
+  int64_t q = I.stampStart("copy", "", VK_PIPELINE_STAGE_TRANSFER_BIT);
+  api().vkCmdCopyBuffer(I.cmd, from->buffer, to->buffer, 1, &region);
+  I.stampEnd(q, VK_PIPELINE_STAGE_TRANSFER_BIT);
+  I.usedHandles.insert(dst);
+  I.usedHandles.insert(src);
+  return I.checkValidation(site);
 }
 
 uint64_t VulkanDevice::bufferBytes(uint64_t handle) const {

@@ -107,6 +107,8 @@ class VulkanDevice : public Device {
   // the buffer's whole size.
   Status uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site = {}) override;
   Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site = {}) override;
+  // On the device (vkCmdCopyBuffer in the open batch), not through the host.
+  Status copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) override;
   // Size in bytes of a live buffer (0 for an unknown handle).
   uint64_t bufferBytes(uint64_t handle) const;
 
@@ -125,7 +127,7 @@ class VulkanDevice : public Device {
   // has cleared; its end when it and those have finished. Times are in ms
   // from the first start of the same submission (one command buffer).
   struct CommandTime {
-    std::string what;  // "h2d", "d2h" or "dispatch"
+    std::string what;  // "h2d", "d2h", "copy" or "dispatch"
     std::string name;  // the kernel of a dispatch; else empty
     unsigned submission = 0;
     double startMs = 0, endMs = 0;

@@ -169,6 +169,40 @@ TEST(VulkanMemory, ManyBuffersShareAFewAllocations) {
   for (const std::string& msg : dev->takeValidationMessages()) ADD_FAILURE() << "validation: " << msg;
 }
 
+// `copy` between two buffers of one Vulkan device is a vkCmdCopyBuffer in
+// the open batch (no submit of its own, no trip through the host), ordered
+// after the upload it reads and before the dispatch that reads it.
+TEST(VulkanMemory, CopyOnOneDeviceStaysOnTheDevice) {
+  REQUIRE_VULKAN();
+  auto dev = open();
+  ASSERT_TRUE(dev);
+  ir::Context ctx;
+  auto m = ir::parseModule(ctx, kAddOne, "addone.eir");
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(dev->prepare(**m));
+  const ir::Type* t = ctx.bufferType(ctx.u32(), ir::Space::Device, ir::Ownership::Linear);
+  const size_t n = 1000;
+  auto a = dev->alloc(t, n, {}), b = dev->alloc(t, n, {}), c = dev->alloc(t, n, {});
+  ASSERT_TRUE(a && b && c);
+  std::vector<uint32_t> v = contents(3, n), got(n);
+  ASSERT_TRUE(dev->uploadBytes(*a, std::as_bytes(std::span(v))));
+  unsigned submits = dev->stats().submits;
+  ASSERT_TRUE(dev->copyBytes(*b, *a, n * 4, {}));
+  std::vector<interp::RtValue> args = {bufferArg(ctx, *b), bufferArg(ctx, *c)};
+  ASSERT_TRUE(dev->dispatch(*(*m)->lookup("addone"), {uint32_t((n + 63) / 64), 1, 1}, args, {}));
+  EXPECT_EQ(dev->stats().submits, submits);
+  ASSERT_TRUE(dev->downloadBytes(std::as_writable_bytes(std::span(got)), *c));
+  EXPECT_EQ(dev->stats().submits, submits + 1);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], v[i] + 1) << i;
+  ASSERT_TRUE(dev->downloadBytes(std::as_writable_bytes(std::span(got)), *b));
+  EXPECT_EQ(got, v);
+  Status wrong = dev->copyBytes(*b, *a, 8, {});
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().message, "copies 8 bytes from a device buffer of 4000 bytes into one of 4000");
+  for (auto h : {*a, *b, *c}) ASSERT_TRUE(dev->free(h, {}));
+  for (const std::string& msg : dev->takeValidationMessages()) ADD_FAILURE() << "validation: " << msg;
+}
+
 // No GPU timestamps unless profiling is asked for; with it, every dispatch is timed.
 TEST(VulkanMemory, TimestampsOnlyWhenProfiling) {
   REQUIRE_VULKAN();
