@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "ir/Layout.h"
-#include "runtime/cpu/KernelCache.h"
 
 namespace eph::runtime {
 namespace {
@@ -41,7 +40,9 @@ std::byte* scratch(size_t bytes) {
 }  // namespace
 
 CpuDevice::CpuDevice(CpuOptions opts)
-    : opts_(opts), pool_(opts.threads ? opts.threads : ThreadPool::defaultThreads()) {
+    : opts_(opts),
+      pool_(opts.threads ? opts.threads : ThreadPool::defaultThreads()),
+      cache_(opts.cache ? *opts.cache : KernelCache::process()) {
   caps_.name = "cpu: " + llvmtarget::hostCpuDescription() + ", " + std::to_string(pool_.size()) + " threads";
   caps_.driver = "ephc LLVM JIT (LLVM " + llvmtarget::llvmVersion() + ")";
   caps_.isGpu = false;
@@ -70,22 +71,27 @@ Status CpuDevice::prepare(const ir::Module& m) {
                                  " bytes of workgroup memory; the cpu target has " +
                                  std::to_string(caps_.maxWorkgroupMemoryBytes)};
   }
-  // Host functions are lowered too, so that compiled host code
-  // (runtime/cpu/HostAbi.h) shares this compilation.
-  llvmtarget::LowerOptions lower = opts_.lower;
-  lower.lowerHost = true;
-  auto compiled = compiledModule(m, lower);
-  if (!compiled) return compiled.error();
-  modules_[&m] = *compiled;
-  // Resolve each kernel once, so that a dispatch looks nothing up by name.
+  // Resolve each kernel once, so that a dispatch looks nothing up by name;
+  // compile none yet unless asked to.
+  modules_.insert(&m);
   lastKernel_ = nullptr;
   lastPrepared_ = nullptr;
+  std::vector<const ir::Function*> kernels;
   for (const auto& f : m.functions()) {
     if (!f->isKernel()) continue;
     PreparedKernel& pk = kernels_[f.get()];
-    pk.compiled = (*compiled)->kernel(f->name());
+    pk = PreparedKernel{};  // a function at this address may have been another
     pk.params = llvmtarget::paramBlockLayout(*f);
     pk.invocationsPerGroup = uint64_t(f->workgroupSize[0]) * f->workgroupSize[1] * f->workgroupSize[2];
+    kernels.push_back(f.get());
+  }
+  if (!opts_.eager || kernels.empty()) return Status::ok();
+  auto code = cache_.kernels(kernels, opts_.lower, pool_);
+  if (!code) return code.error();
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    PreparedKernel& pk = kernels_[kernels[i]];
+    pk.code = (*code)[i];
+    pk.compiled = pk.code->kernel(kernels[i]->name());
   }
   return Status::ok();
 }
@@ -100,12 +106,26 @@ const CpuDevice::PreparedKernel* CpuDevice::preparedKernel(const ir::Function& k
     }
     it = kernels_.find(&kernel);
   }
-  if (it == kernels_.end() || !it->second.compiled) {
-    err = Error{site, "kernel @" + kernel.name() + " was not compiled for the cpu target"};
+  if (it == kernels_.end()) {
+    err = Error{site, "@" + kernel.name() + " is not a kernel of a module prepared for the cpu target"};
     return nullptr;
   }
+  PreparedKernel& pk = it->second;
+  if (!pk.compiled) {
+    auto code = cache_.kernel(kernel, opts_.lower);
+    if (!code) {
+      err = code.error();
+      return nullptr;
+    }
+    pk.code = *code;
+    pk.compiled = pk.code->kernel(kernel.name());
+    if (!pk.compiled) {
+      err = Error{site, "kernel @" + kernel.name() + " was not compiled for the cpu target"};
+      return nullptr;
+    }
+  }
   lastKernel_ = &kernel;
-  lastPrepared_ = &it->second;
+  lastPrepared_ = &pk;
   return lastPrepared_;
 }
 
@@ -226,7 +246,7 @@ Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> g
                              " bytes of workgroup memory running kernel @" + kernel.name()};
     k->range(bufs_.data(), lens_.data(), block, groups[0], groups[1], groups[2], 0, total, shared, &status);
     if (!status.diverged && !status.trapMask) return Status::ok();
-    return llvmtarget::statusError(*kernel.module(), kernel, status);
+    return llvmtarget::statusError(kernel, status);
   }
 
   uint32_t outOfMemory = 0;  // a thread could not get its workgroup memory
@@ -247,7 +267,7 @@ Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> g
   if (outOfMemory)
     return Error{site, "out of memory for " + std::to_string(k->workgroupBytes) +
                            " bytes of workgroup memory running kernel @" + kernel.name()};
-  return llvmtarget::statusError(*kernel.module(), kernel, status);
+  return llvmtarget::statusError(kernel, status);
 }
 
 }  // namespace eph::runtime

@@ -101,6 +101,11 @@ class ModuleEmitter {
  private:
   bool declareDevice(const ir::Function& f);
   std::unordered_map<const ir::Op*, unsigned> sites_;
+  // A kernel compiled alone (LowerOptions::kernels names only it, no host
+  // code): only the device functions it reaches are lowered, and trap sites
+  // are numbered by trapSites(kernel).
+  const ir::Function* soleKernel_ = nullptr;
+  std::unordered_set<const ir::Function*> reached_;
   std::unordered_map<const ir::Type*, llvm::Type*> types_;
   std::map<const ir::Function*, bool> barrierFns_;
 };

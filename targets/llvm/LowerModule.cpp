@@ -20,7 +20,11 @@ ModuleEmitter::ModuleEmitter(llvm::LLVMContext& c, const ir::Module& m, const Lo
   f64 = llvm::Type::getDoubleTy(ctx);
   ptr = llvm::PointerType::get(ctx, 0);
   bufferTy = llvm::StructType::get(ctx, {ptr, i64});
-  std::vector<const ir::Op*> sites = trapSites(m);
+  if (o.kernels.size() == 1 && !o.lowerHost)
+    if (const ir::Function* k = m.lookup(o.kernels[0]); k && k->isKernel()) soleKernel_ = k;
+  std::vector<const ir::Op*> sites = soleKernel_ ? trapSites(*soleKernel_) : trapSites(m);
+  if (soleKernel_)
+    for (const ir::Function* f : reachedDeviceFunctions(*soleKernel_)) reached_.insert(f);
   for (unsigned i = 0; i < sites.size(); ++i) sites_[sites[i]] = i;
 }
 
@@ -159,6 +163,7 @@ bool ModuleEmitter::run() {
   // at the call (LowerControl.cpp).
   auto lowered = [&](const ir::Function& f) {
     if (f.kind() != ir::FunctionKind::Device) return false;
+    if (soleKernel_ && !reached_.count(&f)) return false;
     for (const auto& op : f.body().ops())
       if (hasBarrier(*op)) return false;
     return true;
