@@ -34,14 +34,16 @@ std::string buildId() {
 std::string optionsKey(const LowerOptions& o) {
   std::string key = "ephc cpu object 1\nbuild " + buildId() + "\ntarget " + llvmtarget::hostTargetKey() +
                     "\nO" + std::to_string(o.optLevel) + (o.hoistUniformLoops ? " hoist" : "") +
-                    (o.lowerHost ? " host" : "");
+                    (o.lowerHost ? " host" : "") + (o.exportWorkgroup ? " workgroup" : "");
   for (const std::string& k : o.kernels) key += " @" + k;
+  if (o.lowerHost && !o.hostEntry.empty()) key += " entry @" + o.hostEntry;
   return key + "\n";
 }
 
 LowerOptions kernelOptions(const ir::Function& kernel, LowerOptions o) {
   o.kernels = {kernel.name()};
   o.lowerHost = false;
+  o.exportWorkgroup = false;  // the runtime calls only k.range
   return o;
 }
 

@@ -48,6 +48,9 @@ class LlJitModule : public JitModule {
       e.loc = m.functions()[errorFunction]->loc();
     return e;
   }
+  std::vector<const ir::Function*> hostLowered(const ir::Module& m) const override {
+    return hostLoweredFunctions(m, hostRoot);
+  }
   std::span<void* const> hostFunctions() const override { return functions; }
   HostBoxReadFn hostBoxRead() const override { return boxRead; }
   HostBoxMakeFn hostBoxMake() const override { return boxMake; }
@@ -59,6 +62,7 @@ class LlJitModule : public JitModule {
   std::optional<Error> unsupported;  // its location is that of the first module compiled
   long errorSite = -1, errorFunction = -1;
   std::span<void* const> functions;
+  std::string hostRoot;  // LowerOptions::hostEntry
 };
 
 std::string message(llvm::Error e) { return llvm::toString(std::move(e)); }
@@ -159,13 +163,18 @@ Expected<std::unique_ptr<JitModule>> loadObject(const ir::Module& m, const Lower
     if (!f->isKernel()) continue;
     if (!opts.kernels.empty() && std::find(opts.kernels.begin(), opts.kernels.end(), f->name()) == opts.kernels.end())
       continue;
-    auto wg = lookup(f->name());
-    if (!wg) return Error{f->loc(), "cpu target: " + message(wg.takeError())};
+    WorkgroupFn workgroup = nullptr;
+    if (opts.exportWorkgroup) {
+      auto wg = lookup(f->name());
+      if (!wg) return Error{f->loc(), "cpu target: " + message(wg.takeError())};
+      workgroup = wg->toPtr<WorkgroupFn>();
+    }
     auto range = lookup(f->name() + ".range");
     if (!range) return Error{f->loc(), "cpu target: " + message(range.takeError())};
-    out->kernels[f->name()] = {wg->toPtr<WorkgroupFn>(), range->toPtr<RangeFn>(), workgroupLayout(*f).bytes};
+    out->kernels[f->name()] = {workgroup, range->toPtr<RangeFn>(), workgroupLayout(*f).bytes};
   }
   const HostLowering& host = code.host;
+  out->hostRoot = opts.hostEntry;
   if (!opts.lowerHost) {
     out->unsupported = Error{{}, "host functions were not lowered (LowerOptions::lowerHost is off)"};
   } else if (host.unsupported) {
@@ -180,7 +189,7 @@ Expected<std::unique_ptr<JitModule>> loadObject(const ir::Module& m, const Lower
     }
     auto table = lookup(kHostFunctionTable);
     if (!table) return Error{{}, "cpu target: " + message(table.takeError())};
-    out->functions = std::span<void* const>(table->toPtr<void* const*>(), hostLoweredFunctions(m).size());
+    out->functions = std::span<void* const>(table->toPtr<void* const*>(), hostLoweredFunctions(m, opts.hostEntry).size());
     if (!out->functions.empty()) {
       auto read = lookup(kHostBoxRead);
       if (!read) return Error{{}, "cpu target: " + message(read.takeError())};

@@ -76,6 +76,13 @@ struct LowerOptions {
   // Lower host functions too (HostAbi.h). If one cannot be lowered, none
   // is, and the reason is kept (emitLlvmText prints it as a comment).
   bool lowerHost = false;
+  // With lowerHost: lower only this host function and the functions it
+  // reaches (hostLoweredFunctions); empty: every host function.
+  std::string hostEntry;
+  // Export each kernel's workgroup function `k` beside `k.range`. The
+  // runtime calls only `k.range`; without the export, `k` is internal and
+  // inlined into it, and LLVM compiles the kernel's body once, not twice.
+  bool exportWorkgroup = true;
 };
 
 // The optimised LLVM IR of the module's kernels and device functions, as text.
@@ -89,7 +96,7 @@ class JitModule {
  public:
   virtual ~JitModule() = default;
   struct Kernel {
-    WorkgroupFn workgroup = nullptr;
+    WorkgroupFn workgroup = nullptr;  // null unless LowerOptions::exportWorkgroup
     RangeFn range = nullptr;
     size_t workgroupBytes = 0;
   };
@@ -103,7 +110,10 @@ class JitModule {
   // this was compiled from, or any module with the same text (compiled
   // modules are shared by text, runtime/cpu/KernelCache.h).
   virtual std::optional<Error> hostUnsupported(const ir::Module& m) const = 0;
-  // The host functions' addresses, in hostLoweredFunctions order.
+  // The functions lowered with the host ABI (hostLoweredFunctions of m
+  // with the options this was compiled with).
+  virtual std::vector<const ir::Function*> hostLowered(const ir::Module& m) const = 0;
+  // The host functions' addresses, in hostLowered order.
   virtual std::span<void* const> hostFunctions() const = 0;
   // The box codecs (HostAbi.h), when host functions were lowered.
   virtual HostBoxReadFn hostBoxRead() const = 0;

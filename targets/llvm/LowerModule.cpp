@@ -161,8 +161,15 @@ bool ModuleEmitter::run() {
                                           "fmod", "fmodf", "memcpy", "memset", "memmove"};
   // Device functions with barriers are not lowered: calling one is an error
   // at the call (LowerControl.cpp).
+  auto selected = [&](const ir::Function& f) {
+    return opts.kernels.empty() || std::find(opts.kernels.begin(), opts.kernels.end(), f.name()) != opts.kernels.end();
+  };
+  // Device functions with the device ABI serve kernels only (host code
+  // calls its own copies, LowerHost.cpp): none when no kernel is lowered.
+  bool anyKernel = false;
+  for (const auto& f : irm.functions()) anyKernel = anyKernel || (f->isKernel() && selected(*f));
   auto lowered = [&](const ir::Function& f) {
-    if (f.kind() != ir::FunctionKind::Device) return false;
+    if (f.kind() != ir::FunctionKind::Device || !anyKernel) return false;
     if (soleKernel_ && !reached_.count(&f)) return false;
     for (const auto& op : f.body().ops())
       if (hasBarrier(*op)) return false;
@@ -181,9 +188,6 @@ bool ModuleEmitter::run() {
   }
   for (const auto& f : irm.functions())
     if (lowered(*f) && !emitDeviceFunction(*this, *f)) return false;
-  auto selected = [&](const ir::Function& f) {
-    return opts.kernels.empty() || std::find(opts.kernels.begin(), opts.kernels.end(), f.name()) != opts.kernels.end();
-  };
   for (const auto& f : irm.functions())
     if (f->isKernel() && selected(*f) && !emitKernel(*this, *f)) return false;
   if (opts.lowerHost) {
