@@ -1,5 +1,6 @@
 #include "runtime/cpu/KernelCache.h"
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -20,11 +21,16 @@ using llvmtarget::LowerOptions;
 
 constexpr char kMagic[8] = {'E', 'P', 'H', 'C', 'O', 'B', 'J', '1'};
 
-// The ephc binary: rebuilding it changes its size or modification time.
+// The binary or shared library holding this code (and so the compiler):
+// rebuilding it changes its size or modification time.
 std::string buildId() {
   static const std::string id = [] {
+    Dl_info info{};
+    const char* file = ::dladdr(reinterpret_cast<void*>(&buildId), &info) && info.dli_fname && *info.dli_fname
+                           ? info.dli_fname
+                           : "/proc/self/exe";
     struct stat st{};
-    if (::stat("/proc/self/exe", &st) != 0) return std::string("unknown");
+    if (::stat(file, &st) != 0 && ::stat("/proc/self/exe", &st) != 0) return std::string("unknown");
     return std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) + "." +
            std::to_string(st.st_mtim.tv_nsec);
   }();

@@ -4,8 +4,9 @@
 // A kernel is compiled alone (with the device functions it reaches) and
 // keyed by its printed text, the printed device functions it reaches, the
 // lowering options, the host target (triple, CPU, features, LLVM version,
-// llvmtarget::hostTargetKey) and the ephc binary (its size and modification
-// time, so that a rebuilt compiler never reuses another's code). Two
+// llvmtarget::hostTargetKey) and the binary or shared library holding the
+// compiler (its size and modification time, so that a rebuilt compiler never
+// reuses another's code). Two
 // modules that share a kernel share its code; a module where one kernel
 // changed compiles only that one. Host code (HostAbi.h) is keyed the same
 // way by the whole module's text.
