@@ -3,13 +3,15 @@
 // device function it calls) changed compiles only that kernel; the on-disk
 // entries are found by a fresh cache on the same directory (a second process)
 // and give the same results as the interpreter; a truncated or garbled entry
-// is ignored and rebuilt; host code is cached the same way.
+// is ignored and rebuilt; concurrent requests compile once; host code is
+// cached the same way.
 #ifdef EPH_HAVE_LLVM
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
@@ -196,6 +198,28 @@ TEST(KernelCache, EagerDevicesCompileEveryKernelInParallel) {
   EXPECT_EQ(cache.stats().compiled, 3u);
   ASSERT_TRUE(dev.prepare(**m));
   EXPECT_EQ(cache.stats().compiled, 3u);
+}
+
+TEST(KernelCache, ConcurrentRequestsForOneKernelCompileItOnce) {
+  runtime::KernelCache cache("");
+  ir::Context ctx;
+  auto m = ir::parseModule(ctx, program(), "threads.eir");
+  ASSERT_TRUE(m);
+  const ir::Function* a = (*m)->lookup("a");
+  std::vector<runtime::KernelCache::Code> got(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] {
+      auto code = cache.kernel(*a, {});
+      if (code) got[t] = *code;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(cache.stats().compiled, 1u);
+  for (const auto& code : got) {
+    ASSERT_TRUE(code);
+    EXPECT_EQ(code, got[0]);
+    EXPECT_NE(code->kernel("a"), nullptr);
+  }
 }
 
 TEST(KernelCache, TrapsLoadedFromDiskPointAtTheOp) {
