@@ -94,9 +94,15 @@ Expected<PassManager> PassManager::parse(std::string_view pipeline) {
     std::string_view name =
         trim(pipeline.substr(start, comma == std::string_view::npos ? std::string_view::npos
                                                                     : comma - start));
-    const Pass* pass = name.empty() ? nullptr : PassRegistry::get().lookup(name);
-    if (!pass) return unknownPass(name);
-    pm.add(pass);
+    if (const NamedPipeline* named = name.empty() ? nullptr : lookupPipeline(name)) {
+      auto inner = parse(named->passes);
+      if (!inner) return inner.error();
+      for (const Pass* p : inner->passes()) pm.add(p);
+    } else {
+      const Pass* pass = name.empty() ? nullptr : PassRegistry::get().lookup(name);
+      if (!pass) return unknownPass(name);
+      pm.add(pass);
+    }
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }

@@ -59,7 +59,8 @@ struct PipelineOptions {
 
 class PassManager {
  public:
-  // Parses "canonicalize,cse,dce"; unknown names are an error naming the pass.
+  // Parses "canonicalize,cse,dce" (a name may be a named pipeline, which
+  // stands for its passes); unknown names are an error naming the pass.
   static Expected<PassManager> parse(std::string_view pipeline);
   void add(const Pass* pass) { passes_.push_back(pass); }
   const std::vector<const Pass*>& passes() const { return passes_; }
@@ -72,6 +73,16 @@ class PassManager {
  private:
   std::vector<const Pass*> passes_;
 };
+
+// A pipeline known by name (passes/Pipelines.cpp): `--passes=default`, or a
+// name inside a list (`--passes=optimize,linearity`).
+struct NamedPipeline {
+  std::string_view name;
+  std::string_view passes;   // "canonicalize,cse,dce"; empty for none
+  std::string_view summary;  // one line for `ephc passes`
+};
+const std::vector<NamedPipeline>& namedPipelines();
+const NamedPipeline* lookupPipeline(std::string_view name);
 
 // The built-in passes, one per file in passes/.
 Pass canonicalizePass();

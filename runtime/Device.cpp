@@ -118,7 +118,14 @@ std::vector<std::string> availableTargets() {
   return targets;
 }
 
-Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index) {
+DeviceOptions DeviceOptions::fromEnvironment() {
+  DeviceOptions opts;
+  const char* v = std::getenv("EPH_CHECK_BOUNDS");
+  opts.checkBounds = v && *v && std::string_view(v) != "0";
+  return opts;
+}
+
+Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index, const DeviceOptions& opts) {
   if (target == "interp") return std::unique_ptr<Device>(new InterpDevice());
 #ifdef EPH_HAVE_LLVM
   if (target == "cpu") return std::unique_ptr<Device>(new CpuDevice());
@@ -127,6 +134,7 @@ Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index)
   if (target == "vulkan") {
     VulkanOptions options;
     options.deviceIndex = index;
+    options.checkBounds = opts.checkBounds;
     auto dev = VulkanDevice::open(options);
     if (!dev) return dev.error();
     return std::unique_ptr<Device>(std::move(*dev));
@@ -138,7 +146,7 @@ Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index)
                        known + ")"};
 }
 
-Expected<std::vector<std::unique_ptr<Device>>> openDevices(std::string_view list) {
+Expected<std::vector<std::unique_ptr<Device>>> openDevices(std::string_view list, const DeviceOptions& opts) {
   std::vector<std::unique_ptr<Device>> devices;
   size_t start = 0;
   while (start <= list.size()) {
@@ -154,7 +162,7 @@ Expected<std::vector<std::unique_ptr<Device>>> openDevices(std::string_view list
       if (n.empty() || ec != std::errc() || end != n.data() + n.size() || index < 0)
         return Error{{}, "bad device number in '" + std::string(item) + "' (want TARGET or TARGET:N)"};
     }
-    auto dev = openDevice(target, index);
+    auto dev = openDevice(target, index, opts);
     if (!dev) return Error{{}, "device " + std::to_string(devices.size()) + " ('" + std::string(item) +
                                    "'): " + dev.error().message};
     devices.push_back(std::move(*dev));

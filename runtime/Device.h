@@ -78,15 +78,30 @@ Expected<std::vector<interp::RtValue>> runHost(std::span<Device* const> devices,
                                                std::vector<interp::RtValue> args,
                                                const RunOptions& opts = RunOptions::fromEnvironment());
 
+// How openDevice opens a device.
+struct DeviceOptions {
+  // Bounds checks (`ephc run --check-bounds`): an index out of bounds is the
+  // interpreter's error, "index I is out of bounds for a buffer of N
+  // elements (in the invocation with global id (x, y, z))", at the access.
+  // interp and cpu always check (this changes nothing there); vulkan checks
+  // only with it (VulkanOptions::checkBounds), and reports at the next sync
+  // point. Off, an access out of bounds on vulkan is undefined.
+  bool checkBounds = false;
+  // From the environment: checkBounds when EPH_CHECK_BOUNDS is set and not "0".
+  static DeviceOptions fromEnvironment();
+};
+
 // Opens the device for a target name. `index` picks one of several devices of
 // that target (vulkan: `--device N`, else the EPH_DEVICE variable, else the
 // first GPU, else the first device); -1 means the default.
-Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index = -1);
+Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index = -1,
+                                             const DeviceOptions& options = DeviceOptions::fromEnvironment());
 
 // Opens a list of devices for runHost over several: "vulkan,cpu" or
 // "vulkan:0,vulkan:1,interp" (a target, optionally `:N` for openDevice's
 // index); device k of the program is the k-th entry.
-Expected<std::vector<std::unique_ptr<Device>>> openDevices(std::string_view list);
+Expected<std::vector<std::unique_ptr<Device>>> openDevices(
+    std::string_view list, const DeviceOptions& options = DeviceOptions::fromEnvironment());
 
 // The targets this build has, the reference interpreter first.
 std::vector<std::string> availableTargets();

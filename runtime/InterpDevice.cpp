@@ -73,6 +73,7 @@ Status InterpDevice::download(interp::BufferData& dst, uint64_t src, Loc site) {
                            " elements into a buffer of " + std::to_string(dst.elems.size())};
   dst.elems = b->elems;
   dst.written = b->written;
+  dst.copiedFrom = b->copiedFrom.known() ? b->copiedFrom : b->allocSite;
   return Status::ok();
 }
 

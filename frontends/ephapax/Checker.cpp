@@ -1,6 +1,7 @@
 // Pass 1 of the checker: names, types, regions, arity, exhaustiveness.
 #include "frontends/ephapax/Checker.h"
 
+#include "frontends/ephapax/NumericParams.h"
 #include "frontends/ephapax/Parser.h"
 #include "frontends/ephapax/Stdlib.h"
 
@@ -32,7 +33,7 @@ const Expr* tailOf(const Expr* e) {
 
 class TypeChecker {
  public:
-  TypeChecker(Checked& c, DiagSink& d) : c_(c), T(c.types), diags_(d) {}
+  TypeChecker(Checked& c, DiagSink& d) : c_(c), T(c.types), diags_(d), numeric_(d) {}
 
   bool run() {
     size_t before = diags_.size();
@@ -47,6 +48,7 @@ class TypeChecker {
       if (!f->isExtern && f->body && f->type && !hasUntypedParam(*f)) checkFn(*f);
     checkKernelCode();
     checkUndispatchedKernels();
+    c_.numericParams = numeric_.report(T, diags_);
     return diags_.size() == before;
   }
 
@@ -70,6 +72,8 @@ class TypeChecker {
   std::map<std::string, Ty*> sigRegions_;
   // Expressions to re-check once types are known.
   std::vector<std::pair<Expr*, Ty*>> numericChecks_;
+  // Type parameters used as numbers, and the instantiations to check.
+  NumericParams numeric_;
   std::vector<Expr*> deferredMembers_;
 
   void error(std::string code, Span s, std::string msg, std::string hint = {}) {
@@ -109,7 +113,7 @@ class TypeChecker {
       case TypeExpr::Gpu: {
         Ty* elem = convert(t->args[0].get());
         checkElemType(elem, t->args[0]->span);
-        return T.gpu(elem, t->name == "GPUBufferAffine" ? Ty::Affine : t->bang ? Ty::Linear : Ty::View);
+        return T.gpu(elem, t->name == "GPUBufferAffine" ? Ty::Affine : t->bang ? Ty::Linear : Ty::View, bufferRegion(t->span));
       }
       case TypeExpr::Vec: return T.vec(static_cast<int>(t->size));
       case TypeExpr::Mat: return T.mat(static_cast<int>(t->size));
@@ -146,11 +150,23 @@ class TypeChecker {
         }
         std::vector<Ty*> args;
         for (auto& a : t->args) args.push_back(convert(a.get()));
+        for (size_t i = args.size(); i < d->paramTys.size(); ++i) args.push_back(bufferRegion(t->span));  // hidden region
         return T.named(d, std::move(args));
       }
     }
     return T.error();
   }
+
+  // The region of a GPU buffer type (which is written without one). In a
+  // function signature all buffers share one region parameter, so a function
+  // returns buffers in its arguments' region; in a type declaration that
+  // holds buffers, its hidden region parameter; elsewhere an open region
+  // variable (a fresh allocation can live in any region).
+  Ty* bufferRegion(Span s) {
+    if (declRegion_) return declRegion_;
+    return implicitTypeVars_ ? regionNamed("'buffers", s) : T.var(/*region=*/true);
+  }
+  Ty* declRegion_ = nullptr;
 
   // The region a `String@name` in a type refers to.
   Ty* regionNamed(const std::string& name, Span s) {
@@ -178,9 +194,11 @@ class TypeChecker {
       c_.typeDecls[d->name] = d.get();
       for (const std::string& p : d->params) d->paramTys.push_back(T.param(p, nextParam_++));
     }
+    addBufferRegionParams();
     for (auto& d : c_.prog.types) {
       if (c_.typeDecls[d->name] != d.get()) continue;  // a duplicate (reported)
       typeVars_.clear();
+      declRegion_ = d->paramTys.size() > d->params.size() ? d->paramTys.back() : nullptr;
       for (size_t i = 0; i < d->params.size(); ++i) typeVars_[d->params[i]] = d->paramTys[i];
       switch (d->kind) {
         case TypeDecl::Alias: {
@@ -217,8 +235,36 @@ class TypeChecker {
       }
     }
     typeVars_.clear();
+    declRegion_ = nullptr;
     for (auto& d : c_.prog.types)
       if (d->kind == TypeDecl::Data && c_.typeDecls[d->name] == d.get()) d->recursive = dataRecursive(d.get());
+  }
+
+  // A type declaration that holds GPU buffers (directly or through another
+  // declaration) gets a hidden region parameter: the region of its buffers,
+  // so a data value wrapping a buffer of region r has a type that mentions r.
+  void addBufferRegionParams() {
+    std::set<TypeDecl*> holds;
+    std::function<bool(const TypeExpr*)> mentions = [&](const TypeExpr* t) {
+      if (!t) return false;
+      if (t->kind == TypeExpr::Gpu) return true;
+      if (t->kind == TypeExpr::Named)
+        if (auto it = c_.typeDecls.find(t->name); it != c_.typeDecls.end() && holds.count(it->second)) return true;
+      for (const auto& a : t->args)
+        if (mentions(a.get())) return true;
+      return false;
+    };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto& [name, d] : c_.typeDecls) {
+        bool h = mentions(d->alias.get());
+        for (const CtorDecl& c : d->ctors)
+          for (const auto& f : c.fields) h = h || mentions(f.get());
+        for (const auto& f : d->fieldTypes) h = h || mentions(f.get());
+        if (h && holds.insert(d).second) changed = true;
+      }
+    }
+    for (TypeDecl* d : holds) d->paramTys.push_back(T.param("'buffers", nextParam_++, /*region=*/true));
   }
 
   bool mentionsDecl(Ty* t, const TypeDecl* d, unsigned depth) {
@@ -380,6 +426,7 @@ class TypeChecker {
     wide = wide || value > 2147483647LL || value < -2147483648LL;
     Ty* v = T.var();
     v->intLit = true;
+    v->paramLit = true;
     intLits_.push_back({s, value, wide, v});
     return v;
   }
@@ -400,6 +447,13 @@ class TypeChecker {
         continue;
       }
       if (r->kind == Ty::Error) continue;
+      if (r->kind == Ty::Param && !r->regionVar) {  // a literal of a numeric type parameter
+        numeric_.require(r, "the integer literal " + std::to_string(l.value), l.span);
+        if (l.value < 0 || l.value > 2147483647)
+          error("E101", l.span, "integer literal " + std::to_string(l.value) + " does not fit in every numeric type " + show(r) +
+                                    " may stand for", "a literal of a type parameter is in 0..2147483647");
+        continue;
+      }
       bool ok = r->kind == Ty::Prim && (r->prim == Prim::I32 || r->prim == Prim::I64 || r->prim == Prim::U32);
       if (!ok) {
         error("E101", l.span, "type mismatch: an integer literal cannot have type " + show(l.var));
@@ -434,7 +488,8 @@ class TypeChecker {
     for (auto& [e, t] : numericChecks_) {
       Ty* r = core(t);
       if (r->kind == Ty::Var) unify(T, r, T.prim(Prim::I32));
-      else if (!isNumeric(r) && r->kind != Ty::Error && r->kind != Ty::Param && r->kind != Ty::Vec && r->kind != Ty::Mat)
+      else if (r->kind == Ty::Param) numeric_.require(r, "the operator", e->span);
+      else if (!isNumeric(r) && r->kind != Ty::Error && r->kind != Ty::Vec && r->kind != Ty::Mat)
         error("E101", e->span, "this operator needs a number (I32, I64, U32, F32 or F64), got " + show(r));
     }
     numericChecks_.clear();
@@ -471,7 +526,7 @@ class TypeChecker {
 
   // A constructor's type: its data type with fresh arguments, and its fields.
   Ty* instantiateCtor(TypeDecl* d, int variant, std::vector<Ty*>& fields, std::vector<Ty*>& inst) {
-    for (size_t i = 0; i < d->paramTys.size(); ++i) inst.push_back(T.var());
+    for (size_t i = 0; i < d->paramTys.size(); ++i) inst.push_back(T.var(d->paramTys[i]->regionVar));
     Ty* result = T.named(d, inst);
     if (variant >= 0 && static_cast<size_t>(variant) < d->ctorTys.size()) fields = ctorFields(T, result, variant);
     return result;
@@ -659,7 +714,10 @@ class TypeChecker {
     if (auto it = c_.fnIndex.find(e.name); it != c_.fnIndex.end()) {
       e.refKind = c_.prog.fns[it->second]->isExtern ? Expr::Extern : Expr::Fn;
       e.global = it->second;
-      return instantiate(*c_.prog.fns[it->second], e.inst);
+      FnDecl& f = *c_.prog.fns[it->second];
+      Ty* t = instantiate(f, e.inst);
+      numeric_.instantiated(f.name, f.typeParamTys, e.inst, e.span);
+      return t;
     }
     if (auto it = c_.constIndex.find(e.name); it != c_.constIndex.end()) {
       e.refKind = Expr::Const;
@@ -801,7 +859,7 @@ class TypeChecker {
       error("E003", tailOf(e.kids[0].get())->span,
             "a value of type " + show(t) + " escapes its region `" + e.name + "`",
             "the result of `region " + e.name + " { ... }` must not mention `" + e.name +
-                "`; return something computed from it instead (e.g. String.len)");
+                "`: consume what was allocated in it inside it, or return something computed from it (e.g. String.len)");
       return T.error();
     }
     return t;
@@ -882,6 +940,10 @@ class TypeChecker {
       numericChecks_.push_back({&e, t});
       return true;
     }
+    if (r->kind == Ty::Param && !r->regionVar) {
+      numeric_.require(r, "`" + op + "`", e.span);  // checked where the function is used (E109)
+      return true;
+    }
     if (isNumeric(r) || r->kind == Ty::Error) return true;
     error("E101", e.span, "`" + op + "` needs numbers (I32, I64, U32, F32 or F64), got " + show(t));
     return false;
@@ -941,7 +1003,7 @@ class TypeChecker {
   Ty* inferCall(Expr& e) {
     Expr& callee = *e.kids[0];
     size_t nargs = e.kids.size() - 1;
-    if (callee.kind == ExprKind::Var && isBuiltinName(callee.name)) {
+    if (callee.kind == ExprKind::Var && (isBuiltinName(callee.name) || builtinOverLibrary(e))) {
       callee.kernelCode = inKernel_;
       return inferBuiltinCall(e);
     }
@@ -1361,7 +1423,7 @@ class TypeChecker {
     for (Expr* e : dispatchSites_)
       for (Ty* t : e->inst) {
         Ty* r = core(t);
-        if (r->kind == Ty::Var) {
+        if (r->kind == Ty::Var && !r->regionVar) {  // regions leave no trace in kernels
           error("E219", e->span, "this dispatch does not determine the type of every parameter of `" + e->name + "`",
                 "annotate the arguments, e.g. `let! b = allocate_gpu<F32>(n);`");
           break;
@@ -1580,20 +1642,19 @@ class TypeChecker {
       elem = T.var();
       gpuElems_.push_back(elem);
     }
+    Ty* region = nullptr;  // the buffer's type names its region (E003 if it escapes it)
     if (!e.name.empty() && e.name != "_") {
-      bool found = false;
-      for (size_t i = regions_.size(); i-- > 0;)
+      for (size_t i = regions_.size(); i-- > 0 && !region;)
         if (regions_[i].first == e.name) {
-          Ty* r = resolve(regions_[i].second);
+          region = regions_[i].second;
+          Ty* r = resolve(region);
           e.regionId = r->kind == Ty::Region ? r->id : -1;
-          found = true;
-          break;
         }
-      if (!found)
+      if (!region)
         error("E006", e.span, "allocation in region `" + e.name + "`, which is not active here",
               "allocate inside `region " + e.name + " { ... }`, or leave out `@" + e.name + "`");
     }
-    return T.gpu(elem, Ty::Linear);
+    return T.gpu(elem, Ty::Linear, region);
   }
 
   Ty* inferAwait(Expr& e) {
@@ -1659,6 +1720,7 @@ class TypeChecker {
       e.inst.push_back(v);
       subst.push_back({p->id, v});
     }
+    numeric_.instantiated(k.name, k.typeParamTys, e.inst, nameSpan);
     if (e.kids.size() != k.params.size()) {
       error("E106", e.span, "kernel `" + k.name + "` takes " + std::to_string(k.params.size()) + " argument" +
                                 (k.params.size() == 1 ? "" : "s") + ", got " + std::to_string(e.kids.size()));
@@ -1780,6 +1842,23 @@ class TypeChecker {
     return builtinTable().count(name) && !lookupLocal(name) && !c_.fnIndex.count(name) && !c_.constIndex.count(name);
   }
 
+  // `dot` is both a builtin (of two vectors) and a function of `import gpu`
+  // (of two buffers, `dot(&a, &b)`): a call whose first argument is not a
+  // borrow or a GPU buffer variable is the builtin's, unless the program
+  // itself declares `dot`.
+  bool builtinOverLibrary(const Expr& call) {
+    const Expr& callee = *call.kids[0];
+    if (callee.name != "dot" || call.kids.size() < 2 || lookupLocal(callee.name) || c_.constIndex.count(callee.name))
+      return false;
+    auto it = c_.fnIndex.find(callee.name);
+    if (it == c_.fnIndex.end() || c_.prog.fns[it->second]->span.file == 0) return false;
+    const Expr& a = *call.kids[1];
+    if (a.kind == ExprKind::Borrow) return false;
+    if (a.kind == ExprKind::Var)
+      if (Binding* b = lookupLocal(a.name); b && core(b->ty)->kind == Ty::Gpu) return false;
+    return true;
+  }
+
   bool isFloatish(Ty* t) {
     Ty* r = core(t);
     return (r->kind == Ty::Prim && (r->prim == Prim::F32 || r->prim == Prim::F64)) || (r->kind == Ty::Var && r->floatLit) ||
@@ -1835,10 +1914,13 @@ class TypeChecker {
         expectTy(argSpan(1), T.prim(Prim::I32), a[1], " (an index)");
         for (size_t i = 2; i < n; ++i) expectTy(argSpan(i), elem, a[i], " (the element type)");
         Ty* r = core(elem);
-        if (r->kind != Ty::Var && !(r->kind == Ty::Prim && (r->prim == Prim::I32 || r->prim == Prim::U32 ||
-                                                             r->prim == Prim::I64 || r->prim == Prim::F32)) &&
-            r->kind != Ty::Error && r->kind != Ty::Param)
-          error("E101", argSpan(0), "atomics work on I32, U32, I64 or F32 elements, not " + show(r));
+        bool floatOk = info.b == Expr::AtomicAdd || info.b == Expr::AtomicXchg;
+        bool isFloat = r->kind == Ty::Prim && (r->prim == Prim::F32 || r->prim == Prim::F64);
+        if (r->kind == Ty::Param && !r->regionVar)
+          numeric_.require(r, "`" + name + "`", argSpan(0));
+        else if (r->kind != Ty::Var && !(isNumeric(r) && (floatOk || !isFloat)) && r->kind != Ty::Error)
+          error("E101", argSpan(0), "`" + name + "` works on " + std::string(floatOk ? "I32, U32, I64, F32 or F64" : "I32, U32 or I64") +
+                                        " elements, not " + show(r));
         return elem;
       }
       case Expr::Sqrt: case Expr::Exp: case Expr::Log: case Expr::Sin: case Expr::Cos: case Expr::Tan:
@@ -1898,7 +1980,9 @@ class TypeChecker {
       }
       case Expr::Cast: {
         Ty* r = core(a[0]);
-        if (r->kind != Ty::Var && !isNumeric(r) && r->kind != Ty::Error)
+        if (r->kind == Ty::Param && !r->regionVar)
+          numeric_.require(r, "`" + name + "`", argSpan(0));
+        else if (r->kind != Ty::Var && !isNumeric(r) && r->kind != Ty::Error)
           error("E101", argSpan(0), "`" + name + "` converts a number, not " + show(a[0]));
         else if (r->kind == Ty::Var)
           numericChecks_.push_back({e.kids[1].get(), a[0]});

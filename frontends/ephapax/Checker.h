@@ -15,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,9 @@ struct Checked {
   // --mode affine: owned GPU buffers may be dropped (usageOf says AtMostOnce
   // for them, so the lowering frees an unconsumed one at its scope's end).
   bool affineMode = false;
+  // Type parameters (by Ty id) used as numbers (NumericParams.h): their values
+  // are plain numbers, used any number of times.
+  std::set<int> numericParams;
   Binding* newBinding(Binding b);
 };
 

@@ -22,6 +22,7 @@ const std::vector<ErrorCodeInfo>& errorCodes() {
       {"E106", "wrong number of arguments"},
       {"E107", "duplicate definition"},
       {"E108", "type cannot be inferred"},
+      {"E109", "a numeric type parameter instantiated with another type"},
       {"E200", "effects (perform/handle) are not supported by code generation"},
       {"E201", "a construct code generation does not support"},
       {"E202", "extern call with an unsupported signature"},
@@ -36,6 +37,7 @@ const std::vector<ErrorCodeInfo>& errorCodes() {
       {"E217", "dispatch of something that is not a kernel, or a grid of more than 3 dimensions"},
       {"E218", "recursion in kernel code"},
       {"E219", "a kernel parameter type that no dispatch site determines"},
+      {"E220", "a kernel writes a buffer it was given as a read borrow (`&b`)"},
       {"E299", "internal error: the lowered IR is invalid"},
   };
   return codes;

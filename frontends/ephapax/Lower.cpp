@@ -30,7 +30,7 @@ void Lowerer::run() {
 
 ir::Function* Lowerer::instance(FnDecl& f, Subst s) {
   std::string key = f.name;
-  if (!f.typeParamTys.empty()) {
+  if (isGeneric(f)) {  // regions leave no trace in the name either
     key += "<";
     for (size_t i = 0; i < f.typeParamTys.size(); ++i) {
       Ty* t = nullptr;

@@ -34,7 +34,7 @@ Value* Lowerer::lowerKind(Expr& e, bool tail) {
   const ir::Type* ty = tail ? loopSum_ : lowerTy(e.ty);
   auto value = [&](Value* v) { return tail ? finishTail(v, e.span) : v; };
   switch (e.kind) {
-    case ExprKind::IntLit: return value(coerce(b_.constInt(primOf(e.ty), e.ival), lowerTy(e.ty), e.span));
+    case ExprKind::IntLit: return value(coerce(intLiteral(primOf(e.ty), e.ival), lowerTy(e.ty), e.span));
     case ExprKind::FloatLit: return value(coerce(b_.constFloat(primOf(e.ty), e.fval), lowerTy(e.ty), e.span));
     case ExprKind::BoolLit: return value(b_.constBool(e.bval));
     case ExprKind::Unit: return value(b_.op("struct.make", {}, ctx_.unitType()));
@@ -289,6 +289,15 @@ Value* Lowerer::ffiCall(const std::string& sym, const std::vector<Value*>& args,
     return fabricate(rt);
   }
   return b_.create("ephapax.ffi_call", args, {rt}, {{"symbol", ir::Attr::string(sym)}})->result(0);
+}
+
+// An integer literal of type t: t may be a float or a type variable when the
+// literal's type is a numeric type parameter (`var s: T = 0`); the variable's
+// case is a cast that monomorphize makes concrete (the value is < 2^31).
+Value* Lowerer::intLiteral(const ir::Type* t, int64_t v) {
+  if (t->isFloat()) return b_.constFloat(t, static_cast<double>(v));
+  if (t->isVar()) return b_.op("cast", {b_.constInt(ctx_.i32(), v)}, t);
+  return b_.constInt(t, v);
 }
 
 // The primitive IR type behind a (possibly aliased) numeric/Bool type.

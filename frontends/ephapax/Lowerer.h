@@ -262,6 +262,7 @@ class Lowerer {
 
   Value* ffiCall(const std::string& sym, const std::vector<Value*>& args, const ir::Type* rt, Span s);
   const ir::Type* primOf(Ty* t);
+  Value* intLiteral(const ir::Type* t, int64_t v);
 
   Value* project(Value* base, size_t index);
   Value* newString(const std::string& bytes);

@@ -7,19 +7,22 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "frontends/ephapax/Checker.h"
+#include "frontends/ephapax/Lower.h"
 
 namespace eph::ephapax {
 
 namespace {
-bool mentionsParam(Ty* t, unsigned depth = 0) {
+// A type parameter that is not numeric (a numeric one stands for a number).
+bool mentionsParam(const Checked& c, Ty* t, unsigned depth = 0) {
   t = resolve(t);
   if (!t || depth > 40) return false;
-  if (t->kind == Ty::Param && !t->regionVar) return true;
+  if (t->kind == Ty::Param && !t->regionVar) return !c.numericParams.count(t->id);
   if (t->kind == Ty::Ref || t->kind == Ty::Fn) return false;
   for (Ty* x : t->args)
-    if (mentionsParam(x, depth + 1)) return true;
+    if (mentionsParam(c, x, depth + 1)) return true;
   return false;
 }
 }  // namespace
@@ -48,7 +51,7 @@ Usage usageOf(Checked& c, const Binding& b) {
   }
   if (b.origin == Binding::HandlerParam) return Usage::Free;
   bool linear = isLinear(c.types, b.ty, c.affineMode);
-  bool affine = isAffine(c.types, b.ty, c.affineMode) || mentionsParam(b.ty);
+  bool affine = isAffine(c.types, b.ty, c.affineMode) || mentionsParam(c, b.ty);
   if (b.origin == Binding::Let) {
     if (mustConsume(c, b.ty)) return Usage::ExactlyOnce;
     return linear || affine ? Usage::AtMostOnce : Usage::Free;
@@ -70,7 +73,6 @@ class OwnershipChecker {
     scope_.clear();
     lambdaDepth_ = 0;
     kernelScope_ = SIZE_MAX;
-    gpuRegionOf_.clear();
     gpuFn_ = f.gpuRole != FnDecl::NotGpu;
     for (Param& p : f.params) declare(p.binding);
     walk(*f.body);
@@ -183,19 +185,26 @@ class OwnershipChecker {
   void ruleConsumedAtScopeEnd(const Binding& b) {
     if (usageOf(c_, b) != Usage::ExactlyOnce || state_[b.id].consumed) return;
     std::string region;
-    if (auto it = gpuRegionOf_.find(b.id); it != gpuRegionOf_.end()) {
-      diags_.error("E004", b.span, "GPU buffer `" + b.name + "` is not consumed before region `" + it->second.second + "` ends",
+    if (firstRegion(b.ty, &region) >= 0 && isOwnedGpu(b.ty))
+      diags_.error("E004", b.span, "GPU buffer `" + b.name + "` is not consumed before region `" + region + "` ends",
                    "consume it inside the region (dispatch it, `free_gpu(" + b.name + ")` or `d2h(" + b.name + ")`)");
-      return;
-    }
-    if (firstRegion(b.ty, &region) >= 0)
+    else if (firstRegion(b.ty, &region) >= 0)
       diags_.error("E004", b.span, "linear value `" + b.name + "` is not consumed before region `" + region + "` ends",
                    "consume it inside the region (pass it on, or `drop(" + b.name + ")`)");
     else
       diags_.error("E001", b.span, std::string(b.origin == Binding::LetBang ? "`let!` binding" : "linear value") + " `" +
                                        b.name + "` is never consumed",
-                   b.origin == Binding::LetBang ? "use `" + b.name + "` exactly once, or bind it with `let` if it may be dropped"
-                                                : "use it exactly once, or release it with `drop(" + b.name + ")`");
+                   consumeHint(b));
+  }
+
+  // How to consume b. A GPU buffer must be consumed even when bound with
+  // `let`, so that is no way out for it.
+  std::string consumeHint(const Binding& b) {
+    if (isOwnedGpu(b.ty))
+      return "consume `" + b.name + "` exactly once: `free_gpu(" + b.name + ")`, `d2h(" + b.name +
+             ")`, or pass it on (to a function, or a dispatch that takes it); `--mode affine` lets the compiler free it";
+    if (b.origin == Binding::LetBang) return "use `" + b.name + "` exactly once, or bind it with `let` if it may be dropped";
+    return "use it exactly once, or release it with `drop(" + b.name + ")`";
   }
 
   // BRANCHES AGREE. Only one branch runs, so every branch must consume the
@@ -288,9 +297,6 @@ class OwnershipChecker {
     ruleBranchesAgree(e, results, nScope, names);
   }
 
-  // GPU buffers allocated with allocate_gpu@r: binding id -> (region id, name).
-  std::map<int, std::pair<int, std::string>> gpuRegionOf_;
-  std::map<int, std::string> regionNames_;
   // Inside an inline dispatch body: the scope size at its start (bindings
   // below it are the host's).
   size_t kernelScope_ = SIZE_MAX;
@@ -332,30 +338,56 @@ class OwnershipChecker {
     }
   }
 
-  // REGION ESCAPE. A buffer allocated in region r is not the region's result (E003).
-  void ruleGpuRegionEscape(const Expr& region) {
-    const Expr* t = region.kids.empty() ? nullptr : region.kids[0].get();
-    for (unsigned i = 0; i < 10000 && t; ++i) {
-      if ((t->kind == ExprKind::Let || t->kind == ExprKind::Seq || t->kind == ExprKind::VarDecl ||
-           t->kind == ExprKind::Workgroup || t->kind == ExprKind::Region) && !t->kids.empty())
-        t = t->kids.back().get();
-      else break;
+  // WRITES NEED `&mut`. A kernel that stores into a buffer parameter (or
+  // updates it atomically, or passes it to a device function that does) is
+  // dispatched with `&mut b` or the owned buffer, never a read borrow (E220).
+  void ruleKernelWritesNeedMut(const Expr& dispatch) {
+    auto it = c_.fnIndex.find(dispatch.name);
+    if (it == c_.fnIndex.end()) return;
+    const FnDecl& k = *c_.prog.fns[it->second];
+    if (!k.body) return;
+    for (size_t i = 0; i < dispatch.kids.size() && i < k.params.size(); ++i) {
+      const Expr& arg = *dispatch.kids[i];
+      if (!readOnly(arg)) continue;
+      std::set<std::pair<const FnDecl*, size_t>> seen;
+      if (!lowering::writesThrough(c_, *k.body, k.params[i].binding, seen)) continue;
+      const Expr& named = arg.kind == ExprKind::Borrow ? *arg.kids[0] : arg;
+      std::string what = named.kind == ExprKind::Var ? "`&mut " + named.name + "`" : "a `&mut` borrow";
+      Span at = arg.span;  // `&b` as a whole
+      if (&named != &arg && named.span.line == at.line && named.span.col > at.col) at.len = named.span.col + named.span.len - at.col;
+      diags_.error("E220", at,
+                   "kernel `" + k.name + "` writes its parameter `" + k.params[i].name + "`, but this is a read borrow",
+                   "pass " + what + " (or the owned buffer) so that the kernel may write it");
     }
-    if (!t) return;
-    bool escapes = (t->kind == ExprKind::AllocGpu && t->regionId == region.regionId && region.regionId >= 0);
-    if (t->kind == ExprKind::Var && t->binding)
-      if (auto it = gpuRegionOf_.find(t->binding->id); it != gpuRegionOf_.end() && it->second.first == region.regionId)
-        escapes = true;
-    if (escapes)
-      diags_.error("E003", t->span, "a GPU buffer allocated in region `" + region.name + "` escapes it",
-                   "consume it inside the region, or allocate it outside (`allocate_gpu(n)`)");
+  }
+  // An inline kernel that stores into a captured read borrow (E220).
+  void ruleInlineWritesNeedMut(const Expr& dispatch) {
+    std::vector<const Binding*> used;
+    lowering::referencedBindings(*dispatch.kids[0], used);
+    for (const Binding* b : used) {
+      Ty* t = resolve(b->ty);
+      if (!t || t->kind != Ty::Ref || t->mut || resolve(t->args[0])->kind != Ty::Gpu) continue;
+      std::set<std::pair<const FnDecl*, size_t>> seen;
+      if (lowering::writesThrough(c_, *dispatch.kids[0], b, seen))
+        diags_.error("E220", dispatch.span, "this kernel writes `" + b->name + "`, a read borrow (" + show(b->ty) + ")",
+                     "take the buffer as `&mut` to write it");
+    }
+  }
+  // A read-only buffer argument: `&b`, or a binding of type &GPUBuffer<..>.
+  static bool readOnly(const Expr& arg) {
+    if (arg.kind == ExprKind::Borrow) return !arg.bval;
+    Ty* t = resolve(arg.ty);
+    return t && t->kind == Ty::Ref && !t->mut;
   }
 
-  // Records which bindings hold an allocate_gpu@r result.
-  void noteGpuRegion(const Expr& let, const std::vector<Binding*>& bs) {
-    const Expr* v = let.kids[0].get();
-    if (v->kind != ExprKind::AllocGpu || v->regionId < 0 || bs.size() != 1) return;
-    gpuRegionOf_[bs[0]->id] = {v->regionId, v->name};
+  // LEN READS. `len(b)` of a binding reads it, as `len(&b)` does: it does not
+  // consume b (so a `let!` buffer still has to be consumed afterwards).
+  bool ruleLenBorrows(const Expr& call) {
+    if (call.builtin != Expr::Len || call.kids.size() != 2) return false;
+    const Expr& arg = *call.kids[1];
+    if (arg.kind != ExprKind::Var || !arg.binding) return false;
+    if (!ruleKernelMention(*arg.binding, arg.span)) ruleBorrowLive(*arg.binding, arg.span);
+    return true;
   }
 
   // ---- the walk ---------------------------------------------------------------------
@@ -370,7 +402,6 @@ class OwnershipChecker {
         walk(*e->kids[0]);
         if (e->bval) ruleLetBangNoWildcard(*e->pat, e->span);
         declarePattern(*e->pat, bs);
-        noteGpuRegion(*e, bs);
       } else if (e->kind == ExprKind::Seq) {
         ruleDiscardNotLinear(*e->kids[0]);
         walk(*e->kids[0]);
@@ -437,8 +468,10 @@ class OwnershipChecker {
         for (auto& g : e.grid) walk(*g);
         if (!e.name.empty()) {
           for (auto& k : e.kids) walk(*k);
+          ruleKernelWritesNeedMut(e);
           return;
         }
+        ruleInlineWritesNeedMut(e);
         size_t outer = kernelScope_;
         if (kernelScope_ == SIZE_MAX) kernelScope_ = scope_.size();
         unsigned lambdas = lambdaDepth_;
@@ -448,9 +481,7 @@ class OwnershipChecker {
         return;
       }
       case ExprKind::Region:
-        regionNames_[e.regionId] = e.name;
         for (auto& k : e.kids) walk(*k);
-        ruleGpuRegionEscape(e);
         return;
       case ExprKind::Let: {
         walkChain(e);
@@ -516,6 +547,10 @@ class OwnershipChecker {
       case ExprKind::Member:
         ruleMemberKeepsLinear(e);
         walk(*e.kids[0]);
+        return;
+      case ExprKind::Call:
+        if (ruleLenBorrows(e)) return;
+        for (auto& k : e.kids) walk(*k);
         return;
       case ExprKind::Copy:
       case ExprKind::Drop:

@@ -191,9 +191,12 @@ class Parser {
   }
 
   // `(x[, y[, z]])`: positive integer literals; the missing ones are 1.
+  static constexpr int64_t kMaxWorkgroup = 1024;
   void parseWorkgroupSize(int64_t (&out)[3], const char* context) {
     expect(Tok::LParen, context, "write the workgroup shape as `(x, y, z)`, e.g. `(64)` or `(8, 8)`");
     int64_t dims[3] = {1, 1, 1};
+    Span spans[3];
+    Span open = toks_[pos_ > 0 ? pos_ - 1 : 0].span;
     int n = 0;
     while (!panic_ && !at(Tok::RParen)) {
       if (n == 3) {
@@ -204,12 +207,30 @@ class Parser {
         fail("a positive integer workgroup dimension");
         return;
       }
+      spans[n] = cur().span;
       dims[n++] = take().ival;
       if (!accept(Tok::Comma)) break;
     }
     if (!panic_ && n == 0) fail("a workgroup dimension");
+    Span close = cur().span;
     expect(Tok::RParen, "after the workgroup dimensions");
     if (panic_) return;
+    // What every target accepts (the lowering relies on it): E201 here, at the
+    // dimension, so `check` reports it.
+    bool ok = true;
+    for (int i = 0; i < n; ++i)
+      if (dims[i] > kMaxWorkgroup) {
+        diags_.error("E201", spans[i], "a workgroup dimension must be 1.." + std::to_string(kMaxWorkgroup) + ", got " + std::to_string(dims[i]),
+                     "use a smaller workgroup and a larger grid");
+        ok = false;
+      }
+    if (ok && dims[0] * dims[1] * dims[2] > kMaxWorkgroup) {
+      Span all = open;
+      if (close.line == open.line) all.len = close.col + 1 - open.col;
+      diags_.error("E201", all, "a workgroup has at most " + std::to_string(kMaxWorkgroup) + " invocations, got " +
+                                    std::to_string(dims[0] * dims[1] * dims[2]),
+                   "use a smaller workgroup and a larger grid");
+    }
     for (int i = 0; i < 3; ++i) out[i] = dims[i];
   }
 
@@ -775,11 +796,12 @@ class Parser {
         ++statements_;
         continue;
       }
-      bool blockLike = at(Tok::KwIf) || at(Tok::KwRegion) || atIdent("while") || atIdent("for") ||
+      bool blockLike = at(Tok::KwIf) || at(Tok::KwRegion) || at(Tok::KwMatch) || at(Tok::KwCase) || atIdent("while") ||
+                       atIdent("for") ||
                        ((atIdent("dispatch") || atIdent("kernel")) && peekTok().kind == Tok::Ident && peekTok().text == "over");
-      ExprP e = parseStatement();
+      ExprP e = blockLike ? parseBlockStatement() : parseStatement();
       if (panic_) break;
-      bool braceEnded = blockLike && pos_ > 0 && toks_[pos_ - 1].kind == Tok::RBrace;
+      bool braceEnded = blockLike && endsBlock();
       if (at(Tok::RBrace)) {  // the block's value
         tail = std::move(e);
         break;
@@ -804,6 +826,23 @@ class Parser {
       frames.pop_back();
     }
     return rest;
+  }
+
+  // A statement that starts with a block expression (`if c { .. }`,
+  // `region r { .. }`, `match .. end`, `dispatch over n { .. }`) ends with
+  // its `}` or `end`, as in Rust: a next line that starts with `(` or `-` is
+  // a new expression, not a call or a subtraction. Other forms (`if c then a
+  // else b`, `region r: e`) go on as expressions.
+  ExprP parseBlockStatement() {
+    if (atIdent("while") || atIdent("for")) return parseStatement();
+    size_t start = pos_;
+    ExprP e = parsePrimary();
+    if (panic_ || endsBlock()) return e;
+    pos_ = start;
+    return parseStatement();
+  }
+  bool endsBlock() const {
+    return pos_ > 0 && (toks_[pos_ - 1].kind == Tok::RBrace || toks_[pos_ - 1].kind == Tok::KwEnd);
   }
 
   static bool isStatement(const Expr& e) {

@@ -1,5 +1,6 @@
 #include "frontends/ephapax/Types.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -93,11 +94,12 @@ Ty* TyArena::param(std::string name, int id, bool region) {
   return make(std::move(t));
 }
 
-Ty* TyArena::gpu(Ty* elem, Ty::GpuOwn own) {
+Ty* TyArena::gpu(Ty* elem, Ty::GpuOwn own, Ty* region) {
+  Ty* r = region ? region : var(/*region=*/true);
   Ty t;
   t.kind = Ty::Gpu;
   t.gpu = own;
-  t.args = {elem};
+  t.args = {elem, r};
   return make(std::move(t));
 }
 Ty* TyArena::vec(int n) {
@@ -232,6 +234,7 @@ bool unifyAt(TyArena& a, Ty* x, Ty* y, unsigned depth) {
     if (x->intLit) {
       if (y->kind == Ty::Var) {
         if (y->floatLit) return false;
+        y->paramLit = (y->paramLit || !y->intLit) && x->paramLit;
         y->intLit = true;
       } else {
         Ty* core = y;
@@ -241,7 +244,10 @@ bool unifyAt(TyArena& a, Ty* x, Ty* y, unsigned depth) {
           core = resolve(e);
         }
         bool isInt = core->kind == Ty::Prim && (core->prim == Prim::I32 || core->prim == Prim::I64 || core->prim == Prim::U32);
-        if (!isInt && core->kind != Ty::Error) return false;
+        // A type parameter used as a number may take an integer literal
+        // (the checker then requires it to be numeric: NumericParams.h).
+        bool numericParam = x->paramLit && core->kind == Ty::Param && !core->regionVar;
+        if (!isInt && !numericParam && core->kind != Ty::Error) return false;
       }
     }
     x->link = y;
@@ -265,7 +271,7 @@ bool unifyAt(TyArena& a, Ty* x, Ty* y, unsigned depth) {
     case Ty::Mat: return x->size == y->size;
     case Ty::Gpu:
       if (x->gpu != y->gpu) return false;
-      return unifyAt(a, x->args[0], y->args[0], depth + 1);
+      return unifyAt(a, x->args[0], y->args[0], depth + 1) && unifyAt(a, x->args[1], y->args[1], depth + 1);
     case Ty::Array:
       if (x->size != y->size) return false;
       return unifyAt(a, x->args[0], y->args[0], depth + 1);
@@ -386,6 +392,7 @@ void showInto(std::string& s, Ty* t, bool nested, unsigned depth) {
       s += t->gpu == Ty::Affine ? "GPUBufferAffine<" : "GPUBuffer<";
       showInto(s, t->args[0], false, depth + 1);
       s += t->gpu == Ty::Linear ? ">!" : ">";
+      if (Ty* r = resolve(t->args[1]); r->kind == Ty::Region && r->id >= 0) s += "@" + r->name;
       return;
     case Ty::Vec: s += "vec" + std::to_string(t->size); return;
     case Ty::Mat: s += "mat" + std::to_string(t->size); return;
@@ -440,17 +447,21 @@ void showInto(std::string& s, Ty* t, bool nested, unsigned depth) {
       showInto(s, t->args[1], t->kind == Ty::Sum, depth + 1);
       if (nested) s += ")";
       return;
-    case Ty::Named:
+    case Ty::Named: {
       s += t->name;
-      if (!t->args.empty()) {
+      size_t shown = t->decl ? std::min(t->args.size(), t->decl->params.size()) : t->args.size();
+      if (shown) {
         s += "(";
-        for (size_t i = 0; i < t->args.size(); ++i) {
+        for (size_t i = 0; i < shown; ++i) {
           if (i) s += ", ";
           showInto(s, t->args[i], false, depth + 1);
         }
         s += ")";
       }
+      if (shown < t->args.size())  // the hidden region of a type holding buffers
+        if (Ty* r = resolve(t->args[shown]); r->kind == Ty::Region && r->id >= 0) s += "@" + r->name;
       return;
+    }
   }
 }
 }  // namespace

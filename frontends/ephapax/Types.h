@@ -16,8 +16,8 @@ namespace eph::ephapax {
 enum class Prim : uint8_t { I32, I64, U32, F32, F64, Bool };
 
 struct Ty {
-  // GPU extension: Gpu is a GPU buffer (args[0] the element, `gpu` how it is
-  // owned); Vec/Mat are vecN/matN of F32 (`size` N); Array is a workgroup
+  // GPU extension: Gpu is a GPU buffer (args[0] the element, args[1] its
+  // region, `gpu` how it is owned); Vec/Mat are vecN/matN of F32 (`size` N); Array is a workgroup
   // array [T; size]; Future is what calling an `async fn` gives (args[0]).
   enum Kind : uint8_t { Var, Param, Prim, Unit, String, Region, Ref, List, Tuple, Sum, Fn, Named, Error,
                         Gpu, Vec, Mat, Array, Future } kind = Error;
@@ -28,6 +28,7 @@ struct Ty {
   int id = 0;              // Var/Param: a number; Region: the region's identity (-1: global `_`)
   bool regionVar = false;  // Var/Param standing for a region
   bool intLit = false;     // Var: the type of an integer literal (only integer types unify with it)
+  bool paramLit = false;   // intLit Var of literals only: may also be a type parameter (numeric generics)
   bool floatLit = false;   // Var: the type of a float literal (F32 or F64; F64 when nothing decides)
   bool mut = false;        // Ref
   std::string name;        // Param, Region, Named
@@ -51,8 +52,9 @@ class TyArena {
   Ty* fn(Ty* a, Ty* b);
   Ty* named(TypeDecl* d, std::vector<Ty*> args);
   Ty* param(std::string name, int id, bool region = false);
-  // GPU extension.
-  Ty* gpu(Ty* elem, Ty::GpuOwn own);
+  // GPU extension. A GPU buffer's type names the region it lives in (a fresh
+  // region variable when none is given: a buffer that outlives every region).
+  Ty* gpu(Ty* elem, Ty::GpuOwn own, Ty* region = nullptr);
   Ty* vec(int n);
   Ty* mat(int n);
   Ty* array(Ty* elem, int n);

@@ -6,6 +6,7 @@
 #include "ir/interp/Exec.h"
 #include "ir/ops/TypeVars.h"
 #include "ir/interp/Fiber.h"
+#include "ir/interp/OutOfBounds.h"
 
 namespace eph::interp {
 namespace {
@@ -95,7 +96,7 @@ bool Workgroup::runLane(Lane& l) {
 
 Error Workgroup::laneError(const Lane& l) const {
   Error e = *l.ex->error();
-  e.message += " (in the invocation with global id " + triple(l.inv.globalId) + ")";
+  e.message += invocationSuffix(l.inv.globalId);
   return e;
 }
 

@@ -6,6 +6,7 @@
 #include "ir/ops/TypeVars.h"
 #include "ir/interp/Dispatch.h"
 #include "ir/interp/Fiber.h"
+#include "ir/interp/OutOfBounds.h"
 
 namespace eph::interp {
 namespace {
@@ -147,8 +148,7 @@ bool Exec::checkIndex(const ir::Op& op, const RtValue& index, size_t length, siz
   bool negative = index.type->isSigned() && index.i < 0;
   uint64_t u = static_cast<uint64_t>(index.i);
   if (negative || u >= length)
-    return fail(op, "index " + format(index) + " is out of bounds for " + what + " of " +
-                        std::to_string(length) + " element" + (length == 1 ? "" : "s"));
+    return fail(op, outOfBoundsMessage(format(index), length, what));
   out = static_cast<size_t>(u);
   return true;
 }
@@ -157,9 +157,13 @@ bool Exec::readElement(const ir::Op& op, const RtValue& handle, const RtValue& i
   BufferData* b = buffer(op, handle);
   size_t i = 0;
   if (!b || !checkIndex(op, index, b->elems.size(), i, "a buffer")) return false;
-  if (!b->written[i])
+  if (!b->written[i]) {
+    std::string origin = b->copiedFrom.known() ? " allocated at " + b->copiedFrom.str() +
+                                                     (b->allocSite.known() ? " (copied at " + b->allocSite.str() + ")" : "")
+                                               : allocatedAt(*b);
     return fail(op, "read of uninitialised element " + std::to_string(i) + " of a buffer of " +
-                        std::to_string(b->elems.size()) + allocatedAt(*b));
+                        std::to_string(b->elems.size()) + origin);
+  }
   out = b->elems[i];
   return true;
 }

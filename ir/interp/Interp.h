@@ -65,6 +65,9 @@ struct BufferData {
   std::vector<RtValue> elems;
   std::vector<bool> written;  // reading an element never written is an error
   Loc allocSite;
+  // For a copy (d2h, copy): where the buffer its contents came from was
+  // allocated, so a never-written element is reported where it came from.
+  Loc copiedFrom;
   bool freed = false;
 };
 

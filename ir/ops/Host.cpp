@@ -160,6 +160,7 @@ bool interpCopy(interp::Exec& ex, const Op& op) {
                            " elements into a buffer of " + std::to_string(dst->elems.size()));
   dst->elems = src->elems;
   dst->written = src->written;
+  dst->copiedFrom = src->copiedFrom.known() ? src->copiedFrom : src->allocSite;
   return true;
 }
 

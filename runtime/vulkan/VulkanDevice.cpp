@@ -11,6 +11,7 @@
 
 #include "ir/Layout.h"
 #include "runtime/DiskCache.h"
+#include "runtime/vulkan/BoundsRecord.h"
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/VulkanApi.h"
 #include "runtime/vulkan/VulkanInstance.h"
@@ -107,6 +108,14 @@ struct VulkanDevice::Impl {
   // pipeline built prints the driver's statistics (registers, shared memory...)
   // to stderr, for comparing a kernel's compile with nvcc's (bench/RESULTS.md).
   bool printStatistics = false;
+  // VulkanOptions::checkBounds: kernels check their accesses and the first
+  // out-of-bounds one of a submission lands in `boundsRecord` (host-visible,
+  // bound after every kernel's buffers; runtime/vulkan/BoundsRecord.h), read
+  // and cleared after each submission. `boundsSites` numbers the checked ops.
+  bool checkBounds = false;
+  Buffer boundsRecord;
+  std::vector<const ir::Op*> boundsSites;
+  bool boundsPending = false;  // the open batch has a checked dispatch
 
   std::unordered_map<uint64_t, Buffer> buffers;  // by handle
   uint64_t nextHandle = 1;
@@ -198,6 +207,7 @@ VulkanDevice::Impl::~Impl() {
   if (wedged) {  // waiting could block for ever; leak what the GPU may still use
     for (auto& [h, b] : buffers) abandon(b);
     for (Buffer& b : staging) abandon(b);
+    abandon(boundsRecord);
     for (auto& [k, p] : pipelines) (void)p.release();
     return;
   }
@@ -206,6 +216,7 @@ VulkanDevice::Impl::~Impl() {
     api().vkDeviceWaitIdle(device);
     buffers.clear();
     staging.clear();
+    boundsRecord = Buffer();
     pipelines.clear();
     for (VkDescriptorPool p : descriptorPools) api().vkDestroyDescriptorPool(device, p, nullptr);
     if (queryPool) api().vkDestroyQueryPool(device, queryPool, nullptr);
@@ -387,6 +398,13 @@ Status VulkanDevice::Impl::submitAndWait(Loc site) {
   };
   auto submitCompute = [&] {
     if (!compute || !result) return;
+    if (boundsPending) {  // the bounds record's writes, visible to the host after the fence
+      VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+      mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+      api().vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb,
+                                 0, nullptr, 0, nullptr);
+    }
     if (VkResult e = api().vkEndCommandBuffer(cmd); e != VK_SUCCESS) {
       result = vkError(site, "vkEndCommandBuffer failed", e);
       return;
@@ -429,6 +447,8 @@ Status VulkanDevice::Impl::submitAndWait(Loc site) {
   }
   finishSubmission();
   if (!result) return result;
+  if (std::exchange(boundsPending, false))
+    if (Status s = vk::takeBoundsError(boundsRecord.mapped, boundsSites); !s) return s;
   return checkValidation(site);
 }
 
@@ -720,14 +740,15 @@ Status VulkanDevice::Impl::prepareKernel(const ir::Function& k) {
                                 std::to_string(c.maxPushConstantBytes) + " bytes) on " + name()};
   }
 
-  auto words = spirv::emitKernel(k, c);
+  auto words = spirv::emitKernel(k, c, {.checkBounds = checkBounds, .sites = &boundsSites});
   if (!words) {
     Error e = words.error();
     if (e.message.find("@" + kn) == std::string::npos) e.message = "kernel '@" + kn + "': " + e.message;
     if (!e.loc.known()) e.loc = k.loc();
     return e;
   }
-  auto pipe = pipelineFor(*words, uint32_t(info.bindingParam.size()), info.pushBytes, kn);
+  uint32_t bindings = uint32_t(info.bindingParam.size()) + (checkBounds ? 1 : 0);  // the record last
+  auto pipe = pipelineFor(*words, bindings, info.pushBytes, kn);
   if (!pipe) {
     Error e = pipe.error();
     e.loc = k.loc();
@@ -885,6 +906,13 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
                           std::string(reinterpret_cast<const char*>(pd.props.pipelineCacheUUID), VK_UUID_SIZE) +
                           ":ephc " EPH_VERSION;
   I.disk = std::make_unique<vk::DiskCache>(runtime::cacheDir(options.cacheDir), deviceKey);
+  I.checkBounds = options.checkBounds;
+  if (I.checkBounds) {
+    auto record = I.makeBuffer(spirv::kBoundsRecordWords * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, true, {});
+    if (!record) return record.error();
+    I.boundsRecord = std::move(*record);
+    std::memset(I.boundsRecord.mapped, 0, I.boundsRecord.bytes);
+  }
   if (Status s = I.checkValidation({}); !s) return s.error();
   return std::unique_ptr<VulkanDevice>(new VulkanDevice(std::move(impl)));
 }
@@ -899,6 +927,7 @@ Status VulkanDevice::prepare(const ir::Module& m) {
   I.module = &m;
   I.prepared = false;
   I.kernels.clear();
+  I.boundsSites.clear();
   for (auto& f : m.functions())
     if (f->isKernel())
       if (Status s = I.prepareKernel(*f); !s) return s;
@@ -1056,6 +1085,7 @@ Status VulkanDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3
                            std::to_string(kernel.paramTypes().size())};
 
   std::vector<VkDescriptorBufferInfo> infos(k.bindingParam.size());
+  if (I.checkBounds) infos.push_back({I.boundsRecord.buffer, 0, I.boundsRecord.bytes});
   std::vector<VkBuffer> reads, writes;
   std::vector<uint64_t> handles;
   for (size_t b = 0; b < k.bindingParam.size(); ++b) {
@@ -1094,6 +1124,7 @@ Status VulkanDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3
     if (std::find(writes.begin(), writes.end(), r) == writes.end()) onlyReads.push_back(r);
   I.access(onlyReads, writes);
   for (uint64_t h : handles) I.usedHandles.insert(h);
+  I.boundsPending |= I.checkBounds;
 
   api().vkCmdBindPipeline(I.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline->pipeline);
   api().vkCmdBindDescriptorSets(I.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline->layout, 0, 1, &*set, 0, nullptr);

@@ -57,6 +57,11 @@ struct VulkanOptions {
   // family: a GPU's copy engines), so that they overlap compute.
   // EPH_VK_TRANSFER_QUEUE=0 turns it off too.
   bool transferQueue = true;
+  // Bounds checks in every kernel (`ephc run --check-bounds`, EPH_CHECK_BOUNDS=1):
+  // an access out of bounds is skipped and the first of a submission is the
+  // interpreter's error (index, length, invocation) at the next sync point.
+  // Off, an access out of bounds is undefined (robust buffer access is off).
+  bool checkBounds = false;
 };
 
 // One Vulkan device as `ephc devices` shows it.

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "ir/IR.h"
+#include "targets/llvm/BarrierCalls.h"
 #include "targets/llvm/Llvm.h"
 
 namespace eph::llvmtarget {
@@ -60,6 +61,11 @@ class ModuleEmitter {
   bool hasBarrier(const ir::Op& op);
 
   llvm::LLVMContext& ctx;
+  // The module's copy with calls to functions with barriers inlined
+  // (BarrierCalls.h), when it has such calls; declared before irm.
+  std::optional<BarrierInlined> inlined;
+  // The module lowered: the copy, or else the module itself. Trap sites are
+  // numbered as in the module itself.
   const ir::Module& irm;
   LowerOptions opts;
   std::unique_ptr<llvm::Module> mod;
@@ -104,8 +110,8 @@ class ModuleEmitter {
   // A kernel compiled alone (LowerOptions::kernels names only it, no host
   // code): only the device functions it reaches are lowered, and trap sites
   // are numbered by trapSites(kernel).
-  const ir::Function* soleKernel_ = nullptr;
-  std::unordered_set<const ir::Function*> reached_;
+  bool soleKernel_ = false;
+  std::unordered_set<std::string> reached_;  // names: irm may be a copy of the module
   std::unordered_map<const ir::Type*, llvm::Type*> types_;
   std::map<const ir::Function*, bool> barrierFns_;
 };
@@ -126,9 +132,16 @@ class FunctionEmitter {
   llvm::Function* fn;
   const ir::Function& irf;
   llvm::IRBuilder<> b;
-  // i64* accumulating trap bits (an alloca in kernels, a parameter in device functions).
+  // The TrapScratch (KernelAbi.h) accumulating trap bits, its first field (an
+  // alloca in kernels, a parameter in device functions).
   llvm::Value* trapMask = nullptr;
   InvocationIds ids;
+  // Kernels, inside an invocation loop: the linear invocation index, and
+  // per-invocation arrays (i32 site, i64 index, i64 length) where each
+  // invocation keeps its first access out of bounds: stores indexed by the
+  // invocation keep the loop vectorisable, where one shared record would not.
+  llvm::Value* lin = nullptr;
+  llvm::Value *oobSites = nullptr, *oobIndices = nullptr, *oobLengths = nullptr;
   std::unordered_map<const ir::Value*, llvm::Value*> vals;
   // Host mode: the HostContext* argument, and the block that returns at once
   // after an error (made on first use).
@@ -152,6 +165,15 @@ class FunctionEmitter {
   llvm::AllocaInst* entryAlloca(llvm::Type* t, const llvm::Twine& name = "");
   // Sets op's trap bit when `bad` (i1, or a vector of i1) is true.
   void trapIf(const ir::Op& op, llvm::Value* bad);
+  // An access out of bounds when `bad` (i1): traps, and keeps the index and
+  // length (i64) with the invocation when it is the workgroup's first.
+  void trapOutOfBounds(const ir::Op& op, llvm::Value* bad, llvm::Value* index, llvm::Value* length);
+  // Keeps an access as the invocation's first out of bounds, in a block where
+  // it is out of bounds; sets no trap bit. `none`: noOutOfBoundsYet(), taken
+  // before branching there.
+  llvm::Value* noOutOfBoundsYet();
+  void recordOutOfBounds(const ir::Op& op, llvm::Value* index, llvm::Value* length, llvm::Value* none);
+  llvm::Value* oobField(size_t offset);  // a field of the TrapScratch's OutOfBounds
   llvm::BasicBlock* newBlock(const llvm::Twine& name);
 
   // Host mode (LowerHost.cpp): host-only ops, host buffers, calls; handled

@@ -6,6 +6,7 @@
 
 #include "ir/Layout.h"
 #include "ir/OpTable.h"
+#include "ir/interp/OutOfBounds.h"
 
 namespace eph::llvmtarget {
 namespace {
@@ -124,6 +125,13 @@ Status statusError(const std::vector<const ir::Op*>& sites, const ir::Function& 
                                 ": the invocations of a workgroup disagree on the condition or "
                                 "bounds of this '" + std::string(op ? op->name() : "op") +
                                 "', which holds a barrier"};
+  }
+  if (st.oob.site && st.oob.site - 1 < sites.size()) {
+    const ir::Op& op = *sites[st.oob.site - 1];
+    Error e = interp::outOfBoundsError(op, st.oob.index, st.oob.length,
+                                       {st.oob.globalId[0], st.oob.globalId[1], st.oob.globalId[2]});
+    e.loc = locOf(&op);
+    return e;
   }
   unsigned bit = 0;
   while (!((st.trapMask >> bit) & 1)) ++bit;

@@ -28,7 +28,8 @@
 // - status: traps are reported here, never by crashing. An out-of-bounds
 //   access is skipped (a load gives 0), an integer division by zero divides
 //   by 1, a `for` with step 0 runs no iterations; each sets the bit of its
-//   trap site in trapMask. A barrier reached under divergent control flow
+//   trap site in trapMask. The first out-of-bounds access also leaves its
+//   index, length and invocation in `oob`. A barrier reached under divergent control flow
 //   stops the workgroup and stores 1 + the site of the diverging op in
 //   `diverged`. The runtime turns both into the interpreter's errors.
 #pragma once
@@ -46,10 +47,27 @@ namespace eph::llvmtarget {
 // Invocations per subgroup (the builtin subgroup_size), as in the interpreter.
 constexpr uint32_t kSubgroupSize = 8;
 
+// The first out-of-bounds access of a dispatch (buffers and arrays): what the
+// error reports besides the op.
+struct OutOfBounds {
+  uint32_t site = 0;                 // 0, or 1 + the trap site of the access
+  uint32_t globalId[3] = {};         // the invocation that made it
+  uint64_t index = 0, length = 0;    // the index sign- or zero-extended to 64 bits
+};
+
 struct KernelStatus {
   uint64_t trapMask = 0;  // bit s: trap site s fired (s >= 63 all share bit 63)
   uint32_t diverged = 0;  // 0, or 1 + the trap site of the op where control flow diverged
   uint32_t reserved = 0;
+  OutOfBounds oob;        // first come, first kept (a compare-exchange on oob.site)
+};
+
+// What compiled code accumulates while it runs one workgroup (a stack
+// object; device functions get a pointer to it) before it reports into the
+// KernelStatus: the trap bits and the workgroup's first out-of-bounds access.
+struct TrapScratch {
+  uint64_t trapMask = 0;
+  OutOfBounds oob;
 };
 
 using WorkgroupFn = void (*)(void* const* buffers, const uint64_t* lengths, const std::byte* params,

@@ -41,9 +41,11 @@
 // copy without their per-access checks (or, if any could fail, in the
 // checked copy), so elementwise kernels vectorise like plain loops.
 //
+// Calls to device functions that hold a barrier (directly or through their
+// calls) are inlined first, into a copy of the module (BarrierCalls.h).
+//
 // Not supported, with a compile error naming the op: a barrier inside a
-// `match`, or in a device function a kernel calls (inline it first with
-// `--passes=inline`); function-typed values and type variables.
+// `match`; function-typed values and type variables.
 //
 // Numbers follow the interpreter exactly (ir/interp/Scalar.h): integers
 // wrap, shifts take the count mod the width, integer division guards zero

@@ -171,8 +171,7 @@ bool FunctionEmitter::emitMatch(const ir::Op& op) {
 bool FunctionEmitter::emitCall(const ir::Op& op) {
   const ir::Function* callee = M.irm.lookup(op.symbolAttr("callee"));
   if (callee && M.hasBarrier(op))
-    return fail(op, "@" + callee->name() + " contains a barrier; barriers in called functions are not "
-                    "supported (inline the call first: --passes=inline)");
+    return fail(op, "@" + callee->name() + " contains a barrier and could not be inlined");
   auto it = callee ? M.deviceFns.find(callee) : M.deviceFns.end();
   if (it == M.deviceFns.end()) return fail(op, "calls a function that is not a device function");
   std::vector<llvm::Value*> args;

@@ -56,6 +56,9 @@ class KernelEmitter {
   // values in slots are checked to agree (barrier divergence otherwise).
   llvm::Value* uniformValue(const ir::Value* v, const ir::Op& site);
   llvm::Value* checkUniform(Slot s, const ir::Op& site);
+  // The workgroup's first invocation with an access out of bounds, if any,
+  // from the per-invocation arrays into `record` (an OutOfBounds).
+  void pickFirstOutOfBounds(llvm::Value* record);
   // One run that copies values (uniform or in slots) into slots.
   bool copyInto(const std::vector<std::pair<const ir::Value*, Slot>>& moves);
 
@@ -130,6 +133,7 @@ bool KernelEmitter::loopLevel(int d, const std::function<bool()>& body, const st
     lin = b.CreateAdd(wide(0), b.CreateMul(b.getInt64(size[0]),
                                            b.CreateAdd(wide(1), b.CreateMul(b.getInt64(size[1]), wide(2), "", true, true),
                                                        "", true, true), "", true, true), "lin", true, true);
+    F.lin = lin;
     return body();
   }
   if (size[d] == 1) {
@@ -191,7 +195,7 @@ bool KernelEmitter::loopLevel(int d, const std::function<bool()>& body, const st
 bool KernelEmitter::invocationLoop(const std::function<bool()>& body, const std::vector<const ir::Op*>& ranged) {
   bool ok = loopLevel(2, body, ranged);
   for (int d = 0; d < 3; ++d) F.ids.local[d] = nullptr;
-  lin = nullptr;
+  lin = F.lin = nullptr;
   return ok;
 }
 
@@ -557,8 +561,15 @@ bool KernelEmitter::emit() {
   for (int d = 0; d < 3; ++d) F.ids.size[d] = b.getInt32(size[d]);
 
   b.SetInsertPoint(llvm::BasicBlock::Create(M.ctx, "entry", fn));
-  F.trapMask = F.entryAlloca(M.i64, "trapmask");
+  llvm::AllocaInst* scratch = F.entryAlloca(llvm::ArrayType::get(M.i8, sizeof(TrapScratch)), "traps");
+  scratch->setAlignment(llvm::Align(8));
+  F.trapMask = scratch;
   b.CreateStore(b.getInt64(0), F.trapMask);
+  b.CreateStore(b.getInt32(0), b.CreateConstInBoundsGEP1_64(M.i8, scratch, offsetof(TrapScratch, oob.site)));
+  F.oobSites = F.entryAlloca(llvm::ArrayType::get(M.i32, N), "oob.sites");
+  F.oobIndices = F.entryAlloca(llvm::ArrayType::get(M.i64, N), "oob.indices");
+  F.oobLengths = F.entryAlloca(llvm::ArrayType::get(M.i64, N), "oob.lengths");
+  b.CreateMemSet(F.oobSites, b.getInt8(0), 4 * N, llvm::Align(4));
   ParamBlockLayout pl = paramBlockLayout(k);
   for (unsigned i = 0; i < k.paramTypes().size(); ++i) {
     const ir::Type* t = k.paramTypes()[i];
@@ -583,18 +594,71 @@ bool KernelEmitter::emit() {
   if (!emitRegion(k.body(), {})) return false;
   b.CreateBr(exitBB);
 
-  // Report the trap bits once per workgroup.
+  // Report the trap bits once per workgroup, and its first out-of-bounds
+  // access unless another workgroup's came first.
   b.SetInsertPoint(exitBB);
   llvm::Value* mask = b.CreateLoad(M.i64, F.trapMask);
   llvm::BasicBlock* report = F.newBlock("report");
+  llvm::BasicBlock* claim = F.newBlock("report.oob");
+  llvm::BasicBlock* copy = F.newBlock("report.oob.first");
   llvm::BasicBlock* ret = F.newBlock("return");
   b.CreateCondBr(b.CreateICmpNE(mask, b.getInt64(0)), report, ret);
   b.SetInsertPoint(report);
   b.CreateAtomicRMW(llvm::AtomicRMWInst::Or, status, mask, llvm::Align(8), llvm::AtomicOrdering::Monotonic);
+  auto at = [&](llvm::Value* base, size_t off) { return b.CreateConstInBoundsGEP1_64(M.i8, base, off); };
+  size_t from = offsetof(TrapScratch, oob), to = offsetof(KernelStatus, oob);
+  pickFirstOutOfBounds(at(scratch, from));
+  llvm::Value* site = b.CreateAlignedLoad(M.i32, at(scratch, from), llvm::Align(4));
+  b.CreateCondBr(b.CreateICmpNE(site, b.getInt32(0)), claim, ret);
+  b.SetInsertPoint(claim);
+  auto mono = llvm::AtomicOrdering::Monotonic;
+  llvm::Value* won = b.CreateExtractValue(
+      b.CreateAtomicCmpXchg(at(status, to), b.getInt32(0), site, llvm::Align(4), mono, mono), 1);
+  b.CreateCondBr(won, copy, ret);
+  b.SetInsertPoint(copy);
+  size_t rest = offsetof(OutOfBounds, globalId);
+  b.CreateMemCpy(at(status, to + rest), llvm::Align(4), at(scratch, from + rest), llvm::Align(4),
+                 sizeof(OutOfBounds) - rest);
   b.CreateBr(ret);
   b.SetInsertPoint(ret);
   b.CreateRetVoid();
   return true;
+}
+
+void KernelEmitter::pickFirstOutOfBounds(llvm::Value* record) {
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  llvm::BasicBlock* scan = F.newBlock("oob.scan");
+  llvm::BasicBlock* next = F.newBlock("oob.next");
+  llvm::BasicBlock* found = F.newBlock("oob.found");
+  llvm::BasicBlock* done = F.newBlock("oob.picked");
+  b.CreateBr(scan);
+  b.SetInsertPoint(scan);
+  llvm::PHINode* i = b.CreatePHI(M.i64, 2, "inv");
+  i->addIncoming(b.getInt64(0), pre);
+  llvm::Value* site = b.CreateLoad(M.i32, b.CreateInBoundsGEP(M.i32, F.oobSites, i));
+  b.CreateCondBr(b.CreateICmpNE(site, b.getInt32(0)), found, next);
+  b.SetInsertPoint(next);
+  llvm::Value* i1 = b.CreateAdd(i, b.getInt64(1));
+  i->addIncoming(i1, next);
+  llvm::BranchInst* br = b.CreateCondBr(b.CreateICmpULT(i1, b.getInt64(N)), scan, done);
+  llvm::MDNode* noUnroll = llvm::MDNode::get(M.ctx, {llvm::MDString::get(M.ctx, "llvm.loop.unroll.disable")});
+  llvm::MDNode* loop = llvm::MDNode::getDistinct(M.ctx, {nullptr, noUnroll});
+  loop->replaceOperandWith(0, loop);
+  br->setMetadata(llvm::LLVMContext::MD_loop, loop);  // a cold path: keep it short
+  b.SetInsertPoint(found);
+  auto field = [&](size_t off) { return b.CreateConstInBoundsGEP1_64(M.i8, record, off); };
+  b.CreateStore(site, field(offsetof(OutOfBounds, site)));
+  b.CreateStore(b.CreateLoad(M.i64, b.CreateInBoundsGEP(M.i64, F.oobIndices, i)), field(offsetof(OutOfBounds, index)));
+  b.CreateStore(b.CreateLoad(M.i64, b.CreateInBoundsGEP(M.i64, F.oobLengths, i)), field(offsetof(OutOfBounds, length)));
+  llvm::Value* rest = i;  // linear = x + size.x * (y + size.y * z)
+  for (int d = 0; d < 3; ++d) {
+    llvm::Value* local = b.CreateTrunc(d == 2 ? rest : b.CreateURem(rest, b.getInt64(size[d])), M.i32);
+    rest = b.CreateUDiv(rest, b.getInt64(size[d]));
+    llvm::Value* gid = b.CreateAdd(b.CreateMul(F.ids.group[d], b.getInt32(size[d])), local);
+    b.CreateStore(gid, field(offsetof(OutOfBounds, globalId) + 4 * d));
+  }
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
 }
 
 // k.range: workgroups begin..end-1, x fastest.

@@ -123,7 +123,8 @@ llvm::Value* FunctionEmitter::accessAt(const ir::Op& op, const ir::Type* et, llv
 }
 
 // load, store and the atomics: the index is checked against the length; an
-// access out of bounds sets the op's trap bit and is skipped (a load or an
+// access out of bounds sets the op's trap bit, is recorded with its index and
+// length when it is the workgroup's first, and is skipped (a load or an
 // atomic then gives 0).
 bool FunctionEmitter::emitAccess(const ir::Op& op) {
   std::string_view n = op.name();
@@ -145,6 +146,7 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
     return true;
   }
   llvm::Value* inb = b.CreateICmpULT(idx, len);
+  llvm::Value* none = noOutOfBoundsYet();
 
   // The check is a branch to a cold block that records the trap, in the
   // shape LLVM's inductive range check elimination recognises: in loops over
@@ -155,7 +157,8 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
   llvm::MDNode* likely = llvm::MDBuilder(M.ctx).createBranchWeights(1 << 20, 1);
   b.CreateCondBr(inb, access, oob, likely);
   b.SetInsertPoint(oob);
-  trapIf(op, b.getTrue());
+  recordOutOfBounds(op, idx, len, none);
+  llvm::BasicBlock* oobEnd = b.GetInsertBlock();
   b.CreateBr(cont);
   b.SetInsertPoint(access);
   llvm::Type* lt = M.valueType(et);
@@ -170,9 +173,10 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
   if (result) {
     llvm::PHINode* phi = b.CreatePHI(lt, 2);
     phi->addIncoming(result, accessEnd);
-    phi->addIncoming(llvm::Constant::getNullValue(lt), oob);
+    phi->addIncoming(llvm::Constant::getNullValue(lt), oobEnd);
     set(op.result(0), phi);
   }
+  trapIf(op, b.CreateNot(inb));
   return true;
 }
 

@@ -12,7 +12,8 @@
 namespace eph::llvmtarget {
 
 ModuleEmitter::ModuleEmitter(llvm::LLVMContext& c, const ir::Module& m, const LowerOptions& o)
-    : ctx(c), irm(m), opts(o), mod(std::make_unique<llvm::Module>(m.sourceName.empty() ? "eph" : m.sourceName, c)) {
+    : ctx(c), inlined(inlineBarrierCalls(m)), irm(inlined ? *inlined->module : m), opts(o),
+      mod(std::make_unique<llvm::Module>(m.sourceName.empty() ? "eph" : m.sourceName, c)) {
   i1 = llvm::Type::getInt1Ty(ctx);
   i8 = llvm::Type::getInt8Ty(ctx);
   i32 = llvm::Type::getInt32Ty(ctx);
@@ -20,12 +21,22 @@ ModuleEmitter::ModuleEmitter(llvm::LLVMContext& c, const ir::Module& m, const Lo
   f64 = llvm::Type::getDoubleTy(ctx);
   ptr = llvm::PointerType::get(ctx, 0);
   bufferTy = llvm::StructType::get(ctx, {ptr, i64});
+  // Sites and reached functions are those of the user's module m (irm may
+  // be its copy with barrier calls inlined): reached by name.
+  const ir::Function* sole = nullptr;
   if (o.kernels.size() == 1 && !o.lowerHost)
-    if (const ir::Function* k = m.lookup(o.kernels[0]); k && k->isKernel()) soleKernel_ = k;
-  std::vector<const ir::Op*> sites = soleKernel_ ? trapSites(*soleKernel_) : trapSites(m);
-  if (soleKernel_)
-    for (const ir::Function* f : reachedDeviceFunctions(*soleKernel_)) reached_.insert(f);
+    if (const ir::Function* k = m.lookup(o.kernels[0]); k && k->isKernel()) sole = k;
+  soleKernel_ = sole != nullptr;
+  std::vector<const ir::Op*> sites = sole ? trapSites(*sole) : trapSites(m);
+  if (sole)
+    for (const ir::Function* f : reachedDeviceFunctions(*sole)) reached_.insert(f->name());
   for (unsigned i = 0; i < sites.size(); ++i) sites_[sites[i]] = i;
+  if (inlined) {  // each op of the copy takes the number of the op it was copied from
+    std::unordered_map<const ir::Op*, unsigned> copied;
+    for (auto [op, from] : inlined->origin)
+      if (auto it = sites_.find(from); it != sites_.end()) copied[op] = it->second;
+    sites_ = std::move(copied);
+  }
 }
 
 bool ModuleEmitter::fail(const ir::Op* op, const ir::Function* f, std::string message) {
@@ -159,8 +170,8 @@ bool ModuleEmitter::run() {
   // Names a kernel must not take: they are C library functions this target calls.
   static const char* const kReserved[] = {"exp", "log", "sin", "cos", "tan", "tanh", "pow",
                                           "fmod", "fmodf", "memcpy", "memset", "memmove"};
-  // Device functions with barriers are not lowered: calling one is an error
-  // at the call (LowerControl.cpp).
+  // Device functions with barriers are not lowered: the calls to them were
+  // inlined (BarrierCalls.h), and one left is an error (LowerControl.cpp).
   auto selected = [&](const ir::Function& f) {
     return opts.kernels.empty() || std::find(opts.kernels.begin(), opts.kernels.end(), f.name()) != opts.kernels.end();
   };
@@ -170,7 +181,7 @@ bool ModuleEmitter::run() {
   for (const auto& f : irm.functions()) anyKernel = anyKernel || (f->isKernel() && selected(*f));
   auto lowered = [&](const ir::Function& f) {
     if (f.kind() != ir::FunctionKind::Device || !anyKernel) return false;
-    if (soleKernel_ && !reached_.count(&f)) return false;
+    if (soleKernel_ && !reached_.count(f.name())) return false;
     for (const auto& op : f.body().ops())
       if (hasBarrier(*op)) return false;
     return true;
@@ -262,6 +273,62 @@ void FunctionEmitter::trapIf(const ir::Op& op, llvm::Value* bad) {
   llvm::Value* old = b.CreateLoad(M.i64, trapMask);
   llvm::Value* add = b.CreateSelect(bad, b.getInt64(bit), b.getInt64(0));
   b.CreateStore(b.CreateOr(old, add), trapMask);
+}
+
+void FunctionEmitter::trapOutOfBounds(const ir::Op& op, llvm::Value* bad, llvm::Value* index, llvm::Value* length) {
+  if (hostCtx) return trapIf(op, bad);
+  if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(bad); c && c->isZero()) return;
+  llvm::Value* none = noOutOfBoundsYet();
+  llvm::BasicBlock* oob = newBlock("oob");
+  llvm::BasicBlock* cont = newBlock("oob.cont");
+  b.CreateCondBr(bad, oob, cont, llvm::MDBuilder(M.ctx).createBranchWeights(1, 1 << 20));
+  b.SetInsertPoint(oob);
+  recordOutOfBounds(op, index, length, none);
+  b.CreateBr(cont);
+  b.SetInsertPoint(cont);
+  trapIf(op, bad);
+}
+
+llvm::Value* FunctionEmitter::oobField(size_t offset) {
+  return b.CreateConstInBoundsGEP1_64(M.i8, trapMask, offsetof(TrapScratch, oob) + offset);
+}
+
+// Loaded where every invocation passes: a plain load the vectoriser widens,
+// where a load only on the cold path would need a masked one.
+llvm::Value* FunctionEmitter::noOutOfBoundsYet() {
+  llvm::Value* siteAt = lin && oobSites ? b.CreateInBoundsGEP(M.i32, oobSites, lin) : oobField(offsetof(OutOfBounds, site));
+  return b.CreateICmpEQ(b.CreateAlignedLoad(M.i32, siteAt, llvm::Align(4)), b.getInt32(0));
+}
+
+// The trap bit is set apart (trapIf, where every invocation passes), so that
+// it stays an `or` reduction the vectoriser recognises.
+void FunctionEmitter::recordOutOfBounds(const ir::Op& op, llvm::Value* index, llvm::Value* length, llvm::Value* none) {
+  llvm::Value* site = b.getInt32(M.siteOf(op) + 1);
+  llvm::Value *siteAt, *indexAt, *lengthAt;
+  if (lin && oobSites) {  // the invocation's first (KernelEmitter picks the workgroup's)
+    siteAt = b.CreateInBoundsGEP(M.i32, oobSites, lin);
+    indexAt = b.CreateInBoundsGEP(M.i64, oobIndices, lin);
+    lengthAt = b.CreateInBoundsGEP(M.i64, oobLengths, lin);
+  } else {  // device functions: the TrapScratch's record (one thread runs the workgroup)
+    siteAt = oobField(offsetof(OutOfBounds, site));
+    indexAt = oobField(offsetof(OutOfBounds, index));
+    lengthAt = oobField(offsetof(OutOfBounds, length));
+  }
+  llvm::BasicBlock* first = newBlock("oob.first");
+  llvm::BasicBlock* done = newBlock("oob.kept");
+  b.CreateCondBr(none, first, done);
+  b.SetInsertPoint(first);
+  b.CreateAlignedStore(site, siteAt, llvm::Align(4));
+  b.CreateAlignedStore(index, indexAt, llvm::Align(8));
+  b.CreateAlignedStore(length, lengthAt, llvm::Align(8));
+  if (!(lin && oobSites))
+    for (int d = 0; d < 3; ++d) {
+      llvm::Value* local = ids.local[d] ? ids.local[d] : b.getInt32(0);
+      llvm::Value* gid = b.CreateAdd(b.CreateMul(ids.group[d], ids.size[d]), local);
+      b.CreateAlignedStore(gid, oobField(offsetof(OutOfBounds, globalId) + 4 * d), llvm::Align(4));
+    }
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
 }
 
 const ir::Op* FunctionEmitter::emitBody(const ir::Region& r, const std::vector<llvm::Value*>& args) {

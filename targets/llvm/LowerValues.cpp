@@ -274,7 +274,7 @@ bool FunctionEmitter::emitAggregate(const ir::Op& op, bool& handled) {
     llvm::Value* idx = get(op.operand(1));
     idx = it->isSigned() ? b.CreateSExt(idx, M.i64) : b.CreateZExtOrTrunc(idx, M.i64);
     llvm::Value* inb = b.CreateICmpULT(idx, b.getInt64(at->count()));
-    trapIf(op, b.CreateNot(inb));
+    trapOutOfBounds(op, b.CreateNot(inb), idx, b.getInt64(at->count()));
     idx = b.CreateSelect(inb, idx, b.getInt64(0));
     llvm::AllocaInst* tmp = entryAlloca(lt, "array");
     b.CreateStore(get(op.operand(0)), tmp);

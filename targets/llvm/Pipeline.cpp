@@ -93,14 +93,16 @@ Status lowerAndOptimizeOnce(const ir::Module& m, const LowerOptions& opts, llvm:
   if (host) {
     host->unsupported = emitter.hostError;
     host->entries = emitter.hostEntries;
+    // Host functions and device functions are copied unchanged (BarrierCalls.h):
+    // the lowered module's host sites and functions have the module's indices.
     if (emitter.hostError && emitter.hostErrorOp) {
-      std::vector<const ir::Op*> sites = hostSites(m);
+      std::vector<const ir::Op*> sites = hostSites(emitter.irm);
       auto it = std::find(sites.begin(), sites.end(), emitter.hostErrorOp);
       if (it != sites.end()) host->errorSite = long(it - sites.begin());
     }
     if (emitter.hostError && emitter.hostErrorFn)
-      for (size_t i = 0; i < m.functions().size(); ++i)
-        if (m.functions()[i].get() == emitter.hostErrorFn) host->errorFunction = long(i);
+      for (size_t i = 0; i < emitter.irm.functions().size(); ++i)
+        if (emitter.irm.functions()[i].get() == emitter.hostErrorFn) host->errorFunction = long(i);
   }
   std::unique_ptr<llvm::Module> mod = std::move(emitter.mod);
   mod->setTargetTriple(tm.getTargetTriple().str());

@@ -16,8 +16,8 @@ namespace eph::spirv {
 
 using spv::Op;
 
-Emitter::Emitter(const ir::Function& k, const DeviceCaps& c, ModuleBuilder& builder)
-    : b(builder), kernel(k), caps(c), tuning(EmitTuning::fromEnvironment()) {}
+Emitter::Emitter(const ir::Function& k, const DeviceCaps& c, ModuleBuilder& builder, const EmitOptions& o)
+    : b(builder), kernel(k), caps(c), options(o), tuning(EmitTuning::fromEnvironment()) {}
 
 EmitTuning EmitTuning::fromEnvironment() {
   EmitTuning t;
@@ -686,7 +686,8 @@ Status Emitter::emitCall(const ir::Op& op) {
 
 // ---- the public entry point -------------------------------------------------------
 
-Expected<std::vector<uint32_t>> emitKernel(const ir::Function& kernel, const DeviceCaps& caps) {
+Expected<std::vector<uint32_t>> emitKernel(const ir::Function& kernel, const DeviceCaps& caps,
+                                           const EmitOptions& options) {
   if (!kernel.isKernel())
     return Error{kernel.loc(), "@" + kernel.name() + " is not a kernel"};
   uint32_t api = caps.vulkanApiVersion;
@@ -694,7 +695,10 @@ Expected<std::vector<uint32_t>> emitKernel(const ir::Function& kernel, const Dev
     return Error{kernel.loc(), "kernel @" + kernel.name() +
                                    ": the SPIR-V target needs Vulkan 1.1 or later (SPIR-V 1.3)"};
   ModuleBuilder builder(spirvVersionFor(api));
-  Emitter e(kernel, caps, builder);
+  std::vector<const ir::Op*> ownSites;
+  EmitOptions opts = options;
+  if (!opts.sites) opts.sites = &ownSites;
+  Emitter e(kernel, caps, builder, opts);
   if (Status st = e.emit(); !st) return st.error();
   std::vector<uint32_t> words = builder.finish();
   if (Status st = validate(words, api, "kernel @" + kernel.name()); !st) return st.error();

@@ -114,6 +114,7 @@ Status Emitter::emitArrayGet(const ir::Op& op) {
     setId(op.result(0), b.op(Op::OpCompositeExtract, E, {id(op.operand(0)), uint32_t(k)}));
     return Status::ok();
   }
+  checkArrayIndex(op);
   Id var = 0;
   Id ptr = arrayElementPointer(*this, at, id(op.operand(0)), op.operand(1), var);
   setId(op.result(0), b.op(Op::OpLoad, E, {ptr}));
@@ -129,6 +130,7 @@ Status Emitter::emitArraySet(const ir::Op& op) {
                              {id(op.operand(2)), id(op.operand(0)), uint32_t(k)}));
     return Status::ok();
   }
+  checkArrayIndex(op);
   Id var = 0;
   Id ptr = arrayElementPointer(*this, at, id(op.operand(0)), op.operand(1), var);
   b.opVoid(Op::OpStore, {ptr, id(op.operand(2))});

@@ -35,23 +35,28 @@ Id Emitter::elementPointer(const BufferRef& buf, Id index, const ir::Type* index
 
 Status Emitter::emitLoad(const ir::Op& op) {
   const BufferRef& buf = *get(op.operand(0)).buf;
-  Id ptr = elementPointer(buf, id(op.operand(1)), op.operand(1)->type());
-  Id mem = b.op(Op::OpLoad, buf.elemMemType, {ptr});
-  Id v = buf.asBits ? b.op(Op::OpBitcast, valueType(buf.elem), {mem})
-         : buf.sc == spv::StorageClass::StorageBuffer ? fromMemory(mem, buf.elem)
-                                                      : mem;
+  Id v = guardAccess(op, buf, valueType(buf.elem), [&] {
+    Id ptr = elementPointer(buf, id(op.operand(1)), op.operand(1)->type());
+    Id mem = b.op(Op::OpLoad, buf.elemMemType, {ptr});
+    return buf.asBits ? b.op(Op::OpBitcast, valueType(buf.elem), {mem})
+           : buf.sc == spv::StorageClass::StorageBuffer ? fromMemory(mem, buf.elem)
+                                                        : mem;
+  });
   setId(op.result(0), v);
   return Status::ok();
 }
 
 Status Emitter::emitStore(const ir::Op& op) {
   const BufferRef& buf = *get(op.operand(0)).buf;
-  Id ptr = elementPointer(buf, id(op.operand(1)), op.operand(1)->type());
-  Id v = id(op.operand(2));
-  Id mem = buf.asBits ? b.op(Op::OpBitcast, buf.elemMemType, {v})
-           : buf.sc == spv::StorageClass::StorageBuffer ? toMemory(v, buf.elem)
-                                                        : v;
-  b.opVoid(Op::OpStore, {ptr, mem});
+  guardAccess(op, buf, 0, [&] {
+    Id ptr = elementPointer(buf, id(op.operand(1)), op.operand(1)->type());
+    Id v = id(op.operand(2));
+    Id mem = buf.asBits ? b.op(Op::OpBitcast, buf.elemMemType, {v})
+             : buf.sc == spv::StorageClass::StorageBuffer ? toMemory(v, buf.elem)
+                                                          : v;
+    b.opVoid(Op::OpStore, {ptr, mem});
+    return Id(0);
+  });
   return Status::ok();
 }
 
@@ -71,6 +76,13 @@ Status Emitter::emitBufferLen(const ir::Op& op) {
 
 Status Emitter::emitAtomic(const ir::Op& op) {
   const BufferRef& buf = *get(op.operand(0)).buf;
+  setId(op.result(0), guardAccess(op, buf, valueType(buf.elem), [&] { return atomicAt(op); }));
+  return Status::ok();
+}
+
+// The atomic itself; its result (the old value).
+Id Emitter::atomicAt(const ir::Op& op) {
+  const BufferRef& buf = *get(op.operand(0)).buf;
   const ir::Type* elem = buf.elem;
   Id T = valueType(elem);
   Id ptr = elementPointer(buf, id(op.operand(1)), op.operand(1)->type());
@@ -86,18 +98,14 @@ Status Emitter::emitAtomic(const ir::Op& op) {
     else if (n == "atomic.max") r = b.op(sg ? Op::OpAtomicSMax : Op::OpAtomicUMax, T, {ptr, scope, relaxed, v});
     else if (n == "atomic.xchg") r = b.op(Op::OpAtomicExchange, T, {ptr, scope, relaxed, v});
     else r = b.op(Op::OpAtomicCompareExchange, T, {ptr, scope, relaxed, relaxed, id(op.operand(3)), v});
-    setId(op.result(0), r);
-    return Status::ok();
+    return r;
   }
-  if (!buf.asBits) {  // checkDevice found a native float add for this buffer
-    setId(op.result(0), b.op(Op::OpAtomicFAddEXT, T, {ptr, scope, relaxed, v}));
-    return Status::ok();
-  }
+  if (!buf.asBits)  // checkDevice found a native float add for this buffer
+    return b.op(Op::OpAtomicFAddEXT, T, {ptr, scope, relaxed, v});
   Id U = buf.elemMemType;
   if (n == "atomic.xchg") {
     Id old = b.op(Op::OpAtomicExchange, U, {ptr, scope, relaxed, b.op(Op::OpBitcast, U, {v})});
-    setId(op.result(0), b.op(Op::OpBitcast, T, {old}));
-    return Status::ok();
+    return b.op(Op::OpBitcast, T, {old});
   }
   // atomic.add as a compare-exchange loop on the bits:
   //   pre:    init = atomic load; br header
@@ -118,8 +126,7 @@ Status Emitter::emitAtomic(const ir::Op& op) {
   b.label(cont);
   b.opVoid(Op::OpBranch, {header});
   b.label(merge);
-  setId(op.result(0), b.op(Op::OpBitcast, T, {expected}));
-  return Status::ok();
+  return b.op(Op::OpBitcast, T, {expected});
 }
 
 Status Emitter::emitWorkgroupAlloc(const ir::Op& op) {

@@ -35,6 +35,7 @@
 #include "ir/IR.h"
 #include "targets/spirv/Builder.h"
 #include "targets/spirv/DeviceMemoryUse.h"
+#include "targets/spirv/Spirv.h"
 
 namespace eph::spirv {
 
@@ -69,7 +70,7 @@ struct EmitTuning {
 
 class Emitter {
  public:
-  Emitter(const ir::Function& kernel, const DeviceCaps& caps, ModuleBuilder& b);
+  Emitter(const ir::Function& kernel, const DeviceCaps& caps, ModuleBuilder& b, const EmitOptions& options = {});
   // Emits the whole kernel into the builder.
   Status emit();
 
@@ -80,6 +81,7 @@ class Emitter {
   ModuleBuilder& b;
   const ir::Function& kernel;
   const DeviceCaps& caps;
+  const EmitOptions options;
 
   Id valueType(const ir::Type* t);
   // The explicit-layout type of t in StorageBuffer/PushConstant memory
@@ -159,6 +161,7 @@ class Emitter {
   Status emitStore(const ir::Op& op);
   Status emitBufferLen(const ir::Op& op);
   Status emitAtomic(const ir::Op& op);
+  Id atomicAt(const ir::Op& op);
   Status emitWorkgroupAlloc(const ir::Op& op);
   Status emitBarrier(const ir::Op& op);
   Status emitBuiltin(const ir::Op& op);
@@ -169,6 +172,22 @@ class Emitter {
   // A pointer to element `index` (an IR integer value) of a buffer.
   Id elementPointer(const BufferRef& buf, Id index, const ir::Type* indexType);
   Id indexToU32(Id index, const ir::Type* indexType);
+  // Bounds checks (EmitBounds.cpp): emits `access` (which returns the
+  // access's result id, or 0) when op's index is in bounds of `buf`; with
+  // EmitOptions::checkBounds off, just `access`. Out of bounds, the result
+  // is a null of `resultType` and the bounds record keeps the first.
+  template <class F>
+  Id guardAccess(const ir::Op& op, const BufferRef& buf, Id resultType, F access);
+  struct BoundsCheck {
+    Id merge = 0, outOfBounds = 0;                 // labels
+    Id site = 0, low = 0, high = 0, length = 0;    // u32 values for the record
+  };
+  BoundsCheck beginBoundsCheck(const ir::Op& op, Id length);
+  Id bufferLength(const BufferRef& buf);  // u32
+  // array.get/array.set: records a dynamic index out of bounds (the access
+  // itself stays clamped).
+  void checkArrayIndex(const ir::Op& op);
+  Id endBoundsCheck(const BoundsCheck& c, Id resultType, Id result, Id resultLabel);
 
   EmitTuning tuning;
 
@@ -192,7 +211,17 @@ class Emitter {
   std::unordered_map<const ir::Type*, Id> valueTypes_, memoryTypes_;
   unsigned inlineDepth_ = 0;
   bool barrierOrdersDeviceMemory_ = true;
+  Id boundsRecord_ = 0;  // the bounds record's variable, declared on first use
+  Id boundsRecordVar();
 };
+
+template <class F>
+Id Emitter::guardAccess(const ir::Op& op, const BufferRef& buf, Id resultType, F access) {
+  if (!options.checkBounds) return access();
+  BoundsCheck c = beginBoundsCheck(op, bufferLength(buf));
+  Id r = access();
+  return endBoundsCheck(c, resultType, r, b.currentLabel());
+}
 
 template <class F>
 Id Emitter::perElement(const ir::Type* t, Id x, F f) {

@@ -12,6 +12,8 @@
 // - Scalar parameters, in order: one push-constant Block struct whose members
 //   are at ir::fieldOffset of the struct of their types (bool as u32).
 // - Workgroup memory: Workgroup-storage variables, one per workgroup.alloc.
+// - With EmitOptions::checkBounds, one more StorageBuffer at binding
+//   boundsRecordBinding(kernel): the bounds record (below).
 // - Capabilities and extensions are derived from what was emitted; float
 //   atomic add is native when DeviceCaps says so, else a compare-exchange
 //   loop; float64 transcendentals SPIR-V lacks are lowered by us.
@@ -27,11 +29,30 @@
 
 namespace eph::spirv {
 
+// Bounds checks (`ephc run --check-bounds` on vulkan): every load, store and
+// atomic checks its index against the buffer's length; one out of bounds is
+// skipped (a load or an atomic gives 0), and the first of a dispatch (a
+// compare-exchange on word 0) fills the bounds record, kBoundsRecordWords
+// u32 words: the site (1 + its index in EmitOptions::sites; 0: none yet), the
+// index's low and high 32 bits (sign- or zero-extended to 64), the length and
+// the invocation's global id x, y, z.
+constexpr uint32_t kBoundsRecordWords = 8;
+struct EmitOptions {
+  bool checkBounds = false;
+  // Where the checked ops are numbered; several kernels can share one list
+  // (and so one record). Null: a list of the kernel's own.
+  std::vector<const ir::Op*>* sites = nullptr;
+};
+
+// The binding of the bounds record: one past the kernel's buffer parameters.
+uint32_t boundsRecordBinding(const ir::Function& kernel);
+
 // The module for `kernel`, validated for caps.vulkanApiVersion (1.3 when 0).
 // An error means the kernel cannot run on this device (it names the missing
 // capability) or, for a validation failure, an internal compiler error naming
 // the kernel.
-Expected<std::vector<uint32_t>> emitKernel(const ir::Function& kernel, const DeviceCaps& caps);
+Expected<std::vector<uint32_t>> emitKernel(const ir::Function& kernel, const DeviceCaps& caps,
+                                           const EmitOptions& options = {});
 
 // Runs the spirv-tools validator for a Vulkan version (VK_MAKE_API_VERSION).
 Status validate(std::span<const uint32_t> words, uint32_t vulkanApiVersion,

@@ -20,7 +20,7 @@ class Generator {
 
   std::string program() {
     std::string kernel = kernelText();
-    return kernel + hostText();
+    return (calledExchanges_ ? kExchangeFunction : "") + kernel + hostText();
   }
 
  private:
@@ -138,8 +138,19 @@ class Generator {
   }
 
   // Every invocation publishes a value in workgroup memory and reads a
-  // neighbour's after the barrier.
+  // neighbour's after the barrier. Every second exchange calls
+  // @exchange (kExchangeFunction) instead, so barriers in called functions
+  // are covered too; both draw the same random numbers and define values of
+  // the same types.
   void exchange() {
+    if (exchanges_++ % 2) {
+      std::string v = pick("i32");
+      std::string j = def("u32", "add %lid, " + pick("u32"));
+      std::string k = def("u32", "rem " + j + ", %wgsize");
+      def("i32", "call %shared, %lid, " + v + ", " + k + " {callee = @exchange}");
+      ++calledExchanges_;
+      return;
+    }
     line("barrier");
     line("store %shared, %lid, " + pick("i32"));
     line("barrier");
@@ -147,6 +158,14 @@ class Generator {
     std::string k = def("u32", "rem " + j + ", %wgsize");
     def("i32", "load %shared, " + k);
   }
+  static constexpr const char* kExchangeFunction =
+      "device @exchange(%shared: buffer<i32, workgroup, write>, %lid: u32, %v: i32, %k: u32) -> i32 {\n"
+      "  barrier\n"
+      "  store %shared, %lid, %v\n"
+      "  barrier\n"
+      "  %r = load %shared, %k : i32\n"
+      "  return %r\n"
+      "}\n\n";
 
   // Runs `body` in a region, dropping the values it defined afterwards.
   template <class F>
@@ -343,6 +362,7 @@ class Generator {
   std::vector<Val> pool_;
   std::string out_;
   unsigned indent_ = 1, next_ = 0;
+  unsigned exchanges_ = 0, calledExchanges_ = 0;
 };
 
 }  // namespace

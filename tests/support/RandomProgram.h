@@ -2,7 +2,8 @@
 // one kernel with integer and float arithmetic, comparisons, casts, selects,
 // `if` and `for` (with loop-carried values, uniform and per-invocation
 // bounds), loads at computed indices, workgroup memory with barriers (also
-// inside uniform `if` and `for`), integer and float atomics, and a host
+// inside uniform `if` and `for`, and inside a called device function),
+// integer and float atomics, and a host
 // @main that fills the inputs, dispatches the kernel and returns every output
 // buffer.
 //

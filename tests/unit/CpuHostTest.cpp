@@ -95,7 +95,7 @@ bool hostCompiles(const ir::Module& m) {
 std::vector<fs::path> programs() {
   std::vector<fs::path> out;
   fs::path src(EPH_SOURCE_DIR);
-  for (const fs::path& dir : {src / "tests/ephapax/run", src / "../shared/ephapax/conformance/run", src / "examples/ephapax"})
+  for (const fs::path& dir : {src / "tests/ephapax/run", src / "tests/ephapax/conformance/run", src / "examples/ephapax"})
     for (auto& e : fs::directory_iterator(dir))
       if (e.path().extension() == ".eph") out.push_back(e.path());
   // .eir host programs whose @main takes no arguments.

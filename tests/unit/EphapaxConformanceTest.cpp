@@ -1,6 +1,7 @@
-// Runs every program of the shared conformance suite
-// (../shared/ephapax/conformance, against its EXPECTED.tsv) and every program
-// of tests/ephapax (against its `-- expect:` line): check, or the first
+// Runs every program of the conformance suite (tests/ephapax/conformance, the
+// repository's copy of ../shared/ephapax/conformance, against its
+// EXPECTED.tsv) and every other program of tests/ephapax (against its
+// `-- expect:` line): check, or the first
 // diagnostic's code, or the result `main` prints on interp (and cpu where
 // this build has it).
 #include <gtest/gtest.h>
@@ -20,8 +21,11 @@ struct Case {
   Expectation want;
 };
 
+// The repository's copy; tests read nothing outside the repository.
+fs::path conformanceDir() { return fs::path(EPH_SOURCE_DIR) / "tests" / "ephapax" / "conformance"; }
+
 std::vector<Case> conformanceCases() {
-  fs::path dir = fs::path(EPH_SHARED_DIR) / "ephapax" / "conformance";
+  fs::path dir = conformanceDir();
   std::vector<Case> cases;
   std::istringstream in(readFile(dir / "EXPECTED.tsv"));
   std::string line;
@@ -37,6 +41,7 @@ std::vector<Case> ownCases() {
   std::vector<Case> cases;
   for (auto& entry : fs::recursive_directory_iterator(fs::path(EPH_SOURCE_DIR) / "tests" / "ephapax")) {
     if (entry.path().extension() != ".eph") continue;
+    if (fs::relative(entry.path(), conformanceDir()).string().rfind("..", 0) != 0) continue;  // listed in EXPECTED.tsv
     std::string src = readFile(entry.path());
     cases.push_back({entry.path().string(), parseExpectation(expectLine(src))});
   }
@@ -48,13 +53,31 @@ TEST(EphapaxConformance, EveryProgramMatchesExpectedTsv) {
   auto cases = conformanceCases();
   ASSERT_GE(cases.size(), 40u) << "EXPECTED.tsv was not found or is short";
   size_t files = 0;
-  for (auto& e : fs::recursive_directory_iterator(fs::path(EPH_SHARED_DIR) / "ephapax" / "conformance"))
-    files += e.path().extension() == ".eph";
+  for (auto& e : fs::recursive_directory_iterator(conformanceDir())) files += e.path().extension() == ".eph";
   EXPECT_EQ(files, cases.size()) << "every conformance program must be listed in EXPECTED.tsv";
   for (const Case& c : cases) {
     SCOPED_TRACE(c.path);
     EXPECT_EQ(checkProgram(c.path, readFile(c.path), c.want, runTargets()), "");
   }
+}
+
+// The copy in tests/ephapax/conformance is the shared suite, file for file,
+// where ../shared is beside the checkout (a clone elsewhere has only the copy).
+TEST(EphapaxConformance, RepositoryCopyMatchesTheSharedSuite) {
+  fs::path shared = fs::path(EPH_SOURCE_DIR) / ".." / "shared" / "ephapax" / "conformance";
+  if (!fs::is_directory(shared)) GTEST_SKIP() << "no ../shared beside this checkout; the repository's copy is used alone";
+  std::map<std::string, std::string> want, have;
+  for (auto& e : fs::recursive_directory_iterator(shared))
+    if (e.is_regular_file()) want[fs::relative(e.path(), shared).string()] = readFile(e.path());
+  for (auto& e : fs::recursive_directory_iterator(conformanceDir()))
+    if (e.is_regular_file()) have[fs::relative(e.path(), conformanceDir()).string()] = readFile(e.path());
+  for (auto& [name, text] : want) {
+    auto it = have.find(name);
+    if (it == have.end()) ADD_FAILURE() << name << " is in ../shared but not in tests/ephapax/conformance: copy it";
+    else EXPECT_EQ(it->second, text) << name << " differs from ../shared: copy it again";
+  }
+  for (auto& [name, text] : have)
+    if (!want.count(name)) ADD_FAILURE() << name << " is in tests/ephapax/conformance but no longer in ../shared";
 }
 
 TEST(EphapaxConformance, OwnProgramsMatchTheirExpectations) {

@@ -364,7 +364,8 @@ TEST(EphapaxGpuChecker, LeakOfAnOwnedBufferIsE001AtTheLetBang) {
             "leak.eph:2:5: error[E001]: `let!` binding `buffer` is never consumed\n"
             "      let! buffer = allocate_gpu(1024);\n"
             "      ^~~~\n"
-            "  hint: use `buffer` exactly once, or bind it with `let` if it may be dropped\n");
+            "  hint: consume `buffer` exactly once: `free_gpu(buffer)`, `d2h(buffer)`, or pass it on (to a function, or a "
+            "dispatch that takes it); `--mode affine` lets the compiler free it\n");
   // --mode affine accepts it; the binding may be dropped (the lowering frees it).
   DiagSink a;
   CheckOptions affine;

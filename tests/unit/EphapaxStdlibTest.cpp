@@ -111,8 +111,8 @@ TEST(EphapaxStdlib, AParseErrorInAModuleNamesTheModule) {
 TEST(EphapaxStdlib, TheGpuModuleIsCompiledIn) {
   const StdlibModule* gpu = findStdlibModule("gpu");
   ASSERT_NE(gpu, nullptr);
-  for (const char* fn : {"fn map<T, U>", "fn reduce_sum", "fn scan", "fn transpose", "fn gemm", "fn sort",
-                         "fn convolve3x3", "fn histogram", "fn fill_random"})
+  for (const char* fn : {"fn map<T, U>", "fn reduce_sum<T>", "fn reduce_max<T>", "fn dot<T>", "fn scan<T>",
+                         "fn transpose", "fn gemm", "fn sort<T>", "fn convolve3x3", "fn histogram", "fn fill_random"})
     EXPECT_NE(gpu->source.find(fn), std::string_view::npos) << fn;
   EXPECT_EQ(findStdlibModule("nosuch"), nullptr);
   DiagSink d;

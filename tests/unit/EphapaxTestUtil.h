@@ -24,11 +24,13 @@ inline std::string readFile(const std::filesystem::path& p) {
 }
 
 // What a program is expected to do: "ok", "error E001" (optionally
-// "error E001 at 3:5" for the first diagnostic's position), "result 42", or
-// "lower-error E200" (it checks, and code generation reports the code).
+// "error E001 at 3:5" for the first diagnostic's position), "result 42",
+// "lower-error E200" (it checks, and code generation reports the code), or
+// "run-error at 9:15: MESSAGE" (it runs, with bounds checks on, and stops
+// with that error on every target).
 struct Expectation {
-  std::string kind;  // ok | error | result
-  std::string value; // the code or the printed result
+  std::string kind;  // ok | error | result | lower-error | run-error
+  std::string value; // the code, the printed result or the run-time error's message
   unsigned line = 0, col = 0;
   bool affineMode = false;  // a `-- mode: affine` line: checked and lowered with --mode affine
 };
@@ -51,6 +53,11 @@ inline Expectation parseExpectation(const std::string& text) {
       e.line = static_cast<unsigned>(std::stoul(pos.substr(0, colon)));
       e.col = static_cast<unsigned>(std::stoul(pos.substr(colon + 1)));
     }
+  } else if (e.kind == "run-error" && rest.starts_with("at ")) {
+    size_t colon = rest.find(':'), end = rest.find(": ", colon + 1);
+    e.line = static_cast<unsigned>(std::stoul(rest.substr(3, colon - 3)));
+    e.col = static_cast<unsigned>(std::stoul(rest.substr(colon + 1, end - colon - 1)));
+    e.value = end == std::string::npos ? "" : rest.substr(end + 2);
   } else {
     e.value = rest;
   }
@@ -118,12 +125,22 @@ inline std::string checkProgram(const std::string& file, const std::string& src,
   if (!m) return "does not compile:\n" + renderAll(lowerDiags, file, src);
   const ir::Function* entry = m->lookup("main");
   if (!entry) return "no main";
+  runtime::DeviceOptions devOpts;
+  devOpts.checkBounds = want.kind == "run-error";
   for (const std::string& target : targets) {
-    auto dev = runtime::openDevice(target);
+    auto dev = runtime::openDevice(target, -1, devOpts);
     if (!dev) return "cannot open " + target + ": " + dev.error().message;
     if (Status st = (*dev)->prepare(*m); !st) return target + ": prepare failed: " + st.error().str();
     interp::Interpreter in(*m);
     auto results = runtime::runHost(**dev, in, *entry, {});
+    if (want.kind == "run-error") {
+      if (results) return target + ": expected a run-time error, got a result";
+      const Error& e = results.error();
+      if (e.loc.line != want.line || e.loc.col != want.col || e.message != want.value)
+        return target + ": expected the error at " + std::to_string(want.line) + ":" + std::to_string(want.col) +
+               ": " + want.value + "\ngot: " + e.str();
+      continue;
+    }
     if (!results) return target + ": run failed: " + results.error().str();
     if (results->size() != 1) return target + ": main returned " + std::to_string(results->size()) + " values";
     std::string got = interp::format((*results)[0], &in.memory());

@@ -111,6 +111,12 @@ TEST(RandomPrograms, GeneratorIsDeterministic) {
   std::string text = generateRandomProgram(7, plain);
   EXPECT_EQ(text.find("atomic."), std::string::npos);
   EXPECT_EQ(text.find("  barrier"), std::string::npos);
+  // Some programs exchange through a called device function (its barriers
+  // are inlined on the cpu target).
+  bool called = false;
+  for (uint64_t seed = 1; seed <= 20 && !called; ++seed)
+    called = generateRandomProgram(seed).find("{callee = @exchange}") != std::string::npos;
+  EXPECT_TRUE(called);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // `ephc check FILE`: check a program without running it. For an Ephapax
-// source (.eph): parse, type-check and ownership-check it, printing every
+// source (.eph): parse, type-check and ownership-check it, then lower it (so
+// whatever code generation would reject is reported too), printing every
 // diagnostic (`file:line:col: error[CODE]: ...`). For an IR module (.eir):
 // parse, verify and run the linearity pass. Exit 0 when it is fine, else 1.
 #include <ostream>
@@ -17,7 +18,8 @@ CommandSpec checkSpec() {
       .summary = "Check an .eph program (types, linearity, regions) or an .eir module.",
       .description =
           "An Ephapax source (.eph) is parsed and checked: types, the linear and affine\n"
-          "rules and regions. Every diagnostic is printed to stderr as\n"
+          "rules and regions; then it is lowered to IR, so that everything 'run' would\n"
+          "reject is reported here too. Every diagnostic is printed to stderr as\n"
           "'file:line:col: error[CODE]: message' with the source line, a caret and a\n"
           "hint (docs/errors.md lists the codes). --mode affine lets owned values be\n"
           "dropped instead of consumed. An IR module (.eir) is parsed,\n"
@@ -40,11 +42,12 @@ int runCheckCommand(Session& s, std::span<const std::string> argv) {
     std::string text;
     if (!s.readInput(file, text)) return 1;
     ephapax::DiagSink diags;
-    ephapax::CheckOptions opts;
-    opts.affineMode = s.affineMode;
-    auto checked = ephapax::check(text, diags, opts);
+    ephapax::CompileOptions opts;
+    opts.check.affineMode = s.affineMode;
+    ir::Context ctx;
+    auto lowered = ephapax::compile(ctx, text, file, diags, opts);
     s.io.err << ephapax::renderAll(diags, file, text);
-    return diags.empty() && checked ? 0 : 1;
+    return diags.empty() && lowered ? 0 : 1;
   }
   ir::Context ctx;
   auto m = s.loadModule(ctx, file);

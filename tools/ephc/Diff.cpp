@@ -85,7 +85,7 @@ CommandSpec diffSpec() {
   CommandSpec spec{
       .name = "diff",
       .operands = "FILE",
-      .summary = "Run the entry host function on several targets and compare the results.",
+      .summary = "Run an .eph program or .eir module on several targets and compare the results.",
       .description =
           "Runs the entry (default @main) with the --arg values on each target, each\n"
           "with a fresh interpreter and device, and compares every result with the\n"
@@ -100,6 +100,7 @@ CommandSpec diffSpec() {
               {"--entry", "NAME", "the host function to run (default: main)"},
               {"--arg", "VALUE", "an argument for the entry function; one per parameter, in order", true},
               {"--device", "N", "which Vulkan device (as 'ephc devices' numbers them; default: EPH_DEVICE, else the first GPU)"},
+              {"--check-bounds", "", "check every buffer access in kernels on every target (as 'ephc run --check-bounds')"},
               {"--ulp", "N", "float tolerance in units in the last place (default 4)"},
               {"--rel", "X", "float tolerance relative to the larger magnitude (default 1e-5)"},
               {"--abs", "X", "absolute float tolerance (default 1e-6)"},
@@ -108,6 +109,8 @@ CommandSpec diffSpec() {
       .maxOperands = 1,
   };
   for (OptionSpec& o : pipelineOptions()) spec.options.push_back(o);
+  spec.options.push_back(noFrontendCheckOption());
+  spec.options.push_back(modeOption());
   return spec;
 }
 
@@ -133,6 +136,7 @@ int runDiffCommand(Session& s, std::span<const std::string> argv) {
   auto args = parseArgs(spec, argv);
   if (!args) return s.report(args.error());
   if (args->help) return s.io.out << helpText(spec), 0;
+  if (!applyFrontendOptions(s, *args, "diff")) return 1;
 
   Tolerance tol;
   for (auto [flag, field] : {std::pair{"--ulp", &tol.ulps}, {"--rel", &tol.relative}, {"--abs", &tol.absolute}})
@@ -163,7 +167,9 @@ int runDiffCommand(Session& s, std::span<const std::string> argv) {
 
   std::vector<TargetRun> runs;
   for (const std::string& target : targets) {
-    auto device = runtime::openDevice(target, *deviceIndex);
+    runtime::DeviceOptions deviceOpts = runtime::DeviceOptions::fromEnvironment();
+    if (args->has("--check-bounds")) deviceOpts.checkBounds = true;
+    auto device = runtime::openDevice(target, *deviceIndex, deviceOpts);
     if (!device) return s.fail("diff: " + target + ": " + device.error().message);
     TargetRun run{target, std::make_unique<interp::Interpreter>(*m), {}};
     auto values = parseEntryArgs(s, *entry, texts, run.interp->memory(), "diff");

@@ -172,7 +172,7 @@ bool applyFrontendOptions(Session& s, const ParsedArgs& args, std::string_view c
 
 std::vector<OptionSpec> pipelineOptions() {
   return {
-      {"--passes", "LIST", "run these passes in order, e.g. canonicalize,cse,dce (see 'ephc passes')"},
+      {"--passes", "LIST", "run these passes in order, e.g. canonicalize,cse,dce, or a named pipeline: default, none, optimize (see 'ephc passes')"},
       {"--print-after", "NAME|all", "print the IR to stderr after pass NAME (or after every pass)", true},
       {"--time-passes", "", "report the time each pass took, on stderr"},
       {"--load-pass-plugin", "LIB.so", "load passes from a plugin shared library", true},
@@ -256,8 +256,8 @@ bool loadPlugins(Session& s, const ParsedArgs& args) {
 }
 
 bool buildPipeline(Session& s, const ParsedArgs& args, passes::PassManager& pm,
-                   passes::PipelineOptions& opts) {
-  auto parsed = passes::PassManager::parse(args.get("--passes"));
+                   passes::PipelineOptions& opts, std::string_view fallback) {
+  auto parsed = passes::PassManager::parse(args.has("--passes") ? args.get("--passes") : std::string(fallback));
   if (!parsed) {
     s.fail(parsed.error().message);
     return false;

@@ -74,13 +74,14 @@ OptionSpec modeOption();
 // Applies both (those `args` has); false after reporting a bad --mode value.
 bool applyFrontendOptions(Session& s, const ParsedArgs& args, std::string_view cmd);
 
-// The pass-pipeline options shared by `opt` and `run`.
+// The pass-pipeline options shared by `opt`, `run`, `lower` and `diff`.
 std::vector<OptionSpec> pipelineOptions();
 // Loads --load-pass-plugin libraries, then builds the pipeline and its options
-// from --passes / --print-after / --time-passes. False after reporting an error.
+// from --passes / --print-after / --time-passes (`fallback` when --passes is
+// not given: "default" for run, lower and diff). False after reporting an error.
 bool loadPlugins(Session& s, const ParsedArgs& args);
 bool buildPipeline(Session& s, const ParsedArgs& args, passes::PassManager& pm,
-                   passes::PipelineOptions& opts);
+                   passes::PipelineOptions& opts, std::string_view fallback = "default");
 // Runs `pm` on `m`, reporting every error of a failing pass. False on failure.
 bool runPipeline(Session& s, ir::Module& m, const passes::PassManager& pm,
                  const passes::PipelineOptions& opts);

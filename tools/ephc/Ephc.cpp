@@ -37,8 +37,9 @@ std::string commandNames() {
 std::string mainHelp() {
   std::string s =
       "usage: ephc COMMAND [options]\n\n"
-      "ephc compiles and runs programs in eph IR, an SSA IR for GPU programs\n"
-      "(host functions + kernels). Every command is a thin layer over the ephc\n"
+      "ephc compiles, checks and runs GPU programs: Ephapax sources (.eph) and\n"
+      "modules of eph IR (.eir), an SSA IR of host functions and kernels that\n"
+      "every frontend lowers to. Every command is a thin layer over the ephc\n"
       "libraries.\n\ncommands:\n";
   for (const Command& c : kCommands) {
     CommandSpec spec = c.spec();

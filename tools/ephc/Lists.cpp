@@ -36,6 +36,12 @@ int runPassesCommand(Session& s, std::span<const std::string> argv) {
   std::vector<std::pair<std::string_view, std::string_view>> rows;
   for (const passes::Pass& p : passes::PassRegistry::get().all()) rows.push_back({p.name, p.summary});
   printTable(s.io.out, rows);
+  s.io.out << "\nNamed pipelines (--passes=NAME):\n";
+  std::vector<std::string> lists;
+  for (const passes::NamedPipeline& p : passes::namedPipelines()) lists.push_back(p.passes.empty() ? "(nothing)" : std::string(p.passes));
+  rows.clear();
+  for (size_t i = 0; i < lists.size(); ++i) rows.push_back({passes::namedPipelines()[i].name, lists[i]});
+  printTable(s.io.out, rows);
   return 0;
 }
 

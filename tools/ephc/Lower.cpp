@@ -39,18 +39,20 @@ struct EmitKind {
 };
 
 #ifdef EPH_HAVE_SPIRV
+spirv::EmitOptions spirvOptions(const ParsedArgs& args) { return {.checkBounds = args.has("--check-bounds")}; }
+
 bool emitSpirvBinary(Session& s, const std::vector<const ir::Function*>& kernels, const DeviceCaps& caps,
-                     const ParsedArgs&, std::string& out) {
-  auto words = spirv::emitKernel(*kernels[0], caps);
+                     const ParsedArgs& args, std::string& out) {
+  auto words = spirv::emitKernel(*kernels[0], caps, spirvOptions(args));
   if (!words) return s.report(words.error()), false;
   out.assign(reinterpret_cast<const char*>(words->data()), words->size() * 4);
   return true;
 }
 
 bool emitSpirvText(Session& s, const std::vector<const ir::Function*>& kernels, const DeviceCaps& caps,
-                   const ParsedArgs&, std::string& out) {
+                   const ParsedArgs& args, std::string& out) {
   for (const ir::Function* k : kernels) {
-    auto words = spirv::emitKernel(*k, caps);
+    auto words = spirv::emitKernel(*k, caps, spirvOptions(args));
     if (!words) return s.report(words.error()), false;
     if (kernels.size() > 1) out += "; kernel @" + k->name() + "\n";
     out += spirv::disassemble(*words);
@@ -156,8 +158,9 @@ CommandSpec lowerSpec() {
   CommandSpec spec{
       .name = "lower",
       .operands = "FILE",
-      .summary = "Compile the kernels of an .eir module for a target (--emit=spirv|spvasm|llvm|obj).",
-      .description = "FILE may be '-' for standard input. --emit=spirv writes one kernel's SPIR-V\n"
+      .summary = "Compile an .eph program or .eir module for a target (--emit=ir|spirv|spvasm|llvm|obj).",
+      .description = "FILE is an .eph program or an .eir module ('-': IR on standard input).\n"
+                     "--emit=spirv writes one kernel's SPIR-V\n"
                      "binary (choose it with --kernel when there are several) and needs -o;\n"
                      "--emit=spvasm prints the assembly of every kernel (or the one named).\n"
                      "Every module passes the spirv-tools validator before it is written.\n"
@@ -168,13 +171,15 @@ CommandSpec lowerSpec() {
                      "--emit=obj writes an object file of one kernel (-o needed), both after\n"
                      "LLVM's pipeline for -O0..-O3 (default -O2). --emit=ir prints the whole\n"
                      "module as IR text (an .eph program after lowering; --locations adds\n"
-                     "each op's source location).",
+                     "each op's source location). The module first goes through --passes\n"
+                     "(the 'default' pipeline unless given).",
       .options =
           {
               {"--emit", "KIND", "what to produce: ir, spirv, spvasm, llvm, obj"},
               {"--locations", "", "ir: print each op's source location (an .eph file's line:col)"},
               {"--kernel", "NAME", "lower only this kernel"},
               {"--device-caps", "PROFILE", "the device to compile for: lavapipe, nvidia, minimal"},
+              {"--check-bounds", "", "spirv, spvasm: bounds checks in the kernel, as 'ephc run --check-bounds' on vulkan"},
               {"--caps", "LIST", "take features away: nofloatatomics, noint64atomics, nofloat64, nofloat16, noint64, noint16, noint8"},
               {"-o", "OUT", "write the output to OUT (required for binary kinds)"},
               {"-O0", "", "llvm, obj: no optimisation"},
@@ -185,6 +190,7 @@ CommandSpec lowerSpec() {
       .minOperands = 1,
       .maxOperands = 1,
   };
+  for (OptionSpec& o : pipelineOptions()) spec.options.push_back(o);
   spec.options.push_back(noFrontendCheckOption());
   spec.options.push_back(modeOption());
   return spec;
@@ -223,9 +229,14 @@ int runLowerCommand(Session& s, std::span<const std::string> argv) {
     e->apply(caps);
   }
 
+  if (!loadPlugins(s, *args)) return 1;
+  passes::PassManager pm;
+  passes::PipelineOptions opts;
+  if (!buildPipeline(s, *args, pm, opts)) return 1;
   ir::Context ctx;
   auto m = s.loadModule(ctx, args->operands[0]);
   if (!m) return 1;
+  if (!runPipeline(s, *m, pm, opts)) return 1;
   std::vector<const ir::Function*> kernels;
   if (args->has("--kernel")) {
     std::string name = args->get("--kernel");

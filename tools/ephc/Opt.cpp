@@ -10,8 +10,8 @@ CommandSpec optSpec() {
   CommandSpec spec{
       .name = "opt",
       .operands = "FILE",
-      .summary = "Parse and verify an .eir module, run passes over it, print the result.",
-      .description = "FILE may be '-' for standard input. The module is verified before the\n"
+      .summary = "Parse and verify an .eir module or .eph program, run passes over it, print the IR.",
+      .description = "FILE is an .eph program or an .eir module ('-': IR on standard input). The module is verified before the\n"
                      "pipeline and after every pass. Errors go to stderr as\n"
                      "'file:line:col: error: message' with the source line and a caret.",
       .minOperands = 1,
@@ -35,7 +35,7 @@ int runOptCommand(Session& s, std::span<const std::string> argv) {
   if (!loadPlugins(s, *args)) return 1;
   passes::PassManager pm;
   passes::PipelineOptions opts;
-  if (!buildPipeline(s, *args, pm, opts)) return 1;
+  if (!buildPipeline(s, *args, pm, opts, "none")) return 1;
 
   ir::Context ctx;
   auto m = s.loadModule(ctx, args->operands[0]);

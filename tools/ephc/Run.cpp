@@ -13,9 +13,10 @@ CommandSpec runSpec() {
   CommandSpec spec{
       .name = "run",
       .operands = "FILE",
-      .summary = "Run the entry host function of an .eir module and print its results.",
+      .summary = "Run the entry function of an .eph program or .eir module and print its results.",
       .description =
-          "The module is parsed, verified and put through --passes (if given); then\n"
+          "The module is parsed, verified and put through --passes (the 'default'\n"
+          "pipeline, which checks linearity, unless --passes is given); then\n"
           "the entry function runs with one --arg per parameter, each parsed against\n"
           "the parameter's type: 42, -1.5, true, or [1, 2, 3] for a buffer. Each\n"
           "result is printed on its own line. Targets: interp (the reference\n"
@@ -27,6 +28,10 @@ CommandSpec runSpec() {
           "program (alloc {device = k}, default 0) is the k-th of the list.\n"
           "--check-buffers (or EPH_CHECK_BUFFERS=1) follows every device buffer and\n"
           "reports use after free, double free and leaks with the allocation site.\n"
+          "An index out of bounds is an error with the index, the length and the\n"
+          "invocation on interp and cpu always, on vulkan with --check-bounds (or\n"
+          "EPH_CHECK_BOUNDS=1); without it an access out of bounds on vulkan is\n"
+          "undefined (lavapipe reads 0 and drops the write; a GPU may not).\n"
           "Host code is compiled with LLVM on the cpu target (--host=auto, the\n"
           "default) unless the module uses an op the compiled host code does not\n"
           "support; --host=jit shows why, --host=interp interprets it.",
@@ -39,6 +44,7 @@ CommandSpec runSpec() {
               {"--arg", "VALUE", "an argument for the entry function; one per parameter, in order", true},
               {"--link", "LIB.so", "load a shared library first: Ephapax extern functions and __ffi resolve in it", true},
               {"--check-buffers", "", "track every device buffer: use after free, double free and leaks are errors naming its allocation site (also EPH_CHECK_BUFFERS=1)"},
+              {"--check-bounds", "", "check every buffer access in kernels: out of bounds is an error naming the access, the index, the length and the invocation (always on for interp and cpu; also EPH_CHECK_BOUNDS=1)"},
               {"--host", "MODE", "where host code runs: auto (compiled by LLVM on the cpu target when the module's host code can be, else interpreted), jit (always compiled; an error naming the op when it cannot be), interp (also EPH_HOST)"},
           },
       .minOperands = 1,
@@ -60,16 +66,18 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
 
   // One device (--target, --device) or several (--devices).
   std::vector<std::unique_ptr<runtime::Device>> devices;
+  runtime::DeviceOptions deviceOpts = runtime::DeviceOptions::fromEnvironment();
+  if (args->has("--check-bounds")) deviceOpts.checkBounds = true;
   if (args->has("--devices")) {
     if (args->has("--target") || args->has("--device"))
       return s.fail("run: --devices names every device; give it without --target and --device");
-    auto opened = runtime::openDevices(args->get("--devices"));
+    auto opened = runtime::openDevices(args->get("--devices"), deviceOpts);
     if (!opened) return s.fail("run: --devices: " + opened.error().message);
     devices = std::move(*opened);
   } else {
     std::optional<int> deviceIndex = deviceIndexArg(s, *args, "run");
     if (!deviceIndex) return 1;
-    auto device = runtime::openDevice(args->has("--target") ? args->get("--target") : runtime::defaultTarget(), *deviceIndex);
+    auto device = runtime::openDevice(args->has("--target") ? args->get("--target") : runtime::defaultTarget(), *deviceIndex, deviceOpts);
     if (!device) return s.fail("run: " + device.error().message);
     devices.push_back(std::move(*device));
   }
