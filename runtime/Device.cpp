@@ -128,7 +128,11 @@ DeviceOptions DeviceOptions::fromEnvironment() {
 Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index, const DeviceOptions& opts) {
   if (target == "interp") return std::unique_ptr<Device>(new InterpDevice());
 #ifdef EPH_HAVE_LLVM
-  if (target == "cpu") return std::unique_ptr<Device>(new CpuDevice());
+  if (target == "cpu") {
+    CpuOptions cpu;
+    cpu.tiered = opts.tieredCpu;
+    return std::unique_ptr<Device>(new CpuDevice(cpu));
+  }
 #endif
 #ifdef EPH_HAVE_VULKAN
   if (target == "vulkan") {

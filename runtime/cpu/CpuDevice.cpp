@@ -96,8 +96,9 @@ Status CpuDevice::prepare(const ir::Module& m) {
   return Status::ok();
 }
 
-const CpuDevice::PreparedKernel* CpuDevice::preparedKernel(const ir::Function& kernel, Loc site, Status& err) {
-  if (&kernel == lastKernel_) return lastPrepared_;
+const CpuDevice::PreparedKernel* CpuDevice::preparedKernel(const ir::Function& kernel, uint64_t invocations,
+                                                           Loc site, Status& err) {
+  if (&kernel == lastKernel_ && !lastPrepared_->quick) return lastPrepared_;
   auto it = kernels_.find(&kernel);
   if (it == kernels_.end() || !modules_.count(kernel.module())) {
     if (Status s = prepare(*kernel.module()); !s) {
@@ -111,22 +112,49 @@ const CpuDevice::PreparedKernel* CpuDevice::preparedKernel(const ir::Function& k
     return nullptr;
   }
   PreparedKernel& pk = it->second;
-  if (!pk.compiled) {
-    auto code = cache_.kernel(kernel, opts_.lower);
-    if (!code) {
-      err = code.error();
-      return nullptr;
-    }
-    pk.code = *code;
-    pk.compiled = pk.code->kernel(kernel.name());
-    if (!pk.compiled) {
-      err = Error{site, "kernel @" + kernel.name() + " was not compiled for the cpu target"};
-      return nullptr;
-    }
+  if (Status s = compile(kernel, pk, invocations); !s) {
+    err = s;
+    return nullptr;
   }
+  if (!pk.compiled) {
+    err = Error{site, "kernel @" + kernel.name() + " was not compiled for the cpu target"};
+    return nullptr;
+  }
+  if (pk.quick) pk.quickRun += invocations;
   lastKernel_ = &kernel;
   lastPrepared_ = &pk;
   return lastPrepared_;
+}
+
+Status CpuDevice::compile(const ir::Function& kernel, PreparedKernel& pk, uint64_t invocations) {
+  constexpr uint64_t kQuickGrid = 1 << 14, kQuickBudget = 1 << 16;
+  bool small = opts_.tiered && opts_.lower.optLevel > 0 && invocations < kQuickGrid &&
+               pk.quickRun + invocations <= kQuickBudget;
+  if (pk.compiled && (!pk.quick || small)) return Status::ok();
+  KernelCache::Code code;
+  bool quick = false;
+  if (small && !pk.compiled) {
+    // The optimised code if some run made it, else -O0 code now.
+    auto found = cache_.find(kernel, opts_.lower);
+    if (!found) return found.error();
+    code = *found;
+    if (!code) {
+      llvmtarget::LowerOptions quickOpts = opts_.lower;
+      quickOpts.optLevel = 0;
+      auto compiled = cache_.kernel(kernel, quickOpts);
+      if (!compiled) return compiled.error();
+      code = *compiled;
+      quick = true;
+    }
+  } else {
+    auto compiled = cache_.kernel(kernel, opts_.lower);
+    if (!compiled) return compiled.error();
+    code = *compiled;
+  }
+  pk.code = code;
+  pk.compiled = code->kernel(kernel.name());
+  pk.quick = quick;
+  return Status::ok();
 }
 
 CpuDevice::Buffer* CpuDevice::live(uint64_t handle, Loc site, Status& err) {
@@ -206,7 +234,12 @@ Status CpuDevice::download(interp::BufferData& dst, uint64_t src, Loc site) {
 Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
                            std::span<const interp::RtValue> args, Loc site) {
   Status err;
-  const PreparedKernel* pk = preparedKernel(kernel, site, err);
+  uint64_t groupCount = 0, invocations = UINT64_MAX;  // saturated: only tiering reads it
+  uint64_t perGroup = uint64_t(kernel.workgroupSize[0]) * kernel.workgroupSize[1] * kernel.workgroupSize[2];
+  if (!__builtin_mul_overflow(uint64_t(groups[0]) * groups[1], uint64_t(groups[2]), &groupCount) &&
+      __builtin_mul_overflow(groupCount, perGroup, &invocations))
+    invocations = UINT64_MAX;
+  const PreparedKernel* pk = preparedKernel(kernel, invocations, site, err);
   if (!pk) return err;
   const llvmtarget::JitModule::Kernel* k = pk->compiled;
   if (args.size() != kernel.paramTypes().size())

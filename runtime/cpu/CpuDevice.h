@@ -47,6 +47,13 @@ struct CpuOptions {
   // Compile every kernel of a module at prepare(), in parallel on the
   // thread pool, instead of each at its first dispatch.
   bool eager = false;
+  // Tiered compilation (lower.optLevel > 0): a kernel first dispatched with
+  // a small grid (fewer than 2^14 invocations) and not cached at
+  // lower.optLevel is compiled quickly at LLVM -O0 (a few ms instead of
+  // tens), and at lower.optLevel once a grid of 2^14 or more comes or its
+  // -O0 code has run 2^16 invocations. Both give the same results. `ephc
+  // run` turns it on (DeviceOptions::tieredCpu).
+  bool tiered = false;
 };
 
 class CpuDevice : public Device {
@@ -83,12 +90,17 @@ class CpuDevice : public Device {
   struct PreparedKernel {
     const llvmtarget::JitModule::Kernel* compiled = nullptr;  // null until first dispatched
     KernelCache::Code code;  // keeps `compiled` alive
+    bool quick = false;       // compiled at -O0 (CpuOptions::tiered)
+    uint64_t quickRun = 0;    // invocations run by the -O0 code
     llvmtarget::ParamBlockLayout params;
     uint64_t invocationsPerGroup = 1;
   };
-  // The prepared and compiled kernel, preparing its module and compiling it
-  // first if needed; null after setting `err`.
-  const PreparedKernel* preparedKernel(const ir::Function& kernel, Loc site, Status& err);
+  // The prepared and compiled kernel for a dispatch of `invocations`,
+  // preparing its module and compiling it first if needed (at -O0 or not,
+  // CpuOptions::tiered); null after setting `err`.
+  const PreparedKernel* preparedKernel(const ir::Function& kernel, uint64_t invocations, Loc site, Status& err);
+  // Compiles pk's kernel as CpuOptions::tiered says for `invocations`.
+  Status compile(const ir::Function& kernel, PreparedKernel& pk, uint64_t invocations);
 
   CpuOptions opts_;
   DeviceCaps caps_;

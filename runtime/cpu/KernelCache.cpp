@@ -172,7 +172,7 @@ KernelCacheStats KernelCache::stats() const {
 }
 
 Expected<KernelCache::Code> KernelCache::lookup(const std::string& key, const ir::Module& m, const LowerOptions& opts,
-                                                bool host) {
+                                                bool host, bool compile) {
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
@@ -198,6 +198,7 @@ Expected<KernelCache::Code> KernelCache::lookup(const std::string& key, const ir
       }
       ++state_->rejected;  // compiled again below, and the file replaced
     }
+  if (!compile) return Code();
   auto code = llvmtarget::compileObject(m, opts);
   if (!code) return code.error();
   ++state_->compiled;
@@ -212,6 +213,12 @@ Expected<KernelCache::Code> KernelCache::kernel(const ir::Function& kernel, cons
   if (!kernel.isKernel() || !kernel.module())
     return Error{kernel.loc(), "@" + kernel.name() + " is not a kernel of a module"};
   return lookup(kernelKey(kernel, opts), *kernel.module(), kernelOptions(kernel, opts), false);
+}
+
+Expected<KernelCache::Code> KernelCache::find(const ir::Function& kernel, const LowerOptions& opts) {
+  if (!kernel.isKernel() || !kernel.module())
+    return Error{kernel.loc(), "@" + kernel.name() + " is not a kernel of a module"};
+  return lookup(kernelKey(kernel, opts), *kernel.module(), kernelOptions(kernel, opts), false, false);
 }
 
 Expected<std::vector<KernelCache::Code>> KernelCache::kernels(std::span<const ir::Function* const> kernels,

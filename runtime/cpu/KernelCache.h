@@ -53,6 +53,9 @@ class KernelCache {
   // loaded on the first request for its key. Thread-safe; concurrent
   // requests for one key compile it once.
   Expected<Code> kernel(const ir::Function& kernel, const llvmtarget::LowerOptions& opts);
+  // The compiled kernel if it is in memory or on disk; null (compiling
+  // nothing) if not.
+  Expected<Code> find(const ir::Function& kernel, const llvmtarget::LowerOptions& opts);
   // Several kernels, those not cached compiled in parallel on `pool`; the
   // first error (in the order given) if any failed.
   Expected<std::vector<Code>> kernels(std::span<const ir::Function* const> kernels,
@@ -72,7 +75,7 @@ class KernelCache {
  private:
   struct Slot;
   Expected<Code> lookup(const std::string& key, const ir::Module& m, const llvmtarget::LowerOptions& opts,
-                        bool host);
+                        bool host, bool compile = true);
   std::string dir_;
   struct State;
   std::unique_ptr<State> state_;

@@ -27,8 +27,8 @@ namespace fs = std::filesystem;
 
 // Three kernels; @main dispatches @a and @b (whose bodies are `aBody` and
 // the call of @scale, whose body is `scaleBody`) and never @unused.
-std::string program(const std::string& aBody = "%v = mul %i, %i : u32", const std::string& scaleBody =
-                                                                          "%r = mul %x, %three : u32") {
+std::string program(const std::string& aBody = "%v = mul %i, %i : u32",
+                    const std::string& scaleBody = "%r = mul %x, %three : u32", unsigned groups = 2) {
   return R"(
 device @scale(%x: u32) -> u32 {
   %three = const {value = 3} : u32
@@ -54,8 +54,8 @@ kernel @unused(%out: buffer<u32, device, write>) workgroup(8, 1, 1) {
   return
 }
 host @main() -> (buffer<u32, host, linear>) {
-  %n = const {value = 16} : u32
-  %two = const {value = 2} : u32
+  %n = const {value = )" + std::to_string(groups * 8) + R"(} : u32
+  %two = const {value = )" + std::to_string(groups) + R"(} : u32
   %one = const {value = 1} : u32
   %d = alloc %n : buffer<u32, device, linear>
   dispatch %two, %one, %one, %d {kernel = @a}
@@ -68,9 +68,9 @@ host @main() -> (buffer<u32, host, linear>) {
 )";
 }
 
-// @main's result on a CpuDevice using `cache`, or on the interpreter when
-// `cache` is null.
-std::string run(const std::string& text, runtime::KernelCache* cache) {
+// @main's result on a CpuDevice using `cache` (tiered or not), or on the
+// interpreter when `cache` is null.
+std::string run(const std::string& text, runtime::KernelCache* cache, bool tiered = false) {
   ir::Context ctx;
   auto m = ir::parseModule(ctx, text, "cache.eir");
   if (!m) return "parse error: " + m.error().str();
@@ -80,6 +80,7 @@ std::string run(const std::string& text, runtime::KernelCache* cache) {
     runtime::CpuOptions o;
     o.threads = 1;
     o.cache = cache;
+    o.tiered = tiered;
     dev = std::make_unique<runtime::CpuDevice>(o);
   } else {
     dev = std::make_unique<runtime::InterpDevice>();
@@ -220,6 +221,33 @@ TEST(KernelCache, ConcurrentRequestsForOneKernelCompileItOnce) {
     EXPECT_EQ(code, got[0]);
     EXPECT_NE(code->kernel("a"), nullptr);
   }
+}
+
+TEST(KernelCache, TieredDevicesStartSmallGridsAtO0AndOptimiseLargeOnes) {
+  runtime::KernelCache cache("");
+  ir::Context ctx;
+  auto m = ir::parseModule(ctx, program(), "tiers.eir");
+  ASSERT_TRUE(m);
+  const ir::Function& a = *(*m)->lookup("a");
+  llvmtarget::LowerOptions o2, o0;
+  o0.optLevel = 0;
+  auto cached = [&](const llvmtarget::LowerOptions& o) {
+    auto code = cache.find(a, o);
+    return code && *code;
+  };
+  // 16 invocations: -O0 code, the same results.
+  EXPECT_EQ(run(program(), &cache, true), run(program(), nullptr));
+  EXPECT_EQ(cache.stats().compiled, 2u);
+  EXPECT_TRUE(cached(o0));
+  EXPECT_FALSE(cached(o2));
+  // 2^14 invocations: optimised.
+  std::string big = program("%v = mul %i, %i : u32", "%r = mul %x, %three : u32", 2048);
+  EXPECT_EQ(run(big, &cache, true), run(big, nullptr));
+  EXPECT_TRUE(cached(o2));
+  // Optimised code, once made, serves small grids too.
+  size_t compiled = cache.stats().compiled;
+  EXPECT_EQ(run(program(), &cache, true), run(program(), nullptr));
+  EXPECT_EQ(cache.stats().compiled, compiled);
 }
 
 TEST(KernelCache, TrapsLoadedFromDiskPointAtTheOp) {
