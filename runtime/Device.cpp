@@ -97,7 +97,9 @@ Expected<std::vector<interp::RtValue>> runHost(std::span<Device* const> devices,
   for (Device* d : devices) allCpu = allCpu && d->target() == "cpu";
   if (opts.host == RunOptions::Host::Jit || (opts.host == RunOptions::Host::Auto && allCpu && entry.module())) {
     if (!entry.module()) return Error{entry.loc(), "compiled host code needs the entry's module"};
-    auto jit = compiledModule(*entry.module(), hostLowerOptions());
+    llvmtarget::LowerOptions lower = hostLowerOptions();
+    lower.hostEntry = entry.name();  // compile only what the entry reaches
+    auto jit = compiledModule(*entry.module(), lower);
     if (!jit) return jit.error();
     if (auto why = compiledHostProblem(**jit, entry)) {
       if (opts.host == RunOptions::Host::Jit)
@@ -146,7 +148,11 @@ DeviceOptions DeviceOptions::fromEnvironment() {
 Expected<std::unique_ptr<Device>> openDevice(std::string_view target, int index, const DeviceOptions& opts) {
   if (target == "interp") return std::unique_ptr<Device>(new InterpDevice());
 #ifdef EPH_HAVE_LLVM
-  if (target == "cpu") return std::unique_ptr<Device>(new CpuDevice());
+  if (target == "cpu") {
+    CpuOptions cpu;
+    cpu.tiered = opts.tieredCpu;
+    return std::unique_ptr<Device>(new CpuDevice(cpu));
+  }
 #endif
 #ifdef EPH_HAVE_VULKAN
   if (target == "vulkan") {

@@ -117,6 +117,9 @@ struct DeviceOptions {
   // only with it (VulkanOptions::checkBounds), and reports at the next sync
   // point. Off, an access out of bounds on vulkan is undefined.
   bool checkBounds = false;
+  // cpu: tiered compilation (CpuOptions::tiered: kernels first dispatched
+  // with small grids are compiled at -O0 first). `ephc run` turns it on.
+  bool tieredCpu = false;
   // From the environment: checkBounds when EPH_CHECK_BOUNDS is set and not "0".
   static DeviceOptions fromEnvironment();
 };

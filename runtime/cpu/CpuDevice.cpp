@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "ir/Layout.h"
-#include "runtime/cpu/KernelCache.h"
 
 namespace eph::runtime {
 namespace {
@@ -41,7 +40,9 @@ std::byte* scratch(size_t bytes) {
 }  // namespace
 
 CpuDevice::CpuDevice(CpuOptions opts)
-    : opts_(opts), pool_(opts.threads ? opts.threads : ThreadPool::defaultThreads()) {
+    : opts_(opts),
+      pool_(opts.threads ? opts.threads : ThreadPool::defaultThreads()),
+      cache_(opts.cache ? *opts.cache : KernelCache::process()) {
   caps_.name = "cpu: " + llvmtarget::hostCpuDescription() + ", " + std::to_string(pool_.size()) + " threads";
   caps_.driver = "ephc LLVM JIT (LLVM " + llvmtarget::llvmVersion() + ")";
   caps_.isGpu = false;
@@ -70,28 +71,34 @@ Status CpuDevice::prepare(const ir::Module& m) {
                                  " bytes of workgroup memory; the cpu target has " +
                                  std::to_string(caps_.maxWorkgroupMemoryBytes)};
   }
-  // Host functions are lowered too, so that compiled host code
-  // (runtime/cpu/HostAbi.h) shares this compilation.
-  llvmtarget::LowerOptions lower = opts_.lower;
-  lower.lowerHost = true;
-  auto compiled = compiledModule(m, lower);
-  if (!compiled) return compiled.error();
-  modules_[&m] = *compiled;
-  // Resolve each kernel once, so that a dispatch looks nothing up by name.
+  // Resolve each kernel once, so that a dispatch looks nothing up by name;
+  // compile none yet unless asked to.
+  modules_.insert(&m);
   lastKernel_ = nullptr;
   lastPrepared_ = nullptr;
+  std::vector<const ir::Function*> kernels;
   for (const auto& f : m.functions()) {
     if (!f->isKernel()) continue;
     PreparedKernel& pk = kernels_[f.get()];
-    pk.compiled = (*compiled)->kernel(f->name());
+    pk = PreparedKernel{};  // a function at this address may have been another
     pk.params = llvmtarget::paramBlockLayout(*f);
     pk.invocationsPerGroup = uint64_t(f->workgroupSize[0]) * f->workgroupSize[1] * f->workgroupSize[2];
+    kernels.push_back(f.get());
+  }
+  if (!opts_.eager || kernels.empty()) return Status::ok();
+  auto code = cache_.kernels(kernels, opts_.lower, pool_);
+  if (!code) return code.error();
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    PreparedKernel& pk = kernels_[kernels[i]];
+    pk.code = (*code)[i];
+    pk.compiled = pk.code->kernel(kernels[i]->name());
   }
   return Status::ok();
 }
 
-const CpuDevice::PreparedKernel* CpuDevice::preparedKernel(const ir::Function& kernel, Loc site, Status& err) {
-  if (&kernel == lastKernel_) return lastPrepared_;
+const CpuDevice::PreparedKernel* CpuDevice::preparedKernel(const ir::Function& kernel, uint64_t invocations,
+                                                           Loc site, Status& err) {
+  if (&kernel == lastKernel_ && !lastPrepared_->quick) return lastPrepared_;
   auto it = kernels_.find(&kernel);
   if (it == kernels_.end() || !modules_.count(kernel.module())) {
     if (Status s = prepare(*kernel.module()); !s) {
@@ -100,13 +107,54 @@ const CpuDevice::PreparedKernel* CpuDevice::preparedKernel(const ir::Function& k
     }
     it = kernels_.find(&kernel);
   }
-  if (it == kernels_.end() || !it->second.compiled) {
+  if (it == kernels_.end()) {
+    err = Error{site, "@" + kernel.name() + " is not a kernel of a module prepared for the cpu target"};
+    return nullptr;
+  }
+  PreparedKernel& pk = it->second;
+  if (Status s = compile(kernel, pk, invocations); !s) {
+    err = s;
+    return nullptr;
+  }
+  if (!pk.compiled) {
     err = Error{site, "kernel @" + kernel.name() + " was not compiled for the cpu target"};
     return nullptr;
   }
+  if (pk.quick) pk.quickRun += invocations;
   lastKernel_ = &kernel;
-  lastPrepared_ = &it->second;
+  lastPrepared_ = &pk;
   return lastPrepared_;
+}
+
+Status CpuDevice::compile(const ir::Function& kernel, PreparedKernel& pk, uint64_t invocations) {
+  constexpr uint64_t kQuickGrid = 1 << 14, kQuickBudget = 1 << 16;
+  bool small = opts_.tiered && opts_.lower.optLevel > 0 && invocations < kQuickGrid &&
+               pk.quickRun + invocations <= kQuickBudget;
+  if (pk.compiled && (!pk.quick || small)) return Status::ok();
+  KernelCache::Code code;
+  bool quick = false;
+  if (small && !pk.compiled) {
+    // The optimised code if some run made it, else -O0 code now.
+    auto found = cache_.find(kernel, opts_.lower);
+    if (!found) return found.error();
+    code = *found;
+    if (!code) {
+      llvmtarget::LowerOptions quickOpts = opts_.lower;
+      quickOpts.optLevel = 0;
+      auto compiled = cache_.kernel(kernel, quickOpts);
+      if (!compiled) return compiled.error();
+      code = *compiled;
+      quick = true;
+    }
+  } else {
+    auto compiled = cache_.kernel(kernel, opts_.lower);
+    if (!compiled) return compiled.error();
+    code = *compiled;
+  }
+  pk.code = code;
+  pk.compiled = code->kernel(kernel.name());
+  pk.quick = quick;
+  return Status::ok();
 }
 
 CpuDevice::Buffer* CpuDevice::live(uint64_t handle, Loc site, Status& err) {
@@ -221,7 +269,12 @@ Status CpuDevice::copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site
 Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
                            std::span<const interp::RtValue> args, Loc site) {
   Status err;
-  const PreparedKernel* pk = preparedKernel(kernel, site, err);
+  uint64_t groupCount = 0, invocations = UINT64_MAX;  // saturated: only tiering reads it
+  uint64_t perGroup = uint64_t(kernel.workgroupSize[0]) * kernel.workgroupSize[1] * kernel.workgroupSize[2];
+  if (!__builtin_mul_overflow(uint64_t(groups[0]) * groups[1], uint64_t(groups[2]), &groupCount) &&
+      __builtin_mul_overflow(groupCount, perGroup, &invocations))
+    invocations = UINT64_MAX;
+  const PreparedKernel* pk = preparedKernel(kernel, invocations, site, err);
   if (!pk) return err;
   const llvmtarget::JitModule::Kernel* k = pk->compiled;
   if (args.size() != kernel.paramTypes().size())
@@ -261,7 +314,7 @@ Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> g
                              " bytes of workgroup memory running kernel @" + kernel.name()};
     k->range(bufs_.data(), lens_.data(), block, groups[0], groups[1], groups[2], 0, total, shared, &status);
     if (!status.diverged && !status.trapMask) return Status::ok();
-    return llvmtarget::statusError(*kernel.module(), kernel, status);
+    return llvmtarget::statusError(kernel, status);
   }
 
   uint32_t outOfMemory = 0;  // a thread could not get its workgroup memory
@@ -282,7 +335,7 @@ Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> g
   if (outOfMemory)
     return Error{site, "out of memory for " + std::to_string(k->workgroupBytes) +
                            " bytes of workgroup memory running kernel @" + kernel.name()};
-  return llvmtarget::statusError(*kernel.module(), kernel, status);
+  return llvmtarget::statusError(kernel, status);
 }
 
 }  // namespace eph::runtime

@@ -1,6 +1,7 @@
 // The CPU target as a Device: kernels are compiled by the LLVM target
-// (targets/llvm) and JIT-compiled into this process (cached per module for the
-// life of the process); a dispatch runs its workgroups on a thread pool, each
+// (targets/llvm) and loaded into this process, each on its first dispatch,
+// through a KernelCache (runtime/cpu/KernelCache.h: keyed by the kernel's
+// content, in memory and on disk); a dispatch runs its workgroups on a thread pool, each
 // thread calling the kernel's range function on chunks of workgroups with its
 // own workgroup memory.
 //
@@ -16,8 +17,9 @@
 //
 // Dispatches run synchronously: dispatch returns when the grid is done, so
 // wait() has nothing left to do. What a dispatch needs from its kernel (the
-// compiled entry, the parameter block layout, which parameters are buffers)
-// is resolved once per kernel at prepare(), and the argument arrays are
+// parameter block layout, which parameters are buffers) is resolved once per
+// kernel at prepare(), the compiled entry at its first dispatch (or at
+// prepare() with CpuOptions::eager, all kernels in parallel), and the argument arrays are
 // reused, so a dispatch allocates nothing; a grid of fewer than 2^14
 // invocations runs on the calling thread without waking the pool. A device
 // is used by one thread at a time. A trap in a kernel (out-of-bounds access,
@@ -25,12 +27,13 @@
 // for that op.
 #pragma once
 
-#include <map>
+#include <set>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "runtime/Device.h"
+#include "runtime/cpu/KernelCache.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "targets/llvm/Llvm.h"
 
@@ -39,6 +42,18 @@ namespace eph::runtime {
 struct CpuOptions {
   unsigned threads = 0;  // 0: EPH_THREADS, else the hardware's thread count
   llvmtarget::LowerOptions lower;
+  // Where compiled kernels come from; null: KernelCache::process().
+  KernelCache* cache = nullptr;
+  // Compile every kernel of a module at prepare(), in parallel on the
+  // thread pool, instead of each at its first dispatch.
+  bool eager = false;
+  // Tiered compilation (lower.optLevel > 0): a kernel first dispatched with
+  // a small grid (fewer than 2^14 invocations) and not cached at
+  // lower.optLevel is compiled quickly at LLVM -O0 (a few ms instead of
+  // tens), and at lower.optLevel once a grid of 2^14 or more comes or its
+  // -O0 code has run 2^16 invocations. Both give the same results. `ephc
+  // run` turns it on (DeviceOptions::tieredCpu).
+  bool tiered = false;
 };
 
 class CpuDevice : public Device {
@@ -77,19 +92,26 @@ class CpuDevice : public Device {
   Buffer* live(uint64_t handle, Loc site, Status& err);
   // What dispatch needs of a kernel, resolved at prepare().
   struct PreparedKernel {
-    const llvmtarget::JitModule::Kernel* compiled = nullptr;
+    const llvmtarget::JitModule::Kernel* compiled = nullptr;  // null until first dispatched
+    KernelCache::Code code;  // keeps `compiled` alive
+    bool quick = false;       // compiled at -O0 (CpuOptions::tiered)
+    uint64_t quickRun = 0;    // invocations run by the -O0 code
     llvmtarget::ParamBlockLayout params;
     uint64_t invocationsPerGroup = 1;
   };
-  // The prepared kernel, preparing its module first if needed; null after
-  // setting `err`.
-  const PreparedKernel* preparedKernel(const ir::Function& kernel, Loc site, Status& err);
+  // The prepared and compiled kernel for a dispatch of `invocations`,
+  // preparing its module and compiling it first if needed (at -O0 or not,
+  // CpuOptions::tiered); null after setting `err`.
+  const PreparedKernel* preparedKernel(const ir::Function& kernel, uint64_t invocations, Loc site, Status& err);
+  // Compiles pk's kernel as CpuOptions::tiered says for `invocations`.
+  Status compile(const ir::Function& kernel, PreparedKernel& pk, uint64_t invocations);
 
   CpuOptions opts_;
   DeviceCaps caps_;
   ThreadPool pool_;
   std::vector<std::unique_ptr<Buffer>> buffers_;  // handle = index + 1
-  std::map<const ir::Module*, std::shared_ptr<const llvmtarget::JitModule>> modules_;
+  KernelCache& cache_;
+  std::set<const ir::Module*> modules_;  // prepared
   std::unordered_map<const ir::Function*, PreparedKernel> kernels_;
   const ir::Function* lastKernel_ = nullptr;  // the last dispatch's kernel and its entry
   const PreparedKernel* lastPrepared_ = nullptr;

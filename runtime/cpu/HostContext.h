@@ -53,7 +53,7 @@ struct HostContext : llvmtarget::HostContextHeader {
   interp::DeviceHooks* hooks = nullptr;
   const ir::Module* module = nullptr;
   std::vector<const ir::Op*> sites;               // hostSites(module)
-  std::vector<const ir::Function*> functions;     // hostLoweredFunctions(module)
+  std::vector<const ir::Function*> functions;     // JitModule::hostLowered(module)
   std::span<void* const> functionAddrs;           // their compiled code, same order
   std::optional<Error> error;
   std::deque<HostBuffer> buffers;                 // stable addresses

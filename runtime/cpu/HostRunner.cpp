@@ -241,7 +241,7 @@ Expected<std::vector<interp::RtValue>> runCompiledHost(const llvmtarget::JitModu
   c.hooks = &hooks;
   c.module = entry.module();
   c.sites = llvmtarget::hostSites(*c.module);
-  c.functions = llvmtarget::hostLoweredFunctions(*c.module);
+  c.functions = jit.hostLowered(*c.module);
   c.functionAddrs = jit.hostFunctions();
   c.memory = &memory;
   c.boxRead = jit.hostBoxRead();

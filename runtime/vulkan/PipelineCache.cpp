@@ -1,29 +1,11 @@
 #include "runtime/vulkan/PipelineCache.h"
 
-#include <unistd.h>
-
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 
+#include "runtime/DiskCache.h"
+
 namespace eph::runtime::vk {
-
-uint64_t hashBytes(const void* data, size_t size, uint64_t seed) {
-  uint64_t h = seed;
-  auto p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-std::string defaultCacheDir() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/ephc";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/ephc";
-  return {};
-}
 
 DiskCache::DiskCache(std::string dir, std::string deviceKey)
     : dir_(dir == "off" ? std::string() : std::move(dir)),
@@ -54,23 +36,7 @@ std::optional<std::vector<std::byte>> DiskCache::load(std::span<const uint32_t> 
 
 bool DiskCache::save(std::span<const uint32_t> spirv, std::span<const std::byte> data) const {
   if (!enabled() || data.empty()) return false;
-  std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec) return false;
-  std::string path = pathFor(spirv);
-  std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return false;
-    out.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
-    if (!out) {
-      std::filesystem::remove(tmp, ec);
-      return false;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-  return !ec;
+  return writeFileAtomic(pathFor(spirv), std::string_view(reinterpret_cast<const char*>(data.data()), data.size()));
 }
 
 // The driver's statistics of a pipeline's executables, one line each to stderr.

@@ -4,6 +4,8 @@
 // the driver's pipeline-cache UUID, ephc's version). Files are written
 // atomically (temporary file, then rename), so concurrent runs never read a
 // half-written file; the driver checks the data's header again when loading.
+// The directory and the file writing are runtime/DiskCache.h's (shared with
+// the cpu target's object code).
 #pragma once
 
 #include <cstddef>
@@ -17,12 +19,6 @@
 
 namespace eph::runtime::vk {
 
-// FNV-1a, 64 bits.
-uint64_t hashBytes(const void* data, size_t size, uint64_t seed = 0xcbf29ce484222325ull);
-
-// $XDG_CACHE_HOME/ephc, else $HOME/.cache/ephc; empty when neither is set.
-std::string defaultCacheDir();
-
 // Prints the driver's statistics of a pipeline (registers, shared memory...;
 // VK_KHR_pipeline_executable_properties) to stderr as one line per
 // executable, "vulkan statistics @kernel: name=value; ...". Nothing where
@@ -31,7 +27,7 @@ void printPipelineStatistics(VkDevice device, VkPipeline pipeline, const std::st
 
 class DiskCache {
  public:
-  // dir empty or "off": no disk cache (load finds nothing, save does nothing).
+  // dir from runtime::cacheDir; empty or "off": no disk cache (load finds nothing, save does nothing).
   DiskCache(std::string dir, std::string deviceKey);
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "ir/Layout.h"
+#include "runtime/DiskCache.h"
 #include "runtime/vulkan/BoundsRecord.h"
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/VulkanApi.h"
@@ -544,7 +545,7 @@ Expected<VkDescriptorSet> VulkanDevice::Impl::allocateSet(VkDescriptorSetLayout 
 
 Expected<Pipeline*> VulkanDevice::Impl::pipelineFor(const std::vector<uint32_t>& spirv, uint32_t bindings,
                                                     uint32_t pushBytes, const std::string& kernel) {
-  uint64_t key = vk::hashBytes(spirv.data(), spirv.size() * 4);
+  uint64_t key = runtime::hashBytes(spirv.data(), spirv.size() * 4);
   if (auto it = pipelines.find(key); it != pipelines.end()) {
     ++stats.fromMemory;
     return it->second.get();
@@ -847,10 +848,7 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
                           std::to_string(pd.props.driverVersion) + ":" + pd.caps.driver + ":" +
                           std::string(reinterpret_cast<const char*>(pd.props.pipelineCacheUUID), VK_UUID_SIZE) +
                           ":ephc " EPH_VERSION;
-  std::string cacheDir = options.cacheDir;
-  if (const char* e = std::getenv("EPH_PIPELINE_CACHE"); cacheDir.empty() && e && *e) cacheDir = e;
-  if (cacheDir.empty()) cacheDir = vk::defaultCacheDir();
-  I.disk = std::make_unique<vk::DiskCache>(cacheDir, deviceKey);
+  I.disk = std::make_unique<vk::DiskCache>(runtime::cacheDir(options.cacheDir), deviceKey);
   I.checkBounds = options.checkBounds;
   if (I.checkBounds) {
     auto record = I.makeBuffer(spirv::kBoundsRecordWords * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, true, {});

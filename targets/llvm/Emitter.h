@@ -107,6 +107,11 @@ class ModuleEmitter {
  private:
   bool declareDevice(const ir::Function& f);
   std::unordered_map<const ir::Op*, unsigned> sites_;
+  // A kernel compiled alone (LowerOptions::kernels names only it, no host
+  // code): only the device functions it reaches are lowered, and trap sites
+  // are numbered by trapSites(kernel).
+  bool soleKernel_ = false;
+  std::unordered_set<std::string> reached_;  // names: irm may be a copy of the module
   std::unordered_map<const ir::Type*, llvm::Type*> types_;
   std::map<const ir::Function*, bool> barrierFns_;
 };

@@ -41,12 +41,12 @@ size_t hostSlotCount(const ir::Type* t) {
   }
 }
 
-std::vector<const ir::Function*> hostLoweredFunctions(const ir::Module& m) {
+std::vector<const ir::Function*> hostLoweredFunctions(const ir::Module& m, const std::string& entry) {
   // Host functions, then the device functions they reach by call or func.ref.
   std::set<const ir::Function*> seen;
   std::vector<const ir::Function*> order, work;
   for (const auto& f : m.functions())
-    if (f->isHost()) {
+    if (f->isHost() && (entry.empty() || f->name() == entry)) {
       seen.insert(f.get());
       work.push_back(f.get());
     }

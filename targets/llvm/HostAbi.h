@@ -117,11 +117,11 @@ std::vector<const ir::Type*> hostBoxTypes(const ir::Module& m);
 std::vector<const ir::Op*> hostSites(const ir::Module& m);
 
 // The functions lowered with the host ABI, in module order: every host
-// function and every device function host code reaches (by call or
-// func.ref). The compiled module exports `eph.host.functions`, an array of
+// function (or, given `entry`, that host function and the host functions it
+// reaches) and every device function they reach (by call or func.ref). The compiled module exports `eph.host.functions`, an array of
 // pointers to their host.f, in this order (so that the runtime can name the
 // function a function value points to).
-std::vector<const ir::Function*> hostLoweredFunctions(const ir::Module& m);
+std::vector<const ir::Function*> hostLoweredFunctions(const ir::Module& m, const std::string& entry = {});
 constexpr const char* kHostFunctionTable = "eph.host.functions";
 
 // Slots of a value of type t (see above).

@@ -2,6 +2,8 @@
 // workgroup memory layouts, trap site numbering and trap messages.
 #include "targets/llvm/KernelAbi.h"
 
+#include <unordered_set>
+
 #include "ir/Layout.h"
 #include "ir/OpTable.h"
 #include "ir/interp/OutOfBounds.h"
@@ -56,22 +58,66 @@ WorkgroupLayout workgroupLayout(const ir::Function& kernel) {
   return l;
 }
 
-std::vector<const ir::Op*> trapSites(const ir::Module& m) {
+namespace {
+
+std::vector<const ir::Op*> sitesOf(const std::vector<const ir::Function*>& fns) {
   // Trapping ops first, so that the 63 precise bits go to them.
   std::vector<const ir::Op*> sites;
   for (auto* pick : {&canTrap, &canDiverge})
-    for (const auto& f : m.functions()) {
-      if (f->isHost()) continue;
+    for (const ir::Function* f : fns)
       const_cast<ir::Function&>(*f).walk([&](ir::Op* op) {
         if ((*pick)(*op) && (pick == &canTrap || !canTrap(*op))) sites.push_back(op);
       });
-    }
   return sites;
+}
+
+}  // namespace
+
+std::vector<const ir::Op*> trapSites(const ir::Module& m) {
+  std::vector<const ir::Function*> fns;
+  for (const auto& f : m.functions())
+    if (!f->isHost()) fns.push_back(f.get());
+  return sitesOf(fns);
+}
+
+std::vector<const ir::Function*> reachedDeviceFunctions(const ir::Function& kernel) {
+  const ir::Module* m = kernel.module();
+  std::unordered_set<const ir::Function*> reached;
+  std::vector<const ir::Function*> work = {&kernel};
+  while (!work.empty()) {
+    const ir::Function* f = work.back();
+    work.pop_back();
+    const_cast<ir::Function&>(*f).walk([&](ir::Op* op) {
+      if (op->name() != "call" || !m) return;
+      const ir::Function* callee = m->lookup(op->symbolAttr("callee"));
+      if (callee && callee->kind() == ir::FunctionKind::Device && reached.insert(callee).second)
+        work.push_back(callee);
+    });
+  }
+  std::vector<const ir::Function*> out;
+  if (m)
+    for (const auto& f : m->functions())
+      if (reached.count(f.get())) out.push_back(f.get());
+  return out;
+}
+
+std::vector<const ir::Op*> trapSites(const ir::Function& kernel) {
+  std::vector<const ir::Function*> fns = {&kernel};
+  for (const ir::Function* f : reachedDeviceFunctions(kernel)) fns.push_back(f);
+  return sitesOf(fns);
 }
 
 Status statusError(const ir::Module& m, const ir::Function& kernel, const KernelStatus& st) {
   if (!st.diverged && !st.trapMask) return Status::ok();
-  std::vector<const ir::Op*> sites = trapSites(m);
+  return statusError(trapSites(m), kernel, st);
+}
+
+Status statusError(const ir::Function& kernel, const KernelStatus& st) {
+  if (!st.diverged && !st.trapMask) return Status::ok();
+  return statusError(trapSites(kernel), kernel, st);
+}
+
+Status statusError(const std::vector<const ir::Op*>& sites, const ir::Function& kernel, const KernelStatus& st) {
   auto locOf = [&](const ir::Op* op) { return op && op->loc().known() ? op->loc() : kernel.loc(); };
   if (st.diverged) {
     const ir::Op* op = st.diverged - 1 < sites.size() ? sites[st.diverged - 1] : nullptr;

@@ -99,9 +99,20 @@ WorkgroupLayout workgroupLayout(const ir::Function& kernel);
 // a site number from compiled code can be mapped back to an op of any module
 // with that text.
 std::vector<const ir::Op*> trapSites(const ir::Module& m);
+// The same for one kernel compiled alone (LowerOptions::kernels names just
+// it and host code is not lowered): its ops, then those of the device
+// functions it reaches, in module order. The numbering depends only on the
+// text of the kernel and of those functions (runtime/cpu/KernelCache.h keys
+// compiled kernels by that text).
+std::vector<const ir::Op*> trapSites(const ir::Function& kernel);
+// The device functions `kernel` calls, directly or not, in module order.
+std::vector<const ir::Function*> reachedDeviceFunctions(const ir::Function& kernel);
 
 // The interpreter-style error for a kernel's status (an empty Status when
 // nothing trapped), at the trap site's location.
 Status statusError(const ir::Module& m, const ir::Function& kernel, const KernelStatus& st);
+// The same for a kernel compiled alone (trapSites(kernel)).
+Status statusError(const ir::Function& kernel, const KernelStatus& st);
+Status statusError(const std::vector<const ir::Op*>& sites, const ir::Function& kernel, const KernelStatus& st);
 
 }  // namespace eph::llvmtarget

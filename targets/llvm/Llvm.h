@@ -55,6 +55,7 @@
 // and no floating-point contraction or reassociation is allowed.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -77,6 +78,13 @@ struct LowerOptions {
   // Lower host functions too (HostAbi.h). If one cannot be lowered, none
   // is, and the reason is kept (emitLlvmText prints it as a comment).
   bool lowerHost = false;
+  // With lowerHost: lower only this host function and the functions it
+  // reaches (hostLoweredFunctions); empty: every host function.
+  std::string hostEntry;
+  // Export each kernel's workgroup function `k` beside `k.range`. The
+  // runtime calls only `k.range`; without the export, `k` is internal and
+  // inlined into it, and LLVM compiles the kernel's body once, not twice.
+  bool exportWorkgroup = true;
 };
 
 // The optimised LLVM IR of the module's kernels and device functions, as text.
@@ -90,7 +98,7 @@ class JitModule {
  public:
   virtual ~JitModule() = default;
   struct Kernel {
-    WorkgroupFn workgroup = nullptr;
+    WorkgroupFn workgroup = nullptr;  // null unless LowerOptions::exportWorkgroup
     RangeFn range = nullptr;
     size_t workgroupBytes = 0;
   };
@@ -104,20 +112,51 @@ class JitModule {
   // this was compiled from, or any module with the same text (compiled
   // modules are shared by text, runtime/cpu/KernelCache.h).
   virtual std::optional<Error> hostUnsupported(const ir::Module& m) const = 0;
-  // The host functions' addresses, in hostLoweredFunctions order.
+  // The functions lowered with the host ABI (hostLoweredFunctions of m
+  // with the options this was compiled with).
+  virtual std::vector<const ir::Function*> hostLowered(const ir::Module& m) const = 0;
+  // The host functions' addresses, in hostLowered order.
   virtual std::span<void* const> hostFunctions() const = 0;
   // The box codecs (HostAbi.h), when host functions were lowered.
   virtual HostBoxReadFn hostBoxRead() const = 0;
   virtual HostBoxMakeFn hostBoxMake() const = 0;
 };
 
+// What host lowering (LowerOptions::lowerHost) produced.
+struct HostLowering {
+  std::optional<Error> unsupported;             // why host code was not lowered
+  // Where, as indices that hold for any module with the same text: the op's
+  // index in hostSites, else the function's in the module, else -1.
+  long errorSite = -1, errorFunction = -1;
+  std::map<std::string, std::string> entries;   // IR name -> entry wrapper's LLVM name
+};
+
+// A relocatable object for the host CPU and what host lowering produced:
+// everything needed to load the code into a process later, so that it can
+// be kept on disk (runtime/cpu/KernelCache.h).
+struct CompiledObject {
+  std::vector<char> object;
+  HostLowering host;
+};
+Expected<CompiledObject> compileObject(const ir::Module& m, const LowerOptions& opts);
+
 // `symbols` binds extra names for the compiled code (the host runtime calls).
+using SymbolList = std::vector<std::pair<std::string, void*>>;
+// Links `code`, compiled from m (or a module of the same text) with `opts`,
+// into this process (a JITDylib of its own in one process-wide ORC LLJIT,
+// removed when the JitModule is destroyed). Thread-safe.
+Expected<std::unique_ptr<JitModule>> loadObject(const ir::Module& m, const LowerOptions& opts,
+                                                const CompiledObject& code, const SymbolList& symbols = {});
+// compileObject, then loadObject.
 Expected<std::unique_ptr<JitModule>> jitCompile(const ir::Module& m, const LowerOptions& opts,
-                                                const std::vector<std::pair<std::string, void*>>& symbols = {});
+                                                const SymbolList& symbols = {});
 
 // The host CPU LLVM targets ("x86-64 sapphirerapids +avx2,..." style, one line).
 std::string hostCpuDescription();
 // The LLVM version this target was built with ("19.1.7").
 std::string llvmVersion();
+// What compiled code depends on besides its IR and LowerOptions: the
+// triple, CPU and CPU features code is compiled for and the LLVM version.
+std::string hostTargetKey();
 
 }  // namespace eph::llvmtarget

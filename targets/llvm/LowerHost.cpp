@@ -367,7 +367,7 @@ bool emitHostFunctions(ModuleEmitter& M) {
   for (unsigned i = 0; i < sites.size(); ++i) M.hostSiteIds[sites[i]] = i;
   std::vector<const ir::Type*> boxTypes = hostBoxTypes(M.irm);
   for (unsigned i = 0; i < boxTypes.size(); ++i) M.boxTypeIds[boxTypes[i]] = i;
-  std::vector<const ir::Function*> fns = hostLoweredFunctions(M.irm);
+  std::vector<const ir::Function*> fns = hostLoweredFunctions(M.irm, M.opts.hostEntry);
   for (const ir::Function* f : fns) {
     if (ir::isGeneric(*f)) return M.fail(nullptr, f, "generic functions are not supported in compiled host code");
     if (!declareHost(M, *f)) return false;

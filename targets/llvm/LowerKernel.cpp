@@ -700,7 +700,8 @@ bool emitKernel(ModuleEmitter& M, const ir::Function& k) {
   auto* i32 = M.i32;
   auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(M.ctx),
                                       {M.ptr, M.ptr, M.ptr, i32, i32, i32, i32, i32, i32, M.ptr, M.ptr}, false);
-  auto* fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, k.name(), *M.mod);
+  auto linkage = M.opts.exportWorkgroup ? llvm::GlobalValue::ExternalLinkage : llvm::GlobalValue::InternalLinkage;
+  auto* fn = llvm::Function::Create(fty, linkage, k.name(), *M.mod);
   fn->addFnAttr(llvm::Attribute::NoUnwind);
   for (unsigned i : {0u, 1u, 2u}) {
     fn->addParamAttr(i, llvm::Attribute::NoCapture);

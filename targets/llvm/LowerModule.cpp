@@ -21,7 +21,15 @@ ModuleEmitter::ModuleEmitter(llvm::LLVMContext& c, const ir::Module& m, const Lo
   f64 = llvm::Type::getDoubleTy(ctx);
   ptr = llvm::PointerType::get(ctx, 0);
   bufferTy = llvm::StructType::get(ctx, {ptr, i64});
-  std::vector<const ir::Op*> sites = trapSites(m);
+  // Sites and reached functions are those of the user's module m (irm may
+  // be its copy with barrier calls inlined): reached by name.
+  const ir::Function* sole = nullptr;
+  if (o.kernels.size() == 1 && !o.lowerHost)
+    if (const ir::Function* k = m.lookup(o.kernels[0]); k && k->isKernel()) sole = k;
+  soleKernel_ = sole != nullptr;
+  std::vector<const ir::Op*> sites = sole ? trapSites(*sole) : trapSites(m);
+  if (sole)
+    for (const ir::Function* f : reachedDeviceFunctions(*sole)) reached_.insert(f->name());
   for (unsigned i = 0; i < sites.size(); ++i) sites_[sites[i]] = i;
   if (inlined) {  // each op of the copy takes the number of the op it was copied from
     std::unordered_map<const ir::Op*, unsigned> copied;
@@ -164,8 +172,16 @@ bool ModuleEmitter::run() {
                                           "fmod", "fmodf", "memcpy", "memset", "memmove"};
   // Device functions with barriers are not lowered: the calls to them were
   // inlined (BarrierCalls.h), and one left is an error (LowerControl.cpp).
+  auto selected = [&](const ir::Function& f) {
+    return opts.kernels.empty() || std::find(opts.kernels.begin(), opts.kernels.end(), f.name()) != opts.kernels.end();
+  };
+  // Device functions with the device ABI serve kernels only (host code
+  // calls its own copies, LowerHost.cpp): none when no kernel is lowered.
+  bool anyKernel = false;
+  for (const auto& f : irm.functions()) anyKernel = anyKernel || (f->isKernel() && selected(*f));
   auto lowered = [&](const ir::Function& f) {
-    if (f.kind() != ir::FunctionKind::Device) return false;
+    if (f.kind() != ir::FunctionKind::Device || !anyKernel) return false;
+    if (soleKernel_ && !reached_.count(f.name())) return false;
     for (const auto& op : f.body().ops())
       if (hasBarrier(*op)) return false;
     return true;
@@ -183,9 +199,6 @@ bool ModuleEmitter::run() {
   }
   for (const auto& f : irm.functions())
     if (lowered(*f) && !emitDeviceFunction(*this, *f)) return false;
-  auto selected = [&](const ir::Function& f) {
-    return opts.kernels.empty() || std::find(opts.kernels.begin(), opts.kernels.end(), f.name()) != opts.kernels.end();
-  };
   for (const auto& f : irm.functions())
     if (f->isKernel() && selected(*f) && !emitKernel(*this, *f)) return false;
   if (opts.lowerHost) {

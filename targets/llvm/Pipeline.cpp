@@ -157,19 +157,27 @@ Expected<std::string> emitLlvmText(const ir::Module& m, const LowerOptions& opts
   return os.str();
 }
 
-Expected<std::vector<char>> emitObject(const ir::Module& m, const LowerOptions& opts) {
+Expected<CompiledObject> compileObject(const ir::Module& m, const LowerOptions& opts) {
   auto tm = hostTargetMachine(opts.optLevel);
   if (!tm) return tm.error();
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> mod;
-  if (Status s = lowerAndOptimize(m, opts, **tm, ctx, mod); !s) return s.error();
+  CompiledObject out;
+  if (Status s = lowerAndOptimize(m, opts, **tm, ctx, mod, &out.host); !s) return s.error();
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
   if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
     return Error{{}, "cpu target: this LLVM cannot write object files for the host"};
   pm.run(*mod);
-  return std::vector<char>(buffer.begin(), buffer.end());
+  out.object.assign(buffer.begin(), buffer.end());
+  return out;
+}
+
+Expected<std::vector<char>> emitObject(const ir::Module& m, const LowerOptions& opts) {
+  auto code = compileObject(m, opts);
+  if (!code) return code.error();
+  return std::move(code->object);
 }
 
 std::string hostCpuDescription() {
@@ -177,5 +185,11 @@ std::string hostCpuDescription() {
 }
 
 std::string llvmVersion() { return LLVM_VERSION_STRING; }
+
+std::string hostTargetKey() {
+  static const std::string key = llvm::sys::getProcessTriple() + " " + llvm::sys::getHostCPUName().str() + " " +
+                                 hostFeatures() + " LLVM " + LLVM_VERSION_STRING;
+  return key;
+}
 
 }  // namespace eph::llvmtarget

@@ -445,7 +445,14 @@ host @main() {
   return
 }
 )";
-  std::string got = runMain(viaCall, "cpu");
+  // Kernels compile when first dispatched (never here), or all at prepare()
+  // with CpuOptions::eager.
+  EXPECT_EQ(runMain(viaCall, "cpu"), "");
+  runtime::KernelCache cache("");
+  runtime::CpuOptions eager;
+  eager.eager = true;
+  eager.cache = &cache;
+  std::string got = runMain(viaCall, "cpu", eager);
   EXPECT_NE(got.find("b.eir:8:3: error: 'match': a barrier inside 'match' is not supported"), std::string::npos) << got;
 
   std::string inMatch = R"(
@@ -462,7 +469,7 @@ host @main() {
   return
 }
 )";
-  got = runMain(inMatch, "cpu");
+  got = runMain(inMatch, "cpu", eager);
   EXPECT_NE(got.find("b.eir:2:3: error: 'match': a barrier inside 'match' is not supported"), std::string::npos) << got;
 }
 
@@ -481,17 +488,20 @@ TEST(CpuDevice, ThreadCountsGiveTheSameResults) {
   EXPECT_FALSE(runtime::CpuDevice().caps().isGpu);
 }
 
-TEST(CpuDevice, CompiledModulesAreCachedByContent) {
+TEST(CpuDevice, CompiledKernelsAreCachedByContent) {
   std::string text = readExample("saxpy.eir") + "\n// a comment does not change the module\n";
-  EXPECT_EQ(runMain(text, "cpu"), "0\n1000000\n");
-  size_t before = runtime::compiledModuleCount();
-  EXPECT_EQ(runMain(text, "cpu"), "0\n1000000\n");
-  EXPECT_EQ(runMain(readExample("saxpy.eir"), "cpu"), "0\n1000000\n");
-  EXPECT_EQ(runtime::compiledModuleCount(), before);
-  runtime::CpuOptions o0;
-  o0.lower.optLevel = 0;
-  EXPECT_EQ(runMain(text, "cpu", o0), "0\n1000000\n");
-  EXPECT_EQ(runtime::compiledModuleCount(), before + 1);
+  runtime::KernelCache cache("");  // memory only
+  runtime::CpuOptions o;
+  o.cache = &cache;
+  EXPECT_EQ(runMain(text, "cpu", o), "0\n1000000\n");
+  size_t before = cache.stats().compiled;
+  EXPECT_GE(before, 1u);
+  EXPECT_EQ(runMain(text, "cpu", o), "0\n1000000\n");
+  EXPECT_EQ(runMain(readExample("saxpy.eir"), "cpu", o), "0\n1000000\n");
+  EXPECT_EQ(cache.stats().compiled, before);
+  o.lower.optLevel = 0;
+  EXPECT_EQ(runMain(text, "cpu", o), "0\n1000000\n");
+  EXPECT_EQ(cache.stats().compiled, 2 * before);
 }
 
 TEST(CpuDevice, OpensThroughTheDeviceApi) {

@@ -504,6 +504,32 @@ TEST(VulkanDevice, PipelineCacheInMemoryAndOnDisk) {
   std::filesystem::remove_all(dir);
 }
 
+// Pipelines are keyed per kernel (by its SPIR-V): preparing a module where
+// one kernel of two changed builds only that one.
+TEST(VulkanDevice, OnlyChangedKernelsBuildPipelines) {
+  REQUIRE_VULKAN();
+  auto dev = openValidated();
+  ASSERT_TRUE(dev);
+  auto twoKernels = [](const std::string& op) {
+    std::string k2 = kCopy;
+    k2.replace(k2.find("@copy"), 5, "@scale");
+    k2.replace(k2.find("    store %out, %i, %v"), 22, "    %w = " + op + " %v, %v : f32\n    store %out, %i, %w");
+    return std::string(kCopy) + k2;
+  };
+  ir::Context ctx;
+  auto m1 = parse(ctx, twoKernels("add"));
+  ASSERT_TRUE(m1);
+  ASSERT_TRUE(dev->prepare(*m1));
+  EXPECT_EQ(dev->stats().compiled, 2u);
+  ir::Context ctx2;
+  auto m2 = parse(ctx2, twoKernels("mul"));
+  ASSERT_TRUE(m2);
+  ASSERT_TRUE(dev->prepare(*m2));
+  EXPECT_EQ(dev->stats().compiled, 3u);
+  EXPECT_EQ(dev->stats().fromMemory, 1u);
+  expectNoValidationMessages(*dev);
+}
+
 // The SPIR-V of every prepared kernel passes spirv-tools' validator.
 TEST(VulkanDevice, PreparedModulesPassTheValidator) {
   REQUIRE_VULKAN();

@@ -67,6 +67,7 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   std::vector<std::unique_ptr<runtime::Device>> devices;
   runtime::DeviceOptions deviceOpts = runtime::DeviceOptions::fromEnvironment();
   if (args->has("--check-bounds")) deviceOpts.checkBounds = true;
+  deviceOpts.tieredCpu = true;  // small first dispatches at -O0 (CpuOptions::tiered)
   if (args->has("--devices")) {
     if (args->has("--target") || args->has("--device"))
       return s.fail("run: --devices names every device; give it without --target and --device");
