@@ -1183,287 +1183,341 @@ class Parser {
     Span s = cur().span;
     if (panic_ || tooDeep()) return dummy();
     switch (cur().kind) {
-      case Tok::Int: {
-        Token t = take();
-        auto e = node(ExprKind::IntLit, s);
-        e->ival = t.ival;
-        e->bval = t.wide;
-        if (t.ival < 0) {  // 2^63 without a minus
-          diags_.error("E000", s, "integer literal '" + t.text + "' is out of range for I64");
-          panic_ = true;
-        }
-        return e;
-      }
-      case Tok::Float: {
-        auto e = node(ExprKind::FloatLit, s);
-        e->fval = take().fval;
-        return e;
-      }
-      case Tok::String: {
-        auto e = node(ExprKind::StrLit, s);
-        e->name = take().text;
-        return e;
-      }
+      case Tok::Int: return parseIntLit(s);
+      case Tok::Float: return parseFloatLit(s);
+      case Tok::String: return parseStringLit(s);
       case Tok::KwTrue:
-      case Tok::KwFalse: {
-        auto e = node(ExprKind::BoolLit, s);
-        e->bval = take().kind == Tok::KwTrue;
-        return e;
-      }
-      case Tok::Ident: {
-        Token t = take();
-        if (t.text == "__ffi") {
-          auto e = node(ExprKind::Ffi, s);
-          expect(Tok::LParen, "after '__ffi'");
-          if (at(Tok::String)) e->name = take().text;
-          else fail("the symbol name (a string) as the first argument of __ffi");
-          while (!panic_ && accept(Tok::Comma)) e->kids.push_back(parseExpr());
-          expect(Tok::RParen, "after the __ffi arguments");
-          return e;
-        }
-        if (t.text == "allocate_gpu" || t.text == "allocate_gpu_on") return parseAllocGpu(s, t.text == "allocate_gpu_on");
-        if (t.text == "dispatch" && at(Tok::Ident)) return parseDispatch(s);
-        if (t.text == "kernel" && atIdent("over")) return parseDispatch(s);
-        auto e = node(ExprKind::Var, s);
-        e->name = t.text;
-        return e;
-      }
-      case Tok::LParen: {
-        take();
-        if (accept(Tok::RParen)) return node(ExprKind::Unit, s);
-        ExprP first = parseExpr();
-        if (accept(Tok::RParen)) return first;
-        auto t = node(ExprKind::Tuple, s);
-        t->kids.push_back(std::move(first));
-        while (!panic_ && accept(Tok::Comma)) t->kids.push_back(parseExpr());
-        expect(Tok::RParen, "after the tuple", "tuples are written `(a, b)`");
-        return t;
-      }
-      case Tok::LBrace: {
-        take();
-        auto r = node(ExprKind::Record, s);
-        while (!panic_ && !at(Tok::RBrace)) {
-          if (!at(Tok::Ident)) {
-            fail("a field name in a record literal `{ f = e }`",
-                 "braces after `=` make a record; a brace-bodied function has no `=`: `fn f(): T { .. }`");
-            break;
-          }
-          r->names.push_back(take().text);
-          expect(Tok::Eq, "after the field name");
-          r->kids.push_back(parseExpr());
-          if (!accept(Tok::Comma)) break;
-        }
-        if (!panic_ && r->names.empty()) fail("a field name in a record literal `{ f = e }`");
-        expect(Tok::RBrace, "after the record fields");
-        return r;
-      }
-      case Tok::LBracket: {
-        take();
-        auto l = node(ExprKind::List, s);
-        while (!panic_ && !at(Tok::RBracket)) {
-          l->kids.push_back(parseExpr());
-          if (!accept(Tok::Comma)) break;
-        }
-        expect(Tok::RBracket, "after the list elements");
-        return l;
-      }
+      case Tok::KwFalse: return parseBoolLit(s);
+      case Tok::Ident: return parseName(s);
+      case Tok::LParen: return parseParenthesized(s);
+      case Tok::LBrace: return parseRecordLit(s);
+      case Tok::LBracket: return parseListLit(s);
       case Tok::KwLet:
       case Tok::KwLetBang: return parseLet();
-      case Tok::KwFn: {
-        take();
-        auto l = node(ExprKind::Lambda, s);
-        l->params = parseParams();
-        if (l->params.empty()) {
-          Param unit;
-          unit.name = "_";
-          unit.span = s;
-          unit.type = typeNode(TypeExpr::Unit, s);
-          l->params.push_back(std::move(unit));
-        }
-        if (accept(Tok::Colon)) l->annot = parseTypeAtom();
-        expect(Tok::Arrow, "before the lambda body", "lambdas are written `fn(x: T) -> body`");
-        l->kids.push_back(parseExprNoSeq());
-        return l;
-      }
-      case Tok::KwIf: {
-        take();
-        auto e = node(ExprKind::If, s);
-        e->kids.push_back(parseExpr());
-        if (at(Tok::LBrace)) {  // if c { .. } [else if .. | else { .. }]
-          e->kids.push_back(parseBlock("after the condition"));
-          if (accept(Tok::KwElse)) {
-            if (at(Tok::KwIf)) e->kids.push_back(parsePrimary());
-            else e->kids.push_back(parseBlock("after 'else'", "write `else { .. }` or `else if c { .. }`"));
-          } else {
-            e->kids.push_back(node(ExprKind::Unit, s));
-          }
-          return e;
-        }
-        expect(Tok::KwThen, "after the condition", "write `if c then a else b` or `if c { a } else { b }`");
-        e->kids.push_back(parseExpr());
-        expect(Tok::KwElse, "after the then-branch", "every `if` needs an `else`");
-        e->kids.push_back(parseExprNoSeq());
-        return e;
-      }
-      case Tok::KwRegion: {
-        take();
-        auto e = node(ExprKind::Region, s);
-        e->name = expectIdent("a region name after 'region'");
-        if (at(Tok::LBrace)) {
-          e->kids.push_back(parseBlock("after the region name"));
-        } else if (accept(Tok::Colon)) {
-          e->kids.push_back(parseExpr());
-        } else {
-          fail("'{' or ':' after the region name");
-        }
-        return e;
-      }
-      case Tok::KwMatch: {
-        take();
-        auto e = node(ExprKind::Match, s);
-        e->kids.push_back(parseExpr());
-        expect(Tok::KwOf, "after the match scrutinee", "write `match e of | P => e end`");
-        bool first = true;
-        while (!panic_ && !at(Tok::KwEnd)) {
-          if (!accept(Tok::Bar) && !first) {
-            fail("'|' before the next match arm or 'end'");
-            break;
-          }
-          first = false;
-          Arm a;
-          a.span = cur().span;
-          a.pat = parsePattern();
-          if (accept(Tok::KwIf)) a.guard = parseExpr();
-          expect(Tok::FatArrow, "after the pattern");
-          a.body = parseExpr();
-          e->arms.push_back(std::move(a));
-        }
-        if (!panic_ && e->arms.empty()) fail("a match arm");
-        expect(Tok::KwEnd, "to close the match");
-        return e;
-      }
-      case Tok::KwCase: {
-        take();
-        auto e = node(ExprKind::Case, s);
-        e->kids.push_back(parseExpr());
-        expect(Tok::KwOf, "after the case scrutinee");
-        for (Tok side : {Tok::KwInl, Tok::KwInr}) {
-          accept(Tok::Bar);
-          expect(side, "in a case expression", "write `case e of inl(x) -> a inr(y) -> b end`");
-          expect(Tok::LParen);
-          Span vs = cur().span;
-          e->names.push_back(expectIdent("a variable name", &vs));
-          e->nameSpans.push_back(vs);
-          expect(Tok::RParen);
-          if (!accept(Tok::Arrow)) expect(Tok::FatArrow, "after the case pattern");
-          e->kids.push_back(parseExpr());
-        }
-        expect(Tok::KwEnd, "to close the case");
-        return e;
-      }
-      case Tok::KwHandle: {
-        take();
-        auto e = node(ExprKind::Handle, s);
-        e->kids.push_back(parseExpr());
-        expect(Tok::KwWith, "after the handled expression");
-        while (!panic_ && accept(Tok::Bar)) {
-          Arm a;
-          a.span = cur().span;
-          if (accept(Tok::KwReturn)) a.name = "return";
-          else a.name = expectIdent("an operation name or 'return'");
-          expect(Tok::LParen, "after the handler's name");
-          while (!panic_ && !at(Tok::RParen)) {
-            Param p;
-            p.name = expectIdent("a parameter name", &p.span);
-            a.params.push_back(std::move(p));
-            if (!accept(Tok::Comma)) break;
-          }
-          expect(Tok::RParen, "after the handler's parameters");
-          expect(Tok::FatArrow, "after the handler's parameters");
-          a.body = parseExpr();
-          e->arms.push_back(std::move(a));
-        }
-        expect(Tok::KwEnd, "to close the handler");
-        return e;
-      }
-      case Tok::KwPerform: {
-        take();
-        auto e = node(ExprKind::Perform, s);
-        e->name = expectIdent("an operation name after 'perform'");
-        e->kids = parseArgs("after the operation name");
-        return e;
-      }
+      case Tok::KwFn: return parseLambda(s);
+      case Tok::KwIf: return parseIf(s);
+      case Tok::KwRegion: return parseRegion(s);
+      case Tok::KwMatch: return parseMatch(s);
+      case Tok::KwCase: return parseCase(s);
+      case Tok::KwHandle: return parseHandle(s);
+      case Tok::KwPerform: return parsePerform(s);
       case Tok::KwInl:
-      case Tok::KwInr: {
-        auto e = node(take().kind == Tok::KwInl ? ExprKind::Inl : ExprKind::Inr, s);
-        if (accept(Tok::LBracket)) {
-          e->annot = parseType();
-          expect(Tok::RBracket, "after the type");
-        }
-        auto args = parseArgs("after inl/inr");
-        if (!panic_ && args.size() != 1) {
-          diags_.error("E106", s, "inl/inr take 1 argument, got " + std::to_string(args.size()));
-          e->kids.push_back(node(ExprKind::Unit, s));
-        } else if (!args.empty()) {
-          e->kids.push_back(std::move(args[0]));
-        } else {
-          e->kids.push_back(node(ExprKind::Unit, s));
-        }
-        return e;
-      }
+      case Tok::KwInr: return parseInjection(s);
       case Tok::KwFst:
       case Tok::KwSnd:
       case Tok::KwDrop:
-      case Tok::KwCopy: {
-        Tok k = take().kind;
-        ExprKind ek = k == Tok::KwFst ? ExprKind::Fst : k == Tok::KwSnd ? ExprKind::Snd
-                      : k == Tok::KwDrop ? ExprKind::Drop : ExprKind::Copy;
-        auto e = node(ek, s);
-        auto args = parseArgs("after the built-in's name");
-        if (!panic_ && args.size() != 1)
-          diags_.error("E106", s, "this built-in takes 1 argument, got " + std::to_string(args.size()));
-        e->kids.push_back(args.empty() ? node(ExprKind::Unit, s) : std::move(args[0]));
-        return e;
-      }
-      case Tok::KwString: {
-        take();
-        expect(Tok::Dot, "after 'String'", "the string operations are String.new@r(\"...\"), String.len(s), String.concat(a, b)");
-        Span ns = cur().span;
-        std::string op = expectIdent("new, len or concat after 'String.'");
-        if (panic_) return dummy();
-        if (op == "new") {
-          auto e = node(ExprKind::StrNew, s);
-          e->name = "_";
-          if (accept(Tok::At)) e->name = expectIdent("a region name after '@'");
-          auto args = parseArgs("after String.new");
-          if (!panic_ && args.size() != 1) {
-            diags_.error("E106", s, "String.new takes 1 argument, got " + std::to_string(args.size()));
-            return dummy();
-          }
-          if (!panic_) e->kids.push_back(std::move(args[0]));
-          return e;
-        }
-        if (op == "len" || op == "concat") {
-          auto e = node(op == "len" ? ExprKind::StrLen : ExprKind::StrConcat, s);
-          auto args = parseArgs("after the string operation");
-          size_t want = op == "len" ? 1 : 2;
-          if (!panic_ && args.size() != want) {
-            diags_.error("E106", s, "String." + op + " takes " + std::to_string(want) + " argument" +
-                                        (want == 1 ? "" : "s") + ", got " + std::to_string(args.size()));
-            return dummy();
-          }
-          for (ExprP& a : args) e->kids.push_back(std::move(a));
-          return e;
-        }
-        diags_.error("E104", ns, "unknown string operation 'String." + op + "'",
-                     "the string operations are String.new@r(\"...\"), String.len(s), String.concat(a, b)");
-        panic_ = true;
-        return dummy();
-      }
+      case Tok::KwCopy: return parseUnaryBuiltin(s);
+      case Tok::KwString: return parseStringOp(s);
       default:
         fail("an expression");
         return dummy();
     }
+  }
+
+  // An integer literal.
+  ExprP parseIntLit(Span s) {
+    Token t = take();
+    auto e = node(ExprKind::IntLit, s);
+    e->ival = t.ival;
+    e->bval = t.wide;
+    if (t.ival < 0) {  // 2^63 without a minus
+      diags_.error("E000", s, "integer literal '" + t.text + "' is out of range for I64");
+      panic_ = true;
+    }
+    return e;
+  }
+
+  // A float literal.
+  ExprP parseFloatLit(Span s) {
+    auto e = node(ExprKind::FloatLit, s);
+    e->fval = take().fval;
+    return e;
+  }
+
+  // A string literal.
+  ExprP parseStringLit(Span s) {
+    auto e = node(ExprKind::StrLit, s);
+    e->name = take().text;
+    return e;
+  }
+
+  // `true`, `false`.
+  ExprP parseBoolLit(Span s) {
+    auto e = node(ExprKind::BoolLit, s);
+    e->bval = take().kind == Tok::KwTrue;
+    return e;
+  }
+
+  // A name: a variable, `__ffi(..)`, `allocate_gpu(..)`, an inline dispatch.
+  ExprP parseName(Span s) {
+    Token t = take();
+    if (t.text == "__ffi") {
+      auto e = node(ExprKind::Ffi, s);
+      expect(Tok::LParen, "after '__ffi'");
+      if (at(Tok::String)) e->name = take().text;
+      else fail("the symbol name (a string) as the first argument of __ffi");
+      while (!panic_ && accept(Tok::Comma)) e->kids.push_back(parseExpr());
+      expect(Tok::RParen, "after the __ffi arguments");
+      return e;
+    }
+    if (t.text == "allocate_gpu" || t.text == "allocate_gpu_on") return parseAllocGpu(s, t.text == "allocate_gpu_on");
+    if (t.text == "dispatch" && at(Tok::Ident)) return parseDispatch(s);
+    if (t.text == "kernel" && atIdent("over")) return parseDispatch(s);
+    auto e = node(ExprKind::Var, s);
+    e->name = t.text;
+    return e;
+  }
+
+  // `()`, `(e)`, a tuple `(a, b)`.
+  ExprP parseParenthesized(Span s) {
+    take();
+    if (accept(Tok::RParen)) return node(ExprKind::Unit, s);
+    ExprP first = parseExpr();
+    if (accept(Tok::RParen)) return first;
+    auto t = node(ExprKind::Tuple, s);
+    t->kids.push_back(std::move(first));
+    while (!panic_ && accept(Tok::Comma)) t->kids.push_back(parseExpr());
+    expect(Tok::RParen, "after the tuple", "tuples are written `(a, b)`");
+    return t;
+  }
+
+  // A record literal `{ f = e, .. }`.
+  ExprP parseRecordLit(Span s) {
+    take();
+    auto r = node(ExprKind::Record, s);
+    while (!panic_ && !at(Tok::RBrace)) {
+      if (!at(Tok::Ident)) {
+        fail("a field name in a record literal `{ f = e }`",
+             "braces after `=` make a record; a brace-bodied function has no `=`: `fn f(): T { .. }`");
+        break;
+      }
+      r->names.push_back(take().text);
+      expect(Tok::Eq, "after the field name");
+      r->kids.push_back(parseExpr());
+      if (!accept(Tok::Comma)) break;
+    }
+    if (!panic_ && r->names.empty()) fail("a field name in a record literal `{ f = e }`");
+    expect(Tok::RBrace, "after the record fields");
+    return r;
+  }
+
+  // A list literal `[a, b]`.
+  ExprP parseListLit(Span s) {
+    take();
+    auto l = node(ExprKind::List, s);
+    while (!panic_ && !at(Tok::RBracket)) {
+      l->kids.push_back(parseExpr());
+      if (!accept(Tok::Comma)) break;
+    }
+    expect(Tok::RBracket, "after the list elements");
+    return l;
+  }
+
+  // A lambda `fn(x: T) -> body`.
+  ExprP parseLambda(Span s) {
+    take();
+    auto l = node(ExprKind::Lambda, s);
+    l->params = parseParams();
+    if (l->params.empty()) {
+      Param unit;
+      unit.name = "_";
+      unit.span = s;
+      unit.type = typeNode(TypeExpr::Unit, s);
+      l->params.push_back(std::move(unit));
+    }
+    if (accept(Tok::Colon)) l->annot = parseTypeAtom();
+    expect(Tok::Arrow, "before the lambda body", "lambdas are written `fn(x: T) -> body`");
+    l->kids.push_back(parseExprNoSeq());
+    return l;
+  }
+
+  // `if c then a else b`, `if c { .. } else { .. }`.
+  ExprP parseIf(Span s) {
+    take();
+    auto e = node(ExprKind::If, s);
+    e->kids.push_back(parseExpr());
+    if (at(Tok::LBrace)) {  // if c { .. } [else if .. | else { .. }]
+      e->kids.push_back(parseBlock("after the condition"));
+      if (accept(Tok::KwElse)) {
+        if (at(Tok::KwIf)) e->kids.push_back(parsePrimary());
+        else e->kids.push_back(parseBlock("after 'else'", "write `else { .. }` or `else if c { .. }`"));
+      } else {
+        e->kids.push_back(node(ExprKind::Unit, s));
+      }
+      return e;
+    }
+    expect(Tok::KwThen, "after the condition", "write `if c then a else b` or `if c { a } else { b }`");
+    e->kids.push_back(parseExpr());
+    expect(Tok::KwElse, "after the then-branch", "every `if` needs an `else`");
+    e->kids.push_back(parseExprNoSeq());
+    return e;
+  }
+
+  // `region r { .. }`, `region r: e`.
+  ExprP parseRegion(Span s) {
+    take();
+    auto e = node(ExprKind::Region, s);
+    e->name = expectIdent("a region name after 'region'");
+    if (at(Tok::LBrace)) {
+      e->kids.push_back(parseBlock("after the region name"));
+    } else if (accept(Tok::Colon)) {
+      e->kids.push_back(parseExpr());
+    } else {
+      fail("'{' or ':' after the region name");
+    }
+    return e;
+  }
+
+  // `match e of | P => e end`.
+  ExprP parseMatch(Span s) {
+    take();
+    auto e = node(ExprKind::Match, s);
+    e->kids.push_back(parseExpr());
+    expect(Tok::KwOf, "after the match scrutinee", "write `match e of | P => e end`");
+    bool first = true;
+    while (!panic_ && !at(Tok::KwEnd)) {
+      if (!accept(Tok::Bar) && !first) {
+        fail("'|' before the next match arm or 'end'");
+        break;
+      }
+      first = false;
+      Arm a;
+      a.span = cur().span;
+      a.pat = parsePattern();
+      if (accept(Tok::KwIf)) a.guard = parseExpr();
+      expect(Tok::FatArrow, "after the pattern");
+      a.body = parseExpr();
+      e->arms.push_back(std::move(a));
+    }
+    if (!panic_ && e->arms.empty()) fail("a match arm");
+    expect(Tok::KwEnd, "to close the match");
+    return e;
+  }
+
+  // `case e of inl(x) -> a inr(y) -> b end`.
+  ExprP parseCase(Span s) {
+    take();
+    auto e = node(ExprKind::Case, s);
+    e->kids.push_back(parseExpr());
+    expect(Tok::KwOf, "after the case scrutinee");
+    for (Tok side : {Tok::KwInl, Tok::KwInr}) {
+      accept(Tok::Bar);
+      expect(side, "in a case expression", "write `case e of inl(x) -> a inr(y) -> b end`");
+      expect(Tok::LParen);
+      Span vs = cur().span;
+      e->names.push_back(expectIdent("a variable name", &vs));
+      e->nameSpans.push_back(vs);
+      expect(Tok::RParen);
+      if (!accept(Tok::Arrow)) expect(Tok::FatArrow, "after the case pattern");
+      e->kids.push_back(parseExpr());
+    }
+    expect(Tok::KwEnd, "to close the case");
+    return e;
+  }
+
+  // `handle e with | op(x, k) => e | return(x) => e end`.
+  ExprP parseHandle(Span s) {
+    take();
+    auto e = node(ExprKind::Handle, s);
+    e->kids.push_back(parseExpr());
+    expect(Tok::KwWith, "after the handled expression");
+    while (!panic_ && accept(Tok::Bar)) {
+      Arm a;
+      a.span = cur().span;
+      if (accept(Tok::KwReturn)) a.name = "return";
+      else a.name = expectIdent("an operation name or 'return'");
+      expect(Tok::LParen, "after the handler's name");
+      while (!panic_ && !at(Tok::RParen)) {
+        Param p;
+        p.name = expectIdent("a parameter name", &p.span);
+        a.params.push_back(std::move(p));
+        if (!accept(Tok::Comma)) break;
+      }
+      expect(Tok::RParen, "after the handler's parameters");
+      expect(Tok::FatArrow, "after the handler's parameters");
+      a.body = parseExpr();
+      e->arms.push_back(std::move(a));
+    }
+    expect(Tok::KwEnd, "to close the handler");
+    return e;
+  }
+
+  // `perform op(args)`.
+  ExprP parsePerform(Span s) {
+    take();
+    auto e = node(ExprKind::Perform, s);
+    e->name = expectIdent("an operation name after 'perform'");
+    e->kids = parseArgs("after the operation name");
+    return e;
+  }
+
+  // `inl(e)`, `inr(e)`, with an optional `[T]`.
+  ExprP parseInjection(Span s) {
+    auto e = node(take().kind == Tok::KwInl ? ExprKind::Inl : ExprKind::Inr, s);
+    if (accept(Tok::LBracket)) {
+      e->annot = parseType();
+      expect(Tok::RBracket, "after the type");
+    }
+    auto args = parseArgs("after inl/inr");
+    if (!panic_ && args.size() != 1) {
+      diags_.error("E106", s, "inl/inr take 1 argument, got " + std::to_string(args.size()));
+      e->kids.push_back(node(ExprKind::Unit, s));
+    } else if (!args.empty()) {
+      e->kids.push_back(std::move(args[0]));
+    } else {
+      e->kids.push_back(node(ExprKind::Unit, s));
+    }
+    return e;
+  }
+
+  // `fst(e)`, `snd(e)`, `drop(e)`, `copy(e)`.
+  ExprP parseUnaryBuiltin(Span s) {
+    Tok k = take().kind;
+    ExprKind ek = k == Tok::KwFst ? ExprKind::Fst : k == Tok::KwSnd ? ExprKind::Snd
+                  : k == Tok::KwDrop ? ExprKind::Drop : ExprKind::Copy;
+    auto e = node(ek, s);
+    auto args = parseArgs("after the built-in's name");
+    if (!panic_ && args.size() != 1)
+      diags_.error("E106", s, "this built-in takes 1 argument, got " + std::to_string(args.size()));
+    e->kids.push_back(args.empty() ? node(ExprKind::Unit, s) : std::move(args[0]));
+    return e;
+  }
+
+  // `String.new@r(..)`, `String.len(s)`, `String.concat(a, b)`.
+  ExprP parseStringOp(Span s) {
+    take();
+    expect(Tok::Dot, "after 'String'", "the string operations are String.new@r(\"...\"), String.len(s), String.concat(a, b)");
+    Span ns = cur().span;
+    std::string op = expectIdent("new, len or concat after 'String.'");
+    if (panic_) return dummy();
+    if (op == "new") {
+      auto e = node(ExprKind::StrNew, s);
+      e->name = "_";
+      if (accept(Tok::At)) e->name = expectIdent("a region name after '@'");
+      auto args = parseArgs("after String.new");
+      if (!panic_ && args.size() != 1) {
+        diags_.error("E106", s, "String.new takes 1 argument, got " + std::to_string(args.size()));
+        return dummy();
+      }
+      if (!panic_) e->kids.push_back(std::move(args[0]));
+      return e;
+    }
+    if (op == "len" || op == "concat") {
+      auto e = node(op == "len" ? ExprKind::StrLen : ExprKind::StrConcat, s);
+      auto args = parseArgs("after the string operation");
+      size_t want = op == "len" ? 1 : 2;
+      if (!panic_ && args.size() != want) {
+        diags_.error("E106", s, "String." + op + " takes " + std::to_string(want) + " argument" +
+                                    (want == 1 ? "" : "s") + ", got " + std::to_string(args.size()));
+        return dummy();
+      }
+      for (ExprP& a : args) e->kids.push_back(std::move(a));
+      return e;
+    }
+    diags_.error("E104", ns, "unknown string operation 'String." + op + "'",
+                 "the string operations are String.new@r(\"...\"), String.len(s), String.concat(a, b)");
+    panic_ = true;
+    return dummy();
   }
 };
 
