@@ -857,6 +857,7 @@ int main(int argc, char** argv) {
   eph::runtime::VulkanOptions opts;
   opts.deviceIndex = device;
   opts.validation = validation;
+  opts.profile = true;  // dispatch times come from GPU timestamps
   auto dev = VulkanDevice::open(opts);
   if (!dev) Bench::fail(dev.error().message);
   const eph::DeviceCaps& caps = (*dev)->caps();

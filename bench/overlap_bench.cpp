@@ -191,7 +191,9 @@ int main(int argc, char** argv) {
   eph::ephapax::DiagSink diags;
   auto m = eph::ephapax::compile(ctx, ss.str(), path, diags);
   if (!m || !diags.empty()) fail(eph::ephapax::renderAll(diags, path, ss.str()));
-  auto dev = VulkanDevice::open();
+  eph::runtime::VulkanOptions opts;
+  opts.profile = true;  // the timeline is GPU timestamps
+  auto dev = VulkanDevice::open(opts);
   if (!dev) fail("Vulkan is not available: " + dev.error().str());
   std::printf("device: %s\n", (*dev)->caps().name.c_str());
 

@@ -99,6 +99,22 @@ Status CheckedDevice::download(interp::BufferData& dst, uint64_t src, Loc site) 
   return inner_.download(dst, src, site);
 }
 
+Status CheckedDevice::uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site) {
+  if (Status s = use(dst, site, "h2d"); !s) return s;
+  return inner_.uploadBytes(dst, bytes, site);
+}
+
+Status CheckedDevice::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) {
+  if (Status s = use(src, site, "d2h"); !s) return s;
+  return inner_.downloadBytes(bytes, src, site);
+}
+
+Status CheckedDevice::copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) {
+  if (Status s = use(dst, site, "copy"); !s) return s;
+  if (Status s = use(src, site, "copy"); !s) return s;
+  return inner_.copyBytes(dst, src, bytes, site);
+}
+
 Status CheckedDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
                                std::span<const interp::RtValue> args, Loc site) {
   for (size_t i = 0; i < args.size(); ++i) {

@@ -53,6 +53,10 @@ class CheckedDevice : public Device {
   Status dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
                   std::span<const interp::RtValue> args, Loc site) override;
   Status wait(Loc site) override { return inner_.wait(site); }
+  Status uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site) override;
+  Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) override;
+  Status copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) override;
+  bool tracksWrites() const override { return inner_.tracksWrites(); }
   // Checks the use, then the recorded count.
   Expected<uint64_t> length(uint64_t handle, Loc site) override;
 

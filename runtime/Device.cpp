@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "ir/Layout.h"
 #include "runtime/BufferChecks.h"
 #include "runtime/DeviceSet.h"
 #include "runtime/InterpDevice.h"
@@ -17,6 +18,25 @@
 #endif
 
 namespace eph::runtime {
+
+Status Device::copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) {
+  std::vector<std::byte> staging(bytes);
+  if (Status s = downloadBytes(staging, src, site); !s) return s;
+  return uploadBytes(dst, staging, site);
+}
+
+Status Device::upload(uint64_t dst, const interp::BufferData& src, Loc site) {
+  std::vector<std::byte> bytes;
+  if (Status s = ir::encodeBuffer(src, bytes, site); !s) return s;  // checks every element is written
+  return uploadBytes(dst, bytes, site);
+}
+
+Status Device::download(interp::BufferData& dst, uint64_t src, Loc site) {
+  std::vector<std::byte> bytes(dst.elems.size() * ir::storageStride(dst.elemType));
+  if (Status s = downloadBytes(bytes, src, site); !s) return s;
+  ir::decodeBuffer(bytes, dst);
+  return Status::ok();
+}
 
 RunOptions RunOptions::fromEnvironment() {
   RunOptions opts;

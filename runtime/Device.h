@@ -17,6 +17,15 @@
 //
 // Several devices: runHost over a list of devices (DeviceSet.h); buffer
 // checks: RunOptions::checkBuffers (BufferChecks.h).
+//
+// Data moves as raw bytes: uploadBytes, downloadBytes and copyBytes take a
+// whole buffer in the storage layout of ir/Layout.h (count x
+// ir::storageStride(elem) bytes), so a transfer builds no per-element value.
+// The interpreter's hooks (upload/download of an interp::BufferData) convert
+// at this edge, once per transfer; compiled host code (runtime/cpu/HostAbi.h)
+// holds storage bytes already and passes them straight through. Only the
+// interpreter's device keeps per-element written flags (tracksWrites), and
+// transfers that must keep them take the BufferData path.
 #pragma once
 
 #include <memory>
@@ -40,6 +49,27 @@ class Device : public interp::DeviceHooks {
   // a kernel the device cannot run (float64 on a device without it, a
   // workgroup larger than its limit) is a clear error up front. Idempotent.
   virtual Status prepare(const ir::Module& m) = 0;
+
+  // Raw transfers of a whole buffer (`bytes.size()` must be its size in
+  // storage bytes; else an error naming both sizes). uploadBytes may return
+  // before the copy has run (the bytes are staged first); downloadBytes
+  // waits for the work that writes the buffer.
+  virtual Status uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site) = 0;
+  virtual Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) = 0;
+  // Copies `bytes` bytes (the whole of both buffers) from `src` to `dst` on
+  // this device. The default goes through host memory (downloadBytes, then
+  // uploadBytes); devices that can copy in place override it.
+  virtual Status copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site);
+  // Whether the device keeps the interpreter's per-element written flags
+  // (InterpDevice): raw bytes cannot carry them, so transfers that must keep
+  // them (compiled host code's h2d/d2h, copy) use upload/download instead.
+  virtual bool tracksWrites() const { return false; }
+
+  // The interpreter's hooks, converted at the edge: upload checks that every
+  // element of `src` was written and encodes it once (ir::encodeBuffer);
+  // download decodes once (ir::decodeBuffer, every element written).
+  Status upload(uint64_t dst, const interp::BufferData& src, Loc site) override;
+  Status download(interp::BufferData& dst, uint64_t src, Loc site) override;
 };
 
 // How runHost runs a host function.

@@ -3,6 +3,7 @@
 
 #include <optional>
 
+#include "ir/Layout.h"
 #include "runtime/BufferChecks.h"
 
 namespace eph::runtime {
@@ -117,6 +118,14 @@ Status DeviceSet::copy(uint64_t dst, uint64_t src, Loc site) {
   if (dstShape->second.count != n)
     return Error{site, "copies a buffer of " + std::to_string(n) + " elements into a buffer of " +
                            std::to_string(dstShape->second.count)};
+  if (!to->tracksWrites() && !from->tracksWrites()) {
+    // Raw bytes: in place on one device, through host memory across two.
+    uint64_t bytes = n * ir::storageStride(srcShape->second.elem);
+    if (to == from) return to->copyBytes(dst & kInnerMask, src & kInnerMask, bytes, site);
+    std::vector<std::byte> staging(bytes);
+    if (Status s = from->downloadBytes(staging, src & kInnerMask, site); !s) return s;
+    return to->uploadBytes(dst & kInnerMask, staging, site);
+  }
   interp::BufferData staging;
   staging.elemType = srcShape->second.elem;
   staging.space = ir::Space::Host;
@@ -128,6 +137,28 @@ Status DeviceSet::copy(uint64_t dst, uint64_t src, Loc site) {
     if (!staging.written[i])
       return Error{site, "element " + std::to_string(i) + " of the source of a copy was never written"};
   return to->upload(dst & kInnerMask, staging, site);
+}
+
+Status DeviceSet::uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site) {
+  Status err;
+  Device* d = route(dst, site, err);
+  return d ? d->uploadBytes(dst & kInnerMask, bytes, site) : err;
+}
+
+Status DeviceSet::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) {
+  Status err;
+  Device* d = route(src, site, err);
+  return d ? d->downloadBytes(bytes, src & kInnerMask, site) : err;
+}
+
+uint64_t DeviceSet::countOf(uint64_t handle, bool& known) const {
+  auto it = shapes_.find(handle);
+  known = it != shapes_.end();
+  return known ? it->second.count : 0;
+}
+
+bool DeviceSet::tracksWrites(uint64_t handle) const {
+  return deviceOf(handle) < devices_.size() && devices_[deviceOf(handle)]->tracksWrites();
 }
 
 Expected<CheckedDevice*> DeviceSet::foreignRoute(uint64_t handle, Loc site, const char* what) const {

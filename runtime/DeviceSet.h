@@ -3,9 +3,11 @@
 // {device = k}`, default 0) is devices[k]. Every later op on a buffer goes to
 // the device that owns it; a dispatch runs on the device of its buffer
 // arguments (device 0 when it has none), and buffers on different devices in
-// one dispatch are an error at the dispatch. `copy` between two device buffers
-// goes through host memory (a download, then an upload), on one device or
-// across two.
+// one dispatch are an error at the dispatch. `copy` between two buffers of
+// one device copies on that device (Device::copyBytes); across two devices
+// it goes through host memory as raw bytes. Where a device keeps written
+// flags (the interpreter's), a copy goes through its values instead, so that
+// an element never written is reported.
 //
 // Handles: the program sees the owning device's handle with the device index
 // in its top 8 bits, so with one device it sees the device's own handles.
@@ -14,7 +16,9 @@
 //   in.setDeviceHooks(&set);          // runHost does this (runtime/Device.h)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -53,6 +57,13 @@ class DeviceSet : public interp::DeviceHooks {
   // else the count recorded at alloc.
   Expected<uint64_t> length(uint64_t handle, Loc site) override;
   unsigned deviceCount() const override { return unsigned(devices_.size()); }
+  // Raw bytes (Device::uploadBytes) to or from the device a handle is on.
+  Status uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site);
+  Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site);
+  // The element count recorded at alloc for a live handle, else 0 (and
+  // `known` false); whether the handle's device keeps written flags.
+  uint64_t countOf(uint64_t handle, bool& known) const;
+  bool tracksWrites(uint64_t handle) const;
   // Handles from C code (runtime/eph_buffer.h): with buffer checks on, the
   // CheckedDevice reports a freed or unknown one with its sites; off, one
   // that is not a live buffer of this set is an error before any device

@@ -1,5 +1,8 @@
 #include "runtime/InterpDevice.h"
 
+#include "ir/Layout.h"
+#include "ir/interp/Exec.h"
+
 namespace eph::runtime {
 
 InterpDevice::InterpDevice() {
@@ -35,6 +38,9 @@ interp::BufferData* InterpDevice::live(uint64_t handle, Loc site, Status& err) {
 
 Expected<uint64_t> InterpDevice::alloc(const ir::Type* bufferType, uint64_t count, Loc site) {
   if (!kernels_) return Error{site, "InterpDevice: prepare() was not called"};
+  if (count > interp::kMaxElements)
+    return Error{site, "allocation of " + std::to_string(count) +
+                           " elements is larger than the interpreter's limit of " + std::to_string(interp::kMaxElements)};
   if (count * bufferType->elem()->sizeInBytes() > caps_.maxBufferBytes)
     return Error{site, "allocation of " + std::to_string(count) + " elements is larger than the " +
                            "device's largest buffer (" + std::to_string(caps_.maxBufferBytes) + " bytes)"};
@@ -74,6 +80,35 @@ Status InterpDevice::download(interp::BufferData& dst, uint64_t src, Loc site) {
   dst.elems = b->elems;
   dst.written = b->written;
   dst.copiedFrom = b->copiedFrom.known() ? b->copiedFrom : b->allocSite;
+  return Status::ok();
+}
+
+Status InterpDevice::uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site) {
+  Status err;
+  interp::BufferData* b = live(dst, site, err);
+  if (!b) return err;
+  size_t stride = ir::storageStride(b->elemType);
+  if (bytes.size() != b->elems.size() * stride)
+    return Error{site, "copies " + std::to_string(bytes.size()) + " bytes into a device buffer of " +
+                           std::to_string(b->elems.size() * stride) + " bytes"};
+  ir::decodeBuffer(bytes, *b);
+  return Status::ok();
+}
+
+Status InterpDevice::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) {
+  Status err;
+  interp::BufferData* b = live(src, site, err);
+  if (!b) return err;
+  size_t stride = ir::storageStride(b->elemType);
+  if (bytes.size() != b->elems.size() * stride)
+    return Error{site, "copies a device buffer of " + std::to_string(b->elems.size() * stride) + " bytes into " +
+                           std::to_string(bytes.size()) + " bytes"};
+  for (size_t i = 0; i < b->elems.size(); ++i) {
+    if (!b->written[i])
+      return Error{site, "element " + std::to_string(i) + " of the device buffer" + interp::allocatedAt(*b) +
+                             " was never written"};
+    ir::encode(b->elems[i], bytes.data() + i * stride);
+  }
   return Status::ok();
 }
 

@@ -23,6 +23,12 @@ class InterpDevice : public Device {
   Status dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
                   std::span<const interp::RtValue> args, Loc site) override;
   Status wait(Loc site) override { return Status::ok(); }
+  // Raw bytes are decoded into values (every element then written) and
+  // encoded from them; downloading an element never written is an error, as
+  // bytes cannot say it has no value.
+  Status uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site) override;
+  Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) override;
+  bool tracksWrites() const override { return true; }
 
  private:
   interp::BufferData* live(uint64_t handle, Loc site, Status& err);

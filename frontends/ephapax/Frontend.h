@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "frontends/Frontend.h"
 #include "frontends/ephapax/Checker.h"
 #include "frontends/ephapax/Diag.h"
 #include "ir/IR.h"
@@ -38,5 +39,9 @@ struct CompileOptions {
 // Parses, checks and lowers to IR. Null after reporting errors in `diags`.
 std::unique_ptr<ir::Module> compile(ir::Context& ctx, std::string_view src, const std::string& file,
                                     DiagSink& diags, const CompileOptions& opts = {});
+
+// Ephapax as a frontend (frontends/Frontend.h): `.eph` files, with the
+// options `--mode linear|affine` and `--no-frontend-check`.
+frontends::Frontend frontend();
 
 }  // namespace eph::ephapax

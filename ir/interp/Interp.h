@@ -58,6 +58,11 @@ struct BoxCell {
   ~BoxCell();
 };
 
+// The most elements one buffer the interpreter stores may hold (host buffers,
+// and device buffers of the reference interpreter and InterpDevice). Device
+// buffers of other devices are limited only by the device.
+inline constexpr uint64_t kMaxElements = uint64_t(1) << 26;
+
 // One buffer's storage in the interpreter.
 struct BufferData {
   const ir::Type* elemType = nullptr;

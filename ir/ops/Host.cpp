@@ -111,15 +111,17 @@ bool interpAlloc(interp::Exec& ex, const Op& op) {
   uint64_t n = 0;
   if (!countOperand(ex, op, 0, "the element count", n)) return false;
   if (!ex.memory()) return ex.fail(op, "no memory to allocate from");
-  constexpr uint64_t kMaxElements = uint64_t(1) << 26;
-  if (n > kMaxElements)
+  const Type* t = resultType(op);
+  interp::DeviceHooks* d = deviceFor(ex, t);
+  // The interpreter's cap holds for the buffers it stores itself; a device
+  // buffer behind hooks is limited by its device (which says so at alloc).
+  if (!d && n > interp::kMaxElements)
     return ex.fail(op, "allocation of " + std::to_string(n) +
                            " elements is larger than the interpreter's limit of " +
-                           std::to_string(kMaxElements));
-  const Type* t = resultType(op);
+                           std::to_string(interp::kMaxElements));
   interp::RtValue b;
   b.type = t;
-  if (interp::DeviceHooks* d = deviceFor(ex, t)) {
+  if (d) {
     unsigned device = op.attr("device") ? static_cast<unsigned>(op.intAttr("device")) : 0;
     auto handle = device ? d->allocOn(device, t, n, op.loc()) : d->alloc(t, n, op.loc());
     if (!handle) return ex.fail(handle.takeError());

@@ -183,6 +183,41 @@ Status CpuDevice::download(interp::BufferData& dst, uint64_t src, Loc site) {
   return Status::ok();
 }
 
+Status CpuDevice::uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site) {
+  Status err;
+  Buffer* b = live(dst, site, err);
+  if (!b) return err;
+  if (bytes.size() != b->count * b->stride)
+    return Error{site, "copies " + std::to_string(bytes.size()) + " bytes into a device buffer of " +
+                           std::to_string(b->count * b->stride) + " bytes"};
+  if (!bytes.empty()) std::memcpy(b->data, bytes.data(), bytes.size());
+  return Status::ok();
+}
+
+Status CpuDevice::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) {
+  Status err;
+  Buffer* b = live(src, site, err);
+  if (!b) return err;
+  if (bytes.size() != b->count * b->stride)
+    return Error{site, "copies a device buffer of " + std::to_string(b->count * b->stride) + " bytes into " +
+                           std::to_string(bytes.size()) + " bytes"};
+  if (!bytes.empty()) std::memcpy(bytes.data(), b->data, bytes.size());
+  return Status::ok();
+}
+
+Status CpuDevice::copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) {
+  Status err;
+  Buffer* to = live(dst, site, err);
+  Buffer* from = to ? live(src, site, err) : nullptr;
+  if (!from) return err;
+  if (to->count * to->stride != bytes || from->count * from->stride != bytes)
+    return Error{site, "copies " + std::to_string(bytes) + " bytes from a device buffer of " +
+                           std::to_string(from->count * from->stride) + " bytes into one of " +
+                           std::to_string(to->count * to->stride)};
+  if (bytes && to != from) std::memcpy(to->data, from->data, bytes);
+  return Status::ok();
+}
+
 Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
                            std::span<const interp::RtValue> args, Loc site) {
   Status err;

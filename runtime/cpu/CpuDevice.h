@@ -56,6 +56,10 @@ class CpuDevice : public Device {
   Status dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
                   std::span<const interp::RtValue> args, Loc site) override;
   Status wait(Loc site) override { return Status::ok(); }
+  // Device memory is host memory: each is one memcpy.
+  Status uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site) override;
+  Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) override;
+  Status copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) override;
 
   unsigned threads() const { return pool_.size(); }
   // The storage bytes of a live buffer (tests and benchmarks read them).

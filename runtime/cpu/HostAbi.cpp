@@ -13,7 +13,6 @@
 
 #include "ir/Layout.h"
 #include "runtime/DeviceSet.h"
-#include "runtime/cpu/CpuDevice.h"
 #include "runtime/cpu/HostContext.h"
 
 namespace eph::runtime {
@@ -68,10 +67,7 @@ uint64_t allocDevice(HostContextHeader* h, uint32_t site, int64_t count) {
   const ir::Op& op = c.op(site);
   uint64_t n = 0;
   if (!countOf(c, op, 0, count, "the element count", n)) return 0;
-  if (n > HostContext::kMaxElements)
-    return c.fail(op, "allocation of " + std::to_string(n) + " elements is larger than the interpreter's limit of " +
-                          std::to_string(HostContext::kMaxElements)),
-           0;
+  // No cap here: the device says what it can hold.
   const ir::Type* t = op.result(0)->type();
   unsigned device = op.attr("device") ? unsigned(op.intAttr("device")) : 0;
   auto handle = device ? c.hooks->allocOn(device, t, n, op.loc()) : c.hooks->alloc(t, n, op.loc());
@@ -94,16 +90,17 @@ void freeDevice(HostContextHeader* h, uint32_t site, uint64_t handle) {
   check(c, c.hooks->free(handle, c.op(site).loc()));
 }
 
-// The bytes of a device buffer when it lives on a CpuDevice seen directly
-// (no CheckedDevice in between) and has `length` elements; else empty, and
-// the transfer takes the general path (which reports any error).
-std::span<std::byte> cpuBytes(HostContext& c, uint64_t handle, const HostBuffer& b) {
+// The device set a transfer of `b` to or from `handle` can move raw bytes
+// through (Device::uploadBytes): the handle's device keeps no written flags
+// and the buffer has b's length; else null, and the transfer takes the
+// general path (which reports any error). Host buffers hold storage bytes
+// already, so no element is converted.
+DeviceSet* rawPath(HostContext& c, uint64_t handle, const HostBuffer& b) {
   auto* set = dynamic_cast<DeviceSet*>(c.hooks);
-  if (!set || DeviceSet::deviceOf(handle) >= set->size()) return {};
-  auto* cpu = dynamic_cast<CpuDevice*>(&set->device(DeviceSet::deviceOf(handle)));
-  if (!cpu || b.length == 0) return {};
-  std::span<std::byte> bytes = cpu->bytes(DeviceSet::innerOf(handle));
-  return bytes.size() == b.length * b.stride ? bytes : std::span<std::byte>();
+  if (!set || set->tracksWrites(handle)) return nullptr;
+  bool known = false;
+  uint64_t n = set->countOf(handle, known);
+  return known && n == b.length && b.bytes.size() >= n * b.stride ? set : nullptr;
 }
 
 void h2d(HostContextHeader* h, uint32_t site, uint64_t dst, void* src) {
@@ -111,10 +108,9 @@ void h2d(HostContextHeader* h, uint32_t site, uint64_t dst, void* src) {
   const ir::Op& op = c.op(site);
   HostBuffer* b = liveBuffer(c, op, src);
   if (!b) return;
-  // Same layout on both sides: a copy, when every element was written.
-  if (std::span<std::byte> to = cpuBytes(c, dst, *b); !to.empty() &&
-      std::find(b->flags.begin(), b->flags.end(), 0) == b->flags.end()) {
-    std::memcpy(to.data(), b->bytes.data(), to.size());
+  // Same layout on both sides: the bytes as they are, when every element was written.
+  if (DeviceSet* set = rawPath(c, dst, *b); set && std::find(b->flags.begin(), b->flags.end(), 0) == b->flags.end()) {
+    check(c, set->uploadBytes(dst, std::span<const std::byte>(b->bytes.data(), b->length * b->stride), op.loc()));
     return;
   }
   interp::BufferData data = b->toBufferData();
@@ -126,8 +122,9 @@ void d2h(HostContextHeader* h, uint32_t site, void* dst, uint64_t src) {
   const ir::Op& op = c.op(site);
   HostBuffer* b = liveBuffer(c, op, dst);
   if (!b) return;
-  if (std::span<std::byte> from = cpuBytes(c, src, *b); !from.empty()) {
-    std::memcpy(b->bytes.data(), from.data(), from.size());
+  if (DeviceSet* set = rawPath(c, src, *b)) {
+    if (!check(c, set->downloadBytes(std::span<std::byte>(b->bytes.data(), b->length * b->stride), src, op.loc())))
+      return;
     std::fill(b->flags.begin(), b->flags.end(), 1);
     return;
   }

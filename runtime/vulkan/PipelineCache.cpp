@@ -73,4 +73,38 @@ bool DiskCache::save(std::span<const uint32_t> spirv, std::span<const std::byte>
   return !ec;
 }
 
+// The driver's statistics of a pipeline's executables, one line each to stderr.
+void printPipelineStatistics(VkDevice device, VkPipeline pipeline, const std::string& kernel) {
+  auto props = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      api().vkGetDeviceProcAddr(device, "vkGetPipelineExecutablePropertiesKHR"));
+  auto stats = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      api().vkGetDeviceProcAddr(device, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!props || !stats) return;
+  VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  pi.pipeline = pipeline;
+  uint32_t count = 0;
+  if (props(device, &pi, &count, nullptr) != VK_SUCCESS) return;
+  for (uint32_t e = 0; e < count; ++e) {
+    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    ei.pipeline = pipeline;
+    ei.executableIndex = e;
+    uint32_t n = 0;
+    if (stats(device, &ei, &n, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> v(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (stats(device, &ei, &n, v.data()) != VK_SUCCESS) continue;
+    std::string line = "vulkan statistics @" + kernel + ":";
+    for (uint32_t k = 0; k < n; ++k) {
+      line += std::string(" ") + v[k].name + "=";
+      switch (v[k].format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: line += v[k].value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: line += std::to_string(v[k].value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: line += std::to_string(v[k].value.u64); break;
+        default: line += std::to_string(v[k].value.f64); break;
+      }
+      line += ";";
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
 }  // namespace eph::runtime::vk

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/vulkan/VulkanApi.h"
+
 namespace eph::runtime::vk {
 
 // FNV-1a, 64 bits.
@@ -20,6 +22,12 @@ uint64_t hashBytes(const void* data, size_t size, uint64_t seed = 0xcbf29ce48422
 
 // $XDG_CACHE_HOME/ephc, else $HOME/.cache/ephc; empty when neither is set.
 std::string defaultCacheDir();
+
+// Prints the driver's statistics of a pipeline (registers, shared memory...;
+// VK_KHR_pipeline_executable_properties) to stderr as one line per
+// executable, "vulkan statistics @kernel: name=value; ...". Nothing where
+// the driver lacks the extension.
+void printPipelineStatistics(VkDevice device, VkPipeline pipeline, const std::string& kernel);
 
 class DiskCache {
  public:

@@ -14,6 +14,7 @@
 #include "runtime/vulkan/PipelineCache.h"
 #include "runtime/vulkan/VulkanApi.h"
 #include "runtime/vulkan/VulkanInstance.h"
+#include "runtime/vulkan/VulkanMemory.h"
 #include "targets/spirv/Spirv.h"
 
 #ifndef EPH_VERSION
@@ -37,31 +38,8 @@ std::string tuple3(std::array<uint32_t, 3> v) {
   return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " + std::to_string(v[2]) + ")";
 }
 
-// A VkBuffer with its own memory; `mapped` for host-visible (staging) ones.
-struct Buffer {
-  VkDevice device = VK_NULL_HANDLE;
-  VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  uint64_t bytes = 0;  // what kernels see (count * stride)
-  void* mapped = nullptr;
-
-  Buffer() = default;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
-  Buffer& operator=(Buffer&& o) noexcept {
-    std::swap(device, o.device);
-    std::swap(buffer, o.buffer);
-    std::swap(memory, o.memory);
-    std::swap(bytes, o.bytes);
-    std::swap(mapped, o.mapped);
-    return *this;
-  }
-  ~Buffer() {
-    if (buffer) api().vkDestroyBuffer(device, buffer, nullptr);
-    if (memory) api().vkFreeMemory(device, memory, nullptr);
-  }
-};
+// A VkBuffer with memory from the device's MemoryPool (VulkanMemory.h).
+using vk::Buffer;
 
 // A kernel's compiled pipeline and the layouts it was built with.
 struct Pipeline {
@@ -103,6 +81,7 @@ struct VulkanDevice::Impl {
   std::vector<VkDescriptorPool> descriptorPools;
   size_t currentPool = 0;
   std::unique_ptr<vk::DiskCache> disk;
+  std::unique_ptr<vk::MemoryPool> pool;  // every buffer's memory
   // EPH_VK_STATS set (and VK_KHR_pipeline_executable_properties there): each
   // pipeline built prints the driver's statistics (registers, shared memory...)
   // to stderr, for comparing a kernel's compile with nvcc's (bench/RESULTS.md).
@@ -180,7 +159,7 @@ struct VulkanDevice::Impl {
                            " is unusable after earlier work did not finish or the device was lost"};
   }
   // Gives up ownership of a buffer the GPU may still use (it is leaked).
-  static void abandon(Buffer& b) { b.buffer = VK_NULL_HANDLE; b.memory = VK_NULL_HANDLE; }
+  static void abandon(Buffer& b) { b.abandon(); }
 
   ~Impl();
   const std::string& name() const { return physical.caps.name; }
@@ -208,6 +187,7 @@ VulkanDevice::Impl::~Impl() {
     for (Buffer& b : staging) abandon(b);
     abandon(boundsRecord);
     for (auto& [k, p] : pipelines) (void)p.release();
+    if (pool) pool->abandon();
     return;
   }
   if (device) {
@@ -216,6 +196,7 @@ VulkanDevice::Impl::~Impl() {
     buffers.clear();
     staging.clear();
     boundsRecord = Buffer();
+    pool.reset();  // after every buffer
     pipelines.clear();
     for (VkDescriptorPool p : descriptorPools) api().vkDestroyDescriptorPool(device, p, nullptr);
     if (queryPool) api().vkDestroyQueryPool(device, queryPool, nullptr);
@@ -275,19 +256,16 @@ Expected<Buffer> VulkanDevice::Impl::makeBuffer(uint64_t bytes, VkBufferUsageFla
   VkMemoryPropertyFlags prefer = readback ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0;
   auto type = memoryType(req.memoryTypeBits, need, prefer);
   if (!type) return Error{site, type.error().message};
-  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  alloc.allocationSize = req.size;
-  alloc.memoryTypeIndex = *type;
-  VkResult r = api().vkAllocateMemory(device, &alloc, nullptr, &b.memory);
+  VkResult r = pool->allocate(req, *type, hostVisible, b.memory);
+  if (r == VK_SUCCESS) b.pool = pool.get();
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
     return Error{site, "allocation of " + std::to_string(bytes) + " bytes failed: out of " +
                            (hostVisible ? "host-visible" : "device") + " memory on " + name() + " (" +
                            std::to_string(physical.caps.memoryBytes) + " bytes of device memory in all)"};
   if (r != VK_SUCCESS) return vkError(site, "vkAllocateMemory of " + std::to_string(bytes) + " bytes failed", r);
-  if ((r = api().vkBindBufferMemory(device, b.buffer, b.memory, 0)) != VK_SUCCESS)
+  if ((r = api().vkBindBufferMemory(device, b.buffer, b.memory.memory, b.memory.offset)) != VK_SUCCESS)
     return vkError(site, "vkBindBufferMemory failed", r);
-  if (hostVisible && (r = api().vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped)) != VK_SUCCESS)
-    return vkError(site, "vkMapMemory failed", r);
+  b.mapped = b.memory.mapped;
   return b;
 }
 
@@ -564,44 +542,6 @@ Expected<VkDescriptorSet> VulkanDevice::Impl::allocateSet(VkDescriptorSetLayout 
   }
 }
 
-namespace {
-
-// The driver's statistics of a pipeline's executables, one line each to stderr.
-void printPipelineStatistics(VkDevice device, VkPipeline pipeline, const std::string& kernel) {
-  auto props = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
-      api().vkGetDeviceProcAddr(device, "vkGetPipelineExecutablePropertiesKHR"));
-  auto stats = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
-      api().vkGetDeviceProcAddr(device, "vkGetPipelineExecutableStatisticsKHR"));
-  if (!props || !stats) return;
-  VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
-  pi.pipeline = pipeline;
-  uint32_t count = 0;
-  if (props(device, &pi, &count, nullptr) != VK_SUCCESS) return;
-  for (uint32_t e = 0; e < count; ++e) {
-    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
-    ei.pipeline = pipeline;
-    ei.executableIndex = e;
-    uint32_t n = 0;
-    if (stats(device, &ei, &n, nullptr) != VK_SUCCESS) continue;
-    std::vector<VkPipelineExecutableStatisticKHR> v(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
-    if (stats(device, &ei, &n, v.data()) != VK_SUCCESS) continue;
-    std::string line = "vulkan statistics @" + kernel + ":";
-    for (uint32_t k = 0; k < n; ++k) {
-      line += std::string(" ") + v[k].name + "=";
-      switch (v[k].format) {
-        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: line += v[k].value.b32 ? "true" : "false"; break;
-        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: line += std::to_string(v[k].value.i64); break;
-        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: line += std::to_string(v[k].value.u64); break;
-        default: line += std::to_string(v[k].value.f64); break;
-      }
-      line += ";";
-    }
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
-}
-
-}  // namespace
-
 Expected<Pipeline*> VulkanDevice::Impl::pipelineFor(const std::vector<uint32_t>& spirv, uint32_t bindings,
                                                     uint32_t pushBytes, const std::string& kernel) {
   uint64_t key = vk::hashBytes(spirv.data(), spirv.size() * 4);
@@ -657,7 +597,7 @@ Expected<Pipeline*> VulkanDevice::Impl::pipelineFor(const std::vector<uint32_t>&
   info.layout = p->layout;
   if (printStatistics) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkResult r = api().vkCreateComputePipelines(device, cache, 1, &info, nullptr, &p->pipeline);
-  if (r == VK_SUCCESS && printStatistics) printPipelineStatistics(device, p->pipeline, kernel);
+  if (r == VK_SUCCESS && printStatistics) vk::printPipelineStatistics(device, p->pipeline, kernel);
   api().vkDestroyShaderModule(device, shader, nullptr);
   if (r == VK_SUCCESS && cache && !cached) {
     size_t size = 0;
@@ -875,6 +815,7 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
     return vkError({}, "cannot open Vulkan device " + std::to_string(index) + " (" + pd.caps.name + ")", r);
   vk::pinLoadedLibraries();
   api().vkGetDeviceQueue(I.device, pd.queueFamily, 0, &I.queue);
+  I.pool = std::make_unique<vk::MemoryPool>(I.device);
 
   VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   cp.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -890,7 +831,9 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   if (VkResult r = api().vkCreateFence(I.device, &fi, nullptr, &I.fence); r != VK_SUCCESS)
     return vkError({}, "vkCreateFence failed", r);
-  if (pd.timestampValidBits > 0) {
+  const char* profileEnv = std::getenv("EPH_PROFILE");
+  bool profile = options.profile || (profileEnv && *profileEnv && std::string(profileEnv) != "0");
+  if (pd.timestampValidBits > 0 && profile) {  // no pool: nothing is stamped
     VkQueryPoolCreateInfo qp{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     qp.queryType = VK_QUERY_TYPE_TIMESTAMP;
     qp.queryCount = kQueryCapacity;
@@ -946,8 +889,10 @@ Expected<uint64_t> VulkanDevice::alloc(const ir::Type* bufferType, uint64_t coun
                            " overflows 64 bits"};
   uint64_t bytes = count * stride;
   if (bytes > c.maxBufferBytes)
-    return Error{site, "allocation of " + std::to_string(bytes) + " bytes exceeds the device's largest buffer (" +
-                           std::to_string(c.maxBufferBytes) + " bytes) on " + c.name};
+    return Error{site, "allocation of " + std::to_string(count) + " elements of " + bufferType->elem()->str() + " (" +
+                           std::to_string(bytes) + " bytes) is larger than the device's largest buffer, " +
+                           std::to_string(c.maxBufferBytes) + " bytes (" + I.physical.maxBufferLimit + ") on " +
+                           c.name};
   auto b = I.makeBuffer(bytes,
                         VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                             VK_BUFFER_USAGE_TRANSFER_DST_BIT,
@@ -1026,11 +971,34 @@ Status VulkanDevice::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc
                              nullptr, 0, nullptr);
   Buffer readback = std::move(*stage);  // outlives the submit (staging is cleared there)
   if (Status s = I.submitAndWait(site); !s) {
-    if (I.wedged) Impl::abandon(readback);  // the copy into it may still be running
+    if (I.wedged) readback.abandon();  // the copy into it may still be running
     return s;
   }
   std::memcpy(bytes.data(), readback.mapped, bytes.size());
   return Status::ok();
+}
+
+// In place: a vkCmdCopyBuffer recorded in the open batch, behind a barrier
+// only where it depends on earlier commands.
+Status VulkanDevice::copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) {
+  Impl& I = *impl_;
+  Status err;
+  Buffer* to = I.live(dst, site, err);
+  Buffer* from = to ? I.live(src, site, err) : nullptr;
+  if (!from) return err;
+  if (to->bytes != bytes || from->bytes != bytes)
+    return Error{site, "copies " + std::to_string(bytes) + " bytes from a device buffer of " +
+                           std::to_string(from->bytes) + " bytes into one of " + std::to_string(to->bytes)};
+  if (bytes == 0 || to == from) return Status::ok();
+  if (Status s = I.beginRecording(site); !s) return s;
+  I.access({from->buffer}, {to->buffer});
+  VkBufferCopy region{0, 0, bytes};
+  int64_t q = I.stampStart("copy", "", VK_PIPELINE_STAGE_TRANSFER_BIT);
+  api().vkCmdCopyBuffer(I.cmd, from->buffer, to->buffer, 1, &region);
+  I.stampEnd(q, VK_PIPELINE_STAGE_TRANSFER_BIT);
+  I.usedHandles.insert(dst);
+  I.usedHandles.insert(src);
+  return I.checkValidation(site);
 }
 
 uint64_t VulkanDevice::bufferBytes(uint64_t handle) const {
@@ -1146,6 +1114,10 @@ std::vector<VulkanDevice::CommandTime> VulkanDevice::takeTimeline() { return std
 bool VulkanDevice::hasUploadQueue() const { return impl_->xfer.queue != VK_NULL_HANDLE; }
 
 VulkanDevice::PipelineStats VulkanDevice::stats() const { return impl_->stats; }
+VulkanDevice::MemoryStats VulkanDevice::memoryStats() const {
+  vk::MemoryPool::Stats s = impl_->pool->stats();
+  return {s.deviceAllocations, s.blocks, s.dedicated, s.allocations};
+}
 
 std::vector<std::string> VulkanDevice::takeValidationMessages() {
   std::vector<std::string> all = std::exchange(impl_->validationLog, {});

@@ -6,7 +6,12 @@
 // - Capabilities are read from the driver into DeviceCaps (subgroup size,
 //   16/64-bit types, float atomics, limits, memory).
 // - Buffers live in device-local memory; h2d and d2h go through host-visible
-//   staging buffers.
+//   staging buffers. Their memory is carved from 64 MiB blocks
+//   (VulkanMemory.h: no vkAllocateMemory per buffer; memoryStats). A buffer
+//   may be as large as the device binds to a kernel (DeviceCaps::
+//   maxBufferBytes: the smallest of maxStorageBufferRange,
+//   maxMemoryAllocationSize and the largest device-local heap); a larger one
+//   is an error at its alloc naming the size and the limit.
 // - prepare() compiles every kernel of a module to SPIR-V (targets/spirv) and
 //   creates its pipeline, through a pipeline cache kept in memory and on disk
 //   ($XDG_CACHE_HOME/ephc, else ~/.cache/ephc; one file per SPIR-V module,
@@ -19,8 +24,9 @@
 //   Where the device has a second queue for transfers (VulkanOptions::
 //   transferQueue), an h2d into a buffer the open batch has not used goes
 //   there, and the compute batch waits for those uploads (a semaphore) only
-//   when it uses a buffer they write. Every transfer and dispatch is timed
-//   with GPU timestamps (takeTimeline).
+//   when it uses a buffer they write. With VulkanOptions::profile (or
+//   EPH_PROFILE=1) every transfer and dispatch is timed with GPU timestamps
+//   (takeTimeline); without, nothing is stamped.
 // - With validation (VulkanOptions::validation or EPH_VALIDATION=1) the
 //   Khronos validation layer runs, and any message it sends makes the next
 //   device call fail with the message.
@@ -57,6 +63,11 @@ struct VulkanOptions {
   // family: a GPU's copy engines), so that they overlap compute.
   // EPH_VK_TRANSFER_QUEUE=0 turns it off too.
   bool transferQueue = true;
+  // Stamp every transfer and dispatch with GPU timestamps (takeDispatchTimes,
+  // takeTimeline). Off, no query pool is made and nothing is stamped: a
+  // timestamp is a command and a query to reset and read back per command.
+  // EPH_PROFILE=1 turns it on too.
+  bool profile = false;
   // Bounds checks in every kernel (`ephc run --check-bounds`, EPH_CHECK_BOUNDS=1):
   // an access out of bounds is skipped and the first of a submission is the
   // interpreter's error (index, length, invocation) at the next sync point.
@@ -92,10 +103,12 @@ class VulkanDevice : public Device {
                   std::span<const interp::RtValue> args, Loc site) override;
   Status wait(Loc site) override;
 
-  // Raw storage bytes (ir/Layout.h), for callers that hold data outside the
-  // interpreter (benchmarks): `bytes` must be the buffer's whole size.
-  Status uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site = {});
-  Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site = {});
+  // Raw storage bytes (ir/Layout.h; Device::uploadBytes): `bytes` must be
+  // the buffer's whole size.
+  Status uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site = {}) override;
+  Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site = {}) override;
+  // On the device (vkCmdCopyBuffer in the open batch), not through the host.
+  Status copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) override;
   // Size in bytes of a live buffer (0 for an unknown handle).
   uint64_t bufferBytes(uint64_t handle) const;
 
@@ -114,7 +127,7 @@ class VulkanDevice : public Device {
   // has cleared; its end when it and those have finished. Times are in ms
   // from the first start of the same submission (one command buffer).
   struct CommandTime {
-    std::string what;  // "h2d", "d2h" or "dispatch"
+    std::string what;  // "h2d", "d2h", "copy" or "dispatch"
     std::string name;  // the kernel of a dispatch; else empty
     unsigned submission = 0;
     double startMs = 0, endMs = 0;
@@ -134,6 +147,15 @@ class VulkanDevice : public Device {
     unsigned submits = 0;     // command buffers submitted so far
   };
   PipelineStats stats() const;
+
+  // Where buffer memory came from (VulkanMemory.h's MemoryPool).
+  struct MemoryStats {
+    uint64_t deviceAllocations = 0;  // vkAllocateMemory calls so far
+    uint64_t blocks = 0;             // 64 MiB blocks live now
+    uint64_t dedicated = 0;          // buffers with memory of their own, live now
+    uint64_t allocations = 0;        // buffers (and staging buffers) carved from blocks, live now
+  };
+  MemoryStats memoryStats() const;
 
   // Validation messages not yet reported (they fail the next device call too).
   std::vector<std::string> takeValidationMessages();

@@ -244,8 +244,18 @@ Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
         c.memoryBytes += d.memory.memoryHeaps[h].size;
         largestHeap = std::max<uint64_t>(largestHeap, d.memory.memoryHeaps[h].size);
       }
-    c.maxBufferBytes = std::min<uint64_t>({uint64_t(lim.maxStorageBufferRange),
-                                           uint64_t(maint3.maxMemoryAllocationSize), largestHeap});
+    // The largest buffer a kernel can bind, and which limit sets it (for
+    // the error when a buffer is larger).
+    c.maxBufferBytes = uint64_t(lim.maxStorageBufferRange);
+    d.maxBufferLimit = "maxStorageBufferRange";
+    if (uint64_t(maint3.maxMemoryAllocationSize) < c.maxBufferBytes) {
+      c.maxBufferBytes = uint64_t(maint3.maxMemoryAllocationSize);
+      d.maxBufferLimit = "maxMemoryAllocationSize";
+    }
+    if (largestHeap < c.maxBufferBytes) {
+      c.maxBufferBytes = largestHeap;
+      d.maxBufferLimit = "the largest device-local memory heap";
+    }
     c.maxWorkgroupInvocations = lim.maxComputeWorkGroupInvocations;
     for (int k = 0; k < 3; ++k) {
       c.maxWorkgroupSize[k] = lim.maxComputeWorkGroupSize[k];

@@ -78,6 +78,9 @@ struct PhysicalDevice {
   int transferQueueIndex = -1;
   uint32_t transferTimestampBits = 0;
   uint32_t maxStorageBuffersPerStage = 0;
+  // Which limit sets caps.maxBufferBytes: "maxStorageBufferRange",
+  // "maxMemoryAllocationSize" or "the largest device-local memory heap".
+  std::string maxBufferLimit;
   bool hasAtomicFloat = false;  // VK_EXT_shader_atomic_float
   bool hasExecutableProperties = false;  // VK_KHR_pipeline_executable_properties
   std::unique_ptr<FeatureChain> features;

@@ -14,7 +14,9 @@
 #include <memory>
 
 #include "ir/Parser.h"
+#include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "passes/PassManager.h"
 #include "runtime/Compare.h"
 #include "runtime/Device.h"
 #include "tests/support/RandomProgram.h"
@@ -117,6 +119,54 @@ TEST(RandomPrograms, GeneratorIsDeterministic) {
   for (uint64_t seed = 1; seed <= 20 && !called; ++seed)
     called = generateRandomProgram(seed).find("{callee = @exchange}") != std::string::npos;
   EXPECT_TRUE(called);
+}
+
+
+// Optimizer fuzzing: each random program, put through the optimizing
+// pipelines (`optimize`, and `inline` before it), must give the unoptimized
+// program's results on the interpreter and on every other target. A failure
+// prints the seed, the pipeline and both modules; minimised failures are kept
+// as regression tests in tests/lit/passes/.
+TEST(RandomPrograms, OptimizedProgramsAgreeWithUnoptimizedOnEveryTarget) {
+  uint64_t count = envNumber("EPH_RANDOM_PROGRAMS", 300) / 3;
+  uint64_t first = envNumber("EPH_RANDOM_SEED", 1);
+  std::vector<std::pair<std::string, std::unique_ptr<runtime::Device>>> targets;
+  for (const std::string& t : runtime::availableTargets())
+    if (auto dev = runtime::openDevice(t)) targets.push_back({t, std::move(*dev)});
+  auto ref = runtime::openDevice("interp");
+  ASSERT_TRUE(ref);
+  unsigned failures = 0;
+  for (const char* pipeline : {"default,optimize", "inline,optimize"}) {
+    auto pm = passes::PassManager::parse(pipeline);
+    ASSERT_TRUE(pm) << pm.error().str();
+    for (uint64_t seed = first; seed < first + count && failures < 3; ++seed) {
+      std::string text = generateRandomProgram(seed);
+      ir::Context ctx;
+      auto plain = ir::parseModule(ctx, text, "random-" + std::to_string(seed) + ".eir");
+      auto opt = ir::parseModule(ctx, text, "random-" + std::to_string(seed) + ".eir");
+      ASSERT_TRUE(plain && opt) << "seed " << seed << "\n" << text;
+      auto changed = pm->run(**opt);
+      ASSERT_TRUE(changed) << "seed " << seed << " " << pipeline << ": " << changed.error().str() << "\n" << text;
+      HostRun want = runOn(**ref, **plain);
+      ASSERT_TRUE(want.results) << "seed " << seed << ": " << want.results.error().str() << "\n" << text;
+      for (auto& [name, device] : targets) {
+        HostRun got = runOn(*device, **opt);
+        std::string where = "seed " + std::to_string(seed) + ", " + pipeline + ", on " + name;
+        if (!got.results) {
+          ++failures;
+          ADD_FAILURE() << where << ": " << got.results.error().str() << "\n" << text << "\noptimized:\n" << ir::print(**opt);
+          continue;
+        }
+        runtime::Tolerance tol = name == "vulkan" ? runtime::Tolerance{} : runtime::Tolerance{0, 0, 0};
+        if (auto diff = runtime::compareResults(*want.results, want.interp->memory(), *got.results, got.interp->memory(), tol)) {
+          ++failures;
+          ADD_FAILURE() << where << ": result " << diff->result << " element " << diff->element << ": unoptimized "
+                        << diff->a << ", optimized " << diff->b << " " << diff->what << "\n" << text << "\noptimized:\n"
+                        << ir::print(**opt);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

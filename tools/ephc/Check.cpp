@@ -5,7 +5,7 @@
 // parse, verify and run the linearity pass. Exit 0 when it is fine, else 1.
 #include <ostream>
 
-#include "frontends/ephapax/Frontend.h"
+#include "frontends/Frontend.h"
 #include "passes/PassManager.h"
 #include "tools/ephc/Driver.h"
 
@@ -25,7 +25,7 @@ CommandSpec checkSpec() {
           "dropped instead of consumed. An IR module (.eir) is parsed,\n"
           "verified and put through the linearity pass. Exits 0 when the input is\n"
           "fine, 1 otherwise.",
-      .options = {modeOption()},
+      .options = frontendOptionSpecs(/*check=*/true),
       .minOperands = 1,
       .maxOperands = 1,
   };
@@ -38,16 +38,14 @@ int runCheckCommand(Session& s, std::span<const std::string> argv) {
   if (args->help) return s.io.out << helpText(spec), 0;
   if (!applyFrontendOptions(s, *args, "check")) return 1;
   const std::string& file = args->operands[0];
-  if (ephapax::isEphapaxFile(file)) {
+  if (const frontends::Frontend* f = frontends::forFile(file)) {
     std::string text;
     if (!s.readInput(file, text)) return 1;
-    ephapax::DiagSink diags;
-    ephapax::CompileOptions opts;
-    opts.check.affineMode = s.affineMode;
+    std::string diagnostics;
     ir::Context ctx;
-    auto lowered = ephapax::compile(ctx, text, file, diags, opts);
-    s.io.err << ephapax::renderAll(diags, file, text);
-    return diags.empty() && lowered ? 0 : 1;
+    auto lowered = f->compile(ctx, text, file, s.frontendOptions, diagnostics);
+    s.io.err << diagnostics;
+    return diagnostics.empty() && lowered ? 0 : 1;
   }
   ir::Context ctx;
   auto m = s.loadModule(ctx, file);

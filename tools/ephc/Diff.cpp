@@ -39,8 +39,7 @@ CommandSpec diffSpec() {
       .maxOperands = 1,
   };
   for (OptionSpec& o : pipelineOptions()) spec.options.push_back(o);
-  spec.options.push_back(noFrontendCheckOption());
-  spec.options.push_back(modeOption());
+  for (OptionSpec& o : frontendOptionSpecs()) spec.options.push_back(o);
   return spec;
 }
 

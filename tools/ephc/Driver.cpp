@@ -10,7 +10,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "frontends/ephapax/Frontend.h"
+#include "frontends/Frontend.h"
 #include "frontends/ephapax/Runtime.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
@@ -121,15 +121,10 @@ std::unique_ptr<ir::Module> Session::loadModule(ir::Context& ctx, const std::str
   if (!readInput(path, text)) return nullptr;
   std::string name = path == "-" ? "<stdin>" : path;
   sources.add(name, text);
-  if (ephapax::isEphapaxFile(name)) {
-    ephapax::DiagSink diags;
-    ephapax::CompileOptions opts;
-    opts.frontendCheck = opts.checkIR = frontendCheck;
-    opts.check.affineMode = affineMode;
-    auto lowered = ephapax::compile(ctx, text, name, diags, opts);
-    if (lowered && !frontendCheck) return lowered;  // ownership errors left to the IR passes
-    io.err << ephapax::renderAll(diags, name, text);
-    if (!diags.empty()) return nullptr;
+  if (const frontends::Frontend* f = frontends::forFile(name)) {
+    std::string diagnostics;
+    auto lowered = f->compile(ctx, text, name, frontendOptions, diagnostics);
+    io.err << diagnostics;
     return lowered;
   }
   ephapax::registerRuntimeOps();  // IR printed from an .eph program may call extern functions
@@ -145,26 +140,26 @@ std::unique_ptr<ir::Module> Session::loadModule(ir::Context& ctx, const std::str
   return std::move(*m);
 }
 
-OptionSpec noFrontendCheckOption() {
-  return {"--no-frontend-check", "",
-          ".eph: lower even if the ownership checker rejects the program (the IR 'linearity' pass "
-          "then reports it)"};
-}
-
-OptionSpec modeOption() {
-  return {"--mode", "linear|affine",
-          ".eph: linear (the default) requires every owned value to be consumed; affine lets it be "
-          "dropped (a dropped GPU buffer is freed by the compiler)"};
+std::vector<OptionSpec> frontendOptionSpecs(bool check) {
+  std::vector<OptionSpec> specs;
+  for (const frontends::Frontend& f : frontends::all())
+    for (const frontends::Option& o : f.options) {
+      bool known = false;
+      for (const OptionSpec& s : specs) known |= s.name == o.flag;
+      if (!known && (o.forCheck || !check)) specs.push_back({o.flag, o.valueName, o.help});
+    }
+  return specs;
 }
 
 bool applyFrontendOptions(Session& s, const ParsedArgs& args, std::string_view cmd) {
-  s.frontendCheck = !args.has("--no-frontend-check");
-  std::string mode = args.get("--mode", "linear");
-  if (mode != "linear" && mode != "affine") {
-    s.fail(std::string(cmd) + ": --mode wants 'linear' or 'affine', got '" + mode + "'");
-    return false;
-  }
-  s.affineMode = mode == "affine";
+  s.frontendOptions.clear();
+  for (const OptionSpec& o : frontendOptionSpecs())
+    if (args.has(o.name)) s.frontendOptions[std::string(o.name)] = o.valueName.empty() ? "" : args.get(o.name);
+  for (const frontends::Frontend& f : frontends::all())
+    if (std::string why = f.checkOptions ? f.checkOptions(s.frontendOptions) : ""; !why.empty()) {
+      s.fail(std::string(cmd) + ": " + why);
+      return false;
+    }
   return true;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "frontends/Frontend.h"
 #include "ir/IR.h"
 #include "ir/interp/Interp.h"
 #include "passes/PassManager.h"
@@ -55,23 +56,20 @@ struct Session {
   // Reads a whole file ("-" is standard input) into `text`; on failure prints
   // why and returns false.
   bool readInput(const std::string& path, std::string& text);
-  // Reads, parses and verifies `path`; null after reporting the error. An
-  // Ephapax source (.eph) is parsed, checked and lowered to IR instead.
+  // Reads, parses and verifies `path`; null after reporting the error. A
+  // frontend's source (by extension, frontends/Frontend.h: `.eph`) is
+  // compiled by that frontend, with `frontendOptions`, instead.
   std::unique_ptr<ir::Module> loadModule(ir::Context& ctx, const std::string& path);
-  // Ephapax: false lowers programs the frontend's ownership checker rejects
-  // (type errors still stop them), silently, so that the IR `linearity` pass
-  // can be seen reporting the same errors (--no-frontend-check).
-  bool frontendCheck = true;
-  // Ephapax: `--mode affine` lets owned values be dropped (the compiler frees
-  // dropped GPU buffers); false is `--mode linear`, the default.
-  bool affineMode = false;
+  // The frontend options given (--mode affine, ...), for whichever frontend
+  // reads the input.
+  frontends::OptionValues frontendOptions;
 };
 
-// --no-frontend-check (opt, run, lower): sets Session::frontendCheck.
-OptionSpec noFrontendCheckOption();
-// --mode linear|affine (check, opt, run, lower): sets Session::affineMode.
-OptionSpec modeOption();
-// Applies both (those `args` has); false after reporting a bad --mode value.
+// Every frontend's options, as options of a command (`check`: those marked
+// forCheck).
+std::vector<OptionSpec> frontendOptionSpecs(bool check = false);
+// Takes the frontend options `args` has into s.frontendOptions; false after
+// reporting a value a frontend rejects ("ephc: CMD: --mode wants ...").
 bool applyFrontendOptions(Session& s, const ParsedArgs& args, std::string_view cmd);
 
 // The pass-pipeline options shared by `opt`, `run`, `lower` and `diff`.

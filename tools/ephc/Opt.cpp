@@ -20,8 +20,7 @@ CommandSpec optSpec() {
   spec.options = pipelineOptions();
   spec.options.push_back({"--print-locs", "", "print loc(\"file\":line:col) on every op and function"});
   spec.options.push_back({"-o", "OUT", "write the IR to OUT instead of stdout"});
-  spec.options.push_back(noFrontendCheckOption());
-  spec.options.push_back(modeOption());
+  for (OptionSpec& o : frontendOptionSpecs()) spec.options.push_back(o);
   return spec;
 }
 

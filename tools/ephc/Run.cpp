@@ -51,8 +51,7 @@ CommandSpec runSpec() {
       .maxOperands = 1,
   };
   for (OptionSpec& o : pipelineOptions()) spec.options.push_back(o);
-  spec.options.push_back(noFrontendCheckOption());
-  spec.options.push_back(modeOption());
+  for (OptionSpec& o : frontendOptionSpecs()) spec.options.push_back(o);
   return spec;
 }
 

@@ -1,0 +1,49 @@
+// The seam every frontend plugs into: a name, the file extensions it reads,
+// its command-line options, and a compile function from source text to a
+// verified IR module with rendered diagnostics. `ephc check|run|lower|opt|diff`
+// pick the frontend by the input's extension (an `.eir` file is IR and needs
+// none). frontends/Frontends.cpp lists the frontends of the build: a new one is
+// a folder under frontends/ plus one line there.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/IR.h"
+
+namespace eph::frontends {
+
+// A command-line option of a frontend, e.g. {"--mode", "linear|affine", ...};
+// an empty valueName makes it a switch. Its help text says which inputs it is for.
+struct Option {
+  std::string_view flag, valueName, help;
+  bool forCheck = true;  // `ephc check` takes it too
+};
+// The values given, by flag ("" for a switch); flags not given are absent.
+using OptionValues = std::map<std::string, std::string, std::less<>>;
+
+struct Frontend {
+  std::string_view name;                     // "ephapax"
+  std::vector<std::string_view> extensions;  // {".eph"}
+  std::vector<Option> options;
+  // An error message for option values this frontend rejects, or "".
+  std::function<std::string(const OptionValues&)> checkOptions;
+  // Source text (named `file` in locations) to a verified module, or null;
+  // every diagnostic, rendered with its source line and caret
+  // ("file:line:col: error[CODE]: ..."), is appended to `diagnostics`.
+  std::function<std::unique_ptr<ir::Module>(ir::Context&, std::string_view text, const std::string& file,
+                                            const OptionValues&, std::string& diagnostics)>
+      compile;
+};
+
+// The frontends of this build, in registration order.
+const std::vector<Frontend>& all();
+// The frontend that reads `path` (by its extension), or null for anything
+// else (IR text, or an unknown extension).
+const Frontend* forFile(std::string_view path);
+
+}  // namespace eph::frontends

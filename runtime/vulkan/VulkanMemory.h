@@ -1,0 +1,112 @@
+// Device memory for VulkanDevice's buffers, carved from large blocks: a
+// vkAllocateMemory per buffer is slow (a system call and driver bookkeeping
+// each), and drivers cap the number of live allocations (4096 is common), so
+// a program with many buffers would run into the cap.
+//
+// MemoryPool keeps, per memory type, blocks of kBlockBytes (64 MiB) of
+// VkDeviceMemory; a buffer's memory is the first free range of a block that
+// holds it at its required alignment; freed ranges merge with their free
+// neighbours and are reused. A request larger than half a block gets memory
+// of its own (a dedicated allocation), as does one no block can hold.
+// Host-visible blocks are mapped once, when made, and stay mapped. An empty
+// block is freed unless it is the last of its type (kept for the next
+// buffer).
+//
+//   vk::MemoryPool pool(device);
+//   vk::MemoryPool::Allocation a;
+//   if (VkResult r = pool.allocate(req, typeIndex, /*map=*/false, a); r != VK_SUCCESS) ...
+//   vkBindBufferMemory(device, buffer, a.memory, a.offset);
+//   ...
+//   pool.free(a);
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "runtime/vulkan/VulkanApi.h"
+
+namespace eph::runtime::vk {
+
+class MemoryPool {
+ public:
+  static constexpr uint64_t kBlockBytes = uint64_t(64) << 20;
+
+  struct Block;
+  struct Allocation {
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    uint64_t offset = 0, size = 0;
+    void* mapped = nullptr;  // host address of `offset` where mapped
+    Block* block = nullptr;  // null for a dedicated allocation
+  };
+
+  explicit MemoryPool(VkDevice device, uint64_t blockBytes = kBlockBytes);
+  // Frees every block: the buffers bound to them must be destroyed first.
+  ~MemoryPool();
+  MemoryPool(const MemoryPool&) = delete;
+  MemoryPool& operator=(const MemoryPool&) = delete;
+
+  // Memory of type `type` for `req` (size and alignment), mapped when `map`.
+  // The VkResult of vkAllocateMemory or vkMapMemory on failure.
+  VkResult allocate(const VkMemoryRequirements& req, uint32_t type, bool map, Allocation& out);
+  // Gives an allocation back (a no-op for an empty one); `a` is emptied.
+  void free(Allocation& a);
+  // After a lost device: forgets every block without freeing it (the GPU
+  // may still use it).
+  void abandon();
+
+  struct Stats {
+    uint64_t deviceAllocations = 0;  // vkAllocateMemory calls so far
+    uint64_t blocks = 0;             // blocks live now
+    uint64_t dedicated = 0;          // dedicated allocations live now
+    uint64_t allocations = 0;        // sub-allocations live now
+  };
+  Stats stats() const;
+
+  struct Block {
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    uint32_t type = 0;
+    bool mapped = false;
+    std::byte* base = nullptr;
+    uint64_t size = 0;
+    std::map<uint64_t, uint64_t> free;  // offset -> length, disjoint, merged
+    uint64_t live = 0;                  // allocations in it
+  };
+
+ private:
+  // Carves `req` from `b`; false when no free range holds it.
+  bool carve(Block& b, const VkMemoryRequirements& req, Allocation& out);
+  VkResult allocateMemory(uint64_t bytes, uint32_t type, bool map, VkDeviceMemory& memory, void*& mapped);
+
+  VkDevice device_;
+  uint64_t blockBytes_;
+  std::vector<std::unique_ptr<Block>> blocks_;
+  Stats stats_;
+};
+
+// A VkBuffer with its memory (from a MemoryPool); `mapped` for host-visible
+// (staging) ones. Destroying it destroys the buffer and gives the memory back.
+struct Buffer {
+  VkDevice device = VK_NULL_HANDLE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  MemoryPool* pool = nullptr;
+  MemoryPool::Allocation memory;
+  uint64_t bytes = 0;  // what kernels see (count * stride)
+  void* mapped = nullptr;
+
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  ~Buffer();
+  // Gives up ownership of a buffer the GPU may still use (it is leaked).
+  void abandon() {
+    buffer = VK_NULL_HANDLE;
+    memory = {};
+    pool = nullptr;
+  }
+};
+
+}  // namespace eph::runtime::vk
