@@ -14,8 +14,8 @@
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "runtime/Compare.h"
 #include "runtime/Device.h"
-#include "tools/ephc/Diff.h"
 
 namespace eph::test {
 namespace {
@@ -223,7 +223,7 @@ TEST(DifferentialBarrierCalls, AgreeOnEveryTarget) {
     for (auto& dev : devices) {
       HostRun got = runOn(*dev, **m);
       ASSERT_TRUE(got.results) << dev->target() << ": " << got.results.error().str();
-      auto diff = ephc::compareResults(*want.results, want.interp->memory(), *got.results, got.interp->memory(), {});
+      auto diff = runtime::compareResults(*want.results, want.interp->memory(), *got.results, got.interp->memory(), {});
       EXPECT_FALSE(diff) << dev->target() << ": element " << diff->element << ": interp " << diff->a << ", "
                          << dev->target() << " " << diff->b;
     }

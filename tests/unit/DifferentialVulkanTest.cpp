@@ -2,7 +2,7 @@
 // and on Vulkan (SPIR-V from targets/spirv) and, when built, the cpu target
 // (LLVM), on the same random inputs, and
 // the outputs must agree: integers and bools exactly, floats within the
-// tolerance of tools/ephc/Diff.h (docs/runtime.md). Kernels come from a table
+// tolerance of runtime/Compare.h (docs/runtime.md). Kernels come from a table
 // of op / types / input ranges: each row is one small kernel that loads its
 // inputs at the invocation's index, computes, and stores the result (plus an
 // `acc` buffer for atomics). The validation layer is on; any message fails.
@@ -21,13 +21,13 @@
 
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
+#include "runtime/Compare.h"
 #include "runtime/InterpDevice.h"
 #include "runtime/vulkan/VulkanDevice.h"
 #ifdef EPH_HAVE_LLVM
 #include "runtime/cpu/CpuDevice.h"
 #endif
 #include "targets/spirv/Spirv.h"
-#include "tools/ephc/Diff.h"
 
 namespace eph::test {
 namespace {
@@ -50,7 +50,7 @@ struct Case {
   Input accInit{"u32", 0, 0};
   std::string extra;        // device functions the body calls
   std::string needs;        // a DeviceCaps capability the case needs, if any
-  ephc::Tolerance tol{};
+  runtime::Tolerance tol{};
 };
 
 std::string replaceAll(std::string s, const std::string& from, const std::string& to) {
@@ -172,9 +172,9 @@ Expected<std::pair<interp::BufferData, interp::BufferData>> runCase(runtime::Dev
   return std::pair{std::move(out), std::move(acc)};
 }
 
-bool agree(const interp::RtValue& a, const interp::RtValue& b, const ephc::Tolerance& tol) {
+bool agree(const interp::RtValue& a, const interp::RtValue& b, const runtime::Tolerance& tol) {
   if (a.type != b.type) return false;
-  if (a.type->isFloat()) return ephc::floatsAgree(a.f, b.f, a.type->bits(), tol);
+  if (a.type->isFloat()) return runtime::floatsAgree(a.f, b.f, a.type->bits(), tol);
   if (a.type->isScalar()) return a.i == b.i;
   if (a.elems.size() != b.elems.size()) return false;
   for (size_t k = 0; k < a.elems.size(); ++k)
@@ -359,12 +359,12 @@ TEST_F(VulkanDifferential, FloatArithmeticAndMath) {
   std::vector<Case> cases;
   for (const FloatType& t : kFloats) {
     Input full{"", -1000, 1000}, pos{"", 0.01, 100};
-    ephc::Tolerance exact{0, 0, 0};
+    runtime::Tolerance exact{0, 0, 0};
     for (const char* op : {"add", "sub", "mul", "div", "min", "max"}) {
       cases.push_back(binary(op, t.name, t.needs, full, full));
       // add/sub/mul/div are correctly rounded in Vulkan's precision table for
       // f32 and f64 (div: 2.5 ulp), so allow 3 ulp and nothing else.
-      cases.back().tol = std::string(op) == "div" ? ephc::Tolerance{3, 0, 0} : exact;
+      cases.back().tol = std::string(op) == "div" ? runtime::Tolerance{3, 0, 0} : exact;
       if (t.name == "f16") cases.back().tol = {2, 0, 0};
     }
     // rem is x - y * trunc(x / y) on GPUs (Vulkan's precision rule): its
@@ -795,46 +795,10 @@ TEST_F(VulkanDifferential, Examples) {
     auto rb = run(*vk_, b);
     ASSERT_TRUE(ra) << ra.error().str();
     ASSERT_TRUE(rb) << rb.error().str();
-    auto d = ephc::compareResults(*ra, a.memory(), *rb, b.memory(), {});
+    auto d = runtime::compareResults(*ra, a.memory(), *rb, b.memory(), {});
     EXPECT_FALSE(d) << "result " << d->result << " element " << d->element << ": " << d->a << " vs " << d->b;
   }
   for (const std::string& msg : vk_->takeValidationMessages()) ADD_FAILURE() << "validation: " << msg;
-}
-
-// compareResults: what ephc diff reports.
-TEST(DiffCompare, FirstDifferenceAndTolerance) {
-  ir::Context ctx;
-  interp::Memory ma, mb;
-  using V = interp::RtValue;
-  ephc::Tolerance tol;
-  EXPECT_TRUE(ephc::floatsAgree(1.0, 1.0 + 4 * 0x1p-23, 32, tol));
-  EXPECT_TRUE(ephc::floatsAgree(1000.0, 1000.0 * (1 + 0.9e-5), 32, tol));
-  EXPECT_FALSE(ephc::floatsAgree(1.0, 1.0001, 32, tol));
-  EXPECT_TRUE(ephc::floatsAgree(1e-7, -1e-7, 32, tol));  // near zero: absolute
-  EXPECT_TRUE(ephc::floatsAgree(NAN, NAN, 32, tol));
-  EXPECT_FALSE(ephc::floatsAgree(NAN, 1, 32, tol));
-  EXPECT_FALSE(ephc::floatsAgree(INFINITY, -INFINITY, 32, tol));
-  EXPECT_FALSE(ephc::floatsAgree(1.0, 1.0 + 1e-9, 64, {0, 0, 0}));
-
-  const ir::Type* f32 = ctx.f32();
-  uint64_t ba = ma.adopt(f32, ir::Space::Host, {V::ofFloat(f32, 1), V::ofFloat(f32, 2), V::ofFloat(f32, 3)});
-  uint64_t bb = mb.adopt(f32, ir::Space::Host, {V::ofFloat(f32, 1), V::ofFloat(f32, 2.5), V::ofFloat(f32, 3)});
-  V bufA, bufB;
-  bufA.type = bufB.type = ctx.bufferType(f32, ir::Space::Host, ir::Ownership::Linear);
-  bufA.buffer = ba;
-  bufB.buffer = bb;
-  std::vector<V> a = {V::ofInt(ctx.u32(), 7), bufA}, b = {V::ofInt(ctx.u32(), 7), bufB};
-  auto d = ephc::compareResults(a, ma, b, mb, tol);
-  ASSERT_TRUE(d);
-  EXPECT_EQ(d->result, 1u);
-  EXPECT_EQ(d->element, 1u);
-  EXPECT_EQ(d->a, "2.0");
-  EXPECT_EQ(d->b, "2.5");
-  b[0] = V::ofInt(ctx.u32(), 8);
-  d = ephc::compareResults(a, ma, b, mb, tol);
-  ASSERT_TRUE(d);
-  EXPECT_EQ(d->result, 0u);
-  EXPECT_FALSE(ephc::compareResults(a, ma, a, ma, tol));
 }
 
 }  // namespace

@@ -17,9 +17,9 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
+#include "runtime/Compare.h"
 #include "runtime/Device.h"
 #include "tests/support/RandomProgram.h"
-#include "tools/ephc/Diff.h"
 #ifdef EPH_HAVE_LLVM
 #include "runtime/cpu/CpuDevice.h"
 #endif
@@ -48,14 +48,14 @@ HostRun runOn(runtime::Device& dev, const ir::Module& m) {
 struct Target {
   std::string name;
   std::unique_ptr<runtime::Device> device;
-  ephc::Tolerance tol;
+  runtime::Tolerance tol;
   unsigned every = 1;  // runs programs whose number is a multiple of this
 };
 
 TEST(RandomPrograms, AgreeWithTheInterpreterOnEveryTarget) {
   uint64_t count = envNumber("EPH_RANDOM_PROGRAMS", 300);
   uint64_t first = envNumber("EPH_RANDOM_SEED", 1);
-  ephc::Tolerance exact{0, 0, 0};
+  runtime::Tolerance exact{0, 0, 0};
 
   std::vector<Target> targets;
 #ifdef EPH_HAVE_LLVM
@@ -70,7 +70,7 @@ TEST(RandomPrograms, AgreeWithTheInterpreterOnEveryTarget) {
   for (const std::string& t : runtime::availableTargets()) {
     if (t == "interp" || t == "cpu") continue;
     auto dev = runtime::openDevice(t);
-    if (dev) targets.push_back({t, std::move(*dev), ephc::Tolerance{}, 1});
+    if (dev) targets.push_back({t, std::move(*dev), runtime::Tolerance{}, 1});
   }
   auto ref = runtime::openDevice("interp");
   ASSERT_TRUE(ref);
@@ -93,7 +93,7 @@ TEST(RandomPrograms, AgreeWithTheInterpreterOnEveryTarget) {
         ADD_FAILURE() << "seed " << seed << " on " << t.name << ": " << got.results.error().str() << "\n" << text;
         continue;
       }
-      auto diff = ephc::compareResults(*want.results, want.interp->memory(), *got.results, got.interp->memory(), t.tol);
+      auto diff = runtime::compareResults(*want.results, want.interp->memory(), *got.results, got.interp->memory(), t.tol);
       if (diff) {
         ++failures;
         ADD_FAILURE() << "seed " << seed << " on " << t.name << ": result " << diff->result << " element "
@@ -157,8 +157,8 @@ TEST(RandomPrograms, OptimizedProgramsAgreeWithUnoptimizedOnEveryTarget) {
           ADD_FAILURE() << where << ": " << got.results.error().str() << "\n" << text << "\noptimized:\n" << ir::print(**opt);
           continue;
         }
-        ephc::Tolerance tol = name == "vulkan" ? ephc::Tolerance{} : ephc::Tolerance{0, 0, 0};
-        if (auto diff = ephc::compareResults(*want.results, want.interp->memory(), *got.results, got.interp->memory(), tol)) {
+        runtime::Tolerance tol = name == "vulkan" ? runtime::Tolerance{} : runtime::Tolerance{0, 0, 0};
+        if (auto diff = runtime::compareResults(*want.results, want.interp->memory(), *got.results, got.interp->memory(), tol)) {
           ++failures;
           ADD_FAILURE() << where << ": result " << diff->result << " element " << diff->element << ": unoptimized "
                         << diff->a << ", optimized " << diff->b << " " << diff->what << "\n" << text << "\noptimized:\n"

@@ -2,84 +2,14 @@
 // each target (each with a fresh interpreter and device) and compare every
 // result with the first target's: exit 0 when all agree, 1 showing the first
 // difference.
-#include "tools/ephc/Diff.h"
-
-#include <cmath>
 #include <cstring>
 #include <ostream>
-#include <sstream>
 
+#include "runtime/Compare.h"
 #include "runtime/Device.h"
 #include "tools/ephc/Driver.h"
 
 namespace eph::ephc {
-
-std::string Tolerance::str() const {
-  std::ostringstream s;
-  s << ulps << " ulp, " << relative << " relative or " << absolute << " absolute";
-  return s.str();
-}
-
-bool floatsAgree(double a, double b, unsigned bits, const Tolerance& tol) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  if (a == b) return true;  // -0 and +0 agree
-  if (std::isinf(a) || std::isinf(b)) return false;
-  double diff = std::fabs(a - b), mag = std::max(std::fabs(a), std::fabs(b));
-  int mantissa = bits == 16 ? 10 : bits == 32 ? 23 : 52;
-  int minExp = bits == 16 ? -14 : bits == 32 ? -126 : -1022;
-  int e = std::max(std::ilogb(mag), minExp);
-  double ulp = std::ldexp(1.0, e - mantissa);
-  return diff <= tol.ulps * ulp || diff <= tol.relative * mag || diff <= tol.absolute;
-}
-
-namespace {
-
-// Scalars of a value in order: vector, struct and array elements, a sum's tag
-// then payload, a buffer's elements (read from `mem`).
-void flatten(const interp::RtValue& v, interp::Memory& mem, std::vector<interp::RtValue>& out) {
-  const ir::Type* t = v.type;
-  if (t && t->isBuffer()) {
-    if (interp::BufferData* b = mem.get(v.buffer))
-      for (auto& e : b->elems) flatten(e, mem, out);
-    return;
-  }
-  if (t && t->kind() == ir::TypeKind::Sum) {
-    interp::RtValue tag = v;
-    tag.elems.clear();
-    out.push_back(tag);
-  }
-  if (!v.elems.empty()) {
-    for (auto& e : v.elems) flatten(e, mem, out);
-    return;
-  }
-  if (t && t->kind() != ir::TypeKind::Sum) out.push_back(v);
-}
-
-bool scalarsAgree(const interp::RtValue& a, const interp::RtValue& b, const Tolerance& tol) {
-  if (a.type != b.type) return false;
-  if (a.type && a.type->isFloat()) return floatsAgree(a.f, b.f, a.type->bits(), tol);
-  return a.i == b.i;
-}
-
-}  // namespace
-
-std::optional<Difference> compareResults(const std::vector<interp::RtValue>& a, interp::Memory& memA,
-                                         const std::vector<interp::RtValue>& b, interp::Memory& memB,
-                                         const Tolerance& tol) {
-  if (a.size() != b.size())
-    return Difference{0, 0, {}, {}, std::to_string(a.size()) + " results vs " + std::to_string(b.size())};
-  for (size_t r = 0; r < a.size(); ++r) {
-    std::vector<interp::RtValue> fa, fb;
-    flatten(a[r], memA, fa);
-    flatten(b[r], memB, fb);
-    if (fa.size() != fb.size())
-      return Difference{r, 0, {}, {}, std::to_string(fa.size()) + " elements vs " + std::to_string(fb.size())};
-    for (size_t e = 0; e < fa.size(); ++e)
-      if (!scalarsAgree(fa[e], fb[e], tol))
-        return Difference{r, e, interp::format(fa[e]), interp::format(fb[e]), {}};
-  }
-  return std::nullopt;
-}
 
 CommandSpec diffSpec() {
   CommandSpec spec{
@@ -137,7 +67,7 @@ int runDiffCommand(Session& s, std::span<const std::string> argv) {
   if (args->help) return s.io.out << helpText(spec), 0;
   if (!applyFrontendOptions(s, *args, "diff")) return 1;
 
-  Tolerance tol;
+  runtime::Tolerance tol;
   for (auto [flag, field] : {std::pair{"--ulp", &tol.ulps}, {"--rel", &tol.relative}, {"--abs", &tol.absolute}})
     if (args->has(flag) && !parseNumber(args->get(flag), *field))
       return s.fail(std::string("diff: ") + flag + " wants a non-negative number, got '" + args->get(flag) + "'");
@@ -184,7 +114,7 @@ int runDiffCommand(Session& s, std::span<const std::string> argv) {
 
   TargetRun& ref = runs[0];
   for (size_t t = 1; t < runs.size(); ++t) {
-    auto d = compareResults(ref.results, ref.interp->memory(), runs[t].results, runs[t].interp->memory(), tol);
+    auto d = runtime::compareResults(ref.results, ref.interp->memory(), runs[t].results, runs[t].interp->memory(), tol);
     if (!d) continue;
     if (!d->what.empty())
       s.io.out << "results differ: " << ref.target << " vs " << runs[t].target << ": " << d->what << "\n";

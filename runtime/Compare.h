@@ -1,5 +1,5 @@
 // Comparing the results of one host function run on several targets, for
-// `ephc diff` and the differential tests. Integers, bools and sum tags must be
+// `ephc diff` (tools/ephc/Diff.cpp) and the differential tests. Integers, bools and sum tags must be
 // equal; floats may differ by a stated tolerance, because GPU math (exp, sin,
 // pow, ...) is not correctly rounded and the Vulkan spec allows some error:
 // two floats agree when they are bit-identical, both NaN, within `ulps` units
@@ -14,7 +14,7 @@
 
 #include "ir/interp/Interp.h"
 
-namespace eph::ephc {
+namespace eph::runtime {
 
 struct Tolerance {
   double ulps = 4;
@@ -40,4 +40,4 @@ std::optional<Difference> compareResults(const std::vector<interp::RtValue>& a, 
                                          const std::vector<interp::RtValue>& b, interp::Memory& memB,
                                          const Tolerance& tol);
 
-}  // namespace eph::ephc
+}  // namespace eph::runtime
