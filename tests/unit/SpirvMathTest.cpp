@@ -25,6 +25,7 @@ struct DoubleBackend {
   double mul(double x, double y) { return x * y; }
   double div(double x, double y) { return x / y; }
   double floor(double x) { return std::floor(x); }
+  double sqrt(double x) { return std::sqrt(x); }
   bool lt(double x, double y) { return x < y; }
   bool le(double x, double y) { return x <= y; }
   bool gt(double x, double y) { return x > y; }
@@ -178,6 +179,141 @@ TEST_F(SpirvMathTest, PowOfAbsoluteValues) {
   // Small integer powers are (nearly) exact.
   EXPECT_EQ(alg.powAbs(2.0, 10.0), 1024.0);
   EXPECT_EQ(alg.powAbs(3.0, 2.0), 9.0);
+}
+
+// ---- the functions of issue 11: each within 4 ulp of glibc over its whole domain --
+
+// Sample sets shared with the Vulkan test (SpirvMathVulkanTest.cpp), which runs
+// the emitted SPIR-V on the same kinds of inputs.
+constexpr double kInfD = std::numeric_limits<double>::infinity();
+constexpr double kNaND = std::numeric_limits<double>::quiet_NaN();
+
+struct UnaryFn {
+  const char* name;
+  double (*ref)(double);
+  double (*ours)(f64math::Algorithms<DoubleBackend>&, double);
+};
+
+const UnaryFn kUnaryFns[] = {
+    {"asin", ::asin, [](auto& a, double x) { return a.asin(x); }},
+    {"acos", ::acos, [](auto& a, double x) { return a.acos(x); }},
+    {"atan", ::atan, [](auto& a, double x) { return a.atan(x); }},
+    {"sinh", ::sinh, [](auto& a, double x) { return a.sinh(x); }},
+    {"cosh", ::cosh, [](auto& a, double x) { return a.cosh(x); }},
+    {"asinh", ::asinh, [](auto& a, double x) { return a.asinh(x); }},
+    {"acosh", ::acosh, [](auto& a, double x) { return a.acosh(x); }},
+    {"atanh", ::atanh, [](auto& a, double x) { return a.atanh(x); }},
+    {"erf", ::erf, [](auto& a, double x) { return a.erf(x); }},
+    {"exp2", ::exp2, [](auto& a, double x) { return a.exp2(x); }},
+    {"log2", ::log2, [](auto& a, double x) { return a.log2(x); }},
+    {"log1p", ::log1p, [](auto& a, double x) { return a.log1p(x); }},
+    {"expm1", ::expm1, [](auto& a, double x) { return a.expm1(x); }},
+};
+
+// Inputs over the whole domain of `fn`: random values in the interesting
+// ranges, log-uniform magnitudes over all exponents (subnormals included),
+// the edges of the domain and the special values. n scales the random part.
+std::vector<double> samplesFor(const std::string& fn, std::mt19937_64& rng, int n) {
+  auto uni = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto wide = [&](int lo, int hi, bool sign) {
+    double m = std::ldexp(uni(1.0, 2.0), int(uni(lo, hi + 1)));
+    return sign && (rng() & 1) ? -m : m;
+  };
+  std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 4.9e-324, -4.9e-324,
+                            2.2250738585072014e-308, 1e-300, -1e-300, 1.7976931348623157e308,
+                            -1.7976931348623157e308, kInfD, -kInfD, kNaND};
+  auto add = [&](int count, auto gen) {
+    for (int i = 0; i < count; ++i) xs.push_back(gen());
+  };
+  add(n, [&] { return wide(-1074, 1023, true); });
+  if (fn == "asin" || fn == "acos" || fn == "atanh") {
+    add(2 * n, [&] { return uni(-1, 1); });
+    add(n, [&] { return (rng() & 1 ? 1 : -1) * (1 - wide(-53, -1, false)); });
+    for (double x : {0.975, -0.975, 0.84375, 1.0000000000000002, -1.0000000000000002, 0.9999999999999999})
+      xs.push_back(x);
+  } else if (fn == "acosh") {
+    add(2 * n, [&] { return 1 + wide(-53, 8, false); });
+    add(n, [&] { return uni(1, 3); });
+    for (double x : {0.9999999999999999, 268435456.0, 268435457.0}) xs.push_back(x);
+  } else if (fn == "sinh" || fn == "cosh") {
+    add(2 * n, [&] { return uni(-711, 711); });
+    add(n, [&] { return uni(-25, 25); });
+    for (double x : {22.0, -22.0, 710.4758600739439, 710.476, -710.4758600739439, 0.34657359027997264})
+      xs.push_back(x);
+  } else if (fn == "erf") {
+    add(2 * n, [&] { return uni(-7, 7); });
+    for (double x : {0.84375, 1.25, 2.857142857142857, 6.0, -6.0, 5.9999999999999991}) xs.push_back(x);
+  } else if (fn == "exp2") {
+    add(2 * n, [&] { return uni(-1080, 1025); });
+    add(n, [&] { return uni(-2, 2); });
+    for (double x : {1023.0, 1023.9999999999999, 1024.0, -1022.0, -1074.0, -1074.5, -1075.0, -1076.0, 10.0, 0.5})
+      xs.push_back(x);
+  } else if (fn == "log2") {
+    add(n, [&] { return uni(0.5, 2); });
+    add(n, [&] { return 1 + wide(-52, -5, true); });
+    for (int e = -1074; e <= 1023; e += 7) xs.push_back(std::ldexp(1.0, e));
+  } else if (fn == "log1p") {
+    add(n, [&] { return uni(-1, 1); });
+    add(n, [&] { return -wide(-1074, -1, false); });
+    add(n, [&] { return -1 + wide(-53, -1, false); });
+    for (double x : {-1.0000000000000002, -0.9999999999999999, 1e16, 9007199254740993.0}) xs.push_back(x);
+  } else if (fn == "expm1") {
+    add(2 * n, [&] { return uni(-50, 710); });
+    add(n, [&] { return uni(-1, 1); });
+    for (double x : {709.78, 709.79, 700.0, -40.0, -37.0, 0.34657359027997264, -0.34657359027997264})
+      xs.push_back(x);
+  } else {  // atan, asinh
+    add(2 * n, [&] { return uni(-4, 4); });
+    for (double x : {0.4375, 0.6875, 1.1875, 2.4375, 268435456.0, 7.4e19}) xs.push_back(x);
+  }
+  return xs;
+}
+
+std::vector<std::pair<double, double>> atan2Samples(std::mt19937_64& rng, int n) {
+  auto uni = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto wide = [&](int lo, int hi) {
+    double m = std::ldexp(uni(1.0, 2.0), int(uni(lo, hi + 1)));
+    return rng() & 1 ? -m : m;
+  };
+  std::vector<std::pair<double, double>> ps;
+  for (int i = 0; i < n; ++i) ps.push_back({uni(-10, 10), uni(-10, 10)});
+  for (int i = 0; i < n; ++i) ps.push_back({wide(-1074, 1023), wide(-1074, 1023)});
+  for (int i = 0; i < n; ++i) {
+    double x = wide(-100, 100);
+    ps.push_back({x * uni(-1.01, 1.01), x});  // near the diagonals
+  }
+  const double special[] = {0.0, -0.0, 1.0, -1.0, 4.9e-324, -4.9e-324, 1e300, -1e300, kInfD, -kInfD, kNaND};
+  for (double y : special)
+    for (double x : special) ps.push_back({y, x});
+  return ps;
+}
+
+TEST_F(SpirvMathTest, InverseTrigHyperbolicErfAndFriendsWithin4Ulp) {
+  for (const UnaryFn& f : kUnaryFns) {
+    std::vector<double> xs = samplesFor(f.name, rng, 40000);
+    double at = 0;
+    double u = maxUlps(xs, [&](double x) { return f.ours(alg, x); }, f.ref, &at);
+    std::printf("%-6s max %.0f ulp (at %.17g) over %zu inputs\n", f.name, u, at, xs.size());
+    EXPECT_LE(u, 4) << f.name << " at x = " << at << ": " << f.ours(alg, at) << ", glibc " << f.ref(at);
+  }
+  // Signed zeros of the odd functions.
+  for (const char* odd : {"asin", "atan", "sinh", "asinh", "atanh", "erf", "log1p", "expm1"})
+    for (const UnaryFn& f : kUnaryFns)
+      if (std::string(f.name) == odd) EXPECT_TRUE(std::signbit(f.ours(alg, -0.0))) << odd;
+}
+
+TEST_F(SpirvMathTest, Atan2Within4Ulp) {
+  double worst = 0, wy = 0, wx = 0;
+  for (auto [y, x] : atan2Samples(rng, 40000)) {
+    double u = ulps(alg.atan2(y, x), std::atan2(y, x));
+    bool signOk = std::isnan(u) || std::signbit(alg.atan2(y, x)) == std::signbit(std::atan2(y, x)) ||
+                  std::isnan(std::atan2(y, x));
+    if (!signOk) u = 1e30;
+    if (u > worst) worst = u, wy = y, wx = x;
+  }
+  std::printf("atan2  max %.0f ulp (at %.17g, %.17g)\n", worst, wy, wx);
+  EXPECT_LE(worst, 4) << "atan2(" << wy << ", " << wx << ") = " << alg.atan2(wy, wx) << ", glibc "
+                      << std::atan2(wy, wx);
 }
 
 }  // namespace
