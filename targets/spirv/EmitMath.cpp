@@ -6,16 +6,17 @@
 // - f64: the transcendental functions are our own (Float64Math.h, within
 //   4 ulp of glibc, tested on the device by SpirvMathVulkanTest.cpp), since
 //   GLSL.std.450 defines them only for 16- and 32-bit floats.
-// - f32: GLSL.std.450 where it is accurate over the whole domain (asin, acos,
-//   atan, exp2, log2), with fix-ups for the special values; series near 0 and
+// - f32: asin, acos, atan and atan2 by the f64 algorithms run in f32 (Vulkan
+//   lets GLSL's be 4096 ulp off; lavapipe's are 1e-4 off); GLSL.std.450 for
+//   exp2 and log2, with fix-ups for the special values; series near 0 and
 //   identities elsewhere where GLSL's own formulas lose accuracy (log1p,
 //   expm1, sinh near 0, asinh/acosh/atanh, the overflow edge of sinh/cosh)
 //   or do not exist (erf, log1p, expm1).
 // - f16: computed in f32 and rounded once.
 // - round is trunc plus one away from zero when the fraction is >= 1/2 (GLSL's
 //   Round leaves the direction of halves to the device); sign is -1, +1, or x
-//   for +-0 and NaN; copysign works on the sign bit; fma is GLSL's Fma, which
-//   Vulkan lets a device compute unfused (lavapipe and GPUs fuse it).
+//   for +-0 and NaN; copysign works on the sign bit; fma is our own fused
+//   one (GLSL's Fma may round the product first, and lavapipe's does).
 #include <cmath>
 #include <limits>
 
@@ -141,17 +142,6 @@ struct F32Math {
     r = sel(eq(ax, c(kInf)), c(1.0), r);
     return withSign(r, x);
   }
-  Id asin(Id x) {
-    Id r = glsl(GLSLstd450Asin, x);
-    r = sel(gt(abs(x), c(1.0)), c(kNaN), r);
-    return sel(lor(eq(x, c(0.0)), isnan(x)), x, r);
-  }
-  Id acos(Id x) {
-    Id r = glsl(GLSLstd450Acos, x);
-    r = sel(gt(abs(x), c(1.0)), c(kNaN), r);
-    return sel(isnan(x), x, r);
-  }
-  Id atan(Id x) { return withSign(glsl(GLSLstd450Atan, abs(x)), x); }
   Id exp2(Id x) { return sel(isnan(x), x, glsl(GLSLstd450Exp2, x)); }
   Id log2(Id x) {
     Id r = glsl(GLSLstd450Log2, x);
@@ -160,28 +150,9 @@ struct F32Math {
     r = sel(lt(x, c(0.0)), c(kNaN), r);
     return sel(isnan(x), x, r);
   }
-  // atan2(y, x) with C's results for zeros and infinities (GLSL's Atan2 leaves
-  // (0, 0) undefined); xNeg and yNeg are the sign bits.
-  Id atan2(Id y, Id x, Id xNeg, Id yNeg) {
-    constexpr double kPi = 3.14159265358979323846;
-    Id ay = abs(y), ax = abs(x);
-    Id z = glsl(GLSLstd450Atan, div(ay, ax));
-    Id mag = sel(xNeg, sub(c(kPi), z), z);
-    mag = sel(eq(ax, c(0.0)), c(kPi / 2), mag);
-    mag = sel(eq(ay, c(0.0)), sel(xNeg, c(kPi), c(0.0)), mag);
-    Id xInf = eq(ax, c(kInf)), yInf = eq(ay, c(kInf));
-    Id land = b.op(Op::OpLogicalAnd, B, {xInf, b.op(Op::OpLogicalNot, B, {yInf})});
-    mag = sel(land, sel(xNeg, c(kPi), c(0.0)), mag);
-    mag = sel(b.op(Op::OpLogicalAnd, B, {yInf, b.op(Op::OpLogicalNot, B, {xInf})}), c(kPi / 2), mag);
-    mag = sel(b.op(Op::OpLogicalAnd, B, {xInf, yInf}), sel(xNeg, c(3 * kPi / 4), c(kPi / 4)), mag);
-    Id r = sel(yNeg, neg(mag), mag);
-    return sel(lor(isnan(x), isnan(y)), add(x, y), r);
-  }
-
   Id unary(std::string_view n, Id x) {
-    if (n == "asin") return asin(x);
-    if (n == "acos") return acos(x);
-    if (n == "atan") return atan(x);
+    if (n == "asin" || n == "acos" || n == "atan")
+      return e.perElement(t, x, [&](Id v) { return e.f32Math(n, v); });
     if (n == "sinh") return sinh(x);
     if (n == "cosh") return cosh(x);
     if (n == "asinh") return asinh(x);
@@ -270,12 +241,12 @@ Status Emitter::emitAtan2(const ir::Op& op) {
   if (bits == 64) {
     r = perElement2(t, y, x, [&](Id a, Id c) { return f64Atan2(a, c); });
   } else if (bits == 32) {
-    r = F32Math(*this, t).atan2(y, x, signBitOf(t, x), signBitOf(t, y));
+    r = perElement2(t, y, x, [&](Id a, Id c) { return f32Atan2(a, c); });
   } else {
     const ir::Type* t32 = f32Like(*this, t);
     Id T32 = valueType(t32);
     Id y32 = b.op(Op::OpFConvert, T32, {y}), x32 = b.op(Op::OpFConvert, T32, {x});
-    r = b.op(Op::OpFConvert, T, {F32Math(*this, t32).atan2(y32, x32, signBitOf(t32, x32), signBitOf(t32, y32))});
+    r = b.op(Op::OpFConvert, T, {perElement2(t32, y32, x32, [&](Id a, Id c) { return f32Atan2(a, c); })});
   }
   setId(op.result(0), r);
   return Status::ok();
@@ -298,9 +269,33 @@ Status Emitter::emitCopysign(const ir::Op& op) {
   return Status::ok();
 }
 
+// Fused on every device: GLSL's Fma may round the product first (lavapipe
+// does), so f32 and f64 take an exact product and sum (Float64Math.h), and
+// f16 is one f32 fma (the f16 product is exact in f32) rounded to f16.
 Status Emitter::emitFma(const ir::Op& op) {
   const ir::Type* t = op.result(0)->type();
-  setId(op.result(0), b.glslOp(GLSLstd450Fma, valueType(t), {id(op.operand(0)), id(op.operand(1)), id(op.operand(2))}));
+  Id T = valueType(t), a = id(op.operand(0)), x = id(op.operand(1)), y = id(op.operand(2));
+  unsigned bits = t->scalar()->bits();
+  auto fused = [&](const ir::Type* ty, unsigned w, Id p, Id q, Id s) {
+    if (!ty->isVector()) return fmaScalar(w, p, q, s);
+    Id et = valueType(ty->elem());
+    std::vector<uint32_t> parts;
+    for (unsigned i = 0; i < ty->count(); ++i)
+      parts.push_back(fmaScalar(w, b.op(Op::OpCompositeExtract, et, {p, i}), b.op(Op::OpCompositeExtract, et, {q, i}),
+                                b.op(Op::OpCompositeExtract, et, {s, i})));
+    return b.op(Op::OpCompositeConstruct, valueType(ty), parts);
+  };
+  Id r = 0;
+  if (bits != 16) {
+    r = fused(t, bits, a, x, y);
+  } else {
+    const ir::Type* t32 = f32Like(*this, t);
+    Id T32 = valueType(t32);
+    r = b.op(Op::OpFConvert, T, {b.op(Op::OpFAdd, T32, {b.op(Op::OpFMul, T32, {b.op(Op::OpFConvert, T32, {a}),
+                                                                              b.op(Op::OpFConvert, T32, {x})}),
+                                                       b.op(Op::OpFConvert, T32, {y})})});
+  }
+  setId(op.result(0), r);
   return Status::ok();
 }
 

@@ -137,6 +137,12 @@ class Emitter {
   // asin acos atan sinh cosh asinh acosh atanh erf exp2 log2 log1p expm1 by name.
   Id f64Math(std::string_view name, Id x);
   Id f64Atan2(Id y, Id x);
+  // The same algorithms run in f32 where GLSL's are inaccurate (Vulkan allows
+  // 4096 ulp for asin, acos, atan and atan2): asin, acos or atan by name.
+  Id f32Math(std::string_view name, Id x);
+  Id f32Atan2(Id y, Id x);
+  // A fused a b + c of scalars of width 32 or 64 (GLSL's Fma may be unfused).
+  Id fmaScalar(unsigned width, Id a, Id x, Id y);
 
   // Op families (each file adds its entries to the table).
   static void addArithEmitters(EmitTable& t);

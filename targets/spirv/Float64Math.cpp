@@ -19,8 +19,8 @@ struct SpirvBackend {
   ModuleBuilder& b;
   Id F, B, I;
 
-  explicit SpirvBackend(ModuleBuilder& mb)
-      : b(mb), F(mb.typeFloat(64)), B(mb.typeBool()), I(mb.typeInt(32, true)) {}
+  explicit SpirvBackend(ModuleBuilder& mb, unsigned width = 64)
+      : b(mb), F(mb.typeFloat(width)), B(mb.typeBool()), I(mb.typeInt(32, true)) {}
 
   Id exact(Op o, Id x, Id y) {
     Id r = b.op(o, F, {x, y});
@@ -97,6 +97,22 @@ Id Emitter::f64Math(std::string_view name, Id x) {
   if (name == "log2") return a.log2(x);
   if (name == "log1p") return a.log1p(x);
   return a.expm1(x);
+}
+Id Emitter::f32Math(std::string_view name, Id x) {
+  SpirvBackend be(b, 32);
+  f64math::Algorithms<SpirvBackend> a{be, 4097.0};
+  if (name == "asin") return a.asin(x);
+  if (name == "acos") return a.acos(x);
+  return a.atan(x);
+}
+Id Emitter::f32Atan2(Id y, Id x) {
+  SpirvBackend be(b, 32);
+  return f64math::Algorithms<SpirvBackend>{be, 4097.0}.atan2(y, x);
+}
+Id Emitter::fmaScalar(unsigned width, Id a, Id x, Id y) {
+  SpirvBackend be(b, width);
+  if (width == 32) return f64math::Algorithms<SpirvBackend>{be, 4097.0}.fma(a, x, y, 0x1p114);
+  return f64math::Algorithms<SpirvBackend>{be}.fma(a, x, y, 0x1p996);
 }
 Id Emitter::f64Atan2(Id y, Id x) {
   SpirvBackend be(b);
