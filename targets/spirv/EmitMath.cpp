@@ -144,7 +144,10 @@ struct F32Math {
   }
   Id exp2(Id x) { return sel(isnan(x), x, glsl(GLSLstd450Exp2, x)); }
   Id log2(Id x) {
-    Id r = glsl(GLSLstd450Log2, x);
+    // Subnormals scaled up by 2^24 first (lavapipe's Log2 misreads them).
+    Id tiny = lt(abs(x), c(0x1p-126));
+    Id r = glsl(GLSLstd450Log2, sel(tiny, mul(x, c(0x1p24)), x));
+    r = sel(tiny, sub(r, c(24.0)), r);
     r = sel(eq(x, c(kInf)), x, r);
     r = sel(eq(x, c(0.0)), c(-kInf), r);
     r = sel(lt(x, c(0.0)), c(kNaN), r);

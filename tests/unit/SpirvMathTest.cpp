@@ -5,6 +5,7 @@
 // issue-11 functions on the Vulkan device against glibc too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "ir/Parser.h"
+#include "ir/interp/Half.h"
 #include "runtime/vulkan/VulkanDevice.h"
 #endif
 
@@ -345,17 +347,24 @@ class SpirvMathVulkan : public ::testing::Test {
       if (req && std::string(req) == "1") FAIL() << error_;
       GTEST_SKIP() << "no Vulkan device: " << error_;
     }
-    if (!vk_->caps().float64) GTEST_SKIP() << "the device has no float64";
+  }
+  bool needs(const char* cap) {
+    if ((std::string(cap) == "float64" && !vk_->caps().float64) || (std::string(cap) == "float16" && !vk_->caps().float16)) {
+      std::printf("skipped: the device has no %s\n", cap);
+      return false;
+    }
+    return true;
   }
 
-  // Runs `body` (computing %r : f64 from %x0, %x1) on every element of the inputs.
-  std::vector<double> run(const std::string& body, const std::vector<std::vector<double>>& inputs) {
+  // Runs `body` (computing %r : T from %x0, %x1, ...) on every element of the inputs.
+  std::vector<double> run(const std::string& body, const std::vector<std::vector<double>>& inputs,
+                          const std::string& T = "f64") {
     std::string params, loads;
     for (size_t k = 0; k < inputs.size(); ++k) {
-      params += "%a" + std::to_string(k) + ": buffer<f64, device, read>, ";
-      loads += "    %x" + std::to_string(k) + " = load %a" + std::to_string(k) + ", %i : f64\n";
+      params += "%a" + std::to_string(k) + ": buffer<" + T + ", device, read>, ";
+      loads += "    %x" + std::to_string(k) + " = load %a" + std::to_string(k) + ", %i : " + T + "\n";
     }
-    std::string text = "kernel @k(" + params + "%out: buffer<f64, device, write>) workgroup(64, 1, 1) {\n"
+    std::string text = "kernel @k(" + params + "%out: buffer<" + T + ", device, write>) workgroup(64, 1, 1) {\n"
                        "  %i = global_id {dim = 0} : u32\n"
                        "  %n = buffer.len %out : u32\n"
                        "  %inside = lt %i, %n : bool\n"
@@ -381,7 +390,7 @@ class SpirvMathVulkan : public ::testing::Test {
       args.push_back(v);
       handles.push_back(*h);
     }
-    const ir::Type* f64 = ctx.f64();
+    const ir::Type* f64 = k.paramTypes()[0]->elem();
     for (size_t p = 0; p < inputs.size(); ++p) {
       interp::BufferData in;
       in.elemType = f64;
@@ -411,6 +420,7 @@ std::unique_ptr<runtime::VulkanDevice> SpirvMathVulkan::vk_;
 std::string SpirvMathVulkan::error_;
 
 TEST_F(SpirvMathVulkan, Float64FunctionsWithin4UlpOfGlibc) {
+  if (!needs("float64")) return;
   for (const UnaryFn& f : kUnaryFns) {
     std::vector<double> xs = samplesFor(f.name, rng, 6000);
     std::vector<double> got = run("    %r = " + std::string(f.name) + " %x0 : f64\n", {xs});
@@ -444,6 +454,7 @@ TEST_F(SpirvMathVulkan, Float64FunctionsWithin4UlpOfGlibc) {
 // trunc, sign and copysign on the device: exact, bar fma's rare double
 // rounding (1 ulp).
 TEST_F(SpirvMathVulkan, Float64FmaRoundTruncSignCopysign) {
+  if (!needs("float64")) return;
   auto uni = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
   std::vector<double> a, b, c;
   for (int i = 0; i < 20000; ++i) {
@@ -489,6 +500,51 @@ TEST_F(SpirvMathVulkan, Float64FmaRoundTruncSignCopysign) {
         ADD_FAILURE() << e.body << " of " << xs[i] << ", " << ys[i] << ": " << r[i] << ", want " << want;
         break;
       }
+    }
+  }
+}
+
+// f32 and f16 at the special values and domain edges, where GLSL.std.450
+// leaves results undefined: NaN, infinities and signed zeros exactly as C
+// gives them (computed in double, rounded to the type), other results within
+// the differential tolerance.
+TEST_F(SpirvMathVulkan, Float32And16AtSpecialValues) {
+  const std::vector<double> xs = {0.0,  -0.0,  1.0,   -1.0,  kInfD, -kInfD, kNaND, 0.5,   -0.5,  2.0,  -2.0, 1e-40,
+                                  -1e-40, 100.0, -100.0, 1e30, -1e30, 88.9,  -88.9, 0.99999994, -0.99999994, 3.0,
+                                  1e-6, -1e-6, 0.2, -0.2, 12.0, -12.0};
+  auto close = [](double got, double want, unsigned bits) {
+    if (std::isnan(want) || std::isinf(want) || want == 0)
+      return std::isnan(want) ? std::isnan(got) : got == want && std::signbit(got) == std::signbit(want);
+    // The differential tolerance (1e-5 relative, 1e-6 absolute; f16: 4 ulp).
+    double rel = bits == 32 ? 1e-5 : 4 * 0x1p-10;
+    return std::fabs(got - want) <= std::max(1e-6, rel * std::fabs(want));
+  };
+  for (const char* T : {"f32", "f16"}) {
+    if (std::string(T) == "f16" && !needs("float16")) continue;
+    unsigned bits = T[1] == '3' ? 32 : 16;
+    auto round = [&](double v) { return bits == 32 ? double(float(v)) : double(Half(v)); };
+    std::vector<double> in;
+    for (double x : xs) in.push_back(round(x));
+    for (const UnaryFn& f : kUnaryFns) {
+      std::vector<double> got = run("    %r = " + std::string(f.name) + " %x0 : " + T + "\n", {in}, T);
+      ASSERT_EQ(got.size(), in.size());
+      for (size_t i = 0; i < in.size(); ++i)
+        EXPECT_TRUE(close(got[i], round(f.ref(in[i])), bits))
+            << f.name << " " << T << "(" << in[i] << ") = " << got[i] << ", want " << round(f.ref(in[i]));
+    }
+    std::vector<double> ys, xs2;
+    for (double y : in)
+      for (double x : in) ys.push_back(y), xs2.push_back(x);
+    struct Two {
+      const char* op;
+      double (*ref)(double, double);
+    };
+    for (const Two& op : {Two{"atan2", ::atan2}, Two{"copysign", ::copysign}}) {
+      std::vector<double> got = run("    %r = " + std::string(op.op) + " %x0, %x1 : " + T + "\n", {ys, xs2}, T);
+      ASSERT_EQ(got.size(), ys.size());
+      for (size_t i = 0; i < ys.size(); ++i)
+        EXPECT_TRUE(close(got[i], round(op.ref(ys[i], xs2[i])), bits))
+            << op.op << " " << T << "(" << ys[i] << ", " << xs2[i] << ") = " << got[i];
     }
   }
 }
