@@ -4,7 +4,7 @@
 // values, where GLSL.std.450 leaves them undefined.
 //
 // - f64: the transcendental functions are our own (Float64Math.h, within
-//   4 ulp of glibc, tested on the device by SpirvMathVulkanTest.cpp), since
+//   4 ulp of glibc, tested on the device by SpirvMathVulkan in SpirvMathTest.cpp), since
 //   GLSL.std.450 defines them only for 16- and 32-bit floats.
 // - f32: asin, acos, atan and atan2 by the f64 algorithms run in f32 (Vulkan
 //   lets GLSL's be 4096 ulp off; lavapipe's are 1e-4 off); GLSL.std.450 for
