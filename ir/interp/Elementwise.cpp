@@ -45,6 +45,15 @@ bool applyUnary(Exec& ex, const ir::Op& op, UnaryKind k) {
                                [&](const RtValue& x, const ir::Type*) { return unaryScalar(k, x); }));
 }
 
+bool applyFma(Exec& ex, const ir::Op& op) {
+  const RtValue &a = ex.operand(op, 0), &b = ex.operand(op, 1), &c = ex.operand(op, 2);
+  if (!a.type->isVector()) return ex.setResult(op, fmaScalar(a, b, c));
+  RtValue out;
+  out.type = op.result(0)->type();
+  for (size_t i = 0; i < a.elems.size(); ++i) out.elems.push_back(fmaScalar(a.elems[i], b.elems[i], c.elems[i]));
+  return ex.setResult(op, std::move(out));
+}
+
 bool applyCompare(Exec& ex, const ir::Op& op, CompareKind k) {
   RtValue out;
   map2(ex.operand(op, 0), ex.operand(op, 1), op.result(0)->type(), out,

@@ -11,6 +11,7 @@ namespace eph::interp {
 
 bool applyBinary(Exec& ex, const ir::Op& op, BinaryKind k);
 bool applyUnary(Exec& ex, const ir::Op& op, UnaryKind k);
+bool applyFma(Exec& ex, const ir::Op& op);
 bool applyCompare(Exec& ex, const ir::Op& op, CompareKind k);
 bool applyCast(Exec& ex, const ir::Op& op);
 bool applyBitcast(Exec& ex, const ir::Op& op);

@@ -89,7 +89,7 @@ namespace {
 
 const char* binaryName(BinaryKind k) {
   static const char* names[] = {"add", "sub", "mul", "div", "rem", "min", "max",
-                                "and", "or",  "xor", "shl", "shr", "pow"};
+                                "and", "or",  "xor", "shl", "shr", "pow", "atan2", "copysign"};
   return names[static_cast<int>(k)];
 }
 
@@ -133,7 +133,9 @@ bool intBinary(BinaryKind k, const ir::Type* t, int64_t a, int64_t b, RtValue& o
       break;
     }
     case BinaryKind::Pow:
-      error = "'pow' is not defined on integers";
+    case BinaryKind::Atan2:
+    case BinaryKind::Copysign:
+      error = std::string("'") + binaryName(k) + "' is not defined on integers";
       return false;
   }
   out = RtValue::ofInt(t, static_cast<int64_t>(r));
@@ -152,6 +154,8 @@ bool floatBinary(BinaryKind k, const ir::Type* t, double a, double b, RtValue& o
     case BinaryKind::Min: r = std::fmin(a, b); break;
     case BinaryKind::Max: r = std::fmax(a, b); break;
     case BinaryKind::Pow: r = std::pow(a, b); break;
+    case BinaryKind::Atan2: r = std::atan2(a, b); break;
+    case BinaryKind::Copysign: r = std::copysign(a, b); break;
     default:
       error = std::string("'") + binaryName(k) + "' is not defined on floats";
       return false;
@@ -218,8 +222,31 @@ RtValue unaryScalar(UnaryKind k, const RtValue& a) {
     case UnaryKind::Tanh: r = std::tanh(x); break;
     case UnaryKind::Floor: r = std::floor(x); break;
     case UnaryKind::Ceil: r = std::ceil(x); break;
+    case UnaryKind::Asin: r = std::asin(x); break;
+    case UnaryKind::Acos: r = std::acos(x); break;
+    case UnaryKind::Atan: r = std::atan(x); break;
+    case UnaryKind::Sinh: r = std::sinh(x); break;
+    case UnaryKind::Cosh: r = std::cosh(x); break;
+    case UnaryKind::Asinh: r = std::asinh(x); break;
+    case UnaryKind::Acosh: r = std::acosh(x); break;
+    case UnaryKind::Atanh: r = std::atanh(x); break;
+    case UnaryKind::Erf: r = std::erf(x); break;
+    case UnaryKind::Exp2: r = std::exp2(x); break;
+    case UnaryKind::Log2: r = std::log2(x); break;
+    case UnaryKind::Log1p: r = std::log1p(x); break;
+    case UnaryKind::Expm1: r = std::expm1(x); break;
+    case UnaryKind::Round: r = std::round(x); break;
+    case UnaryKind::Trunc: r = std::trunc(x); break;
+    case UnaryKind::Sign: r = x > 0 ? 1.0 : x < 0 ? -1.0 : x; break;  // +-0 and NaN: x
   }
   return RtValue::ofFloat(t, r);
+}
+
+RtValue fmaScalar(const RtValue& a, const RtValue& b, const RtValue& c) {
+  const ir::Type* t = a.type;
+  if (t->bits() == 32)
+    return RtValue::ofFloat(t, double(std::fmaf(float(a.f), float(b.f), float(c.f))));
+  return RtValue::ofFloat(t, std::fma(a.f, b.f, c.f));
 }
 
 bool compareScalar(CompareKind k, const RtValue& a, const RtValue& b) {

@@ -9,6 +9,9 @@
 //  - floats are computed in double and rounded to the type (f32 via float,
 //    f16 via eph::Half, ir/interp/Half.h); min/max return the other operand when one is NaN;
 //    comparisons are ordered except ne;
+//  - the math functions are C's (glibc's libm on double): round is half away
+//    from zero, trunc toward zero, copysign copies the sign bit (NaNs too);
+//    sign(x) is -1, +1, x itself for +-0 (so sign(-0) = -0) and NaN for NaN;
 //  - casts wrap int->int, round int->float, truncate float->int toward zero
 //    with saturation (NaN -> 0); number->bool is != 0.
 #pragma once
@@ -31,8 +34,11 @@ uint64_t bitsOf(const RtValue& scalar);
 // The scalar of type t whose encoding is the low bits of `bits`.
 RtValue fromBits(const ir::Type* t, uint64_t bits);
 
-enum class BinaryKind { Add, Sub, Mul, Div, Rem, Min, Max, And, Or, Xor, Shl, Shr, Pow };
-enum class UnaryKind { Neg, Abs, Not, Sqrt, Rsqrt, Exp, Log, Sin, Cos, Tan, Tanh, Floor, Ceil };
+enum class BinaryKind { Add, Sub, Mul, Div, Rem, Min, Max, And, Or, Xor, Shl, Shr, Pow, Atan2, Copysign };
+enum class UnaryKind {
+  Neg, Abs, Not, Sqrt, Rsqrt, Exp, Log, Sin, Cos, Tan, Tanh, Floor, Ceil,
+  Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Erf, Exp2, Log2, Log1p, Expm1, Round, Trunc, Sign,
+};
 enum class CompareKind { Eq, Ne, Lt, Le, Gt, Ge };
 
 // a <k> b for two scalars of the same type. False (with `error` set) when the
@@ -40,6 +46,10 @@ enum class CompareKind { Eq, Ne, Lt, Le, Gt, Ge };
 bool binaryScalar(BinaryKind k, const RtValue& a, const RtValue& b, RtValue& out,
                   std::string& error);
 RtValue unaryScalar(UnaryKind k, const RtValue& a);
+// a * b + c with one rounding (f64: std::fma; f32: std::fmaf; f16: the f64
+// fma rounded to f16, which can differ from a single rounding only when the
+// f64 result is itself a tie at f16 precision).
+RtValue fmaScalar(const RtValue& a, const RtValue& b, const RtValue& c);
 bool compareScalar(CompareKind k, const RtValue& a, const RtValue& b);
 // Value conversion of a scalar to scalar type `to`.
 RtValue castScalar(const RtValue& a, const ir::Type* to);

@@ -127,6 +127,17 @@ Expected<llvm::orc::JITDylib*> newLibrary(llvm::orc::LLJIT& jit, uint64_t id, co
   bind("tan", static_cast<D1>(&::tan));
   bind("tanh", static_cast<D1>(&::tanh));
   bind("pow", static_cast<D2>(&::pow));
+  for (auto [name, fn] : std::initializer_list<std::pair<const char*, D1>>{
+           {"asin", &::asin},   {"acos", &::acos},   {"atan", &::atan},   {"sinh", &::sinh},
+           {"cosh", &::cosh},   {"asinh", &::asinh}, {"acosh", &::acosh}, {"atanh", &::atanh},
+           {"erf", &::erf},     {"exp2", &::exp2},   {"log2", &::log2},   {"log1p", &::log1p},
+           {"expm1", &::expm1}, {"round", &::round}, {"trunc", &::trunc}})
+    bind(name, fn);
+  bind("atan2", static_cast<D2>(&::atan2));
+  bind("fma", static_cast<double (*)(double, double, double)>(&::fma));
+  bind("fmaf", static_cast<float (*)(float, float, float)>(&::fmaf));
+  bind("roundf", static_cast<float (*)(float)>(&::roundf));
+  bind("truncf", static_cast<float (*)(float)>(&::truncf));
   bind("fmod", static_cast<D2>(&::fmod));
   bind("fmodf", static_cast<float (*)(float, float)>(&::fmodf));
   bind("__extendhfsf2", &ephExtendHalfToFloat);

@@ -168,8 +168,10 @@ bool ModuleEmitter::declareDevice(const ir::Function& f) {
 
 bool ModuleEmitter::run() {
   // Names a kernel must not take: they are C library functions this target calls.
-  static const char* const kReserved[] = {"exp", "log", "sin", "cos", "tan", "tanh", "pow",
-                                          "fmod", "fmodf", "memcpy", "memset", "memmove"};
+  static const char* const kReserved[] = {
+      "exp",   "log",   "sin",  "cos",   "tan",   "tanh",  "pow",   "fmod",   "fmodf",  "memcpy", "memset",
+      "memmove", "asin", "acos", "atan", "atan2", "sinh",  "cosh",  "asinh",  "acosh",  "atanh",  "erf",
+      "exp2",  "log2",  "log1p", "expm1", "round", "roundf", "trunc", "truncf", "fma",   "fmaf"};
   // Device functions with barriers are not lowered: the calls to them were
   // inlined (BarrierCalls.h), and one left is an error (LowerControl.cpp).
   auto selected = [&](const ir::Function& f) {

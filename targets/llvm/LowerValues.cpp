@@ -67,7 +67,8 @@ llvm::Value* FunctionEmitter::binary(const ir::Op& op, std::string_view n, const
     if (n == "rem") return b.CreateFRem(x, y);  // fmod: exact, so no widening needed
     if (n == "min") return b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, y);
     if (n == "max") return b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, y);
-    if (n == "pow") return viaDouble(t, x, y, "pow");
+    if (n == "pow" || n == "atan2") return viaDouble(t, x, y, n == "pow" ? "pow" : "atan2");
+    if (n == "copysign") return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, x, y);
     return nullptr;
   }
   if (s->isBool()) {
@@ -126,7 +127,17 @@ llvm::Value* FunctionEmitter::unary(std::string_view n, const ir::Type* t, llvm:
   if (n == "sqrt") return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
   if (n == "floor") return b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
   if (n == "ceil") return b.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
-  static const char* const kViaDouble[] = {"rsqrt", "exp", "log", "sin", "cos", "tan", "tanh"};
+  if (n == "round") return b.CreateUnaryIntrinsic(llvm::Intrinsic::round, x);  // half away from zero
+  if (n == "trunc") return b.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x);
+  if (n == "sign") {  // -1, +1, or x itself (+-0, NaN)
+    llvm::Value* zero = llvm::Constant::getNullValue(x->getType());
+    llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
+    llvm::Value* r = b.CreateSelect(b.CreateFCmpOLT(x, zero), b.CreateFNeg(one), x);
+    return b.CreateSelect(b.CreateFCmpOGT(x, zero), one, r);
+  }
+  static const char* const kViaDouble[] = {"rsqrt", "exp",  "log",   "sin",   "cos",  "tan",   "tanh",
+                                           "asin",  "acos", "atan",  "sinh",  "cosh", "asinh", "acosh",
+                                           "atanh", "erf",  "exp2",  "log2",  "log1p", "expm1"};
   for (const char* f : kViaDouble)
     if (n == f) return viaDouble(t, x, nullptr, f);
   return nullptr;
@@ -197,14 +208,30 @@ bool FunctionEmitter::emitArith(const ir::Op& op, bool& handled) {
     return true;
   }
   if (op.numOperands() == 2 && op.numResults() == 1 && op.info().has(ir::kPure) &&
-      isOneOf(n, {"add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "shl", "shr", "pow"})) {
+      isOneOf(n, {"add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "shl", "shr", "pow",
+                  "atan2", "copysign"})) {
     llvm::Value* r = binary(op, n, t, get(op.operand(0)), get(op.operand(1)));
     if (!r) return fail(op, "not defined on '" + t->str() + "'");
     set(op.result(0), r);
     return true;
   }
+  if (n == "fma") {
+    // Fused in the type itself for f32 and f64; f16 as the f64 fma rounded
+    // once to f16 (ir/interp/Scalar.h).
+    llvm::Value *x = get(op.operand(0)), *y = get(op.operand(1)), *z = get(op.operand(2));
+    if (t->scalar()->bits() != 16) {
+      set(op.result(0), b.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, y, z}));
+      return true;
+    }
+    llvm::Type* wide = t->isVector() ? llvm::VectorType::get(M.f64, llvm::ElementCount::getFixed(t->count())) : M.f64;
+    llvm::Value* r = b.CreateIntrinsic(llvm::Intrinsic::fma, {wide},
+                                       {b.CreateFPExt(x, wide), b.CreateFPExt(y, wide), b.CreateFPExt(z, wide)});
+    set(op.result(0), b.CreateFPTrunc(r, x->getType()));
+    return true;
+  }
   if (isOneOf(n, {"neg", "abs", "not", "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tan", "tanh",
-                  "floor", "ceil"})) {
+                  "floor", "ceil", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf",
+                  "exp2", "log2", "log1p", "expm1", "round", "trunc", "sign"})) {
     llvm::Value* r = unary(n, t, get(op.operand(0)));
     if (!r) return fail(op, "not defined on '" + t->str() + "'");
     set(op.result(0), r);

@@ -366,6 +366,7 @@ void Emitter::addArithEmitters(EmitTable& t) {
   for (std::string_view n : {"sqrt", "rsqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil"})
     t[n] = &Emitter::emitMath;
   t["pow"] = &Emitter::emitPow;
+  addMathEmitters(t);
 }
 
 }  // namespace eph::spirv

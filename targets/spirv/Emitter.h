@@ -7,7 +7,9 @@
 // - EmitArith.cpp: scalar/vector arithmetic, comparisons, casts, math;
 // - EmitAggregate.cpp: vectors, structs, sums and arrays;
 // - EmitMemory.cpp: buffers, atomics, workgroup memory and barriers;
-// - Float64Math.cpp: exp/log/sin/cos/tan/tanh/pow for f64.
+// - Float64Math.cpp: exp/log/sin/cos/tan/tanh/pow for f64 (and the functions
+//   of EmitMath.cpp that GLSL.std.450 has only for f16/f32).
+// - EmitMath.cpp: asin ... expm1, atan2, round, trunc, sign, copysign, fma.
 //
 // Values: every IR value maps to a SPIR-V id of its *value type* (bool is
 // OpTypeBool, integers are signless OpTypeInt N 0 whatever the IR signedness,
@@ -132,9 +134,19 @@ class Emitter {
   Id f64Tan(Id x);
   Id f64Tanh(Id x);
   Id f64PowAbs(Id ax, Id y);  // |x|^y for x = |x| >= 0 without sign handling
+  // asin acos atan sinh cosh asinh acosh atanh erf exp2 log2 log1p expm1 by name.
+  Id f64Math(std::string_view name, Id x);
+  Id f64Atan2(Id y, Id x);
+  // The same algorithms run in f32 where GLSL's are inaccurate (Vulkan allows
+  // 4096 ulp for asin, acos, atan and atan2): asin, acos or atan by name.
+  Id f32Math(std::string_view name, Id x);
+  Id f32Atan2(Id y, Id x);
+  // A fused a b + c of scalars of width 32 or 64 (GLSL's Fma may be unfused).
+  Id fmaScalar(unsigned width, Id a, Id x, Id y);
 
   // Op families (each file adds its entries to the table).
   static void addArithEmitters(EmitTable& t);
+  static void addMathEmitters(EmitTable& t);  // EmitMath.cpp, called by addArithEmitters
   static void addAggregateEmitters(EmitTable& t);
   static void addMemoryEmitters(EmitTable& t);
 
@@ -148,6 +160,11 @@ class Emitter {
   Status emitBitcast(const ir::Op& op);
   Status emitMath(const ir::Op& op);
   Status emitPow(const ir::Op& op);
+  Status emitMathFunction(const ir::Op& op);  // EmitMath.cpp: the one-operand functions
+  Status emitAtan2(const ir::Op& op);
+  Status emitCopysign(const ir::Op& op);
+  Status emitFma(const ir::Op& op);
+  Id signBitOf(const ir::Type* t, Id x);  // bool (vector) of the sign bits of floats
   Status emitVecMake(const ir::Op& op);
   Status emitExtract(const ir::Op& op);
   Status emitInsert(const ir::Op& op);

@@ -19,8 +19,8 @@ struct SpirvBackend {
   ModuleBuilder& b;
   Id F, B, I;
 
-  explicit SpirvBackend(ModuleBuilder& mb)
-      : b(mb), F(mb.typeFloat(64)), B(mb.typeBool()), I(mb.typeInt(32, true)) {}
+  explicit SpirvBackend(ModuleBuilder& mb, unsigned width = 64)
+      : b(mb), F(mb.typeFloat(width)), B(mb.typeBool()), I(mb.typeInt(32, true)) {}
 
   Id exact(Op o, Id x, Id y) {
     Id r = b.op(o, F, {x, y});
@@ -33,6 +33,7 @@ struct SpirvBackend {
   Num mul(Num x, Num y) { return exact(Op::OpFMul, x, y); }
   Num div(Num x, Num y) { return exact(Op::OpFDiv, x, y); }
   Num floor(Num x) { return b.glslOp(GLSLstd450Floor, F, {x}); }
+  Num sqrt(Num x) { return b.glslOp(GLSLstd450Sqrt, F, {x}); }
   Cond lt(Num x, Num y) { return b.op(Op::OpFOrdLessThan, B, {x, y}); }
   Cond le(Num x, Num y) { return b.op(Op::OpFOrdLessThanEqual, B, {x, y}); }
   Cond gt(Num x, Num y) { return b.op(Op::OpFOrdGreaterThan, B, {x, y}); }
@@ -79,6 +80,43 @@ Id Emitter::f64Tan(Id x) {
 Id Emitter::f64Tanh(Id x) {
   SpirvBackend be(b);
   return f64math::Algorithms<SpirvBackend>{be}.tanh(x);
+}
+Id Emitter::f64Math(std::string_view name, Id x) {
+  SpirvBackend be(b);
+  f64math::Algorithms<SpirvBackend> a{be};
+  if (name == "asin") return a.asin(x);
+  if (name == "acos") return a.acos(x);
+  if (name == "atan") return a.atan(x);
+  if (name == "sinh") return a.sinh(x);
+  if (name == "cosh") return a.cosh(x);
+  if (name == "asinh") return a.asinh(x);
+  if (name == "acosh") return a.acosh(x);
+  if (name == "atanh") return a.atanh(x);
+  if (name == "erf") return a.erf(x);
+  if (name == "exp2") return a.exp2(x);
+  if (name == "log2") return a.log2(x);
+  if (name == "log1p") return a.log1p(x);
+  return a.expm1(x);
+}
+Id Emitter::f32Math(std::string_view name, Id x) {
+  SpirvBackend be(b, 32);
+  f64math::Algorithms<SpirvBackend> a{be, 4097.0};
+  if (name == "asin") return a.asin(x);
+  if (name == "acos") return a.acos(x);
+  return a.atan(x);
+}
+Id Emitter::f32Atan2(Id y, Id x) {
+  SpirvBackend be(b, 32);
+  return f64math::Algorithms<SpirvBackend>{be, 4097.0}.atan2(y, x);
+}
+Id Emitter::fmaScalar(unsigned width, Id a, Id x, Id y) {
+  SpirvBackend be(b, width);
+  if (width == 32) return f64math::Algorithms<SpirvBackend>{be, 4097.0}.fma(a, x, y, 0x1p114);
+  return f64math::Algorithms<SpirvBackend>{be}.fma(a, x, y, 0x1p996);
+}
+Id Emitter::f64Atan2(Id y, Id x) {
+  SpirvBackend be(b);
+  return f64math::Algorithms<SpirvBackend>{be}.atan2(y, x);
 }
 Id Emitter::f64PowAbs(Id ax, Id y) {
   SpirvBackend be(b);

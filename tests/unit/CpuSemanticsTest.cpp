@@ -139,6 +139,18 @@ TEST_F(CpuSemantics, FloatArithmetic) {
   }
 }
 
+TEST_F(CpuSemantics, MoreMathAtSpecialValues) {
+  for (auto [t, vals] : {std::pair{"f32", &kF32}, {"f64", &kF64}, {"f16", &kF16}}) {
+    std::vector<std::string> v = *vals;
+    for (const char* x : {"0.5", "-0.5", "2.5", "-1.0", "0.99", "1.5"}) v.push_back(x);
+    for (const char* op : {"asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "exp2", "log2",
+                           "log1p", "expm1", "round", "trunc", "sign"})
+      check(op, t, v, "", true);
+    check("atan2", t, *vals);
+    check("copysign", t, *vals);
+  }
+}
+
 TEST_F(CpuSemantics, FloatMinMaxReturnTheNumberBesideNaN) {
   // Signed zeros compare equal and either may come back; keep them apart.
   std::vector<std::string> v = {"1.0", "-2.5", "inf", "-inf", "nan", "0.0", "3e38"};

@@ -225,6 +225,51 @@ TEST_F(InterpScalar, MathFunctions) {
   EXPECT_EQ(binary("pow", "f64", "-8", "0.5"), "nan");
 }
 
+TEST_F(InterpScalar, MoreMathFollowsC) {
+  EXPECT_EQ(unary("asin", "f64", "1"), "1.5707963267948966");
+  EXPECT_EQ(unary("acos", "f32", "2"), "nan");
+  EXPECT_EQ(unary("atan", "f64", "-inf"), "-1.5707963267948966");
+  EXPECT_EQ(binary("atan2", "f64", "0.0", "-0.0"), "3.141592653589793");
+  EXPECT_EQ(binary("atan2", "f64", "-0.0", "1.0"), "-0.0");
+  EXPECT_EQ(unary("sinh", "f64", "-0.0"), "-0.0");
+  EXPECT_EQ(unary("cosh", "f32", "100"), "inf");
+  EXPECT_EQ(unary("acosh", "f64", "1"), "0.0");
+  EXPECT_EQ(unary("atanh", "f64", "-1"), "-inf");
+  EXPECT_EQ(unary("asinh", "f64", "1"), "0.881373587019543");
+  EXPECT_EQ(unary("erf", "f64", "0.5"), "0.5204998778130465");
+  EXPECT_EQ(unary("exp2", "f32", "10"), "1024.0");
+  EXPECT_EQ(unary("log2", "f64", "0.125"), "-3.0");
+  EXPECT_EQ(unary("log1p", "f64", "-1"), "-inf");
+  EXPECT_EQ(unary("log1p", "f64", "1e-20"), "1e-20");
+  EXPECT_EQ(unary("expm1", "f64", "1e-20"), "1e-20");
+  // round: halves away from zero; trunc toward zero; both keep the sign of zero.
+  EXPECT_EQ(unary("round", "f64", "2.5"), "3.0");
+  EXPECT_EQ(unary("round", "f32", "-2.5"), "-3.0");
+  EXPECT_EQ(unary("round", "f64", "-0.4"), "-0.0");
+  EXPECT_EQ(unary("round", "f64", "0.49999999999999994"), "0.0");
+  EXPECT_EQ(unary("trunc", "f32", "-2.7"), "-2.0");
+  // sign: -1, +1, or x itself for +-0 and NaN.
+  EXPECT_EQ(unary("sign", "f64", "-3.5"), "-1.0");
+  EXPECT_EQ(unary("sign", "f32", "1e-40"), "1.0");
+  EXPECT_EQ(unary("sign", "f64", "-0.0"), "-0.0");
+  EXPECT_EQ(unary("sign", "f16", "0.0"), "0.0");
+  EXPECT_EQ(unary("sign", "f64", "nan"), "nan");
+  EXPECT_EQ(binary("copysign", "f64", "3.0", "-0.0"), "-3.0");
+  EXPECT_EQ(binary("copysign", "f32", "-inf", "1.0"), "inf");
+  EXPECT_EQ(binary("copysign", "vec<f16, 2>", "<1.0, -2.0>", "<-1.0, 1.0>"), "<-1.0, 2.0>");
+}
+
+TEST_F(InterpScalar, FmaRoundsOnce) {
+  // (1 + 2^-30)^2 - (1 + 2^-29) = 2^-60 exactly; a separately rounded product
+  // would lose it (and 2^-26 for f32 with 1 + 2^-13).
+  const char* text =
+      "host @main(%a: f64, %c: f64, %x: f32, %z: f32) -> (f64, f32) {\n"
+      "  %r = fma %a, %a, %c : f64\n  %s = fma %x, %x, %z : f32\n  return %r, %s\n}\n";
+  EXPECT_EQ(runMain(text, {"1.000000000931322574615478515625", "-1.00000000186264514923095703125",
+                           "1.0001220703125", "-1.000244140625"}),
+            "8.673617379884035e-19, 1.4901161e-08");
+}
+
 TEST_F(InterpScalar, ElementwiseOnVectors) {
   EXPECT_EQ(binary("add", "vec<i32, 2>", "<1, 2147483647>", "<2, 1>"), "<3, -2147483648>");
   EXPECT_EQ(binary("shr", "vec<i8, 3>", "<-128, 64, -1>", "<1, 2, 7>"), "<-64, 16, -1>");

@@ -112,6 +112,9 @@ TEST(Canonicalize, FloatFoldingMatchesTheInterpreter) {
       {"abs", "f64", "f64", {"-3.25"}},        {"eq", "f32", "bool", {"nan", "nan"}},
       {"ne", "f32", "bool", {"nan", "nan"}},   {"lt", "f64", "bool", {"-0.0", "0.0"}},
       {"add", "f16", "f16", {"0.1", "0.2"}},
+      {"atan2", "f64", "f64", {"1.0", "-2.0"}}, {"erf", "f32", "f32", {"0.5"}},
+      {"round", "f64", "f64", {"-2.5"}},       {"sign", "f64", "f64", {"-0.0"}},
+      {"copysign", "f32", "f32", {"2.0", "-0.0"}}, {"fma", "f64", "f64", {"0.1", "10.0", "-1.0"}},
   };
   for (const Case& c : cases) checkFoldMatchesInterpreter(c);
 }

@@ -86,6 +86,36 @@ TEST_F(SpirvEmitTest, FloatArithmeticAndMath) {
   }
 }
 
+TEST_F(SpirvEmitTest, MoreFloatMath) {
+  for (std::string_view t : {"f32", "f16", "f64", "vec<f64, 2>", "vec<f16, 3>"}) {
+    std::string T(t);
+    std::string body;
+    std::string prev = "%a";
+    int k = 0;
+    for (const char* op : {"asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "exp2", "log2",
+                           "log1p", "expm1", "round", "trunc", "sign"}) {
+      std::string cur = "%v" + std::to_string(k++);
+      body += "  " + cur + " = " + op + " " + prev + " : " + T + "\n";
+      prev = cur;
+    }
+    body += "  %w0 = atan2 " + prev + ", %b : " + T + "\n  %w1 = copysign %w0, %b : " + T +
+            "\n  %w2 = fma %w1, %a, %b : " + T + "\n";
+    std::string text = asmOf("kernel @k(%o: buffer<" + T + ", device, write>, %a: " + T + ", %b: " + T +
+                             ") workgroup(1, 1, 1) {\n" + body +
+                             "  %z = const {value = 0} : u32\n  store %o, %z, %w2\n  return\n}\n");
+    ASSERT_FALSE(text.empty()) << T;
+    // Our own atan family and fma everywhere (GLSL's may be 4096 ulp off, or unfused).
+    for (const char* glsl : {" Asin ", " Acos ", " Atan ", " Atan2 ", " Fma ", " Round "})
+      EXPECT_FALSE(has(text, glsl)) << T << ": " << glsl;
+    if (t.find("f64") != std::string::npos) {
+      for (const char* glsl : {" Sinh ", " Cosh ", " Exp2 ", " Log2 ", " Log ", " Exp "})
+        EXPECT_FALSE(has(text, glsl)) << T << ": " << glsl;
+      EXPECT_FALSE(has(text, "OpTypeInt 64")) << T;  // copysign's sign bit from the high word
+    }
+    if (t == "f32") EXPECT_TRUE(has(text, " Exp2 ")) << T;
+  }
+}
+
 TEST_F(SpirvEmitTest, ComparisonsSelectAndCasts) {
   std::string text = asmOf(R"(
 kernel @k(%o: buffer<i32, device, write>, %f: f32, %d: f64, %i: i32, %u: u64, %c: bool) workgroup(1, 1, 1) {
