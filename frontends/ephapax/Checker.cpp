@@ -168,15 +168,7 @@ Ty* TypeChecker::intLiteral(Span s, int64_t value, bool wide) {
   return v;
 }
 
-Ty* TypeChecker::core(Ty* t) {
-  t = resolve(t);
-  for (int i = 0; i < 40; ++i) {
-    Ty* e = expandAlias(T, t);
-    if (!e) break;
-    t = resolve(e);
-  }
-  return t;
-}
+Ty* TypeChecker::core(Ty* t) { return ephapax::core(T, t); }
 
 void TypeChecker::checkIntLiterals() {
   for (const IntLit& l : intLits_) {

@@ -4,17 +4,6 @@ namespace eph::ephapax {
 
 namespace {
 
-// t with variables followed and aliases expanded.
-Ty* core(TyArena& T, Ty* t) {
-  t = resolve(t);
-  for (int i = 0; i < 40; ++i) {
-    Ty* e = expandAlias(T, t);
-    if (!e) break;
-    t = resolve(e);
-  }
-  return t;
-}
-
 bool isTypeParam(Ty* t) { return t->kind == Ty::Param && !t->regionVar; }
 
 }  // namespace

@@ -140,6 +140,16 @@ namespace {
 // with its parameters as Params numbered 0..n-1.
 }  // namespace
 
+Ty* core(TyArena& a, Ty* t) {
+  t = resolve(t);
+  for (int i = 0; i < 40; ++i) {
+    Ty* e = expandAlias(a, t);
+    if (!e) break;
+    t = resolve(e);
+  }
+  return t;
+}
+
 Ty* substitute(TyArena& a, Ty* t, const std::vector<std::pair<int, Ty*>>& subst) {
   t = resolve(t);
   if (!t) return t;

@@ -70,6 +70,8 @@ Ty* resolve(Ty* t);
 // A named alias (`type`, `linear type`, `affine type` = T) with its
 // arguments substituted; null for anything else.
 Ty* expandAlias(TyArena& a, Ty* t);
+// t with variables followed and aliases expanded.
+Ty* core(TyArena& a, Ty* t);
 // Replaces Params (by id) with `with[id]`-style lookups through `subst`.
 Ty* substitute(TyArena& a, Ty* t, const std::vector<std::pair<int, Ty*>>& subst);
 // The field types of a data constructor / record for a Named type's arguments.
