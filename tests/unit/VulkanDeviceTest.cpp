@@ -22,27 +22,10 @@
 #include "ir/Verifier.h"
 #include "runtime/vulkan/VulkanDevice.h"
 #include "targets/spirv/Spirv.h"
+#include "tests/support/VulkanTest.h"
 
 namespace eph::test {
 namespace {
-
-// Skips the test when this machine has no Vulkan device at all.
-#define REQUIRE_VULKAN()                                                                  \
-  do {                                                                                    \
-    auto devs = runtime::listVulkanDevices();                                             \
-    if (!devs) {                                                                          \
-      const char* req = std::getenv("EPH_REQUIRE_VULKAN");                                \
-      if (req && std::string(req) == "1") FAIL() << devs.error().message;                 \
-      GTEST_SKIP() << "no Vulkan device: " << devs.error().message;                       \
-    }                                                                                     \
-  } while (0)
-
-// The validation layer is on unless EPH_TEST_NO_VALIDATION=1 (for machines
-// without it, such as the GPU machine the benchmarks run on).
-bool validationWanted() {
-  const char* e = std::getenv("EPH_TEST_NO_VALIDATION");
-  return !(e && std::string(e) == "1");
-}
 
 // The repository (for examples/): EPH_SOURCE_DIR from the environment, else
 // where this test was built.
@@ -51,13 +34,6 @@ std::string sourceDir() {
   return e && *e ? e : EPH_SOURCE_DIR;
 }
 
-std::unique_ptr<runtime::VulkanDevice> openValidated(runtime::VulkanOptions o = {}) {
-  o.validation = validationWanted();
-  if (o.cacheDir.empty()) o.cacheDir = "off";
-  auto dev = runtime::VulkanDevice::open(o);
-  EXPECT_TRUE(dev) << dev.error().message;
-  return dev ? std::move(*dev) : nullptr;
-}
 
 void expectNoValidationMessages(runtime::VulkanDevice& dev) {
   for (const std::string& m : dev.takeValidationMessages()) ADD_FAILURE() << "validation: " << m;

@@ -18,27 +18,15 @@
 #include "ir/Verifier.h"
 #include "runtime/vulkan/VulkanApi.h"
 #include "runtime/vulkan/VulkanDevice.h"
+#include "tests/support/VulkanTest.h"
 
 namespace eph::test {
 namespace {
 
-#define REQUIRE_VULKAN()                                                  \
-  do {                                                                    \
-    auto devs = runtime::listVulkanDevices();                             \
-    if (!devs) {                                                          \
-      const char* req = std::getenv("EPH_REQUIRE_VULKAN");                \
-      if (req && std::string(req) == "1") FAIL() << devs.error().message; \
-      GTEST_SKIP() << "no Vulkan device: " << devs.error().message;       \
-    }                                                                     \
-  } while (0)
-
+// Validation on, no disk cache.
 std::unique_ptr<runtime::VulkanDevice> open(runtime::VulkanOptions o = {}) {
-  const char* e = std::getenv("EPH_TEST_NO_VALIDATION");
-  o.validation = !(e && std::string(e) == "1");
   o.cacheDir = "off";
-  auto dev = runtime::VulkanDevice::open(o);
-  EXPECT_TRUE(dev) << dev.error().message;
-  return dev ? std::move(*dev) : nullptr;
+  return openValidated(o);
 }
 
 const char* kAddOne =
