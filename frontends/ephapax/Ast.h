@@ -157,6 +157,8 @@ struct Expr {
     AtomicAdd, AtomicMin, AtomicMax, AtomicXchg, AtomicCas,  // (buf, i, v[, new]) -> old
     // math on scalars / vectors: sqrt exp log sin cos tan tanh floor ceil abs pow min max
     Sqrt, Exp, Log, Sin, Cos, Tan, Tanh, Floor, Ceil, Abs, Pow, Min, Max,
+    // float math named like its IR op (the callee's name): asin .. sign; atan2, copysign; fma
+    FloatMath1, FloatMath2, Fma,
     Dot, Cross, Length, Normalize,            // vectors
     MakeVec, MakeMat,                         // vec3(x, y, z), vec3(s), mat2(c0, c1), mat2(s)
     Cast,                                     // i32(e) u32(e) i64(e) f32(e) f64(e)

@@ -137,6 +137,13 @@ const std::map<std::string, TypeChecker::BuiltinInfo>& TypeChecker::builtinTable
       {"ceil", {Expr::Ceil, 1}}, {"abs", {Expr::Abs, 1}}, {"pow", {Expr::Pow, 2}}, {"min", {Expr::Min, 2}},
       {"max", {Expr::Max, 2}}, {"dot", {Expr::Dot, 2}}, {"cross", {Expr::Cross, 2}}, {"length", {Expr::Length, 1}},
       {"normalize", {Expr::Normalize, 1}},
+      {"asin", {Expr::FloatMath1, 1}}, {"acos", {Expr::FloatMath1, 1}}, {"atan", {Expr::FloatMath1, 1}},
+      {"sinh", {Expr::FloatMath1, 1}}, {"cosh", {Expr::FloatMath1, 1}}, {"asinh", {Expr::FloatMath1, 1}},
+      {"acosh", {Expr::FloatMath1, 1}}, {"atanh", {Expr::FloatMath1, 1}}, {"erf", {Expr::FloatMath1, 1}},
+      {"exp2", {Expr::FloatMath1, 1}}, {"log2", {Expr::FloatMath1, 1}}, {"log1p", {Expr::FloatMath1, 1}},
+      {"expm1", {Expr::FloatMath1, 1}}, {"round", {Expr::FloatMath1, 1}}, {"trunc", {Expr::FloatMath1, 1}},
+      {"sign", {Expr::FloatMath1, 1}}, {"atan2", {Expr::FloatMath2, 2}}, {"copysign", {Expr::FloatMath2, 2}},
+      {"fma", {Expr::Fma, 3}},
       {"vec2", {Expr::MakeVec, -1}}, {"vec3", {Expr::MakeVec, -1}}, {"vec4", {Expr::MakeVec, -1}},
       {"mat2", {Expr::MakeMat, -1}}, {"mat3", {Expr::MakeMat, -1}}, {"mat4", {Expr::MakeMat, -1}},
       {"i32", {Expr::Cast, 1}}, {"i64", {Expr::Cast, 1}}, {"u32", {Expr::Cast, 1}}, {"f32", {Expr::Cast, 1}},
@@ -236,8 +243,15 @@ Ty* TypeChecker::inferBuiltinCall(Expr& e) {
                                       " elements, not " + show(r));
       return elem;
     }
+    case Expr::FloatMath2: case Expr::Fma:  // arguments of one float type
+      for (size_t i = 1; i < n; ++i)
+        if (!unify(T, a[0], a[i])) {
+          mismatch(argSpan(i), a[0], a[i], " (`" + name + "` takes values of one type)");
+          return T.error();
+        }
+      [[fallthrough]];
     case Expr::Sqrt: case Expr::Exp: case Expr::Log: case Expr::Sin: case Expr::Cos: case Expr::Tan:
-    case Expr::Tanh: case Expr::Floor: case Expr::Ceil: {
+    case Expr::Tanh: case Expr::Floor: case Expr::Ceil: case Expr::FloatMath1: {
       Ty* r = core(a[0]);
       if (r->kind == Ty::Var && !r->floatLit && !r->intLit) unify(T, r, f32());
       if (!isFloatish(a[0]))

@@ -128,6 +128,14 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
       setLoc(e.span);
       return b_.op(names[e.builtin - Expr::Sqrt], {a}, rt);
     }
+    case Expr::FloatMath1: case Expr::FloatMath2: case Expr::Fma: {  // the IR op has the callee's name
+      size_t n = e.builtin == Expr::FloatMath1 ? 1 : e.builtin == Expr::FloatMath2 ? 2 : 3;
+      if (!need(n)) return fabricate(rt);
+      std::vector<Value*> ops;
+      for (size_t i = 0; i < n; ++i) ops.push_back(coerce(lowerExpr(*args[i]), rt, args[i]->span));
+      setLoc(e.span);
+      return b_.op(e.kids[0]->name, ops, rt);
+    }
     case Expr::Pow:
     case Expr::Min:
     case Expr::Max: {
