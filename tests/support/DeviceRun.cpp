@@ -63,4 +63,11 @@ std::string formatBuffer(const interp::BufferData& b) {
   return s + "]";
 }
 
+HostRun runMainOn(runtime::Device& dev, const ir::Module& m) {
+  HostRun r;
+  r.interp = std::make_unique<interp::Interpreter>(m);
+  r.results = runtime::runHost(dev, *r.interp, *m.lookup("main"), {});
+  return r;
+}
+
 }  // namespace eph::test

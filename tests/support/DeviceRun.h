@@ -4,6 +4,7 @@
 // compare a target against the interpreter element by element.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,14 @@ struct KernelArg {
 Expected<std::vector<interp::BufferData>> runKernelOn(runtime::Device& dev, const ir::Module& m,
                                                       const std::string& kernel, std::array<uint32_t, 3> groups,
                                                       const std::vector<KernelArg>& args);
+
+// A host program's run: its interpreter (which holds the result buffers) and
+// the results of @main (no arguments) on `dev`.
+struct HostRun {
+  std::unique_ptr<interp::Interpreter> interp;
+  Expected<std::vector<interp::RtValue>> results = Error{};
+};
+HostRun runMainOn(runtime::Device& dev, const ir::Module& m);
 
 // Formats a buffer's elements: "[1, 2, 3]".
 std::string formatBuffer(const interp::BufferData& b);

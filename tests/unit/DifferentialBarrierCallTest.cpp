@@ -16,6 +16,7 @@
 #include "ir/Verifier.h"
 #include "runtime/Compare.h"
 #include "runtime/Device.h"
+#include "tests/support/DeviceRun.h"
 
 namespace eph::test {
 namespace {
@@ -178,17 +179,6 @@ std::string programText(const std::string& body) {
   return std::string(kFunctions) + kKernelHeader + body + "  store %out, %gid, %y\n  return\n}\n" + kHost;
 }
 
-struct HostRun {
-  std::unique_ptr<interp::Interpreter> interp;
-  Expected<std::vector<interp::RtValue>> results = Error{};
-};
-
-HostRun runOn(runtime::Device& dev, const ir::Module& m) {
-  HostRun r;
-  r.interp = std::make_unique<interp::Interpreter>(m);
-  r.results = runtime::runHost(dev, *r.interp, *m.lookup("main"), {});
-  return r;
-}
 
 // The targets besides the interpreter that this build and machine have.
 std::vector<std::unique_ptr<runtime::Device>> otherDevices() {
@@ -218,10 +208,10 @@ TEST(DifferentialBarrierCalls, AgreeOnEveryTarget) {
     Status valid = ir::verify(**m);
     ASSERT_TRUE(valid) << valid.error().str();
     std::string before = ir::print(**m);
-    HostRun want = runOn(**ref, **m);
+    HostRun want = runMainOn(**ref, **m);
     ASSERT_TRUE(want.results) << "interp: " << want.results.error().str();
     for (auto& dev : devices) {
-      HostRun got = runOn(*dev, **m);
+      HostRun got = runMainOn(*dev, **m);
       ASSERT_TRUE(got.results) << dev->target() << ": " << got.results.error().str();
       auto diff = runtime::compareResults(*want.results, want.interp->memory(), *got.results, got.interp->memory(), {});
       EXPECT_FALSE(diff) << dev->target() << ": element " << diff->element << ": interp " << diff->a << ", "
@@ -242,13 +232,13 @@ TEST(DifferentialBarrierCalls, TrapInCalleeIsReportedAtTheCalleesOp) {
   ASSERT_TRUE(ir::verify(**m));
   auto ref = runtime::openDevice("interp");
   ASSERT_TRUE(ref);
-  HostRun want = runOn(**ref, **m);
+  HostRun want = runMainOn(**ref, **m);
   ASSERT_FALSE(want.results);
   const Loc& at = want.results.error().loc;
   ASSERT_TRUE(at.known());
   for (auto& dev : otherDevices()) {
     if (dev->target() == "vulkan") continue;  // robust buffer access: no traps
-    HostRun got = runOn(*dev, **m);
+    HostRun got = runMainOn(*dev, **m);
     ASSERT_FALSE(got.results) << dev->target();
     EXPECT_EQ(got.results.error().loc.line, at.line) << got.results.error().str();
     EXPECT_EQ(got.results.error().loc.col, at.col) << got.results.error().str();

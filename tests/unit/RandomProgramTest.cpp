@@ -19,6 +19,7 @@
 #include "passes/PassManager.h"
 #include "runtime/Compare.h"
 #include "runtime/Device.h"
+#include "tests/support/DeviceRun.h"
 #include "tests/support/RandomProgram.h"
 #ifdef EPH_HAVE_LLVM
 #include "runtime/cpu/CpuDevice.h"
@@ -33,17 +34,6 @@ uint64_t envNumber(const char* name, uint64_t fallback) {
   return std::strtoull(v, nullptr, 10);
 }
 
-struct HostRun {
-  std::unique_ptr<interp::Interpreter> interp;
-  Expected<std::vector<interp::RtValue>> results = Error{};
-};
-
-HostRun runOn(runtime::Device& dev, const ir::Module& m) {
-  HostRun r;
-  r.interp = std::make_unique<interp::Interpreter>(m);
-  r.results = runtime::runHost(dev, *r.interp, *m.lookup("main"), {});
-  return r;
-}
 
 struct Target {
   std::string name;
@@ -83,11 +73,11 @@ TEST(RandomPrograms, AgreeWithTheInterpreterOnEveryTarget) {
     ASSERT_TRUE(m) << "seed " << seed << ": " << m.error().str() << "\n" << text;
     Status valid = ir::verify(**m);
     ASSERT_TRUE(valid) << "seed " << seed << ": " << valid.error().str() << "\n" << text;
-    HostRun want = runOn(**ref, **m);
+    HostRun want = runMainOn(**ref, **m);
     ASSERT_TRUE(want.results) << "seed " << seed << ": interpreter: " << want.results.error().str() << "\n" << text;
     for (Target& t : targets) {
       if (seed % t.every) continue;
-      HostRun got = runOn(*t.device, **m);
+      HostRun got = runMainOn(*t.device, **m);
       if (!got.results) {
         ++failures;
         ADD_FAILURE() << "seed " << seed << " on " << t.name << ": " << got.results.error().str() << "\n" << text;
@@ -147,10 +137,10 @@ TEST(RandomPrograms, OptimizedProgramsAgreeWithUnoptimizedOnEveryTarget) {
       ASSERT_TRUE(plain && opt) << "seed " << seed << "\n" << text;
       auto changed = pm->run(**opt);
       ASSERT_TRUE(changed) << "seed " << seed << " " << pipeline << ": " << changed.error().str() << "\n" << text;
-      HostRun want = runOn(**ref, **plain);
+      HostRun want = runMainOn(**ref, **plain);
       ASSERT_TRUE(want.results) << "seed " << seed << ": " << want.results.error().str() << "\n" << text;
       for (auto& [name, device] : targets) {
-        HostRun got = runOn(*device, **opt);
+        HostRun got = runMainOn(*device, **opt);
         std::string where = "seed " + std::to_string(seed) + ", " + pipeline + ", on " + name;
         if (!got.results) {
           ++failures;
