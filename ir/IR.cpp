@@ -39,6 +39,7 @@ Op::~Op() {
 }
 
 std::string_view Op::name() const { return info_->name; }
+OpId Op::id() const { return info_->id; }
 
 static void removeUse(Value* v, Op* user, unsigned index) {
   auto& uses = const_cast<std::vector<Use>&>(v->uses());

@@ -16,6 +16,7 @@
 
 #include "ir/Attr.h"
 #include "ir/Diagnostics.h"
+#include "ir/OpId.h"
 #include "ir/Types.h"
 
 namespace eph::ir {
@@ -80,6 +81,9 @@ class Op {
 
   const OpInfo& info() const { return *info_; }
   std::string_view name() const;
+  // The typed handle of a built-in op (OpId::Custom for a plugin's op).
+  OpId id() const;
+  bool is(OpId id) const { return this->id() == id; }
   const Loc& loc() const { return loc_; }
   void setLoc(Loc l) { loc_ = l; }
 

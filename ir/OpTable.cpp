@@ -37,6 +37,24 @@ OpTable& OpTable::get() {
   return *table;
 }
 
+namespace {
+constexpr std::string_view kOpIdNames[] = {
+#define EPH_OP(id, name) name,
+#include "ir/OpIds.def"
+#undef EPH_OP
+};
+}  // namespace
+
+std::string_view opIdName(OpId id) {
+  return id == OpId::Custom ? std::string_view() : kOpIdNames[static_cast<unsigned>(id)];
+}
+
+OpId opIdOf(std::string_view name) {
+  for (unsigned i = 0; i < kNumOpIds; ++i)
+    if (kOpIdNames[i] == name) return static_cast<OpId>(i);
+  return OpId::Custom;
+}
+
 const OpInfo* OpTable::lookup(std::string_view name) const {
   for (const OpInfo* i : all_)
     if (i->name == name) return i;
@@ -52,9 +70,20 @@ const OpInfo& OpTable::operator[](std::string_view name) const {
   return *i;
 }
 
-void OpTable::add(std::span<const OpInfo> entries) {
-  for (const OpInfo& e : entries) {
+const OpInfo& OpTable::operator[](OpId id) const {
+  const OpInfo* i = id == OpId::Custom ? nullptr : byId_[static_cast<unsigned>(id)];
+  if (!i) {
+    std::fprintf(stderr, "internal error: op id %u is not registered\n", unsigned(id));
+    std::abort();
+  }
+  return *i;
+}
+
+void OpTable::add(std::span<OpInfo> entries) {
+  for (OpInfo& e : entries) {
     assert(!lookup(e.name) && "op registered twice");
+    e.id = opIdOf(e.name);
+    if (e.id != OpId::Custom) byId_[static_cast<unsigned>(e.id)] = &e;
     all_.push_back(&e);
   }
 }

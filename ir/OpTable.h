@@ -45,6 +45,35 @@ enum OpFlags : unsigned {
   kTypeVarAware = 1u << 7,
 };
 
+// What an op's regions are, so passes need not guess from its name.
+enum class RegionKind : uint8_t {
+  None,      // no regions
+  Branches,  // exactly one region runs (if, match)
+  Loop,      // the regions run repeatedly (for, while)
+};
+
+class Builder;
+
+// Derivative rules, filled in by the ops that are differentiable (the
+// autodiff pass reads them). The rule emits IR with `b` at the point the pass
+// chose; `operands` and `results` are the op's primal values as seen there.
+struct DiffContext {
+  Builder& b;
+  const Op& op;
+  std::span<Value* const> operands;
+  std::span<Value* const> results;
+};
+// Reverse mode: given the adjoint of each result (null: zero), returns each
+// operand's adjoint contribution (null: none, e.g. a non-differentiable operand).
+using ReverseRule = std::vector<Value*> (*)(const DiffContext& c, std::span<Value* const> resultAdjoints);
+// Forward mode: given each operand's tangent (null: zero), returns each
+// result's tangent (null: zero).
+using ForwardRule = std::vector<Value*> (*)(const DiffContext& c, std::span<Value* const> operandTangents);
+struct DerivativeRules {
+  ReverseRule reverse = nullptr;
+  ForwardRule forward = nullptr;
+};
+
 // Counts: a non-negative number means exactly that many; kVariadic means any.
 constexpr int kVariadic = -1;
 
@@ -70,6 +99,11 @@ struct OpInfo {
   InterpFn interp = nullptr;
   // One line for `ephc ops`.
   std::string_view summary = {};
+  RegionKind regionKind = RegionKind::None;
+  // Null: the op is not differentiable (the autodiff pass reports it by name).
+  const DerivativeRules* derivative = nullptr;
+  // Set by OpTable::add from the name (ir/OpIds.def); not written in entries.
+  OpId id = OpId::Custom;
 
   bool has(OpFlags f) const { return (flags & f) != 0; }
   Effect effect(const Op& op, unsigned i) const;
@@ -83,12 +117,16 @@ class OpTable {
   // The entry for a name that must exist (used by builders and passes).
   const OpInfo& operator[](std::string_view name) const;
   const std::vector<const OpInfo*>& all() const { return all_; }
+  // The entry of a built-in op.
+  const OpInfo& operator[](OpId id) const;
   // Registers a table of entries (the ops/*.cpp files call this at start-up;
-  // plugins may add their own). Entries must outlive the program.
-  void add(std::span<const OpInfo> entries);
+  // plugins may add their own). Entries must outlive the program; add sets
+  // their `id` from their name.
+  void add(std::span<OpInfo> entries);
 
  private:
   std::vector<const OpInfo*> all_;
+  std::vector<const OpInfo*> byId_ = std::vector<const OpInfo*>(kNumOpIds, nullptr);
 };
 
 // Each ops/*.cpp file defines one of these, called once by OpTable::get().

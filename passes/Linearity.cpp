@@ -124,8 +124,7 @@ class Checker {
       }
     }
     if (op.numRegions() > 0) {
-      bool isBranch = op.name() == "if" || op.name() == "match";
-      if (isBranch) checkBranches(op, s, loopDepth);
+      if (op.info().regionKind == ir::RegionKind::Branches) checkBranches(op, s, loopDepth);
       else checkLoop(op, s, loopDepth);
     }
     for (Value* r : op.results())
@@ -201,7 +200,7 @@ class Checker {
   // ---- regions ----------------------------------------------------------------
 
   static std::string branchName(const Op& op, int b) {
-    if (op.name() == "if") return b == 0 ? "then-branch" : "else-branch";
+    if (op.is(ir::OpId::If)) return b == 0 ? "then-branch" : "else-branch";
     return "branch for variant " + std::to_string(b);
   }
 

@@ -138,7 +138,7 @@ ir::Effect ffiEffect(const ir::Op& op, unsigned i) {
   return isOwnedDeviceBuffer(op.operand(i)->type()) ? ir::Effect::Consume : ir::Effect::None;
 }
 
-const ir::OpInfo kOps[] = {
+ir::OpInfo kOps[] = {
     {.name = "ephapax.ffi_call", .numOperands = ir::kVariadic, .numResults = ir::kVariadic, .flags = ir::kHostOnly,
      .effectFn = ffiEffect, .verify = verifyFfiCall, .interp = interpFfiCall,
      .summary = "call the C function {symbol} of the process (Ephapax extern functions and __ffi)"},

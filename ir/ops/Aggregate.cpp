@@ -213,7 +213,7 @@ bool interpArraySet(interp::Exec& ex, const Op& op) {
   return ex.setResult(op, std::move(a));
 }
 
-const OpInfo kOps[] = {
+OpInfo kOps[] = {
     {.name = "vec.make", .numOperands = kVariadic, .numResults = 1, .flags = kPure,
      .verify = verifyVecMake, .interp = interpMake, .summary = "a vector from its elements"},
     {.name = "vec.extract", .numOperands = 1, .numResults = 1, .flags = kPure,

@@ -115,7 +115,7 @@ OpInfo unary(std::string_view name, VerifyFn verify, std::string_view summary,
           .interp = interp, .summary = summary};
 }
 
-const OpInfo kOps[] = {
+OpInfo kOps[] = {
     {.name = "const", .numOperands = 0, .numResults = 1, .flags = kPure, .verify = verifyConst,
      .interp = interpConst,
      .summary = "a scalar constant: %c = const {value = 1.5} : f32"},

@@ -98,7 +98,7 @@ bool interpBoxGet(interp::Exec& ex, const Op& op) {
   return ex.setResult(op, b.box->value);
 }
 
-const OpInfo kOps[] = {
+OpInfo kOps[] = {
     {.name = "box.new", .numOperands = 1, .numResults = 1, .flags = kPure | kHostOnly,
      .effectFn = consumeOwned, .verify = verifyBoxNew, .interp = interpBoxNew,
      .summary = "box.new %v : box: a new immutable host heap cell holding %v (which owns no buffer, "

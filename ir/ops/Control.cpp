@@ -200,18 +200,22 @@ bool interpCall(interp::Exec& ex, const Op& op) {
   return ex.setResults(op, std::move(results));
 }
 
-const OpInfo kOps[] = {
+OpInfo kOps[] = {
     {.name = "if", .numOperands = 1, .numResults = kVariadic, .numRegions = 2,
-     .verify = verifyIf, .interp = interpIf, .summary = "if %c : T... { then; yield } { else; yield }"},
+     .verify = verifyIf, .interp = interpIf, .summary = "if %c : T... { then; yield } { else; yield }",
+     .regionKind = RegionKind::Branches},
     {.name = "for", .numOperands = kVariadic, .numResults = kVariadic, .numRegions = 1,
      .effectFn = moveOut, .verify = verifyFor, .interp = interpFor,
-     .summary = "for %lo, %hi, %step, %init... : T... { |%i, %acc...| ...; yield %acc'... }"},
+     .summary = "for %lo, %hi, %step, %init... : T... { |%i, %acc...| ...; yield %acc'... }",
+     .regionKind = RegionKind::Loop},
     {.name = "while", .numOperands = kVariadic, .numResults = kVariadic, .numRegions = 2,
      .effectFn = moveOut, .verify = verifyWhile, .interp = interpWhile,
-     .summary = "while %init... : T... { |%a...| ...; condition %c, %v... } { |%v...| ...; yield %a'... }"},
+     .summary = "while %init... : T... { |%a...| ...; condition %c, %v... } { |%v...| ...; yield %a'... }",
+     .regionKind = RegionKind::Loop},
     {.name = "match", .numOperands = 1, .numResults = kVariadic, .numRegions = kVariadic,
      .effectFn = moveOut, .verify = verifyMatch, .interp = interpMatch,
-     .summary = "match %sum : T... { |%payload0| ... } { |%payload1| ... } (one region per variant)"},
+     .summary = "match %sum : T... { |%payload0| ... } { |%payload1| ... } (one region per variant)",
+     .regionKind = RegionKind::Branches},
     {.name = "yield", .numOperands = kVariadic, .numResults = 0, .flags = kTerminator,
      .effectFn = moveOut, .verify = verifyYield, .interp = interpTerminator, .summary = "ends a region of if/for/while/match"},
     {.name = "condition", .numOperands = kVariadic, .numResults = 0, .flags = kTerminator,

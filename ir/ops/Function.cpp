@@ -94,7 +94,7 @@ bool interpCallIndirect(interp::Exec& ex, const Op& op) {
   return ex.setResults(op, std::move(results));
 }
 
-const OpInfo kOps[] = {
+OpInfo kOps[] = {
     {.name = "func.ref", .numOperands = 0, .numResults = 1, .flags = kPure | kTypeVarAware,
      .verify = verifyFuncRef, .interp = interpFuncRef,
      .summary = "a function as a value: %f = func.ref {callee = @f} : fn(T...) -> (R...)"},

@@ -234,7 +234,7 @@ bool interpDeviceCount(interp::Exec& ex, const Op& op) {
   return ex.setResult(op, interp::RtValue::ofInt(op.result(0)->type(), d ? d->deviceCount() : 1));
 }
 
-const OpInfo kOps[] = {
+OpInfo kOps[] = {
     {.name = "alloc", .numOperands = 1, .numResults = 1, .flags = kHostOnly, .verify = verifyAlloc, .interp = interpAlloc,
      .summary = "alloc %n [{device = k}] : buffer<T, host|device, linear|affine>: a buffer of n elements (a device buffer on device k, default 0)"},
     {.name = "free", .numOperands = 1, .numResults = 0, .flags = kHostOnly,

@@ -183,7 +183,7 @@ OpInfo builtin(std::string_view name, std::string_view summary, InterpFn interp)
           .verify = verifyBuiltin, .interp = interp, .summary = summary};
 }
 
-const OpInfo kOps[] = {
+OpInfo kOps[] = {
     {.name = "load", .numOperands = 2, .numResults = 1, .flags = kReadOnly,
      .effects = {Effect::Read, Effect::None}, .verify = verifyLoad, .interp = interpLoad,
      .summary = "element i of a buffer (out of bounds or never written is an error)"},
