@@ -32,6 +32,7 @@ OpTable& OpTable::get() {
     registerHostOps(*t);
     registerFunctionOps(*t);
     registerBoxOps(*t);
+    registerForeignOps(*t);
     return t;
   }();
   return *table;

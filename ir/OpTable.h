@@ -137,6 +137,7 @@ void registerMemoryOps(OpTable& t);
 void registerHostOps(OpTable& t);
 void registerFunctionOps(OpTable& t);
 void registerBoxOps(OpTable& t);
+void registerForeignOps(OpTable& t);
 
 // The type of the box cell that `box.get ... : readAs` reads (ops/Box.cpp):
 // a boxed host buffer<T, host, affine> is read as buffer<T, host, read>;

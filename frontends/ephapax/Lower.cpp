@@ -208,7 +208,6 @@ using lowering::ClosureGroup;
 using lowering::Lowerer;
 std::unique_ptr<ir::Module> lowerProgram(Checked& c, ir::Context& ctx, const std::string& file, DiagSink& diags,
                                          const LowerOptions& opts) {
-  registerRuntimeOps();
   // Pass 1 discovers every closure (per function type), so that pass 2 knows
   // each closure type's variants before it makes the first one.
   std::map<std::string, ClosureGroup> known;

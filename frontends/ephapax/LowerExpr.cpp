@@ -283,12 +283,12 @@ Value* Lowerer::lowerKind(Expr& e, bool tail) {
 Value* Lowerer::ffiCall(const std::string& sym, const std::vector<Value*>& args, const ir::Type* rt, Span s) {
   std::vector<const ir::Type*> ps;
   for (Value* a : args) ps.push_back(a->type());
-  if (std::string why = ffiSignatureProblem(ps, rt); !why.empty()) {
-    unsupported(s, "extern call to '" + sym + "': " + why, "E202");
+  if (ir::ForeignSignature sig = ir::classifyForeignCall(ps, rt); !sig.ok()) {
+    unsupported(s, "extern call to '" + sym + "': " + sig.problem, "E202");
     for (Value* a : args) dropValue(a);
     return fabricate(rt);
   }
-  return b_.create("ephapax.ffi_call", args, {rt}, {{"symbol", ir::Attr::string(sym)}})->result(0);
+  return b_.create("call.c", args, {rt}, {{"symbol", ir::Attr::string(sym)}})->result(0);
 }
 
 // An integer literal of type t: t may be a float or a type variable when the

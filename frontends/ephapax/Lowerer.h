@@ -22,7 +22,7 @@
 
 #include "frontends/ephapax/Lower.h"
 #include "frontends/ephapax/Parser.h"
-#include "frontends/ephapax/Runtime.h"
+#include "ir/ForeignAbi.h"
 #include "ir/OpTable.h"
 #include "ir/ops/TypeVars.h"
 

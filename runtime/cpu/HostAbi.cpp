@@ -1,11 +1,8 @@
 // The runtime calls of compiled host code (HostAbi.h). Each mirrors the
 // interpreter's semantics of its op (ir/ops/Host.cpp, ir/ops/Memory.cpp,
-// ir/ops/Box.cpp, ir/interp/Exec.cpp, and the Ephapax frontend's
-// ephapax.ffi_call in frontends/ephapax/Runtime.cpp), messages included,
+// ir/ops/Box.cpp, ir/ops/Foreign.cpp, ir/interp/Exec.cpp), messages included,
 // and forwards device work to the DeviceHooks of the run.
 #include "runtime/cpu/HostAbi.h"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstring>
@@ -237,15 +234,15 @@ void boxBadGet(HostContextHeader* h, uint32_t site, const llvmtarget::HostBoxCel
   c.fail(op, "box.get: the box holds a value of type '" + held + "', read as '" + op.result(0)->type()->str() + "'");
 }
 
-// The address of an ephapax.ffi_call's C function, looked up in the process
-// as the interpreter does (frontends/ephapax/Runtime.cpp), with its error.
+// The address of a call.c's C function, looked up in the process as the
+// interpreter does (ir/interp/ForeignCall.h), with its error.
 void* ffiResolve(HostContextHeader* h, uint32_t site) {
   HostContext& c = ctxOf(h);
   const ir::Op& op = c.op(site);
   const ir::Attr* sym = op.attr("symbol");
-  std::string name = sym && sym->kind == ir::Attr::Kind::String ? sym->s : "";
-  void* fn = name.empty() ? nullptr : dlsym(RTLD_DEFAULT, name.c_str());
-  if (!fn) c.fail(op, "extern symbol '" + name + "' is not defined (give its library with --link LIB.so)");
+  std::string why;
+  void* fn = interp::resolveForeignSymbol(sym && sym->kind == ir::Attr::Kind::String ? sym->s : "", why);
+  if (!fn) c.fail(op, why);
   return fn;
 }
 

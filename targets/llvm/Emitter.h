@@ -37,6 +37,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/ForeignAbi.h"
 #include "ir/IR.h"
 #include "targets/llvm/BarrierCalls.h"
 #include "targets/llvm/Llvm.h"
@@ -91,7 +92,7 @@ class ModuleEmitter {
   std::map<std::string, std::string> hostEntries;
   // Box cells (LowerHostBoxes.cpp): the index of each hostBoxTypes entry.
   std::unordered_map<const ir::Type*, unsigned> boxTypeIds;
-  // ffi_call (LowerHostFfi.cpp): the global caching each symbol's address.
+  // call.c (LowerHostFfi.cpp): the global caching each symbol's address.
   std::map<std::string, llvm::GlobalVariable*> ffiSymbols;
   // The runtime function `name` of HostAbi.h.
   llvm::FunctionCallee hostRuntime(const char* name, llvm::Type* ret, std::vector<llvm::Type*> params);
@@ -180,11 +181,11 @@ class FunctionEmitter {
   // false for ops lowered as in kernels.
   bool emitHostOp(const ir::Op& op, bool& handled);
   llvm::BasicBlock* bail();
-  // box.new / box.get (LowerHostBoxes.cpp), ephapax.ffi_call (LowerHostFfi.cpp).
+  // box.new / box.get (LowerHostBoxes.cpp), call.c (LowerHostFfi.cpp).
   bool emitBoxOp(const ir::Op& op);
   bool emitFfiCall(const ir::Op& op);
   // The C call itself, through fnPtr, with the result set (LowerHostFfi.cpp).
-  bool emitForeignCall(const ir::Op& op, llvm::Value* fnPtr, const ir::Type* rt);
+  void emitForeignCall(const ir::Op& op, llvm::Value* fnPtr, const ir::ForeignSignature& sig);
   // A new box cell holding v of box table type k (HostAbi.h).
   llvm::Value* makeBoxCell(unsigned k, const ir::Type* t, llvm::Value* v);
   // Returns at once when the context has failed.

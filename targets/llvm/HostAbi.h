@@ -38,11 +38,10 @@
 // table type k as slots, eph.box.make makes a cell of table type k from
 // slots.
 //
-// `ephapax.ffi_call {symbol = "name"}` (registered by the Ephapax frontend;
-// matched here by name and attributes, so that this target does not depend
-// on the frontend) calls the C function `name` of the process with the
-// interpreter's signature rules: integers/bools passed as int64 with an
-// integer, bool, () or small integer-struct result, or all f64. The address
+// `call.c {symbol = "name"}` (ir/ops/Foreign.cpp) calls the C function
+// `name` of the process with the signature ir/ForeignAbi.h classifies:
+// integers/bools passed as int64 with an integer, bool, () or small
+// integer-struct result, or all f64. The address
 // is resolved by a runtime call (dlsym) on the first call and kept in a
 // global of the compiled module; an unresolved symbol is the interpreter's
 // error at the op.

@@ -353,7 +353,7 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     return true;
   }
   if (n == "box.new" || n == "box.get") return emitBoxOp(op);
-  if (n == "ephapax.ffi_call") return emitFfiCall(op);
+  if (n == "call.c") return emitFfiCall(op);
   const ir::OpInfo& info = op.info();
   if (n.starts_with("atomic.") || n == "barrier" || n == "workgroup.alloc" || info.has(ir::kKernelOnly) ||
       info.has(ir::kHostOnly))

@@ -1,18 +1,16 @@
-// Extern calls in compiled host code: `ephapax.ffi_call {symbol = "name"}`
-// (Ephapax extern functions and __ffi). The op is registered by the Ephapax
-// frontend library; this target matches it by name and attributes, as it
-// would any op, so that targets/llvm does not depend on frontends/. The
-// signature rules are the interpreter's (frontends/ephapax/Runtime.cpp,
-// checked by the op's verifier before any lowering): with any f64 operand or
-// result, every operand is an f64 and the result is an f64; otherwise every
-// operand is passed as an int64 (sign- or zero-extended as the interpreter
-// holds it, a bool as 0/1) and the result is read from the int64 return
-// register (an integer truncated to its width, a bool as "not 0", () or no
-// result ignored), or, for a small struct of integers, from the two return
-// registers {i64, i64} with each field at its C offset. An owned device
-// buffer is passed as its handle. The call is bracketed by the runtime's
-// ffi_enter / ffi_leave (and the failed flag is tested after it), so that C
-// code may use the runtime/eph_buffer.h API on the run's device buffers.
+// C calls in compiled host code: `call.c %args... {symbol = "name"}`
+// (ir/ops/Foreign.cpp; Ephapax extern functions and __ffi). How each argument
+// is passed and the result read is ir/ForeignAbi.h's classification, which the
+// op's verifier has checked before any lowering: in the float convention
+// every operand and the result are doubles; in the integer convention every
+// operand is an int64 (sign- or zero-extended as the interpreter holds it, a
+// bool as 0/1, an owned device buffer as its handle) and the result is read
+// from the int64 return register (truncated to its width, a bool as "not 0"),
+// or, for a small struct of integers, from the two return registers
+// {i64, i64} with each field at its C offset. The call is bracketed by the
+// runtime's ffi_enter / ffi_leave (and the failed flag is tested after it),
+// so that C code may use the runtime/eph_buffer.h API on the run's device
+// buffers.
 //
 // The address is resolved on the first call by a runtime call (dlsym of the
 // process, after the --link libraries are loaded) and cached in a global of
@@ -28,9 +26,6 @@ namespace {
 
 using namespace hostabi;
 
-// The size of an integer-like type in C (_Bool is one byte), as the interpreter lays out struct results.
-unsigned cSize(const ir::Type* t) { return t->isBool() ? 1 : t->bits() / 8; }
-
 llvm::GlobalVariable* symbolSlot(ModuleEmitter& M, const std::string& name) {
   auto it = M.ffiSymbols.find(name);
   if (it != M.ffiSymbols.end()) return it->second;
@@ -43,14 +38,11 @@ llvm::GlobalVariable* symbolSlot(ModuleEmitter& M, const std::string& name) {
 }  // namespace
 
 bool FunctionEmitter::emitFfiCall(const ir::Op& op) {
-  const ir::Attr* sym = op.attr("symbol");
-  if (!sym || sym->kind != ir::Attr::Kind::String || sym->s.empty())
-    return fail(op, "needs a {symbol = \"name\"} string attribute");
-  if (op.numResults() > 1) return fail(op, "has at most one result");
-  const ir::Type* rt = op.numResults() ? op.result(0)->type() : nullptr;
+  ir::ForeignSignature sig = ir::classifyForeignCall(op);
+  if (!sig.ok()) return fail(op, sig.problem);
 
   // The address: cached, else resolved by the runtime (which reports a missing symbol).
-  llvm::GlobalVariable* slot = symbolSlot(M, sym->s);
+  llvm::GlobalVariable* slot = symbolSlot(M, op.attr("symbol")->s);
   llvm::LoadInst* cached = b.CreateAlignedLoad(M.ptr, slot, llvm::Align(8));
   cached->setAtomic(llvm::AtomicOrdering::Monotonic);
   llvm::BasicBlock* pre = b.GetInsertBlock();
@@ -71,63 +63,52 @@ bool FunctionEmitter::emitFfiCall(const ir::Op& op) {
 
   llvm::Type* voidTy = llvm::Type::getVoidTy(M.ctx);
   b.CreateCall(M.hostRuntime(kFfiEnter, voidTy, {M.ptr, M.i32}), {hostCtx, siteOf(op)});
-  if (!emitForeignCall(op, fnPtr, rt)) return false;
+  emitForeignCall(op, fnPtr, sig);
   b.CreateCall(M.hostRuntime(kFfiLeave, voidTy, {M.ptr, M.i32}), {hostCtx, siteOf(op)});
   checkFailed();
   return true;
 }
 
-bool FunctionEmitter::emitForeignCall(const ir::Op& op, llvm::Value* fnPtr, const ir::Type* rt) {
-  bool floats = rt && rt->isFloat();
-  for (const ir::Value* v : op.operands()) floats = floats || v->type()->isFloat();
-  std::vector<llvm::Value*> args;
-  if (floats) {
-    for (const ir::Value* v : op.operands()) {
-      llvm::Value* x = get(v);
-      args.push_back(v->type()->isFloat() && v->type()->bits() == 64 ? x : b.CreateFPExt(x, M.f64));
-    }
+void FunctionEmitter::emitForeignCall(const ir::Op& op, llvm::Value* fnPtr, const ir::ForeignSignature& sig) {
+  const ir::Type* rt = op.numResults() ? op.result(0)->type() : nullptr;
+  if (sig.floats()) {
+    std::vector<llvm::Value*> args;
+    for (const ir::Value* v : op.operands()) args.push_back(get(v));
     std::vector<llvm::Type*> params(args.size(), M.f64);
-    llvm::Value* r = b.CreateCall(llvm::FunctionType::get(M.f64, params, false), fnPtr, args);
-    if (rt) set(op.result(0), rt->bits() == 64 ? r : b.CreateFPTrunc(r, M.valueType(rt)));
-    return true;
+    set(op.result(0), b.CreateCall(llvm::FunctionType::get(M.f64, params, false), fnPtr, args));
+    return;
   }
-  for (const ir::Value* v : op.operands()) {
+  std::vector<llvm::Value*> args;
+  for (unsigned i = 0; i < op.numOperands(); ++i) {
+    const ir::Value* v = op.operand(i);
     llvm::Value* x = get(v);
     const ir::Type* t = v->type();
-    if (t->isBuffer()) {  // a device buffer {null, handle}: the handle
-      args.push_back(b.CreateExtractValue(x, 1));
-      continue;
-    }
-    args.push_back(t->isBool() ? b.CreateZExt(x, M.i64) : t->isSigned() ? b.CreateSExtOrTrunc(x, M.i64)
-                                                                          : b.CreateZExtOrTrunc(x, M.i64));
+    if (sig.args[i] == ir::CArg::Handle) args.push_back(b.CreateExtractValue(x, 1));  // a device buffer {null, handle}
+    else if (t->isBool()) args.push_back(b.CreateZExt(x, M.i64));
+    else args.push_back(t->isSigned() ? b.CreateSExtOrTrunc(x, M.i64) : b.CreateZExtOrTrunc(x, M.i64));
   }
   std::vector<llvm::Type*> params(args.size(), M.i64);
-  if (rt && rt->isStruct() && !rt->isUnit()) {
-    // Two registers (x86-64 SysV RAX:RDX, AArch64 x0:x1), fields at their C offsets.
+  if (sig.result == ir::CResult::IntPair) {
     llvm::StructType* reg2 = llvm::StructType::get(M.ctx, {M.i64, M.i64});
     llvm::Value* r = b.CreateCall(llvm::FunctionType::get(reg2, params, false), fnPtr, args);
     llvm::AllocaInst* bytes = entryAlloca(reg2, "ffi.result");
     b.CreateStore(r, bytes);
     llvm::Value* out = llvm::PoisonValue::get(M.valueType(rt));
-    unsigned offset = 0, k = 0;
-    for (const ir::Type* f : rt->members()) {
-      unsigned size = cSize(f);
-      offset = (offset + size - 1) / size * size;
-      llvm::Value* raw = b.CreateLoad(b.getIntNTy(8 * size), b.CreateConstInBoundsGEP1_64(M.i8, bytes, offset));
-      offset += size;
-      llvm::Value* field = f->isBool() ? b.CreateICmpNE(raw, llvm::ConstantInt::get(raw->getType(), 0))
-                                       : b.CreateZExtOrTrunc(raw, M.valueType(f));
+    unsigned k = 0;
+    for (const ir::CField& f : sig.fields) {
+      llvm::Value* raw = b.CreateLoad(b.getIntNTy(8 * f.size), b.CreateConstInBoundsGEP1_64(M.i8, bytes, f.offset));
+      llvm::Value* field = f.type->isBool() ? b.CreateICmpNE(raw, llvm::ConstantInt::get(raw->getType(), 0))
+                                            : b.CreateZExtOrTrunc(raw, M.valueType(f.type));
       out = b.CreateInsertValue(out, field, k++);
     }
     set(op.result(0), out);
-    return true;
+    return;
   }
   llvm::Value* r = b.CreateCall(llvm::FunctionType::get(M.i64, params, false), fnPtr, args);
-  if (!rt) return true;
-  if (rt->isUnit()) set(op.result(0), llvm::Constant::getNullValue(M.valueType(rt)));
+  if (!rt) return;
+  if (sig.result == ir::CResult::None) set(op.result(0), llvm::Constant::getNullValue(M.valueType(rt)));
   else if (rt->isBool()) set(op.result(0), b.CreateICmpNE(r, b.getInt64(0)));
   else set(op.result(0), b.CreateTrunc(r, M.valueType(rt)));
-  return true;
 }
 
 }  // namespace eph::llvmtarget

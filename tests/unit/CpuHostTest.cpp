@@ -13,7 +13,7 @@
 // error naming the op under Jit. Boxes: a mistyped box.get is the
 // interpreter's error, a 100000-cell list built, walked and returned, box
 // arguments and shared cells crossing the entry. Extern calls
-// (ephapax.ffi_call) to libc/libm give the interpreter's results, and an
+// (call.c) to libc/libm give the interpreter's results, and an
 // unresolved symbol its error.
 #ifdef EPH_HAVE_LLVM
 
@@ -515,7 +515,7 @@ TEST(CpuHost, BoxArgumentsAndSharedCellsCrossTheEntry) {
   EXPECT_EQ((*r)[0].box.get(), list.box.get());
 }
 
-// ---- extern calls (ephapax.ffi_call) ---------------------------------------------
+// ---- extern calls (call.c) ---------------------------------------------
 
 // An Ephapax program's main, with the interpreter and with compiled host code.
 std::pair<std::string, std::string> bothEph(const std::string& src) {

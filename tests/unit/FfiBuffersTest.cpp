@@ -9,8 +9,8 @@
 // stale or made-up handle is a clear error (never a crash) with them off.
 #include <gtest/gtest.h>
 
-#include "frontends/ephapax/Runtime.h"
 #include "ir/OpTable.h"
+#include "ir/interp/ForeignCall.h"
 #include "tests/unit/EphapaxTestUtil.h"
 
 using namespace eph;
@@ -65,8 +65,7 @@ std::unique_ptr<Compiled> compileProgram() {
 class FfiBuffers : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    registerRuntimeOps();
-    Status s = loadLibrary(EPH_FFI_BUFFER_CLIENT);
+    Status s = interp::loadForeignLibrary(EPH_FFI_BUFFER_CLIENT);
     ASSERT_TRUE(s) << s.error().str();
   }
 };
@@ -161,7 +160,7 @@ TEST_F(FfiBuffers, ExternFunctionsTakeOwnedBuffersToo) {
 
 TEST_F(FfiBuffers, TheCallConsumesTheBuffer) {
   // The checker counts the buffer as consumed by the call (E002 after it)
-  // and the IR's ffi_call consumes its operand (the linearity pass agrees).
+  // and the IR's call.c consumes its operand (the linearity pass agrees).
   const char* twice = "fn main() -> I64 {\n    let! b = allocate_gpu<I32>(2);\n    let n: I64 = __ffi(\"client_keep\", b);\n"
                       "    free_gpu(b);\n    n\n}\n";
   ir::Context ctx;
@@ -173,7 +172,7 @@ TEST_F(FfiBuffers, TheCallConsumesTheBuffer) {
   ASSERT_TRUE(c->m);
   bool consumes = false;
   c->m->lookup("frees")->walk([&](ir::Op* op) {
-    if (op->name() == "ephapax.ffi_call") consumes = op->info().effect(*op, 0) == ir::Effect::Consume;
+    if (op->name() == "call.c") consumes = op->info().effect(*op, 0) == ir::Effect::Consume;
   });
   EXPECT_TRUE(consumes);
 }

@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "frontends/Frontend.h"
-#include "frontends/ephapax/Runtime.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 
@@ -127,7 +126,6 @@ std::unique_ptr<ir::Module> Session::loadModule(ir::Context& ctx, const std::str
     io.err << diagnostics;
     return lowered;
   }
-  ephapax::registerRuntimeOps();  // IR printed from an .eph program may call extern functions
   auto m = ir::parseModule(ctx, text, name);
   if (!m) {
     report(m.error());

@@ -3,8 +3,7 @@
 #include <cstdlib>
 #include <ostream>
 
-#include "frontends/ephapax/Runtime.h"
-#include "ir/interp/Interp.h"
+#include "ir/interp/ForeignCall.h"
 #include "runtime/Device.h"
 #include "tools/ephc/Driver.h"
 
@@ -42,7 +41,7 @@ CommandSpec runSpec() {
               {"--devices", "LIST", "run on several devices, e.g. vulkan,cpu or vulkan:0,vulkan:1: `alloc {device = k}` puts a buffer on the k-th"},
               {"--entry", "NAME", "the host function to run (default: main)"},
               {"--arg", "VALUE", "an argument for the entry function; one per parameter, in order", true},
-              {"--link", "LIB.so", "load a shared library first: Ephapax extern functions and __ffi resolve in it", true},
+              {"--link", "LIB.so", "load a shared library first: call.c (Ephapax extern functions, __ffi) resolves in it", true},
               {"--check-buffers", "", "track every device buffer: use after free, double free and leaks are errors naming its allocation site (also EPH_CHECK_BUFFERS=1)"},
               {"--check-bounds", "", "check every buffer access in kernels: out of bounds is an error naming the access, the index, the length and the invocation (always on for interp and cpu; also EPH_CHECK_BOUNDS=1)"},
               {"--host", "MODE", "where host code runs: auto (compiled by LLVM on the cpu target when the module's host code can be, else interpreted), jit (always compiled; an error naming the op when it cannot be), interp (also EPH_HOST)"},
@@ -84,7 +83,7 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
 
   if (!loadPlugins(s, *args)) return 1;
   for (const std::string& lib : args->all("--link"))
-    if (Status st = ephapax::loadLibrary(lib); !st) return s.fail("run: " + st.error().message);
+    if (Status st = interp::loadForeignLibrary(lib); !st) return s.fail("run: " + st.error().message);
   passes::PassManager pm;
   passes::PipelineOptions opts;
   if (!buildPipeline(s, *args, pm, opts)) return 1;
