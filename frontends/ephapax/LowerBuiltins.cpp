@@ -5,8 +5,8 @@
 namespace eph::ephapax::lowering {
 
 Value* Lowerer::splat(Value* s, const ir::Type* vt) {
-  if (s->type() != vt->elem()) s = b_.op("cast", {s}, vt->elem());
-  return b_.op("vec.make", std::vector<Value*>(vt->count(), s), vt);
+  if (s->type() != vt->elem()) s = b_.cast(s, vt->elem());
+  return b_.splat(s, vt);
 }
 
 bool Lowerer::isMatrix(const ir::Type* t) {
@@ -14,7 +14,7 @@ bool Lowerer::isMatrix(const ir::Type* t) {
 }
 
 Value* Lowerer::column(Value* m, unsigned j) {
-  return b_.op("struct.extract", {m}, m->type()->members()[j], {{"index", ir::Attr::integer(j)}});
+  return b_.structExtract(m, j);
 }
 
 // m * v = sum over columns j of m.j * v[j].
@@ -67,8 +67,8 @@ Value* Lowerer::lowerVecBinary(Expr& e) {
 }
 
 Value* Lowerer::idBuiltin(const char* op, int64_t dim, const ir::Type* rt) {
-  Value* v = b_.op(op, {}, ctx_.u32(), {{"dim", ir::Attr::integer(dim)}});
-  if (rt != ctx_.u32() && rt->isNumeric()) v = b_.op("cast", {v}, rt);
+  Value* v = b_.builtin(op, static_cast<int>(dim));
+  if (rt != ctx_.u32() && rt->isNumeric()) v = b_.cast(v, rt);
   return v;
 }
 
@@ -276,16 +276,14 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
         dropValue(f);
         return fabricate(rt);
       }
-      Value* buf = b_.op("alloc", {n}, ctx_.bufferType(elem, ir::Space::Host, ir::Ownership::Affine));
-      ir::Op* loop = b_.create("for", {b_.constInt(ctx_.i32(), 0), n, b_.constInt(ctx_.i32(), 1)}, {}, {}, 1);
-      Value* i = loop->region(0).addArg(ctx_.i32(), "i");
-      B outer = b_;
-      b_.setInsertionPoint(loop->region(0));
-      Value* v = f->type()->isFunction() ? b_.create("call.indirect", {f, i}, {f->type()->results()[0]})->result(0)
-                                         : apply(f, args[1]->ty, i);
-      b_.create("store", {buf, i, coerce(v, elem, e.span)});
-      b_.create("yield");
-      b_ = outer;
+      Value* buf = b_.alloc(n, ctx_.bufferType(elem, ir::Space::Host, ir::Ownership::Affine));
+      Value* zero = b_.constInt(ctx_.i32(), 0);
+      Value* one = b_.constInt(ctx_.i32(), 1);
+      b_.forOp(zero, n, one, [&](ir::Builder& b, Value* i, const ir::Values&) {
+        i->setName("i");
+        Value* v = f->type()->isFunction() ? b.callIndirect(f, {i})[0] : apply(f, args[1]->ty, i);
+        b.store(buf, i, coerce(v, elem, e.span));
+      });
       return freshList(buf);
     }
     case Expr::FreeGpu: {

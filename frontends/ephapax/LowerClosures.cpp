@@ -206,33 +206,22 @@ Value* Lowerer::apply(Value* clo, Ty* fnTy, Value* arg) {
 
 void Lowerer::emitApply(ClosureGroup& g) {
   ir::Function* f = g.apply;
-  const ir::Type* ct = f->paramTypes()[0];
   const ir::Type* rt = f->resultTypes()[0];
-  B b(ctx_, f->body());
-  b.setLoc(f->loc());
-  ir::Op* mt = b.create("match", {f->param(0)}, {rt}, {}, static_cast<unsigned>(ct->members().size()));
-  for (unsigned k = 0; k < ct->members().size(); ++k) {
-    ir::Region& r = mt->region(k);
-    Value* env = r.addArg(ct->members()[k], "env");
-    B rb(ctx_, r);
-    rb.setLoc(f->loc());
-    Value* out;
+  ir::Builder::InsertionGuard guard(b_);
+  b_.setInsertionPoint(f->body());
+  b_.setLoc(f->loc());
+  ir::Op* mt = b_.matchOp(f->param(0), {rt}, [&](ir::Builder& b, unsigned k, Value* env) -> Value* {
+    env->setName("env");
     if (k < g.entries.size()) {
       ir::Function* body = entryFunction(g, k);
-      out = rb.create("call", {env, f->param(1)}, {rt}, {{"callee", ir::Attr::symbol(body->name())}})->result(0);
-    } else {
-      // No closure of this type is ever made: unreachable.
-      B saved = b_;
-      b_ = rb;
-      dropValue(env);
-      dropValue(f->param(1));
-      out = fabricate(rt);
-      rb = b_;
-      b_ = saved;
+      return b.call(body->name(), {env, f->param(1)}, {rt})[0];
     }
-    rb.create("yield", {out});
-  }
-  b.create("return", {mt->result(0)});
+    // No closure of this type is ever made: unreachable.
+    dropValue(env);
+    dropValue(f->param(1));
+    return fabricate(rt);
+  });
+  b_.ret({mt->result(0)});
 }
 
 ir::Function* Lowerer::entryFunction(ClosureGroup& g, size_t k) {
@@ -256,15 +245,15 @@ ir::Function* Lowerer::entryFunction(ClosureGroup& g, size_t k) {
   FnDecl* savedFn = curFn_;
   std::string savedKey = curKey_;
   const ir::Type* savedLoop = loopSum_;
-  B savedB = b_;
+  ir::Builder::InsertionGuard guard(b_);
   env_.clear();
   loopSum_ = nullptr;
   curFn_ = nullptr;
   curKey_.clear();
-  b_ = B(ctx_, e.body->body());
+  b_.setInsertionPoint(e.body->body());
   setLoc(sp);
   std::vector<Value*> caps = env->members().empty() ? std::vector<Value*>{}
-                                                    : b_.create("struct.unpack", {envV}, {env->members().begin(), env->members().end()})->results();
+                                                    : b_.structUnpack(envV);
   Value* result = nullptr;
   if (e.lambda) {
     subst_ = e.subst;
@@ -303,13 +292,12 @@ ir::Function* Lowerer::entryFunction(ClosureGroup& g, size_t k) {
     }
   }
   setLoc(sp);
-  b_.create("return", {result});
+  b_.ret({result});
   env_ = std::move(savedEnv);
   subst_ = savedSubst;
   curFn_ = savedFn;
   curKey_ = savedKey;
   loopSum_ = savedLoop;
-  b_ = savedB;
   return e.body;
 }
 

@@ -341,26 +341,22 @@ Value* Lowerer::newString(const std::string& bytes) {
 void Lowerer::copyInto(Value* dst, Value* src, Value* at, Value* n) {
   Value* zero = b_.constInt(ctx_.i32(), 0);
   Value* one = b_.constInt(ctx_.i32(), 1);
-  ir::Op* loop = b_.create("for", {zero, n, one}, {}, {}, 1);
-  ir::Region& r = loop->region(0);
-  Value* i = r.addArg(ctx_.i32(), "i");
-  B saved = b_;
-  b_.setInsertionPoint(r);
-  Value* byte = b_.op("load", {src, i}, src->type()->elem());
-  Value* j = b_.op("add", {i, at}, ctx_.i32());
-  b_.create("store", {dst, j, byte});
-  b_.create("yield");
-  b_ = saved;
+  b_.forOp(zero, n, one, [&](ir::Builder& b, Value* i, const ir::Values&) {
+    i->setName("i");
+    Value* byte = b.load(src, i);
+    Value* j = b.add(i, at);
+    b.store(dst, j, byte);
+  });
 }
 
 Value* Lowerer::lowerConcat(Expr& e) {
   Value* a = lowerExpr(*e.kids[0]);
   Value* b = lowerExpr(*e.kids[1]);
   setLoc(e.span);
-  Value* la = b_.op("buffer.len", {a}, ctx_.i32());
-  Value* lb = b_.op("buffer.len", {b}, ctx_.i32());
-  Value* n = b_.op("add", {la, lb}, ctx_.i32());
-  Value* out = b_.op("alloc", {n}, ctx_.bufferType(ctx_.intType(8, false), ir::Space::Host, ir::Ownership::Linear));
+  Value* la = b_.bufferLen(a, ctx_.i32());
+  Value* lb = b_.bufferLen(b, ctx_.i32());
+  Value* n = b_.add(la, lb);
+  Value* out = b_.alloc(n, ctx_.bufferType(ctx_.intType(8, false), ir::Space::Host, ir::Ownership::Linear));
   copyInto(out, a, b_.constInt(ctx_.i32(), 0), la);
   copyInto(out, b, la, lb);
   // Each argument is consumed where it is written.

@@ -113,10 +113,10 @@ Value* Lowerer::fabricate(const ir::Type* t) {
     }
     case ir::TypeKind::Sum:
       return b_.op("sum.make", {fabricate(t->members()[0])}, t, {{"tag", ir::Attr::integer(0)}});
-    case ir::TypeKind::Box: return b_.op("box.new", {b_.op("struct.make", {}, ctx_.unitType())}, t);
+    case ir::TypeKind::Box: return b_.boxNew(b_.unit());
     case ir::TypeKind::Buffer:
       if (t->ownership() == ir::Ownership::Linear || t->ownership() == ir::Ownership::Affine)
-        return b_.op("alloc", {b_.constInt(ctx_.i32(), 0)}, t);
+        return b_.alloc(b_.constInt(ctx_.i32(), 0), t);
       break;
     default: break;
   }
@@ -131,26 +131,15 @@ void Lowerer::dropValue(Value* v) {
   if (!owns(t)) return;
   freshLists_.erase(v);
   if (t->isBuffer()) {
-    b_.create("free", {v});
+    b_.free(v);
     return;
   }
   if (t->isStruct()) {
-    ir::Op* up = b_.create("struct.unpack", {v}, {t->members().begin(), t->members().end()});
-    for (Value* p : up->results()) dropValue(p);
+    for (Value* p : b_.structUnpack(v)) dropValue(p);
     return;
   }
-  if (t->isSum()) {
-    ir::Op* mt = b_.create("match", {v}, {}, {}, static_cast<unsigned>(t->members().size()));
-    B saved = b_;
-    for (unsigned k = 0; k < t->members().size(); ++k) {
-      Value* p = mt->region(k).addArg(t->members()[k]);
-      b_.setInsertionPoint(mt->region(k));
-      dropValue(p);
-      b_.create("yield");
-    }
-    b_ = saved;
-    return;
-  }
+  if (t->isSum()) b_.matchOp(v, {}, [&](ir::Builder&, unsigned, Value* payload) { dropValue(payload); });
+
 }
 
 // Converts between the representations of types the checker unified: a
@@ -246,7 +235,7 @@ Value* Lowerer::branch(const char* opName, Value* operand, unsigned n, const ir:
   size_t envSize = env_.size();
   std::vector<std::vector<bool>> after;
   std::vector<Value*> results;
-  B outer = b_;
+  ir::Builder::InsertionGuard guard(b_);
   for (unsigned k = 0; k < n; ++k) {
     for (size_t i = 0; i < envSize; ++i) {
       env_[i].consumed = start[i];
@@ -279,7 +268,7 @@ Value* Lowerer::branch(const char* opName, Value* operand, unsigned n, const ir:
     std::vector<Value*> yields;
     if (resultT) yields.push_back(results[k]);
     for (Value* v : carriedOut[k]) yields.push_back(v);
-    b_.create("yield", yields);
+    b_.yield(yields);
   }
   for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = op->result(static_cast<unsigned>(j + (resultT ? 1 : 0)));
   for (size_t i = 0; i < envSize; ++i) {
@@ -287,8 +276,6 @@ Value* Lowerer::branch(const char* opName, Value* operand, unsigned n, const ir:
     for (auto& c : after) any |= c[i];
     env_[i].consumed = any;
   }
-  b_ = outer;
-  b_.setInsertionPoint(*op->parentRegion());
   return resultT ? op->result(0) : nullptr;
 }
 
