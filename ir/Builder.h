@@ -196,7 +196,7 @@ class Builder {
   Value* structExtract(Value* s, unsigned i) { return op("struct.extract", {s}, s->type()->members()[i], index(i)); }
   Value* structInsert(Value* s, unsigned i, Value* v) { return op("struct.insert", {s, v}, s->type(), index(i)); }
   Values structUnpack(Value* s);
-  Value* sumMake(const Type* sumType, unsigned tag, Value* payload) {
+  Value* sumMake(const Type* sumType, int64_t tag, Value* payload) {
     return op("sum.make", {payload}, sumType, {{"tag", Attr::integer(tag)}});
   }
   Value* sumTag(Value* s, const Type* t = nullptr) { return op("sum.tag", {s}, t ? t : ctx_->u32()); }

@@ -168,14 +168,14 @@ Value* Lowerer::makeClosure(Ty* fnTy, ClosureEntry e, const std::vector<Value*>&
   Value* envV = b_.op("struct.make", parts, envT);
   if (k >= ct->members().size()) return fabricate(ct);  // discovery pass only
   if (envV->type() != ct->members()[k]) return fabricate(ct);
-  return b_.op("sum.make", {envV}, ct, {{"tag", ir::Attr::integer(static_cast<int64_t>(k))}});
+  return b_.sumMake(ct, static_cast<int64_t>(k), envV);
 }
 
 Value* Lowerer::useCaptured(const Binding& b, Span s) {
   for (size_t i = env_.size(); i-- > 0;)
     if (env_[i].b == &b) {
       LBinding& lb = env_[i];
-      if (lb.kind == LBinding::Boxed) return b_.op("struct.extract", {lb.v}, lb.v->type()->members()[0], {{"index", ir::Attr::integer(0)}});
+      if (lb.kind == LBinding::Boxed) return b_.structExtract(lb.v, 0);
       if (lb.list) return lb.v;  // the closure keeps a boxed copy (makeClosure)
       if (owns(lb.v->type())) unsupported(s, "a lambda cannot capture `" + b.name + "`, whose value owns memory");
       return lb.v;
@@ -201,7 +201,7 @@ Value* Lowerer::apply(Value* clo, Ty* fnTy, Value* arg) {
     g.apply->param(1)->setName("arg");
   }
   const ir::Type* rt = g.apply->resultTypes()[0];
-  return b_.create("call", {clo, arg}, {rt}, {{"callee", ir::Attr::symbol(g.apply->name())}})->result(0);
+  return b_.call(g.apply->name(), {clo, arg}, {rt})[0];
 }
 
 void Lowerer::emitApply(ClosureGroup& g) {
@@ -288,7 +288,7 @@ ir::Function* Lowerer::entryFunction(ClosureGroup& g, size_t k) {
         dropValue(arg);
         args.clear();
       }
-      result = b_.create("call", args, {callee->resultTypes()[0]}, {{"callee", ir::Attr::symbol(callee->name())}})->result(0);
+      result = b_.call(callee->name(), args, {callee->resultTypes()[0]})[0];
     }
   }
   setLoc(sp);

@@ -362,7 +362,7 @@ std::vector<Value*> Lowerer::lowerGrid(Expr& e) {
       unsupported(e.grid[d]->span, "a grid dimension must be an integer");
       v = b_.constInt(ctx_.u32(), 1);
     }
-    if (v->type() != ctx_.u32()) v = b_.op("cast", {v}, ctx_.u32());
+    if (v->type() != ctx_.u32()) v = b_.cast(v, ctx_.u32());
     g.push_back(v);
   }
   setLoc(e.span);

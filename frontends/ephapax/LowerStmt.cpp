@@ -93,7 +93,7 @@ Value* Lowerer::lowerStatement(Expr& e, bool tail) {
       }
       v = coerce(v, buf->type()->elem(), e.kids[2]->span);
       setLoc(e.span);
-      b_.create("store", {buf, i, v});
+      b_.store(buf, i, v);
       if (temp) dropValue(temp);
       return value(unit());
     }
