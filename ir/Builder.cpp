@@ -86,14 +86,16 @@ Op* Builder::condition(Value* c, Values forwarded) {
   return create("condition", std::move(forwarded));
 }
 
-// Each region starts at the op's location; the guard restores the insertion
-// point and location afterwards.
+// Each region starts at the op's location. The terminator goes at the end of
+// the region, wherever the body left the insertion point, at the location the
+// body left. The callers' guards restore the insertion point and location.
 template <class... Args>
 void Builder::fill(Op* op, unsigned r, std::string_view terminator, const BodyFn<Args...>& body,
                    Args... args) {
   setInsertionPoint(op->region(r));
   loc_ = op->loc();
   Values results = body(*this, args...);
+  setInsertionPoint(op->region(r));
   create(terminator, std::move(results));
 }
 
