@@ -38,7 +38,7 @@ class BodyFn {
  public:
   BodyFn() = default;
   template <class F>
-    requires std::invocable<F&, Builder&, Args...>
+    requires(std::invocable<F&, Builder&, Args...> && !std::same_as<std::remove_cvref_t<F>, BodyFn>)
   BodyFn(F f)  // NOLINT: implicit, so that lambdas pass directly
       : fn_([f = std::move(f)](Builder& b, Args... args) mutable -> Values {
           using R = std::invoke_result_t<F&, Builder&, Args...>;

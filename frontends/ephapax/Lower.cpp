@@ -139,6 +139,8 @@ void Lowerer::lowerFunction(const Instance& in) {
   if (loop) {
     const ir::Type* argsT = ctx_.structType({irf->paramTypes().begin(), irf->paramTypes().end()});
     const ir::Type* S = ctx_.sumType({argsT, rt});
+    // The state is variant 0 (the next call's arguments) until variant 1
+    // (the result) ends the loop.
     Value* init = b_.sumMake(S, 0, b_.op("struct.make", params, argsT));
     auto named = [](Value* v, const char* name) {
       v->setName(name);
