@@ -118,7 +118,7 @@ void Lowerer::lowerFunction(const Instance& in) {
   device_ = in.kind != FnKind::Host;
   generic_ = in.generic;
   ir::Function* irf = in.irfn;
-  b_ = B(ctx_, irf->body());
+  b_ = ir::Builder(ctx_, irf->body());
   setLoc(f.span);
   if (in.kind == FnKind::Kernel) {
     lowerKernel(in);
@@ -139,55 +139,38 @@ void Lowerer::lowerFunction(const Instance& in) {
   if (loop) {
     const ir::Type* argsT = ctx_.structType({irf->paramTypes().begin(), irf->paramTypes().end()});
     const ir::Type* S = ctx_.sumType({argsT, rt});
-    Value* init = b_.op("sum.make", {b_.op("struct.make", params, argsT)}, S, {{"tag", ir::Attr::integer(0)}});
-    ir::Op* w = b_.create("while", {init}, {S}, {}, 2);
-    {
-      ir::Region& r0 = w->region(0);
-      Value* s0 = r0.addArg(S, "state");
-      B rb(ctx_, r0);
-      rb.setLoc(loc(f.span));
-      Value* tag = rb.op("sum.tag", {s0}, ctx_.u32());
-      Value* zero = rb.constInt(ctx_.u32(), 0);
-      Value* go = rb.op("eq", {tag, zero}, ctx_.boolType());
-      rb.create("condition", {go, s0});
-    }
-    ir::Region& r1 = w->region(1);
-    Value* s1 = r1.addArg(S, "state");
-    b_.setInsertionPoint(r1);
-    ir::Op* mt = b_.create("match", {s1}, {S}, {}, 2);
-    {
-      Value* args = mt->region(0).addArg(argsT, "args");
-      b_.setInsertionPoint(mt->region(0));
-      std::vector<Value*> ps = argsT->members().empty()
-                                   ? std::vector<Value*>{}
-                                   : b_.create("struct.unpack", {args}, {argsT->members().begin(), argsT->members().end()})->results();
-      bindParams(f, ps);
-      loopSum_ = S;
-      Value* next = lowerTail(*f.body);
-      endScopeAll();
-      b_.create("yield", {next});
-      loopSum_ = nullptr;
-    }
-    {
-      Value* res = mt->region(1).addArg(rt, "result");
-      b_.setInsertionPoint(mt->region(1));
-      b_.create("yield", {b_.op("sum.make", {res}, S, {{"tag", ir::Attr::integer(1)}})});
-    }
-    b_.setInsertionPoint(r1);
-    b_.create("yield", {mt->result(0)});
-    b_.setInsertionPoint(irf->body());
-    ir::Op* out = b_.create("match", {w->result(0)}, {rt}, {}, 2);
-    {
-      Value* args = out->region(0).addArg(argsT, "args");
-      b_.setInsertionPoint(out->region(0));
-      dropValue(args);
-      b_.create("yield", {fabricate(rt)});
-      Value* res = out->region(1).addArg(rt, "result");
-      b_.setInsertionPoint(out->region(1));
-      b_.create("yield", {res});
-    }
-    b_.setInsertionPoint(irf->body());
-    b_.create("return", {out->result(0)});
+    // The state is variant 0 (the next call's arguments) until variant 1
+    // (the result) ends the loop.
+    Value* init = b_.sumMake(S, 0, b_.op("struct.make", params, argsT));
+    auto named = [](Value* v, const char* name) {
+      v->setName(name);
+      return v;
+    };
+    auto before = [&](ir::Builder& b, const ir::Values& s) -> ir::Values {
+      Value* state = named(s[0], "state");
+      Value* tag = b.sumTag(state);
+      Value* go = b.eq(tag, b.constInt(ctx_.u32(), 0));
+      return {go, state};
+    };
+    auto after = [&](ir::Builder& b, const ir::Values& s) {
+      return b.matchOp(named(s[0], "state"), {S}, [&](ir::Builder& b, unsigned k, Value* payload) -> Value* {
+        if (k == 1) return b.sumMake(S, 1, named(payload, "result"));
+        Value* args = named(payload, "args");
+        bindParams(f, argsT->members().empty() ? std::vector<Value*>{} : b.structUnpack(args));
+        loopSum_ = S;
+        Value* next = lowerTail(*f.body);
+        endScopeAll();
+        loopSum_ = nullptr;
+        return next;
+      })->result(0);
+    };
+    ir::Op* w = b_.whileOp({init}, before, after);
+    ir::Op* out = b_.matchOp(w->result(0), {rt}, [&](ir::Builder& b, unsigned k, Value* payload) -> Value* {
+      if (k == 1) return named(payload, "result");
+      dropValue(named(payload, "args"));
+      return fabricate(rt);
+    });
+    b_.ret({out->result(0)});
     return;
   }
   bindParams(f, params);
@@ -195,7 +178,7 @@ void Lowerer::lowerFunction(const Instance& in) {
   v = coerce(v, rt, f.body->span);
   setLoc(f.span);
   endScopeAll();
-  b_.create("return", {v});
+  b_.ret({v});
 }
 
 void Lowerer::bindParams(FnDecl& f, const std::vector<Value*>& vals) {

@@ -5,8 +5,8 @@
 namespace eph::ephapax::lowering {
 
 Value* Lowerer::splat(Value* s, const ir::Type* vt) {
-  if (s->type() != vt->elem()) s = b_.op("cast", {s}, vt->elem());
-  return b_.op("vec.make", std::vector<Value*>(vt->count(), s), vt);
+  if (s->type() != vt->elem()) s = b_.cast(s, vt->elem());
+  return b_.splat(s, vt);
 }
 
 bool Lowerer::isMatrix(const ir::Type* t) {
@@ -14,7 +14,7 @@ bool Lowerer::isMatrix(const ir::Type* t) {
 }
 
 Value* Lowerer::column(Value* m, unsigned j) {
-  return b_.op("struct.extract", {m}, m->type()->members()[j], {{"index", ir::Attr::integer(j)}});
+  return b_.structExtract(m, j);
 }
 
 // m * v = sum over columns j of m.j * v[j].
@@ -67,8 +67,8 @@ Value* Lowerer::lowerVecBinary(Expr& e) {
 }
 
 Value* Lowerer::idBuiltin(const char* op, int64_t dim, const ir::Type* rt) {
-  Value* v = b_.op(op, {}, ctx_.u32(), {{"dim", ir::Attr::integer(dim)}});
-  if (rt != ctx_.u32() && rt->isNumeric()) v = b_.op("cast", {v}, rt);
+  Value* v = b_.builtin(op, static_cast<int>(dim));
+  if (rt != ctx_.u32() && rt->isNumeric()) v = b_.cast(v, rt);
   return v;
 }
 
@@ -98,7 +98,7 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
     }
     case Expr::Barrier:
       setLoc(e.span);
-      b_.create("barrier");
+      b_.barrier();
       return unit();
     case Expr::AtomicAdd:
     case Expr::AtomicMin:
@@ -171,9 +171,9 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
         Value* v = lowerExpr(*a);
         if (v->type()->isVector()) {
           for (unsigned j = 0; j < v->type()->count(); ++j)
-            parts.push_back(b_.op("vec.extract", {v}, v->type()->elem(), {{"index", ir::Attr::integer(j)}}));
+            parts.push_back(b_.vecExtract(v, j));
         } else {
-          parts.push_back(v->type() == ctx_.f32() ? v : b_.op("cast", {v}, ctx_.f32()));
+          parts.push_back(v->type() == ctx_.f32() ? v : b_.cast(v, ctx_.f32()));
         }
       }
       setLoc(e.span);
@@ -191,7 +191,7 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
       if (!isMatrix(rt)) return fabricate(rt);
       const ir::Type* ct = rt->members()[0];
       if (vals.size() == 1 && vals[0]->type()->isScalar()) {  // s on the diagonal
-        Value* s = vals[0]->type() == ctx_.f32() ? vals[0] : b_.op("cast", {vals[0]}, ctx_.f32());
+        Value* s = vals[0]->type() == ctx_.f32() ? vals[0] : b_.cast(vals[0], ctx_.f32());
         Value* zero = b_.constFloat(ctx_.f32(), 0);
         std::vector<Value*> cols;
         for (unsigned j = 0; j < rt->members().size(); ++j) {
@@ -213,7 +213,7 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
       Value* a = lowerExpr(*args[0]);
       setLoc(e.span);
       if (a->type() == rt) return a;
-      return b_.op("cast", {a}, rt);
+      return b_.cast(a, rt);
     }
     case Expr::Len: {
       if (!need(1)) return fabricate(rt);
@@ -224,8 +224,8 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
         unsupported(e.span, "len needs a buffer or a list");
         return fabricate(rt);
       }
-      Value* n = device_ ? b_.op("buffer.len", {b}, ctx_.i32()) : hostLen(b);
-      if (rt->isInt() && rt != n->type()) n = b_.op("cast", {n}, rt);
+      Value* n = device_ ? b_.bufferLen(b, ctx_.i32()) : hostLen(b);
+      if (rt->isInt() && rt != n->type()) n = b_.cast(n, rt);
       if (temp) dropValue(temp);
       return n;
     }
@@ -239,9 +239,9 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
         return fabricate(rt);
       }
       const ir::Type* dt = ctx_.bufferType(src->type()->elem(), ir::Space::Device, rt->ownership());
-      Value* n = b_.op("buffer.len", {src}, ctx_.i32());
-      Value* d = b_.op("alloc", {n}, dt);
-      b_.create("h2d", {d, src});
+      Value* n = b_.bufferLen(src, ctx_.i32());
+      Value* d = b_.alloc(n, dt);
+      b_.h2d(d, src);
       if (temp) dropValue(temp);
       return coerce(d, rt, e.span);
     }
@@ -256,8 +256,8 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
         return fabricate(rt);
       }
       Value* n = hostLen(src);
-      Value* h = b_.op("alloc", {n}, ctx_.bufferType(src->type()->elem(), ir::Space::Host, ir::Ownership::Affine));
-      b_.create("d2h", {h, src});
+      Value* h = b_.alloc(n, ctx_.bufferType(src->type()->elem(), ir::Space::Host, ir::Ownership::Affine));
+      b_.d2h(h, src);
       if (!borrowed) dropValue(src);
       return freshList(h);
     }
@@ -276,16 +276,14 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
         dropValue(f);
         return fabricate(rt);
       }
-      Value* buf = b_.op("alloc", {n}, ctx_.bufferType(elem, ir::Space::Host, ir::Ownership::Affine));
-      ir::Op* loop = b_.create("for", {b_.constInt(ctx_.i32(), 0), n, b_.constInt(ctx_.i32(), 1)}, {}, {}, 1);
-      Value* i = loop->region(0).addArg(ctx_.i32(), "i");
-      B outer = b_;
-      b_.setInsertionPoint(loop->region(0));
-      Value* v = f->type()->isFunction() ? b_.create("call.indirect", {f, i}, {f->type()->results()[0]})->result(0)
-                                         : apply(f, args[1]->ty, i);
-      b_.create("store", {buf, i, coerce(v, elem, e.span)});
-      b_.create("yield");
-      b_ = outer;
+      Value* buf = b_.alloc(n, ctx_.bufferType(elem, ir::Space::Host, ir::Ownership::Affine));
+      Value* zero = b_.constInt(ctx_.i32(), 0);
+      Value* one = b_.constInt(ctx_.i32(), 1);
+      b_.forOp(zero, n, one, [&](ir::Builder& b, Value* i, const ir::Values&) {
+        i->setName("i");
+        Value* v = f->type()->isFunction() ? b.callIndirect(f, {i})[0] : apply(f, args[1]->ty, i);
+        b.store(buf, i, coerce(v, elem, e.span));
+      });
       return freshList(buf);
     }
     case Expr::FreeGpu: {
@@ -311,7 +309,7 @@ Value* Lowerer::lowerBuiltin(Expr& e) {
       }
       Value* n = hostLen(src);
       Value* d = b_.op("alloc", {n}, src->type(), {{"device", ir::Attr::integer(args[0]->ival)}});
-      b_.create("copy", {d, src});
+      b_.copy(d, src);
       dropValue(src);
       return coerce(d, rt, e.span);
     }
@@ -342,21 +340,21 @@ Value* Lowerer::lowerElementAccess(Expr& e, const std::vector<Expr*>& args, cons
   Value* zero = b_.constInt(ctx_.i32(), 0);
   const ir::Type* devT = ctx_.bufferType(et, ir::Space::Device, ir::Ownership::Linear);
   const ir::Type* hostT = ctx_.bufferType(et, ir::Space::Host, ir::Ownership::Linear);
-  Value* tmp = b_.op("alloc", {oneI}, devT);
-  Value* host = b_.op("alloc", {oneI}, hostT);
+  Value* tmp = b_.alloc(oneI, devT);
+  Value* host = b_.alloc(oneI, hostT);
   if (read) {
     b_.create("dispatch", {one, one, one, buf, i, tmp}, {}, {{"kernel", ir::Attr::symbol(k->name())}});
-    b_.create("d2h", {host, tmp});
+    b_.d2h(host, tmp);
     Value* x = b_.op("load", {host, zero}, et);
-    b_.create("free", {tmp});
-    b_.create("free", {host});
+    b_.free(tmp);
+    b_.free(host);
     return coerce(b_.op("struct.make", {buf, x}, ctx_.structType({buf->type(), et})), rt, e.span);
   }
   b_.create("store", {host, zero, coerce(v, et, args[2]->span)});
-  b_.create("h2d", {tmp, host});
-  b_.create("free", {host});
+  b_.h2d(tmp, host);
+  b_.free(host);
   b_.create("dispatch", {one, one, one, tmp, i, buf}, {}, {{"kernel", ir::Attr::symbol(k->name())}});
-  b_.create("free", {tmp});
+  b_.free(tmp);
   return coerce(buf, rt, e.span);
 }
 

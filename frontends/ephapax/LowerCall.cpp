@@ -56,7 +56,7 @@ Value* Lowerer::lowerCall(Expr& e, bool tail) {
         dropPendingArgs();
         return value(fabricate(ty));
       }
-      Value* r = b_.create("call", args, {ty}, {{"callee", ir::Attr::symbol(target->name())}})->result(0);
+      Value* r = b_.call(target->name(), args, {ty})[0];
       dropPendingArgs();
       freeLent();
       return value(r);
@@ -68,11 +68,11 @@ Value* Lowerer::lowerCall(Expr& e, bool tail) {
       for (size_t i = 0; i < args.size(); ++i)
         if (freshLists_.count(args[i])) args[i] = coerce(boxList(args[i]), target->paramTypes()[i], e.kids[i + 1]->span);
       const ir::Type* argsT = loopSum_->members()[0];
-      r = b_.op("sum.make", {b_.op("struct.make", args, argsT)}, loopSum_, {{"tag", ir::Attr::integer(0)}});
+      r = b_.sumMake(loopSum_, 0, b_.op("struct.make", args, argsT));
       dropPendingArgs();
       return r;
     }
-    r = b_.create("call", args, {target->resultTypes()[0]}, {{"callee", ir::Attr::symbol(target->name())}})->result(0);
+    r = b_.call(target->name(), args, {target->resultTypes()[0]})[0];
     dropPendingArgs();
     freeLent();
     return value(coerce(r, ty, e.span));
@@ -96,7 +96,7 @@ Value* Lowerer::lowerCall(Expr& e, bool tail) {
     }
     setLoc(e.span);
     if (!st->isSum()) return value(fabricate(st));
-    return value(b_.op("sum.make", {b_.op("struct.make", fields, payloadT)}, st, {{"tag", ir::Attr::integer(k)}}));
+    return value(b_.sumMake(st, k, b_.op("struct.make", fields, payloadT)));
   }
   // A function value (GPU code): call.indirect with every argument.
   if (callee.kind == ExprKind::Var && callee.binding)

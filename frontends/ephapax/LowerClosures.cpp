@@ -168,14 +168,14 @@ Value* Lowerer::makeClosure(Ty* fnTy, ClosureEntry e, const std::vector<Value*>&
   Value* envV = b_.op("struct.make", parts, envT);
   if (k >= ct->members().size()) return fabricate(ct);  // discovery pass only
   if (envV->type() != ct->members()[k]) return fabricate(ct);
-  return b_.op("sum.make", {envV}, ct, {{"tag", ir::Attr::integer(static_cast<int64_t>(k))}});
+  return b_.sumMake(ct, static_cast<int64_t>(k), envV);
 }
 
 Value* Lowerer::useCaptured(const Binding& b, Span s) {
   for (size_t i = env_.size(); i-- > 0;)
     if (env_[i].b == &b) {
       LBinding& lb = env_[i];
-      if (lb.kind == LBinding::Boxed) return b_.op("struct.extract", {lb.v}, lb.v->type()->members()[0], {{"index", ir::Attr::integer(0)}});
+      if (lb.kind == LBinding::Boxed) return b_.structExtract(lb.v, 0);
       if (lb.list) return lb.v;  // the closure keeps a boxed copy (makeClosure)
       if (owns(lb.v->type())) unsupported(s, "a lambda cannot capture `" + b.name + "`, whose value owns memory");
       return lb.v;
@@ -201,38 +201,27 @@ Value* Lowerer::apply(Value* clo, Ty* fnTy, Value* arg) {
     g.apply->param(1)->setName("arg");
   }
   const ir::Type* rt = g.apply->resultTypes()[0];
-  return b_.create("call", {clo, arg}, {rt}, {{"callee", ir::Attr::symbol(g.apply->name())}})->result(0);
+  return b_.call(g.apply->name(), {clo, arg}, {rt})[0];
 }
 
 void Lowerer::emitApply(ClosureGroup& g) {
   ir::Function* f = g.apply;
-  const ir::Type* ct = f->paramTypes()[0];
   const ir::Type* rt = f->resultTypes()[0];
-  B b(ctx_, f->body());
-  b.setLoc(f->loc());
-  ir::Op* mt = b.create("match", {f->param(0)}, {rt}, {}, static_cast<unsigned>(ct->members().size()));
-  for (unsigned k = 0; k < ct->members().size(); ++k) {
-    ir::Region& r = mt->region(k);
-    Value* env = r.addArg(ct->members()[k], "env");
-    B rb(ctx_, r);
-    rb.setLoc(f->loc());
-    Value* out;
+  ir::Builder::InsertionGuard guard(b_);
+  b_.setInsertionPoint(f->body());
+  b_.setLoc(f->loc());
+  ir::Op* mt = b_.matchOp(f->param(0), {rt}, [&](ir::Builder& b, unsigned k, Value* env) -> Value* {
+    env->setName("env");
     if (k < g.entries.size()) {
       ir::Function* body = entryFunction(g, k);
-      out = rb.create("call", {env, f->param(1)}, {rt}, {{"callee", ir::Attr::symbol(body->name())}})->result(0);
-    } else {
-      // No closure of this type is ever made: unreachable.
-      B saved = b_;
-      b_ = rb;
-      dropValue(env);
-      dropValue(f->param(1));
-      out = fabricate(rt);
-      rb = b_;
-      b_ = saved;
+      return b.call(body->name(), {env, f->param(1)}, {rt})[0];
     }
-    rb.create("yield", {out});
-  }
-  b.create("return", {mt->result(0)});
+    // No closure of this type is ever made: unreachable.
+    dropValue(env);
+    dropValue(f->param(1));
+    return fabricate(rt);
+  });
+  b_.ret({mt->result(0)});
 }
 
 ir::Function* Lowerer::entryFunction(ClosureGroup& g, size_t k) {
@@ -256,15 +245,15 @@ ir::Function* Lowerer::entryFunction(ClosureGroup& g, size_t k) {
   FnDecl* savedFn = curFn_;
   std::string savedKey = curKey_;
   const ir::Type* savedLoop = loopSum_;
-  B savedB = b_;
+  ir::Builder::InsertionGuard guard(b_);
   env_.clear();
   loopSum_ = nullptr;
   curFn_ = nullptr;
   curKey_.clear();
-  b_ = B(ctx_, e.body->body());
+  b_.setInsertionPoint(e.body->body());
   setLoc(sp);
   std::vector<Value*> caps = env->members().empty() ? std::vector<Value*>{}
-                                                    : b_.create("struct.unpack", {envV}, {env->members().begin(), env->members().end()})->results();
+                                                    : b_.structUnpack(envV);
   Value* result = nullptr;
   if (e.lambda) {
     subst_ = e.subst;
@@ -299,17 +288,16 @@ ir::Function* Lowerer::entryFunction(ClosureGroup& g, size_t k) {
         dropValue(arg);
         args.clear();
       }
-      result = b_.create("call", args, {callee->resultTypes()[0]}, {{"callee", ir::Attr::symbol(callee->name())}})->result(0);
+      result = b_.call(callee->name(), args, {callee->resultTypes()[0]})[0];
     }
   }
   setLoc(sp);
-  b_.create("return", {result});
+  b_.ret({result});
   env_ = std::move(savedEnv);
   subst_ = savedSubst;
   curFn_ = savedFn;
   curKey_ = savedKey;
   loopSum_ = savedLoop;
-  b_ = savedB;
   return e.body;
 }
 

@@ -27,7 +27,7 @@ Value* Lowerer::lowerTail(Expr& e) {
 Value* Lowerer::finishTail(Value* v, Span s) {
   const ir::Type* rt = loopSum_->members()[1];
   v = coerce(v, rt, s);
-  return b_.op("sum.make", {v}, loopSum_, {{"tag", ir::Attr::integer(1)}});
+  return b_.sumMake(loopSum_, 1, v);
 }
 
 Value* Lowerer::lowerKind(Expr& e, bool tail) {
@@ -60,7 +60,7 @@ Value* Lowerer::lowerKind(Expr& e, bool tail) {
       // A region is one submission: its end waits for the device work.
       Value* v = lowerExpr(*e.kids[0]);
       setLoc(e.span);
-      b_.create("wait");
+      b_.wait();
       return v;
     }
     case ExprKind::If: {
@@ -123,13 +123,13 @@ Value* Lowerer::lowerKind(Expr& e, bool tail) {
         return value(fabricate(bt));
       }
       if (e.kids.size() == 2) return value(b_.op("alloc", {n}, bt, {{"device", ir::Attr::integer(e.kids[0]->ival)}}));
-      return value(b_.op("alloc", {n}, bt));
+      return value(b_.alloc(n, bt));
     }
     case ExprKind::Await: {
       pendingList_ = false;
       Value* v = lowerExpr(*e.kids[0]);
       setLoc(e.span);
-      b_.create("wait");
+      b_.wait();
       if (pendingList_) return value(v);  // d2h(b).await: a fresh list
       return value(coerce(v, lowerTy(e.ty), e.span));
     }
@@ -152,7 +152,7 @@ Value* Lowerer::lowerKind(Expr& e, bool tail) {
         unsupported(e.span, "code generation cannot index this value");
         return value(fabricate(lowerTy(e.ty)));
       }
-      Value* r = b_.op("load", {list, i}, list->type()->elem());
+      Value* r = b_.load(list, i);
       if (temp) dropValue(temp);
       return value(r);
     }
@@ -192,7 +192,7 @@ Value* Lowerer::lowerKind(Expr& e, bool tail) {
       unsigned k = e.kind == ExprKind::Inl ? 0 : 1;
       v = coerce(v, st->members()[k], e.kids[0]->span);
       setLoc(e.span);
-      return value(b_.op("sum.make", {v}, st, {{"tag", ir::Attr::integer(k)}}));
+      return value(b_.sumMake(st, k, v));
     }
     case ExprKind::Borrow: return value(lowerBorrowOf(*e.kids[0]));
     case ExprKind::Drop: {
@@ -238,7 +238,7 @@ Value* Lowerer::lowerKind(Expr& e, bool tail) {
         for (Value* v : elems) dropValue(v);
         return value(fabricate(lowerTy(e.ty)));
       }
-      Value* buf = b_.op("alloc", {b_.constInt(ctx_.i32(), static_cast<int64_t>(elems.size()))}, lt);
+      Value* buf = b_.alloc(b_.constInt(ctx_.i32(), static_cast<int64_t>(elems.size())), lt);
       for (size_t i = 0; i < elems.size(); ++i)
         b_.create("store", {buf, b_.constInt(ctx_.i32(), static_cast<int64_t>(i)), elems[i]});
       return value(freshList(buf));
@@ -248,7 +248,7 @@ Value* Lowerer::lowerKind(Expr& e, bool tail) {
       Expr& arg = borrowed ? *e.kids[0]->kids[0] : *e.kids[0];
       Value* s = borrowed ? lowerBorrowOf(arg) : lowerExpr(arg);
       setLoc(arg.span);
-      Value* n = b_.op("buffer.len", {s}, ctx_.i32());
+      Value* n = b_.bufferLen(s, ctx_.i32());
       if (!borrowed) {
         setLoc(e.kids[0]->span);
         dropValue(s);
@@ -296,7 +296,7 @@ Value* Lowerer::ffiCall(const std::string& sym, const std::vector<Value*>& args,
 // case is a cast that monomorphize makes concrete (the value is < 2^31).
 Value* Lowerer::intLiteral(const ir::Type* t, int64_t v) {
   if (t->isFloat()) return b_.constFloat(t, static_cast<double>(v));
-  if (t->isVar()) return b_.op("cast", {b_.constInt(ctx_.i32(), v)}, t);
+  if (t->isVar()) return b_.cast(b_.constInt(ctx_.i32(), v), t);
   return b_.constInt(t, v);
 }
 
@@ -317,7 +317,7 @@ Value* Lowerer::project(Value* base, size_t index) {
     unsupported(Span{curLoc_.line, curLoc_.col, 1}, "internal error: projection of " + t->str());
     return fabricate(ctx_.i32());
   }
-  if (!owns(t)) return b_.op("struct.extract", {base}, t->members()[index], {{"index", ir::Attr::integer(static_cast<int64_t>(index))}});
+  if (!owns(t)) return b_.structExtract(base, static_cast<unsigned>(index));
   // The other fields are left alone: the checker rejects discarding a linear
   // one (E001), and with that check bypassed the IR linearity pass reports
   // the leak here too. Droppable ones are freed.
@@ -329,8 +329,8 @@ Value* Lowerer::project(Value* base, size_t index) {
 
 Value* Lowerer::newString(const std::string& bytes) {
   const ir::Type* u8 = ctx_.intType(8, false);
-  Value* buf = b_.op("alloc", {b_.constInt(ctx_.i32(), static_cast<int64_t>(bytes.size()))},
-                     ctx_.bufferType(u8, ir::Space::Host, ir::Ownership::Linear));
+  Value* buf = b_.alloc(b_.constInt(ctx_.i32(), static_cast<int64_t>(bytes.size())),
+                        ctx_.bufferType(u8, ir::Space::Host, ir::Ownership::Linear));
   for (size_t i = 0; i < bytes.size(); ++i)
     b_.create("store", {buf, b_.constInt(ctx_.i32(), static_cast<int64_t>(i)),
                         b_.constInt(u8, static_cast<unsigned char>(bytes[i]))});
@@ -341,26 +341,22 @@ Value* Lowerer::newString(const std::string& bytes) {
 void Lowerer::copyInto(Value* dst, Value* src, Value* at, Value* n) {
   Value* zero = b_.constInt(ctx_.i32(), 0);
   Value* one = b_.constInt(ctx_.i32(), 1);
-  ir::Op* loop = b_.create("for", {zero, n, one}, {}, {}, 1);
-  ir::Region& r = loop->region(0);
-  Value* i = r.addArg(ctx_.i32(), "i");
-  B saved = b_;
-  b_.setInsertionPoint(r);
-  Value* byte = b_.op("load", {src, i}, src->type()->elem());
-  Value* j = b_.op("add", {i, at}, ctx_.i32());
-  b_.create("store", {dst, j, byte});
-  b_.create("yield");
-  b_ = saved;
+  b_.forOp(zero, n, one, [&](ir::Builder& b, Value* i, const ir::Values&) {
+    i->setName("i");
+    Value* byte = b.load(src, i);
+    Value* j = b.add(i, at);
+    b.store(dst, j, byte);
+  });
 }
 
 Value* Lowerer::lowerConcat(Expr& e) {
   Value* a = lowerExpr(*e.kids[0]);
   Value* b = lowerExpr(*e.kids[1]);
   setLoc(e.span);
-  Value* la = b_.op("buffer.len", {a}, ctx_.i32());
-  Value* lb = b_.op("buffer.len", {b}, ctx_.i32());
-  Value* n = b_.op("add", {la, lb}, ctx_.i32());
-  Value* out = b_.op("alloc", {n}, ctx_.bufferType(ctx_.intType(8, false), ir::Space::Host, ir::Ownership::Linear));
+  Value* la = b_.bufferLen(a, ctx_.i32());
+  Value* lb = b_.bufferLen(b, ctx_.i32());
+  Value* n = b_.add(la, lb);
+  Value* out = b_.alloc(n, ctx_.bufferType(ctx_.intType(8, false), ir::Space::Host, ir::Ownership::Linear));
   copyInto(out, a, b_.constInt(ctx_.i32(), 0), la);
   copyInto(out, b, la, lb);
   // Each argument is consumed where it is written.
@@ -426,7 +422,7 @@ Value* Lowerer::lowerVar(Expr& e) {
         return fabricate(lowerTy(e.ty));
       }
       const ir::Type* st = lowerTy(e.ty);
-      return b_.op("sum.make", {b_.op("struct.make", {}, ctx_.unitType())}, st, {{"tag", ir::Attr::integer(k)}});
+      return b_.sumMake(st, k, b_.op("struct.make", {}, ctx_.unitType()));
     }
     default:
       unsupported(e.span, "code generation does not support extern function `" + e.name + "` as a value; call it");

@@ -250,7 +250,7 @@ Value* Lowerer::lambdaRef(Expr& lam) {
 
 void Lowerer::lowerLambdaBody(Expr& lam, ir::Function* k) {
   auto savedEnv = std::move(env_);
-  B savedB = b_;
+  ir::Builder::InsertionGuard guard(b_);
   bool savedDevice = device_, savedGeneric = generic_;
   const ir::Type* savedLoop = loopSum_;
   auto savedCarry = carry_;
@@ -262,7 +262,7 @@ void Lowerer::lowerLambdaBody(Expr& lam, ir::Function* k) {
   loopSum_ = nullptr;
   carry_ = nullptr;
   workgroupArrays_.clear();
-  b_ = B(ctx_, k->body());
+  b_.setInsertionPoint(k->body());
   setLoc(lam.span);
   for (size_t i = 0; i < lam.params.size(); ++i) {
     Value* p = k->param(static_cast<unsigned>(i));
@@ -272,9 +272,8 @@ void Lowerer::lowerLambdaBody(Expr& lam, ir::Function* k) {
   Value* r = coerce(lowerExpr(*lam.kids[0]), k->resultTypes()[0], lam.kids[0]->span);
   setLoc(lam.span);
   endScopeAll();
-  b_.create("return", {r});
+  b_.ret({r});
   env_ = std::move(savedEnv);
-  b_ = savedB;
   device_ = savedDevice;
   generic_ = savedGeneric;
   loopSum_ = savedLoop;
@@ -334,27 +333,22 @@ void Lowerer::lowerKernelBody(Expr& body, ir::Function* irf, size_t firstHidden,
   if (hasHiddenGrid(irf)) {
     Value* inside = nullptr;
     for (unsigned d = 0; d < 3; ++d) {
-      Value* id = b_.op("global_id", {}, ctx_.u32(), {{"dim", ir::Attr::integer(d)}});
-      Value* lt = b_.op("lt", {id, irf->param(static_cast<unsigned>(firstHidden + d))}, ctx_.boolType());
-      inside = inside ? b_.op("and", {inside, lt}, ctx_.boolType()) : lt;
+      Value* id = b_.globalId(static_cast<int>(d));
+      Value* lt = b_.lt(id, irf->param(static_cast<unsigned>(firstHidden + d)));
+      inside = inside ? b_.and_(inside, lt) : lt;
     }
-    ir::Op* guard = b_.create("if", {inside}, {}, {}, 2);
-    B outer = b_;
-    b_.setInsertionPoint(guard->region(0));
-    size_t mark = env_.size();
-    lowerAndDrop(body);
-    endScope(mark);
-    setLoc(s);
-    b_.create("yield");
-    b_.setInsertionPoint(guard->region(1));
-    b_.create("yield");
-    b_ = outer;
+    b_.ifOp(inside, {}, [&](ir::Builder&) {
+      size_t mark = env_.size();
+      lowerAndDrop(body);
+      endScope(mark);
+      setLoc(s);
+    });
   } else {
     lowerAndDrop(body);
   }
   setLoc(s);
   endScopeAll();
-  b_.create("return");
+  b_.ret();
 }
 
 // The grid in invocations as three u32 (missing dimensions are 1).
@@ -368,7 +362,7 @@ std::vector<Value*> Lowerer::lowerGrid(Expr& e) {
       unsupported(e.grid[d]->span, "a grid dimension must be an integer");
       v = b_.constInt(ctx_.u32(), 1);
     }
-    if (v->type() != ctx_.u32()) v = b_.op("cast", {v}, ctx_.u32());
+    if (v->type() != ctx_.u32()) v = b_.cast(v, ctx_.u32());
     g.push_back(v);
   }
   setLoc(e.span);
@@ -497,29 +491,31 @@ Value* Lowerer::lowerInlineDispatch(Expr& e) {
   if (guarded) nameHiddenGrid(k, caps.size());
 
   // The body, in a fresh function context.
-  auto savedEnv = std::move(env_);
-  B savedB = b_;
-  bool savedDevice = device_;
-  const ir::Type* savedLoop = loopSum_;
-  auto savedCarry = carry_;
-  auto savedArrays = std::move(workgroupArrays_);
-  env_.clear();
-  device_ = true;
-  loopSum_ = nullptr;
-  carry_ = nullptr;
-  workgroupArrays_.clear();
-  b_ = B(ctx_, k->body());
-  for (size_t j = 0; j < caps.size(); ++j) {
-    k->param(static_cast<unsigned>(j))->setName(caps[j]->name);
-    env_.push_back(LBinding{LBinding::Plain, caps[j], k->param(static_cast<unsigned>(j))});
+  {
+    auto savedEnv = std::move(env_);
+    ir::Builder::InsertionGuard guard(b_);
+    bool savedDevice = device_;
+    const ir::Type* savedLoop = loopSum_;
+    auto savedCarry = carry_;
+    auto savedArrays = std::move(workgroupArrays_);
+    env_.clear();
+    device_ = true;
+    loopSum_ = nullptr;
+    carry_ = nullptr;
+    workgroupArrays_.clear();
+    b_.setInsertionPoint(k->body());
+    b_.setLoc({});
+    for (size_t j = 0; j < caps.size(); ++j) {
+      k->param(static_cast<unsigned>(j))->setName(caps[j]->name);
+      env_.push_back(LBinding{LBinding::Plain, caps[j], k->param(static_cast<unsigned>(j))});
+    }
+    lowerKernelBody(body, k, caps.size(), e.span);
+    env_ = std::move(savedEnv);
+    device_ = savedDevice;
+    loopSum_ = savedLoop;
+    carry_ = savedCarry;
+    workgroupArrays_ = std::move(savedArrays);
   }
-  lowerKernelBody(body, k, caps.size(), e.span);
-  env_ = std::move(savedEnv);
-  b_ = savedB;
-  device_ = savedDevice;
-  loopSum_ = savedLoop;
-  carry_ = savedCarry;
-  workgroupArrays_ = std::move(savedArrays);
 
   std::vector<Value*> grid = lowerGrid(e);
   setLoc(e.span);

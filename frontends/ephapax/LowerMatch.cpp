@@ -21,10 +21,10 @@ void Lowerer::bindPattern(Pattern& p, Value* v, bool bang) {
         return;
       }
       std::vector<Value*> parts;
-      if (owns(t)) parts = b_.create("struct.unpack", {v}, {t->members().begin(), t->members().end()})->results();
+      if (owns(t)) parts = b_.structUnpack(v);
       else
         for (size_t i = 0; i < p.args.size(); ++i)
-          parts.push_back(b_.op("struct.extract", {v}, t->members()[i], {{"index", ir::Attr::integer(static_cast<int64_t>(i))}}));
+          parts.push_back(b_.structExtract(v, static_cast<unsigned>(i)));
       for (size_t i = 0; i < p.args.size(); ++i) bindPattern(*p.args[i], parts[i], bang);
       return;
     }
@@ -36,7 +36,7 @@ void Lowerer::bindPattern(Pattern& p, Value* v, bool bang) {
         dropValue(v);
       } else if (!owns(v->type())) {
         // Carry the broken promise as a token that is never consumed.
-        Value* tok = b_.op("alloc", {b_.constInt(ctx_.i32(), 0)}, token());
+        Value* tok = b_.alloc(b_.constInt(ctx_.i32(), 0), token());
         b_.op("struct.make", {v, tok}, ctx_.structType({v->type(), token()}));
       }
       return;
@@ -85,7 +85,7 @@ Value* Lowerer::rebuild(std::vector<Slot>& slots, int i) {
       if (s.payloadT->members()[j]->isBox() && !parts[j]->type()->isBox())
         parts[j] = b_.op("box.new", {parts[j]}, s.payloadT->members()[j]);
   Value* payload = s.payloadT->isStruct() && !s.payloadTIsRaw ? b_.op("struct.make", parts, s.payloadT) : parts[0];
-  return b_.op("sum.make", {payload}, s.type, {{"tag", ir::Attr::integer(s.ctor)}});
+  return b_.sumMake(s.type, s.ctor, payload);
 }
 
 // Frees the slots no binding took (the parts a `_` matched).
@@ -120,10 +120,10 @@ Value* Lowerer::compileRows(std::vector<Row> rows, std::vector<Slot> slots, bool
       const ir::Type* t = v->type();
       std::vector<Value*> parts;
       if (!t->members().empty()) {
-        if (owns(t)) parts = b_.create("struct.unpack", {v}, {t->members().begin(), t->members().end()})->results();
+        if (owns(t)) parts = b_.structUnpack(v);
         else
           for (size_t i = 0; i < t->members().size(); ++i)
-            parts.push_back(b_.op("struct.extract", {v}, t->members()[i], {{"index", ir::Attr::integer(static_cast<int64_t>(i))}}));
+            parts.push_back(b_.structExtract(v, static_cast<unsigned>(i)));
       }
       splitSlot(slots, si, parts, 0, false, nullptr);
       for (Row& r : rows) expandTests(r, si, -1, slots[si].parts);
@@ -172,10 +172,10 @@ Value* Lowerer::compileRows(std::vector<Row> rows, std::vector<Slot> slots, bool
         const ir::Type* pt = payload->type();
         if (rawPayload) parts.push_back(payload);
         else if (!pt->members().empty()) {
-          if (owns(pt)) parts = b_.create("struct.unpack", {payload}, {pt->members().begin(), pt->members().end()})->results();
+          if (owns(pt)) parts = b_.structUnpack(payload);
           else
             for (size_t i = 0; i < pt->members().size(); ++i)
-              parts.push_back(b_.op("struct.extract", {payload}, pt->members()[i], {{"index", ir::Attr::integer(static_cast<int64_t>(i))}}));
+              parts.push_back(b_.structExtract(payload, static_cast<unsigned>(i)));
         }
         if (!rawPayload) unboxFields(parts, p->ty, k);
         splitSlot(sl, si, parts, static_cast<int>(k), true, pt);

@@ -93,7 +93,7 @@ Value* Lowerer::lowerStatement(Expr& e, bool tail) {
       }
       v = coerce(v, buf->type()->elem(), e.kids[2]->span);
       setLoc(e.span);
-      b_.create("store", {buf, i, v});
+      b_.store(buf, i, v);
       if (temp) dropValue(temp);
       return value(unit());
     }
@@ -130,27 +130,24 @@ void Lowerer::lowerFor(Expr& e) {
   std::set<const Binding*> assigned;
   assignedVars(*e.kids[2], assigned);
   std::vector<size_t> carried = carriedVars(assigned);
-  std::vector<Value*> operands = {lo, hi, b_.constInt(it, 1)};
-  std::vector<const ir::Type*> types;
-  for (size_t i : carried) {
-    operands.push_back(env_[i].v);
-    types.push_back(env_[i].v->type());
-  }
-  ir::Op* loop = b_.create("for", operands, types, {}, 1);
-  ir::Region& r = loop->region(0);
-  Value* iv = r.addArg(it, e.name);
-  for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = r.addArg(types[j], env_[carried[j]].b->name);
-  B outer = b_;
-  b_.setInsertionPoint(r);
-  size_t mark = env_.size();
-  if (e.binding) env_.push_back(LBinding{LBinding::Plain, e.binding, iv});
-  lowerAndDrop(*e.kids[2]);
-  endScope(mark);
-  setLoc(e.span);
-  std::vector<Value*> next;
-  for (size_t i : carried) next.push_back(env_[i].v);
-  b_.create("yield", next);
-  b_ = outer;
+  Value* step = b_.constInt(it, 1);
+  std::vector<Value*> inits;
+  for (size_t i : carried) inits.push_back(env_[i].v);
+  ir::Op* loop = b_.forOp(lo, hi, step, inits, [&](ir::Builder&, Value* iv, const ir::Values& acc) {
+    iv->setName(e.name);
+    for (size_t j = 0; j < carried.size(); ++j) {
+      acc[j]->setName(env_[carried[j]].b->name);
+      env_[carried[j]].v = acc[j];
+    }
+    size_t mark = env_.size();
+    if (e.binding) env_.push_back(LBinding{LBinding::Plain, e.binding, iv});
+    lowerAndDrop(*e.kids[2]);
+    endScope(mark);
+    setLoc(e.span);
+    std::vector<Value*> next;
+    for (size_t i : carried) next.push_back(env_[i].v);
+    return next;
+  });
   for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = loop->result(static_cast<unsigned>(j));
 }
 
@@ -161,39 +158,38 @@ void Lowerer::lowerWhile(Expr& e) {
   assignedVars(*e.kids[1], assigned);
   std::vector<size_t> carried = carriedVars(assigned);
   std::vector<Value*> init;
-  std::vector<const ir::Type*> types;
-  for (size_t i : carried) {
-    init.push_back(env_[i].v);
-    types.push_back(env_[i].v->type());
-  }
+  for (size_t i : carried) init.push_back(env_[i].v);
   setLoc(e.span);
-  ir::Op* w = b_.create("while", init, types, {}, 2);
-  B outer = b_;
+  auto bindCarried = [&](const ir::Values& args) {
+    for (size_t j = 0; j < carried.size(); ++j) {
+      args[j]->setName(env_[carried[j]].b->name);
+      env_[carried[j]].v = args[j];
+    }
+  };
   auto current = [&] {
     std::vector<Value*> vs;
     for (size_t i : carried) vs.push_back(env_[i].v);
     return vs;
   };
-  for (unsigned k = 0; k < 2; ++k) {
-    ir::Region& r = w->region(k);
-    for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = r.addArg(types[j], env_[carried[j]].b->name);
-    b_.setInsertionPoint(r);
+  auto cond = [&](ir::Builder&, const ir::Values& args) {
+    bindCarried(args);
     size_t mark = env_.size();
-    if (k == 0) {
-      Value* c = coerce(lowerExpr(*e.kids[0]), ctx_.boolType(), e.kids[0]->span);
-      endScope(mark);
-      setLoc(e.span);
-      std::vector<Value*> ops = {c};
-      for (Value* v : current()) ops.push_back(v);
-      b_.create("condition", ops);
-    } else {
-      lowerAndDrop(*e.kids[1]);
-      endScope(mark);
-      setLoc(e.span);
-      b_.create("yield", current());
-    }
-  }
-  b_ = outer;
+    Value* c = coerce(lowerExpr(*e.kids[0]), ctx_.boolType(), e.kids[0]->span);
+    endScope(mark);
+    setLoc(e.span);
+    std::vector<Value*> ops = {c};
+    for (Value* v : current()) ops.push_back(v);
+    return ops;
+  };
+  auto body = [&](ir::Builder&, const ir::Values& args) {
+    bindCarried(args);
+    size_t mark = env_.size();
+    lowerAndDrop(*e.kids[1]);
+    endScope(mark);
+    setLoc(e.span);
+    return current();
+  };
+  ir::Op* w = b_.whileOp(init, cond, body);
   for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = w->result(static_cast<unsigned>(j));
 }
 

@@ -26,7 +26,7 @@ void Lowerer::bindValue(const Binding* b, Value* v, Span site) {
       Value* box = b_.op("struct.make", {v}, ctx_.structType({v->type()}));
       lb.v = b_.create("struct.unpack", {box}, {v->type()})->result(0);
     } else {
-      Value* tok = b_.op("alloc", {b_.constInt(ctx_.i32(), 0)}, token());
+      Value* tok = b_.alloc(b_.constInt(ctx_.i32(), 0), token());
       lb.v = b_.op("struct.make", {v, tok}, ctx_.structType({v->type(), token()}));
       lb.kind = LBinding::Boxed;
     }
@@ -68,7 +68,7 @@ Value* Lowerer::useVar(LBinding& lb, Span s) {
     lb.consumed = true;
     const ir::Type* st = lb.v->type();
     ir::Op* up = b_.create("struct.unpack", {lb.v}, {st->members()[0], st->members()[1]});
-    b_.create("free", {up->result(1)});
+    b_.free(up->result(1));
     return up->result(0);
   }
   if (!owns(lb.v->type())) return lb.v;
@@ -83,7 +83,7 @@ Value* Lowerer::useVar(LBinding& lb, Span s) {
 // A borrow: the value, without consuming it.
 Value* Lowerer::borrowVar(LBinding& lb) {
   if (lb.kind == LBinding::Boxed)
-    return b_.op("struct.extract", {lb.v}, lb.v->type()->members()[0], {{"index", ir::Attr::integer(0)}});
+    return b_.structExtract(lb.v, 0);
   return lb.v;
 }
 
@@ -112,11 +112,11 @@ Value* Lowerer::fabricate(const ir::Type* t) {
       return b_.op("struct.make", parts, t);
     }
     case ir::TypeKind::Sum:
-      return b_.op("sum.make", {fabricate(t->members()[0])}, t, {{"tag", ir::Attr::integer(0)}});
-    case ir::TypeKind::Box: return b_.op("box.new", {b_.op("struct.make", {}, ctx_.unitType())}, t);
+      return b_.sumMake(t, 0, fabricate(t->members()[0]));
+    case ir::TypeKind::Box: return b_.boxNew(b_.unit());
     case ir::TypeKind::Buffer:
       if (t->ownership() == ir::Ownership::Linear || t->ownership() == ir::Ownership::Affine)
-        return b_.op("alloc", {b_.constInt(ctx_.i32(), 0)}, t);
+        return b_.alloc(b_.constInt(ctx_.i32(), 0), t);
       break;
     default: break;
   }
@@ -131,26 +131,15 @@ void Lowerer::dropValue(Value* v) {
   if (!owns(t)) return;
   freshLists_.erase(v);
   if (t->isBuffer()) {
-    b_.create("free", {v});
+    b_.free(v);
     return;
   }
   if (t->isStruct()) {
-    ir::Op* up = b_.create("struct.unpack", {v}, {t->members().begin(), t->members().end()});
-    for (Value* p : up->results()) dropValue(p);
+    for (Value* p : b_.structUnpack(v)) dropValue(p);
     return;
   }
-  if (t->isSum()) {
-    ir::Op* mt = b_.create("match", {v}, {}, {}, static_cast<unsigned>(t->members().size()));
-    B saved = b_;
-    for (unsigned k = 0; k < t->members().size(); ++k) {
-      Value* p = mt->region(k).addArg(t->members()[k]);
-      b_.setInsertionPoint(mt->region(k));
-      dropValue(p);
-      b_.create("yield");
-    }
-    b_ = saved;
-    return;
-  }
+  if (t->isSum()) b_.matchOp(v, {}, [&](ir::Builder&, unsigned, Value* payload) { dropValue(payload); });
+
 }
 
 // Converts between the representations of types the checker unified: a
@@ -160,19 +149,19 @@ Value* Lowerer::coerce(Value* v, const ir::Type* want, Span s) {
   if (have == want) return v;
   if (want->isStruct() && want->members().size() == 2 && want->members()[0] == have && want->members()[1]->isBuffer() &&
       want->members()[1]->elem() == ctx_.intType(8, false)) {
-    Value* tok = b_.op("alloc", {b_.constInt(ctx_.i32(), 0)}, want->members()[1]);
+    Value* tok = b_.alloc(b_.constInt(ctx_.i32(), 0), want->members()[1]);
     return b_.op("struct.make", {v, tok}, want);
   }
   if (have->isStruct() && have->members().size() == 2 && have->members()[0] == want && have->members()[1]->isBuffer() &&
       have->members()[1]->elem() == ctx_.intType(8, false)) {
     ir::Op* up = b_.create("struct.unpack", {v}, {have->members()[0], have->members()[1]});
-    b_.create("free", {up->result(1)});
+    b_.free(up->result(1));
     return up->result(0);
   }
   // A list: its box, or a view of it.
   if (want->isBox() && have->isBuffer() && have->space() == ir::Space::Host) return boxList(v);
   if (have->isBox() && want->isBuffer() && want->space() == ir::Space::Host && want->ownership() == ir::Ownership::Read)
-    return b_.op("box.get", {v}, want);
+    return b_.boxGet(v, want);
   // The recursive field of a data constructor lives in a box.
   if (want->isBox() && !holdsMemory(have)) return b_.op("box.new", {v}, want);
   if (want->isBox()) {
@@ -195,19 +184,19 @@ Value* Lowerer::coerce(Value* v, const ir::Type* want, Span s) {
 Value* Lowerer::boxList(Value* v) {
   if (freshLists_.erase(v)) {  // a temporary nothing owns: it moves into the box
     std::erase(pendingArgs_, v);
-    return b_.op("box.new", {v}, ctx_.boxType());
+    return b_.boxNew(v);
   }
   // A variable's own buffer or a view, which may be freed before the box
   // goes: the box owns a copy.
   Value* n = hostLen(v);
-  Value* copy = b_.op("alloc", {n}, ctx_.bufferType(v->type()->elem(), ir::Space::Host, ir::Ownership::Affine));
+  Value* copy = b_.alloc(n, ctx_.bufferType(v->type()->elem(), ir::Space::Host, ir::Ownership::Affine));
   copyInto(copy, v, b_.constInt(ctx_.i32(), 0), n);
-  return b_.op("box.new", {copy}, ctx_.boxType());
+  return b_.boxNew(copy);
 }
 
 Value* Lowerer::listView(Value* v, Ty* list) {
   if (!v->type()->isBox() || !listTy(list)) return v;
-  return b_.op("box.get", {v}, listBufferTy(list, ir::Ownership::Read));
+  return b_.boxGet(v, listBufferTy(list, ir::Ownership::Read));
 }
 
 // Call arguments may also lend a buffer to a borrowed parameter.
@@ -246,7 +235,7 @@ Value* Lowerer::branch(const char* opName, Value* operand, unsigned n, const ir:
   size_t envSize = env_.size();
   std::vector<std::vector<bool>> after;
   std::vector<Value*> results;
-  B outer = b_;
+  ir::Builder::InsertionGuard guard(b_);
   for (unsigned k = 0; k < n; ++k) {
     for (size_t i = 0; i < envSize; ++i) {
       env_[i].consumed = start[i];
@@ -279,7 +268,7 @@ Value* Lowerer::branch(const char* opName, Value* operand, unsigned n, const ir:
     std::vector<Value*> yields;
     if (resultT) yields.push_back(results[k]);
     for (Value* v : carriedOut[k]) yields.push_back(v);
-    b_.create("yield", yields);
+    b_.yield(yields);
   }
   for (size_t j = 0; j < carried.size(); ++j) env_[carried[j]].v = op->result(static_cast<unsigned>(j + (resultT ? 1 : 0)));
   for (size_t i = 0; i < envSize; ++i) {
@@ -287,8 +276,6 @@ Value* Lowerer::branch(const char* opName, Value* operand, unsigned n, const ir:
     for (auto& c : after) any |= c[i];
     env_[i].consumed = any;
   }
-  b_ = outer;
-  b_.setInsertionPoint(*op->parentRegion());
   return resultT ? op->result(0) : nullptr;
 }
 

@@ -22,6 +22,7 @@
 
 #include "frontends/ephapax/Lower.h"
 #include "frontends/ephapax/Parser.h"
+#include "ir/Builder.h"
 #include "ir/ForeignAbi.h"
 #include "ir/OpTable.h"
 #include "ir/ops/TypeVars.h"
@@ -30,31 +31,6 @@ namespace eph::ephapax::lowering {
 
 using ir::Value;
 using Subst = std::vector<std::pair<int, Ty*>>;
-
-// An insertion point plus the location given to new ops; unlike ir::Builder it
-// can be saved and restored by assignment.
-struct B {
-  ir::Context* ctx = nullptr;
-  ir::Region* region = nullptr;
-  Loc loc;
-
-  B() = default;
-  B(ir::Context& c, ir::Region& r) : ctx(&c), region(&r) {}
-  void setInsertionPoint(ir::Region& r) { region = &r; }
-  void setLoc(Loc l) { loc = l; }
-  ir::Op* create(std::string_view name, std::vector<Value*> operands = {}, std::vector<const ir::Type*> results = {},
-                 std::map<std::string, ir::Attr> attrs = {}, unsigned numRegions = 0) {
-    return region->append(ir::Op::create(ir::OpTable::get()[name], std::move(operands), std::move(results),
-                                         std::move(attrs), numRegions, loc));
-  }
-  Value* op(std::string_view name, std::vector<Value*> operands, const ir::Type* result,
-            std::map<std::string, ir::Attr> attrs = {}) {
-    return create(name, std::move(operands), {result}, std::move(attrs))->result(0);
-  }
-  Value* constInt(const ir::Type* t, int64_t v) { return op("const", {}, t, {{"value", ir::Attr::integer(v)}}); }
-  Value* constFloat(const ir::Type* t, double v) { return op("const", {}, t, {{"value", ir::Attr::floating(v)}}); }
-  Value* constBool(bool v) { return op("const", {}, ctx->boolType(), {{"value", ir::Attr::boolean(v)}}); }
-};
 
 // A local variable during lowering.
 struct LBinding {
@@ -108,7 +84,7 @@ class Lowerer {
   DiagSink& diags_;
   ir::Module& m_;
   ir::Region dummy_;
-  B b_;
+  ir::Builder b_;
   const std::string* file_;
   std::map<std::string, ClosureGroup>* known_;  // the groups of the discovery pass
   std::map<std::string, ClosureGroup> groups_;
@@ -279,7 +255,7 @@ class Lowerer {
   void dropPendingArgs();
 
   // ---- statements (see LowerStmt.cpp) -----------------------------------------------
-  Value* unit() { return b_.op("struct.make", {}, ctx_.unitType()); }
+  Value* unit() { return b_.unit(); }
 
   std::vector<size_t> carriedVars(const std::set<const Binding*>& assigned);
 
@@ -351,7 +327,7 @@ class Lowerer {
 
   // The element count of a buffer, as i32, in host code: buffer.len (the
   // interpreter asks the device hooks for a device buffer's length).
-  Value* hostLen(Value* buf) { return b_.op("buffer.len", {buf}, ctx_.i32()); }
+  Value* hostLen(Value* buf) { return b_.bufferLen(buf, ctx_.i32()); }
 
   // ---- builtins (LowerBuiltins.cpp) ---------------------------------------------
   Value* splat(Value* s, const ir::Type* vt);
