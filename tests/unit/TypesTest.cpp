@@ -118,7 +118,7 @@ TEST(Types, ParseErrors) {
       {"vec<f32, 5>", "<type>:1:10: error[I008]: vectors have 2 to 4 bool, integer or float elements"},
       {"vec<struct<>, 2>", "<type>:1:15: error[I008]: vectors have 2 to 4 bool, integer or float elements"},
       {"vec<f32 4>", "<type>:1:9: error[I001]: expected ',', got '4'"},
-      {"array<f32, -1>", "<type>:1:12: error[I001]: expected an element count (a non-negative 32-bit integer), got '-1'"},
+      {"array<f32, -1>", "<type>:1:12: error[I002]: expected an element count (a non-negative 32-bit integer), got '-1'"},
       {"array<f32, 1.5>", "<type>:1:12: error[I001]: expected an element count, got '1.5'"},
       {"buffer<f32, global, read>", "<type>:1:13: error[I001]: expected a buffer space (host, device, workgroup), got 'global'"},
       {"buffer<f32, device>", "<type>:1:19: error[I001]: expected ',', got '>'"},

@@ -166,7 +166,7 @@ TEST(Verifier, TerminatorPlacement) {
   Builder b(t.ctx, f->body());
   b.setLoc(t.at(2));
   Value* x = b.op("add", {f->param(0), f->param(0)}, t.ctx.i32());
-  EXPECT_EQ(errorOf(t.m), "b.eir:1:1: error[V011]: function '@f': body must end with 'return', but it ends with 'add'");
+  EXPECT_EQ(errorOf(t.m), "b.eir:1:1: error[V005]: function '@f': body must end with 'return', but it ends with 'add'");
   b.setLoc(t.at(3));
   b.create("return", {x});
   EXPECT_EQ(errorOf(t.m), "ok");
@@ -180,7 +180,7 @@ TEST(Verifier, TerminatorPlacement) {
 TEST(Verifier, EmptyBodyAndRegions) {
   Fixture t;
   Function* f = t.fn("f");
-  EXPECT_EQ(errorOf(t.m), "b.eir:1:1: error[V011]: function '@f': body must end with 'return', but it is empty");
+  EXPECT_EQ(errorOf(t.m), "b.eir:1:1: error[V005]: function '@f': body must end with 'return', but it is empty");
   Builder b(t.ctx, f->body());
   b.setLoc(t.at(2));
   Value* c = b.constBool(false);
@@ -221,7 +221,7 @@ TEST(Verifier, FunctionRules) {
   EXPECT_EQ(errorOf(t.m), "ok");
   f->body().addArg(t.ctx.f32());
   EXPECT_EQ(errorOf(t.m),
-            "b.eir:1:1: error[V011]: function '@f': body arguments 'i32', 'f32' do not match its "
+            "b.eir:1:1: error[V001]: function '@f': body arguments 'i32', 'f32' do not match its "
             "parameters 'i32'");
 
   Fixture k;
