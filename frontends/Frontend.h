@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/IR.h"
+#include "passes/PassManager.h"
 
 namespace eph::frontends {
 
@@ -33,11 +34,18 @@ struct Frontend {
   // An error message for option values this frontend rejects, or "".
   std::function<std::string(const OptionValues&)> checkOptions;
   // Source text (named `file` in locations) to a verified module, or null;
-  // every diagnostic, rendered with its source line and caret
-  // ("file:line:col: error[CODE]: ..."), is appended to `diagnostics`.
+  // every diagnostic, rendered with its source line and caret by
+  // eph::renderDiag ("file:line:col: error[CODE]: ..."), is appended to
+  // `diagnostics`. The passes it runs (through a PassManager) honour
+  // `pipeline` (--print-after, --time-passes).
   std::function<std::unique_ptr<ir::Module>(ir::Context&, std::string_view text, const std::string& file,
-                                            const OptionValues&, std::string& diagnostics)>
+                                            const OptionValues&, const passes::PipelineOptions& pipeline,
+                                            std::string& diagnostics)>
       compile;
+  // Every code its diagnostics can have, with a one-line meaning (its table,
+  // registered here beside the IR's eph::irErrorCodes(); docs/errors.md lists
+  // them all).
+  std::vector<ErrorCodeInfo> errorCodes;
 };
 
 // The frontends of this build, in registration order.
@@ -45,5 +53,7 @@ const std::vector<Frontend>& all();
 // The frontend that reads `path` (by its extension), or null for anything
 // else (IR text, or an unknown extension).
 const Frontend* forFile(std::string_view path);
+// Every error code of the build: the IR's (eph::irErrorCodes()) and each frontend's.
+std::vector<ErrorCodeInfo> allErrorCodes();
 
 }  // namespace eph::frontends

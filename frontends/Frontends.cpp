@@ -18,4 +18,10 @@ const Frontend* forFile(std::string_view path) {
   return nullptr;
 }
 
+std::vector<ErrorCodeInfo> allErrorCodes() {
+  std::vector<ErrorCodeInfo> codes = irErrorCodes();
+  for (const Frontend& f : all()) codes.insert(codes.end(), f.errorCodes.begin(), f.errorCodes.end());
+  return codes;
+}
+
 }  // namespace eph::frontends

@@ -242,7 +242,7 @@ class Parser {
     if (!t) return *error_;
     if (error_) return *error_;
     if (tok_.kind != Tok::End) {
-      fail("expected end of type, got " + describe(tok_));
+      fail("I001", "expected end of type, got " + describe(tok_));
       return *error_;
     }
     return t;
@@ -259,21 +259,21 @@ class Parser {
   // No rule accepts a token the lexer rejected, so reaching one is the error
   // to report, whatever the parser would have said about it.
   void noteLexError() {
-    if (tok_.kind == Tok::Error && !error_) error_ = Error{here(), tok_.error};
+    if (tok_.kind == Tok::Error && !error_) error_ = Error{here(), tok_.error, "I001"};
   }
   // Records the first error. At a token the lexer rejected, the lexer's reason
   // is the clearer message.
-  bool fail(std::string msg, Loc at = {}) {
+  bool fail(const char* code, std::string msg, Loc at = {}) {
     if (!error_) {
-      if (tok_.kind == Tok::Error && !at.known()) msg = tok_.error;
-      error_ = Error{at.known() ? at : here(), std::move(msg)};
+      if (tok_.kind == Tok::Error && !at.known()) msg = tok_.error, code = "I001";
+      error_ = Error{at.known() ? at : here(), std::move(msg), code};
     }
     return false;
   }
   // Counts one level of nesting; false (with an error) past kMaxNesting.
   bool enter() {
     if (++depth_ <= kMaxNesting) return true;
-    return fail("nesting is too deep (more than " + std::to_string(kMaxNesting) +
+    return fail("I007", "nesting is too deep (more than " + std::to_string(kMaxNesting) +
                 " levels of regions, types or attribute arrays)");
   }
   struct Leave {
@@ -281,7 +281,7 @@ class Parser {
     ~Leave() { --depth; }
   };
   bool expect(Tok kind, const char* what) {
-    if (tok_.kind != kind) return fail(std::string("expected ") + what + ", got " + describe(tok_));
+    if (tok_.kind != kind) return fail("I001", std::string("expected ") + what + ", got " + describe(tok_));
     consume();
     return true;
   }
@@ -289,10 +289,10 @@ class Parser {
 
   // ---- types --------------------------------------------------------------
   bool uintLiteral(unsigned& out, const char* what) {
-    if (tok_.kind != Tok::Int) return fail(std::string("expected ") + what + ", got " + describe(tok_));
+    if (tok_.kind != Tok::Int) return fail("I001", std::string("expected ") + what + ", got " + describe(tok_));
     auto r = std::from_chars(tok_.text.data(), tok_.text.data() + tok_.text.size(), out);
     if (r.ec != std::errc() || r.ptr != tok_.text.data() + tok_.text.size())
-      return fail(std::string("expected ") + what + " (a non-negative 32-bit integer), got '" +
+      return fail("I002", std::string("expected ") + what + " (a non-negative 32-bit integer), got '" +
                   tok_.text + "'");
     consume();
     return true;
@@ -318,7 +318,7 @@ class Parser {
       return ctx_.varType(n);
     }
     if (tok_.kind != Tok::Ident) {
-      fail("expected a type, got " + describe(tok_));
+      fail("I001", "expected a type, got " + describe(tok_));
       return nullptr;
     }
     std::string w = tok_.text;
@@ -333,7 +333,7 @@ class Parser {
         consume();
         return w[0] == 'f' ? ctx_.floatType(bits) : ctx_.intType(bits, w[0] == 'i');
       }
-      fail("unknown type '" + w + "'", at);
+      fail("I003", "unknown type '" + w + "'", at);
       return nullptr;
     }
     if (w == "fn") {
@@ -348,7 +348,7 @@ class Parser {
     }
     bool known = w == "vec" || w == "array" || w == "struct" || w == "sum" || w == "buffer";
     if (!known) {
-      fail("unknown type '" + w + "'", at);
+      fail("I003", "unknown type '" + w + "'", at);
       return nullptr;
     }
     consume();
@@ -369,7 +369,7 @@ class Parser {
         unsigned n = 0;
         if (!uintLiteral(n, "an element count")) return nullptr;
         if (w == "vec" && (!elem->isScalar() || n < 2 || n > 4)) {
-          fail("vectors have 2 to 4 bool, integer or float elements", nAt);
+          fail("I008", "vectors have 2 to 4 bool, integer or float elements", nAt);
           return nullptr;
         }
         result = w == "vec" ? ctx_.vectorType(elem, n) : ctx_.arrayType(elem, n);
@@ -391,14 +391,14 @@ class Parser {
     bool found = false;
     for (auto& [n, s] : spaces)
       if (isIdent(n)) space = s, found = true;
-    if (!found) return fail("expected a buffer space (host, device, workgroup), got " + describe(tok_)), nullptr;
+    if (!found) return fail("I001", "expected a buffer space (host, device, workgroup), got " + describe(tok_)), nullptr;
     consume();
     if (!expect(Tok::Comma, "','")) return nullptr;
     found = false;
     for (auto& [n, o] : owns)
       if (isIdent(n)) own = o, found = true;
     if (!found)
-      return fail("expected a buffer ownership (linear, affine, read, write), got " + describe(tok_)), nullptr;
+      return fail("I001", "expected a buffer ownership (linear, affine, read, write), got " + describe(tok_)), nullptr;
     consume();
     return ctx_.bufferType(elem, space, own);
   }
@@ -415,7 +415,7 @@ class Parser {
         if (r.ec != std::errc()) {  // u64 values beyond i64 are kept by their bits
           uint64_t u = 0;
           auto r2 = std::from_chars(b, tok_.text.data() + tok_.text.size(), u);
-          if (r2.ec != std::errc()) return fail("integer '" + tok_.text + "' is out of range");
+          if (r2.ec != std::errc()) return fail("I002", "integer '" + tok_.text + "' is out of range");
           v = static_cast<int64_t>(u);
         }
         out = Attr::integer(v);
@@ -431,9 +431,9 @@ class Parser {
         else if (body == "nan") v = std::numeric_limits<double>::quiet_NaN();
         else {
           auto r = std::from_chars(body.data(), body.data() + body.size(), v);
-          if (r.ec == std::errc::result_out_of_range) return fail("float '" + s + "' is out of range");
+          if (r.ec == std::errc::result_out_of_range) return fail("I002", "float '" + s + "' is out of range");
           if (r.ec != std::errc() || r.ptr != body.data() + body.size())
-            return fail("invalid float '" + s + "'");
+            return fail("I002", "invalid float '" + s + "'");
         }
         out = Attr::floating(neg ? -v : v);
         consume();
@@ -474,7 +474,7 @@ class Parser {
         out = Attr::typeAttr(t);
         return true;
       }
-      default: return fail("expected an attribute value, got " + describe(tok_));
+      default: return fail("I001", "expected an attribute value, got " + describe(tok_));
     }
   }
 
@@ -482,14 +482,14 @@ class Parser {
     if (!expect(Tok::LBrace, "'{'")) return false;
     while (tok_.kind != Tok::RBrace) {
       if (tok_.kind != Tok::Ident && tok_.kind != Tok::String)
-        return fail("expected an attribute name, got " + describe(tok_));
+        return fail("I001", "expected an attribute name, got " + describe(tok_));
       std::string name = tok_.text;
       Loc at = here();
       consume();
       if (!expect(Tok::Equal, "'='")) return false;
       Attr a;
       if (!attrValue(a)) return false;
-      if (out.count(name)) return fail("attribute '" + name + "' given twice", at);
+      if (out.count(name)) return fail("I005", "attribute '" + name + "' given twice", at);
       out[name] = std::move(a);
       if (tok_.kind != Tok::Comma) break;
       consume();
@@ -501,7 +501,7 @@ class Parser {
     if (!isIdent("loc") || ahead_.kind != Tok::LParen) return true;
     consume();
     consume();
-    if (tok_.kind != Tok::String) return fail("expected a file name string in loc(...), got " + describe(tok_));
+    if (tok_.kind != Tok::String) return fail("I001", "expected a file name string in loc(...), got " + describe(tok_));
     const std::string* file = ctx_.intern(tok_.text);
     consume();
     unsigned line = 0, col = 0;
@@ -521,7 +521,7 @@ class Parser {
   bool define(const Token& name, Value* v) {
     for (auto& s : scopes_)
       if (s.values.count(name.text))
-        return fail("value '%" + name.text + "' is defined twice", Loc{file_, name.line, name.col});
+        return fail("I005", "value '%" + name.text + "' is defined twice", Loc{file_, name.line, name.col});
     scopes_.back().values[name.text] = v;
     bool numeric = std::all_of(name.text.begin(), name.text.end(),
                                [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
@@ -534,7 +534,7 @@ class Parser {
       auto f = it->values.find(name.text);
       if (f != it->values.end()) return f->second;
     }
-    fail("use of undefined value '%" + name.text + "'", Loc{file_, name.line, name.col});
+    fail("I004", "use of undefined value '%" + name.text + "'", Loc{file_, name.line, name.col});
     return nullptr;
   }
 
@@ -545,19 +545,19 @@ class Parser {
     if (isIdent("kernel")) kind = FunctionKind::Kernel;
     else if (isIdent("device")) kind = FunctionKind::Device;
     else if (isIdent("host")) kind = FunctionKind::Host;
-    else return fail("expected a function ('kernel', 'device' or 'host'), got " + describe(tok_));
+    else return fail("I001", "expected a function ('kernel', 'device' or 'host'), got " + describe(tok_));
     consume();
-    if (tok_.kind != Tok::Symbol) return fail("expected a function name like '@main', got " + describe(tok_));
+    if (tok_.kind != Tok::Symbol) return fail("I001", "expected a function name like '@main', got " + describe(tok_));
     std::string name = tok_.text;
     Loc nameAt = here();
     consume();
-    if (m.lookup(name)) return fail("function '@" + name + "' is defined twice", nameAt);
+    if (m.lookup(name)) return fail("I005", "function '@" + name + "' is defined twice", nameAt);
 
     std::vector<Token> paramNames;
     std::vector<const Type*> params, results;
     if (!expect(Tok::LParen, "'('")) return false;
     while (tok_.kind != Tok::RParen) {
-      if (tok_.kind != Tok::ValueRef) return fail("expected a parameter like '%x: i32', got " + describe(tok_));
+      if (tok_.kind != Tok::ValueRef) return fail("I001", "expected a parameter like '%x: i32', got " + describe(tok_));
       paramNames.push_back(tok_);
       consume();
       if (!expect(Tok::Colon, "':'")) return false;
@@ -581,7 +581,7 @@ class Parser {
     }
     std::array<unsigned, 3> wg = {1, 1, 1};
     if (isIdent("workgroup")) {
-      if (kind != FunctionKind::Kernel) return fail("only kernels have a workgroup size");
+      if (kind != FunctionKind::Kernel) return fail("I008", "only kernels have a workgroup size");
       consume();
       if (!expect(Tok::LParen, "'('")) return false;
       for (int i = 0; i < 3; ++i) {
@@ -611,7 +611,7 @@ class Parser {
 
   bool opsUntilBrace(Region& r) {
     while (tok_.kind != Tok::RBrace) {
-      if (tok_.kind == Tok::End) return fail("expected '}', got end of input");
+      if (tok_.kind == Tok::End) return fail("I001", "expected '}', got end of input");
       if (!op(r)) return false;
     }
     return true;
@@ -625,7 +625,7 @@ class Parser {
     if (tok_.kind == Tok::Pipe) {
       consume();
       while (tok_.kind != Tok::Pipe) {
-        if (tok_.kind != Tok::ValueRef) return fail("expected a region argument like '%i: i32', got " + describe(tok_));
+        if (tok_.kind != Tok::ValueRef) return fail("I001", "expected a region argument like '%i: i32', got " + describe(tok_));
         Token n = tok_;
         consume();
         if (!expect(Tok::Colon, "':'")) return false;
@@ -665,7 +665,7 @@ class Parser {
     std::vector<Token> resultNames;
     if (tok_.kind == Tok::ValueRef) {
       while (true) {
-        if (tok_.kind != Tok::ValueRef) return fail("expected a result name, got " + describe(tok_));
+        if (tok_.kind != Tok::ValueRef) return fail("I001", "expected a result name, got " + describe(tok_));
         resultNames.push_back(tok_);
         consume();
         if (tok_.kind != Tok::Comma) break;
@@ -673,16 +673,16 @@ class Parser {
       }
       if (!expect(Tok::Equal, "'='")) return false;
     }
-    if (tok_.kind != Tok::Ident) return fail("expected an op name, got " + describe(tok_));
+    if (tok_.kind != Tok::Ident) return fail("I001", "expected an op name, got " + describe(tok_));
     Loc nameAt = here();
     const OpInfo* info = OpTable::get().lookup(tok_.text);
-    if (!info) return fail("unknown op '" + tok_.text + "'", nameAt);
+    if (!info) return fail("I003", "unknown op '" + tok_.text + "'", nameAt);
     consume();
 
     std::vector<Value*> operands;
     if (tok_.kind == Tok::ValueRef && !atResultList()) {
       while (true) {
-        if (tok_.kind != Tok::ValueRef) return fail("expected an operand, got " + describe(tok_));
+        if (tok_.kind != Tok::ValueRef) return fail("I001", "expected an operand, got " + describe(tok_));
         Value* v = lookupValue(tok_);
         if (!v) return false;
         operands.push_back(v);
@@ -711,13 +711,13 @@ class Parser {
     }
     std::string opName(info->name);
     if (types.size() != resultNames.size())
-      return fail("'" + opName + "' names " + countText(int(resultNames.size()), "result") + " but gives " +
+      return fail("I006", "'" + opName + "' names " + countText(int(resultNames.size()), "result") + " but gives " +
                       countText(int(types.size()), "type"), at);
     if (info->numOperands != kVariadic && int(operands.size()) != info->numOperands)
-      return fail("'" + opName + "' takes " + countText(info->numOperands, "operand") + ", got " +
+      return fail("I006", "'" + opName + "' takes " + countText(info->numOperands, "operand") + ", got " +
                       std::to_string(operands.size()), nameAt);
     if (info->numResults != kVariadic && int(types.size()) != info->numResults)
-      return fail("'" + opName + "' has " + countText(info->numResults, "result") + ", got " +
+      return fail("I006", "'" + opName + "' has " + countText(info->numResults, "result") + ", got " +
                       std::to_string(types.size()), nameAt);
 
     auto op = Op::create(*info, operands, types, std::move(attrs), 0, at);
@@ -726,7 +726,7 @@ class Parser {
       if (!region(raw->addRegion())) return false;
     }
     if (info->numRegions != kVariadic && int(raw->numRegions()) != info->numRegions)
-      return fail("'" + opName + "' has " + countText(info->numRegions, "region") + ", got " +
+      return fail("I006", "'" + opName + "' has " + countText(info->numRegions, "region") + ", got " +
                       std::to_string(raw->numRegions()), nameAt);
     Loc loc = at;
     if (!optionalLoc(loc)) return false;

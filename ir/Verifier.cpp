@@ -29,12 +29,13 @@ Loc locOf(const Op& op) {
   return f ? f->loc() : Loc{};
 }
 
-Error opError(const Op& op, const std::string& msg) {
-  return Error{locOf(op), quoted(op.name()) + ": " + msg};
+// `code` is the kind of rule broken (docs/errors.md, V001..).
+Error opError(const char* code, const Op& op, const std::string& msg) {
+  return Error{locOf(op), quoted(op.name()) + ": " + msg, code};
 }
 
-Error fnError(const Function& f, const std::string& msg) {
-  return Error{f.loc(), "function '@" + f.name() + "': " + msg};
+Error fnError(const char* code, const Function& f, const std::string& msg) {
+  return Error{f.loc(), "function '@" + f.name() + "': " + msg, code};
 }
 
 // The callee of a `call` (null when missing or unknown: the op's hook says so).
@@ -111,25 +112,25 @@ class FunctionVerifier {
     for (Value* a : f_.body().args()) args.push_back(a->type());
     auto params = f_.paramTypes();
     if (!std::equal(args.begin(), args.end(), params.begin(), params.end()))
-      return fnError(f_, "body arguments " + typeNames(args) + " do not match its parameters " +
+      return fnError("V001", f_, "body arguments " + typeNames(args) + " do not match its parameters " +
                              typeNames(params));
     if (auto s = boxRules(); !s) return s;
     if (!f_.isKernel()) return Status::ok();
     if (!f_.resultTypes().empty())
-      return fnError(f_, "kernels return nothing, but it returns " + typeNames(f_.resultTypes()));
+      return fnError("V002", f_, "kernels return nothing, but it returns " + typeNames(f_.resultTypes()));
     for (unsigned i = 0; i < params.size(); ++i)
       if (params[i]->isBuffer() && params[i]->space() != Space::Device)
-        return fnError(f_, "kernel parameter " + std::to_string(i) + " is a " +
+        return fnError("V002", f_, "kernel parameter " + std::to_string(i) + " is a " +
                                std::string(spaceName(params[i]->space())) +
                                " buffer; kernels take device buffers");
     auto& w = f_.workgroupSize;
     std::string size = "(" + std::to_string(w[0]) + ", " + std::to_string(w[1]) + ", " +
                        std::to_string(w[2]) + ")";
     if (w[0] < 1 || w[1] < 1 || w[2] < 1)
-      return fnError(f_, "workgroup size " + size + " must be at least 1 in every dimension");
+      return fnError("V003", f_, "workgroup size " + size + " must be at least 1 in every dimension");
     uint64_t total = uint64_t(w[0]) * w[1] * w[2];
     if (total > kMaxWorkgroupInvocations)
-      return fnError(f_, "workgroup size " + size + " has " + std::to_string(total) +
+      return fnError("V003", f_, "workgroup size " + size + " has " + std::to_string(total) +
                              " invocations, more than " + std::to_string(kMaxWorkgroupInvocations));
     return Status::ok();
   }
@@ -144,10 +145,10 @@ class FunctionVerifier {
         std::string what = std::string(r ? "result " : "parameter ") + std::to_string(i) + " has type " +
                            quoted(t->str());
         if (!f_.isHost() && mentionsBox(t))
-          return fnError(f_, what + ", but " + kBoxHostOnly + " and @" + f_.name() + " is a " +
+          return fnError("V004", f_, what + ", but " + kBoxHostOnly + " and @" + f_.name() + " is a " +
                                  std::string(functionKindName(f_.kind())) + " function");
         if (deviceBufferOfBox(t))
-          return fnError(f_, what + ": a device buffer cannot hold boxes (host heap cells)");
+          return fnError("V004", f_, what + ": a device buffer cannot hold boxes (host heap cells)");
       }
     return Status::ok();
   }
@@ -157,10 +158,10 @@ class FunctionVerifier {
     auto check = [&](const Value* v) -> Status {
       const Type* t = v->type();
       if (!f_.isHost() && mentionsBox(t))
-        return opError(op, "a value of type " + quoted(t->str()) + " in @" + f_.name() + ", a " +
+        return opError("V004", op, "a value of type " + quoted(t->str()) + " in @" + f_.name() + ", a " +
                                std::string(functionKindName(f_.kind())) + " function, but " + kBoxHostOnly);
       if (deviceBufferOfBox(t))
-        return opError(op, "type " + quoted(t->str()) + ": a device buffer cannot hold boxes (host heap cells)");
+        return opError("V004", op, "type " + quoted(t->str()) + ": a device buffer cannot hold boxes (host heap cells)");
       return Status::ok();
     };
     for (const Value* v : op.results())
@@ -177,12 +178,12 @@ class FunctionVerifier {
   Status regionShape(const Region& r, const Op* parent, unsigned index) {
     for (auto& op : r.ops())
       if (op.get() != r.back() && op->info().has(kTerminator))
-        return opError(*op, "a terminator must be the last op in its region");
+        return opError("V005", *op, "a terminator must be the last op in its region");
     const Op* last = r.back();
     if (last && last->info().has(kTerminator)) return Status::ok();
     std::string what = last ? "ends with " + quoted(last->name()) : std::string("is empty");
-    if (!parent) return fnError(f_, "body must end with 'return', but it " + what);
-    return opError(*parent, "region " + std::to_string(index) +
+    if (!parent) return fnError("V005", f_, "body must end with 'return', but it " + what);
+    return opError("V005", *parent, "region " + std::to_string(index) +
                                 " must end with a terminator, but it " + what);
   }
 
@@ -195,17 +196,17 @@ class FunctionVerifier {
     for (auto msg : {check(info.numOperands, op.numOperands(), "operand"),
                      check(info.numResults, op.numResults(), "result"),
                      check(info.numRegions, op.numRegions(), "region")})
-      if (!msg.empty()) return opError(op, msg);
+      if (!msg.empty()) return opError("V006", op, msg);
     return Status::ok();
   }
 
   Status placement(const Op& op) {
     std::string kind(functionKindName(f_.kind()));
     if (op.info().has(kHostOnly) && !f_.isHost())
-      return opError(op, "is only allowed in host functions, but @" + f_.name() + " is a " + kind +
+      return opError("V007", op, "is only allowed in host functions, but @" + f_.name() + " is a " + kind +
                              " function");
     if (op.info().has(kKernelOnly) && f_.isHost())
-      return opError(op, "is only allowed in kernels and device functions, but @" + f_.name() +
+      return opError("V007", op, "is only allowed in kernels and device functions, but @" + f_.name() +
                              " is a host function");
     if (op.name() == "call" && f_.isHost()) {
       const Function* callee = calleeOf(op);
@@ -213,14 +214,14 @@ class FunctionVerifier {
       const Op* inner = callee && callee->kind() == FunctionKind::Device
                             ? firstKernelOnlyOp(*callee, seen) : nullptr;
       if (inner)
-        return opError(op, "host function @" + f_.name() + " calls @" + callee->name() +
+        return opError("V007", op, "host function @" + f_.name() + " calls @" + callee->name() +
                                ", which uses " + quoted(inner->name()) + " at " +
                                inner->loc().str() + "; that only runs inside a kernel");
     }
     if (op.name() == "call" && !f_.isHost()) {
       const Function* callee = calleeOf(op);
       if (callee && callee->kind() == FunctionKind::Host)
-        return opError(op, std::string(f_.isKernel() ? "a kernel" : "a device function") +
+        return opError("V007", op, std::string(f_.isKernel() ? "a kernel" : "a device function") +
                                " may call only device functions, but @" + callee->name() +
                                " is a host function");
     }
@@ -235,11 +236,11 @@ class FunctionVerifier {
       if (!v->name().empty()) what += " (%" + v->name() + ")";
       const Region* home = v->parentRegion();
       const Function* owner = home ? home->parentFunction() : nullptr;
-      if (!owner) return opError(op, what + " is not defined in any function");
-      if (owner != &f_) return opError(op, what + " is defined in another function, @" + owner->name());
+      if (!owner) return opError("V008", op, what + " is not defined in any function");
+      if (owner != &f_) return opError("V008", op, what + " is defined in another function, @" + owner->name());
       if (encloses(home, op.parentRegion()))
-        return opError(op, what + " is used before its definition");
-      return opError(op, what + " is defined in a region that does not enclose this use");
+        return opError("V008", op, what + " is used before its definition");
+      return opError("V008", op, what + " is defined in a region that does not enclose this use");
     }
     return Status::ok();
   }
@@ -255,7 +256,7 @@ class FunctionVerifier {
       // Which terminator may end which region is a structural rule: the
       // terminators' hooks check it (and their operand types) here.
       if (op.info().has(kTerminator) && op.info().verify)
-        if (std::string msg = op.info().verify(op); !msg.empty()) return opError(op, msg);
+        if (std::string msg = op.info().verify(op); !msg.empty()) return opError("V009", op, msg);
       for (unsigned i = 0; i < op.numRegions(); ++i) {
         if (auto s = regionShape(op.region(i), &op, i); !s) return s;
         if (auto s = structure(op.region(i)); !s) return s;
@@ -277,7 +278,7 @@ class FunctionVerifier {
       // checked after monomorphization, unless its rule handles variables.
       bool deferred = !op.info().has(kTypeVarAware) && opHasTypeVar(op);
       if (!op.info().has(kTerminator) && op.info().verify && !deferred)
-        if (std::string msg = op.info().verify(op); !msg.empty()) return opError(op, msg);
+        if (std::string msg = op.info().verify(op); !msg.empty()) return opError("V009", op, msg);
       for (unsigned i = 0; i < op.numRegions(); ++i)
         if (auto s = types(op.region(i)); !s) return s;
     }
@@ -330,7 +331,7 @@ class RecursionCheck {
         auto start = std::find(path_.begin(), path_.end(), e.callee);
         for (auto it = start; it != path_.end(); ++it) cycle += "@" + (*it)->name() + " calls ";
         cycle += "@" + e.callee->name();
-        return opError(*e.call, "recursion is not allowed in kernels and device functions: " + cycle);
+        return opError("V010", *e.call, "recursion is not allowed in kernels and device functions: " + cycle);
       }
       if (state_[e.callee] == State::New)
         if (auto s = visit(e.callee); !s) return s;
@@ -350,7 +351,7 @@ class RecursionCheck {
 Status verify(const Module& m) {
   std::unordered_set<std::string_view> names;
   for (auto& f : m.functions()) {
-    if (!names.insert(f->name()).second) return fnError(*f, "is defined twice");
+    if (!names.insert(f->name()).second) return fnError("V011", *f, "is defined twice");
     if (auto s = FunctionVerifier(*f).run(); !s) return s;
   }
   return RecursionCheck(m).run(m);

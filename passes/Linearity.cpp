@@ -137,7 +137,7 @@ class Checker {
   // at the second consumer, naming the first. (The value stays consumed.)
   bool ruleConsumeOnce(const Op& op, const Tracked& t) {
     if (!t.consumed) return true;
-    diag_.error(op.loc(), describe(t.value) + " consumed twice: first at " + t.consumedAt.str());
+    diag_.error(op.loc(), describe(t.value) + " consumed twice: first at " + t.consumedAt.str(), "L001");
     return false;
   }
 
@@ -146,7 +146,7 @@ class Checker {
   void ruleBorrowNeedsLiveValue(const Op& op, const Tracked& t) {
     if (!t.consumed) return;
     diag_.error(op.loc(), "use of " + describe(t.value) + " after it was consumed at " +
-                              t.consumedAt.str());
+                              t.consumedAt.str(), "L002");
   }
 
   // LOOP. A loop body runs any number of times, so it may consume only values
@@ -157,7 +157,7 @@ class Checker {
     diag_.error(op.loc(), describe(t.value) +
                               " is defined outside the loop but consumed inside its body; it "
                               "would be consumed on every iteration (pass it as a loop-carried "
-                              "value instead)");
+                              "value instead)", "L003");
   }
 
   // LEAK. A linear value defined in a region must be consumed before the region
@@ -168,7 +168,7 @@ class Checker {
       if (t.consumed || !t.value->type()->isLinear()) continue;
       diag_.error(definitionLoc(t.value), "linear value " + nameOf(t.value) + " defined at " +
                                               definitionLoc(t.value).str() +
-                                              " is never consumed");
+                                              " is never consumed", "L004");
     }
   }
 
@@ -191,7 +191,7 @@ class Checker {
       if (keeper >= 0 && t.value->type()->isLinear())
         diag_.error(op.loc(), describe(t.value) + " is consumed in the " +
                                   branchName(op, consumer) + " but not in the " +
-                                  branchName(op, keeper));
+                                  branchName(op, keeper), "L005");
       t.consumed = true;
       t.consumedAt = branches[consumer].values[i].consumedAt;
     }

@@ -168,7 +168,8 @@ class Monomorphizer {
     unsigned depth;  // instances between this function and a root
   };
 
-  void error(const Op& at, std::string msg) { diag_.error(locOf(at), std::move(msg)); }
+  // `code`: docs/errors.md (P001..).
+  void error(const char* code, const Op& at, std::string msg) { diag_.error(locOf(at), std::move(msg), code); }
 
   // Instances made by this pass are never templates: their function
   // arguments are bound.
@@ -205,7 +206,7 @@ class Monomorphizer {
       fnArgs[i] = knownFunction(op.operand(first + i));
       if (!fnArgs[i].empty()) anyFn = true;
       else if (!callee->isHost() || isTemplate(*callee))
-        return error(op, "cannot specialise " + kindText(*callee) +
+        return error("P001", op, "cannot specialise " + kindText(*callee) +
                              sym(callee->name()) + ": argument " + std::to_string(i) +
                              " is a function value known only at run time; pass a function by name (a 'func.ref')");
     }
@@ -215,7 +216,7 @@ class Monomorphizer {
     for (Value* r : op.results()) results.push_back(r->type());
     ir::TypeBinding binding;
     if (std::string msg = ir::checkCallTypes(*callee, args, results, binding); !msg.empty())
-      return error(op, "'" + std::string(op.name()) + "': " + msg);
+      return error("P002", op, "'" + std::string(op.name()) + "': " + msg);
     Function* inst = instance(*callee, binding, fnArgs, op, depth);
     if (!inst) return;
     op.setAttr(attr, ir::Attr::symbol(inst->name()));
@@ -231,12 +232,12 @@ class Monomorphizer {
     Function* callee = m_.lookup(op.symbolAttr("callee"));
     if (!callee || !isTemplate(*callee)) return;
     if (!ir::isGeneric(*callee))
-      return error(op, "'func.ref': " + sym(callee->name()) +
+      return error("P001", op, "'func.ref': " + sym(callee->name()) +
                            " takes a function parameter, so it has instances rather than one "
                            "function value; refer to a function without function parameters");
     ir::TypeBinding binding;
     if (!ir::unify(callee->type(), op.result()->type(), binding))
-      return error(op, "'func.ref': " + sym(callee->name()) + " has type '" + callee->type()->str() +
+      return error("P002", op, "'func.ref': " + sym(callee->name()) + " has type '" + callee->type()->str() +
                            "', which does not fit '" + op.result()->type()->str() + "'");
     std::vector<std::string> noFns(callee->paramTypes().size());
     if (Function* inst = instance(*callee, binding, noFns, op, depth)) {
@@ -282,7 +283,7 @@ class Monomorphizer {
     for (const Type* v : vars) {
       const Type* bound = binding.lookup(v);
       if (!bound || ir::hasTypeVar(bound)) {
-        error(site, "cannot determine the type variable " + v->str() + " of " + sym(tmpl.name()) +
+        error("P003", site, "cannot determine the type variable " + v->str() + " of " + sym(tmpl.name()) +
                         " from this " + std::string(site.name()));
         return nullptr;
       }
@@ -293,7 +294,7 @@ class Monomorphizer {
     size_t longest = 0;
     for (const Type* a : typeArgs) longest = std::max(longest, a->str().size());
     auto endless = [&](const std::string& why) {
-      error(site, "instantiating " + sym(tmpl.name()) + " does not end: " + why +
+      error("P004", site, "instantiating " + sym(tmpl.name()) + " does not end: " + why +
                       " (recursion that changes its type arguments?)");
       return nullptr;
     };
@@ -304,14 +305,14 @@ class Monomorphizer {
     if (depth + 1 > kMaxDepth) return endless(std::to_string(kMaxDepth) + " nested instances");
     if (instances_.size() >= kMaxInstances) return endless(std::to_string(kMaxInstances) + " instances");
     if (m_.lookup(name)) {
-      error(site, "cannot name the instance of " + sym(tmpl.name()) + " " + sym(name) +
+      error("P005", site, "cannot name the instance of " + sym(tmpl.name()) + " " + sym(name) +
                       ": another function has that name");
       return nullptr;
     }
     std::vector<const Type*> params, results;
     auto subst = [&](const Type* t) {
       const Type* s = ir::substitute(ctx_, t, binding);
-      if (!s) error(site, "instantiating " + sym(tmpl.name()) + " with " + ir::bindingText(binding) +
+      if (!s) error("P005", site, "instantiating " + sym(tmpl.name()) + " with " + ir::bindingText(binding) +
                               " makes an invalid type from '" + t->str() + "'");
       return s;
     };
@@ -366,7 +367,7 @@ class Monomorphizer {
     auto fix = [&](Value* v, const Op* at) {
       const Type* t = ir::substitute(ctx_, v->type(), b);
       if (t) return v->setType(t);
-      error(at ? *at : site, "instantiating " + sym(inst.name()) + " makes an invalid type from '" +
+      error("P005", at ? *at : site, "instantiating " + sym(inst.name()) + " makes an invalid type from '" +
                                  v->type()->str() + "'");
     };
     inst.walk([&](Op* op) {
@@ -376,7 +377,7 @@ class Monomorphizer {
       for (auto& [key, attr] : std::map<std::string, ir::Attr>(op->attrs())) {
         bool ok = true;
         ir::Attr s = substituteAttr(attr, b, ok);
-        if (!ok) error(*op, "instantiating " + sym(inst.name()) + " makes an invalid type in attribute '" + key + "'");
+        if (!ok) error("P005", *op, "instantiating " + sym(inst.name()) + " makes an invalid type in attribute '" + key + "'");
         op->setAttr(key, std::move(s));
       }
     });
@@ -395,7 +396,7 @@ class Monomorphizer {
       if (!bad) return;
       std::vector<const Type*> vars;
       ir::collectTypeVars(bad, vars);
-      error(*op, "'" + std::string(op->name()) + "': the type variable " + vars.front()->str() +
+      error("P006", *op, "'" + std::string(op->name()) + "': the type variable " + vars.front()->str() +
                      " in " + sym(f.name()) + " is not determined by any call site (it is not in the "
                      "signature of the function it comes from)");
     });
@@ -408,7 +409,7 @@ class Monomorphizer {
         const ir::Attr* a = op->attr(attr);
         const Function* t = a && a->kind == ir::Attr::Kind::Symbol ? m_.lookup(a->s) : nullptr;
         if (t && templates.count(t))
-          error(*op, "'" + std::string(op->name()) + "': " + sym(f.name()) + " still uses " + sym(t->name()) +
+          error("P006", *op, "'" + std::string(op->name()) + "': " + sym(f.name()) + " still uses " + sym(t->name()) +
                          ", which has no instance for this use");
       }
     });

@@ -154,8 +154,9 @@ bool runPipeline(const std::vector<const Pass*>& passes, ir::Module& m,
     }
     if (opts.verifyEach) {
       if (Status s = ir::verify(m); !s) {
-        errors.push_back(makeError(s.error().loc,
-                                   "after pass '" + pass->name + "': " + s.error().message));
+        Error e = s.error();
+        e.message = "after pass '" + pass->name + "': " + e.message;
+        errors.push_back(std::move(e));
         ok = false;
         break;
       }

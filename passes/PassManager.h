@@ -21,7 +21,10 @@ namespace eph::passes {
 // Where a pass reports problems. A pass that reports any error fails.
 struct Diagnostics {
   std::vector<Error> errors;
-  void error(Loc loc, std::string message) { errors.push_back(Error{loc, std::move(message)}); }
+  // `code` names the kind of error (docs/errors.md); a plugin's may be empty.
+  void error(Loc loc, std::string message, std::string code = {}) {
+    errors.push_back(Error{loc, std::move(message), std::move(code)});
+  }
   bool failed() const { return !errors.empty(); }
 };
 

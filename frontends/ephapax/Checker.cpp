@@ -248,7 +248,7 @@ std::string renderAll(const DiagSink& diags, std::string_view file, std::string_
   std::string out;
   for (const Diag& d : diags.all()) {
     // A span in a merged standard library module is shown in that module.
-    if (const SourceFile* s = diags.source(d.span.file)) out += renderDiag(d, s->name, s->text);
+    if (const SourceFile* s = diags.sourceNamed(d.loc.file)) out += renderDiag(d, s->name, s->text);
     else out += renderDiag(d, file, src);
   }
   return out;

@@ -44,7 +44,13 @@ const std::vector<ErrorCodeInfo>& errorCodes() {
 }
 
 void DiagSink::error(std::string code, Span span, std::string message, std::string hint) {
-  diags_.push_back(Diag{std::move(code), span, std::move(message), std::move(hint)});
+  const SourceFile* src = source(span.file);
+  Loc loc{src ? internName(src->name) : nullptr, span.line, span.col};
+  diags_.push_back(Diag{loc, std::move(message), std::move(code), std::move(hint), span.len});
+}
+
+void DiagSink::amend(size_t i, std::string_view prefix, std::string_view suffix) {
+  diags_[i].message = std::string(prefix) + diags_[i].message + std::string(suffix);
 }
 
 uint16_t DiagSink::addSource(std::string name, std::string_view text) {
@@ -58,46 +64,11 @@ const SourceFile* DiagSink::source(uint16_t file) const {
   return file == 0 || file > sources_.size() ? nullptr : &sources_[file - 1];
 }
 
-namespace {
-std::string_view lineOf(std::string_view src, unsigned line) {
-  size_t start = 0;
-  for (unsigned l = 1; l < line; ++l) {
-    size_t nl = src.find('\n', start);
-    if (nl == std::string_view::npos) return {};
-    start = nl + 1;
-  }
-  size_t end = src.find('\n', start);
-  std::string_view s = src.substr(start, end == std::string_view::npos ? src.size() - start : end - start);
-  if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
-  return s;
-}
-}  // namespace
-
-std::string renderDiag(const Diag& d, std::string_view file, std::string_view source) {
-  std::string out;
-  if (d.span.known())
-    out += std::string(file) + ":" + std::to_string(d.span.line) + ":" + std::to_string(d.span.col) + ": ";
-  else
-    out += std::string(file) + ": ";
-  out += "error[" + d.code + "]: " + d.message + "\n";
-  if (d.span.known()) {
-    std::string_view text = lineOf(source, d.span.line);
-    if (d.span.col - 1 <= text.size() && text.size() <= 400) {
-      std::string line, pad;
-      for (size_t i = 0; i < text.size(); ++i) {
-        unsigned char c = static_cast<unsigned char>(text[i]);
-        bool control = (c < 0x20 && c != '\t') || c == 0x7f;
-        line += control ? '?' : text[i];
-        if (i < d.span.col - 1 && (c & 0xc0) != 0x80) pad += c == '\t' ? '\t' : ' ';
-      }
-      size_t room = text.size() - (d.span.col - 1);
-      size_t len = d.span.len == 0 ? 1 : d.span.len;
-      if (len > room && room > 0) len = room;
-      out += "  " + line + "\n  " + pad + "^" + std::string(len > 1 ? len - 1 : 0, '~') + "\n";
-    }
-  }
-  if (!d.hint.empty()) out += "  hint: " + d.hint + "\n";
-  return out;
+const SourceFile* DiagSink::sourceNamed(const std::string* name) const {
+  if (name)
+    for (const SourceFile& s : sources_)
+      if (s.name == *name) return &s;
+  return nullptr;
 }
 
 }  // namespace eph::ephapax

@@ -9,11 +9,12 @@ namespace eph::ephapax {
 namespace {
 // Runs a pipeline over the lowered module; its errors are compiler bugs
 // (E299): a program that checks must lower to IR the passes accept.
-bool runPasses(ir::Module& m, std::string_view pipeline, const std::string& what, DiagSink& diags) {
+bool runPasses(ir::Module& m, std::string_view pipeline, const std::string& what, DiagSink& diags,
+               const passes::PipelineOptions& opts) {
   std::vector<Error> errors;
   auto pm = passes::PassManager::parse(pipeline);
   if (!pm) errors.push_back(pm.error());
-  else if (pm->run(m, {}, errors)) return true;
+  else if (pm->run(m, opts, errors)) return true;
   for (const Error& e : errors)
     diags.error("E299", {e.loc.line ? e.loc.line : 1, e.loc.col ? e.loc.col : 1, 1}, "internal error: " + what + e.message,
                 "this is a compiler bug; please report it with the program");
@@ -34,7 +35,7 @@ std::unique_ptr<ir::Module> compile(ir::Context& ctx, std::string_view src, cons
   // Generic @gpu functions and device functions are lowered once; the IR
   // `monomorphize` pass (passes/Monomorphize.cpp) instantiates them, run by
   // the pass manager like any pipeline (verifying the module after it).
-  if (opts.monomorphize && !runPasses(*m, "monomorphize", "monomorphize: ", diags)) return nullptr;
+  if (opts.monomorphize && !runPasses(*m, "monomorphize", "monomorphize: ", diags, opts.pipeline)) return nullptr;
   if (opts.checkIR) {
     if (Status st = ir::verify(*m); !st) {
       diags.error("E299", {st.error().loc.line, st.error().loc.col, 1},
@@ -42,7 +43,7 @@ std::unique_ptr<ir::Module> compile(ir::Context& ctx, std::string_view src, cons
                   "this is a compiler bug; please report it with the program");
       return nullptr;
     }
-    if (opts.frontendCheck && !runPasses(*m, "linearity", "the lowered IR breaks ownership: ", diags)) return nullptr;
+    if (opts.frontendCheck && !runPasses(*m, "linearity", "the lowered IR breaks ownership: ", diags, opts.pipeline)) return nullptr;
   }
   return m;
 }
@@ -51,6 +52,7 @@ frontends::Frontend frontend() {
   frontends::Frontend f;
   f.name = "ephapax";
   f.extensions = {".eph"};
+  f.errorCodes = errorCodes();
   f.options = {
       {"--mode", "linear|affine",
        ".eph: linear (the default) requires every owned value to be consumed; affine lets it be "
@@ -67,8 +69,9 @@ frontends::Frontend frontend() {
     return {};
   };
   f.compile = [](ir::Context& ctx, std::string_view text, const std::string& file, const frontends::OptionValues& o,
-                 std::string& out) -> std::unique_ptr<ir::Module> {
+                 const passes::PipelineOptions& pipeline, std::string& out) -> std::unique_ptr<ir::Module> {
     CompileOptions opts;
+    opts.pipeline = pipeline;
     opts.frontendCheck = opts.checkIR = !o.count("--no-frontend-check");
     auto mode = o.find("--mode");
     opts.check.affineMode = mode != o.end() && mode->second == "affine";

@@ -34,6 +34,8 @@ struct CompileOptions {
   // Run the IR `monomorphize` pass at the end, so the module has no generic
   // functions left (false shows the generic IR).
   bool monomorphize = true;
+  // How the passes above run (--print-after, --time-passes of ephc).
+  passes::PipelineOptions pipeline;
 };
 
 // Parses, checks and lowers to IR. Null after reporting errors in `diags`.

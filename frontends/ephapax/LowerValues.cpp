@@ -5,7 +5,7 @@
 namespace eph::ephapax::lowering {
 
 void Lowerer::unsupported(Span s, const std::string& what, std::string code) {
-  if (!failed_ || diags_.empty() || diags_.all().back().span.line != s.line || diags_.all().back().span.col != s.col)
+  if (!failed_ || diags_.empty() || diags_.all().back().loc.line != s.line || diags_.all().back().loc.col != s.col)
     diags_.error(std::move(code), s, what);
   failed_ = true;
 }

@@ -94,14 +94,13 @@ bool mergeStdlibImports(Program& p, DiagSink& diags, const std::vector<StdlibMod
     const StdlibModule* m = findIn(modules, name);
     if (!m || merged.count(name) || name == p.moduleName) continue;
     merged.insert(name);
-    DiagSink libDiags;
     // The module's spans carry its DiagSink source id, so diagnostics in it
     // (here and in the checker) render as NAME.eph:LINE:COL.
-    Program lib = parseProgram(m->source, libDiags, diags.addSource(name + ".eph", m->source));
-    if (!libDiags.empty()) {
-      for (const Diag& d : libDiags.all())
-        diags.error(d.code, d.span, "in standard library module `" + name + "`: " + d.message + " (a bug in the library)",
-                    d.hint);
+    size_t before = diags.size();
+    Program lib = parseProgram(m->source, diags, diags.addSource(name + ".eph", m->source));
+    if (diags.size() != before) {
+      for (size_t i = before; i < diags.size(); ++i)
+        diags.amend(i, "in standard library module `" + name + "`: ", " (a bug in the library)");
       ok = false;
       continue;
     }

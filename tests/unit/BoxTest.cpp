@@ -174,28 +174,28 @@ TEST(Box, VerifierKeepsBoxesInHostCode) {
   EXPECT_EQ(verifyText("kernel @k(%n: u32) workgroup(1, 1, 1) {\n"
                        "  %b = box.new %n : box\n"
                        "  return\n}\n"),
-            "v.eir:2:3: error: 'box.new': is only allowed in host functions, but @k is a kernel function");
+            "v.eir:2:3: error[V007]: 'box.new': is only allowed in host functions, but @k is a kernel function");
   EXPECT_EQ(verifyText("device @d(%b: box) -> u32 {\n"
                        "  %z = const {value = 0} : u32\n"
                        "  return %z\n}\n"),
-            "v.eir:1:1: error: function '@d': parameter 0 has type 'box', but box values (host heap "
+            "v.eir:1:1: error[V004]: function '@d': parameter 0 has type 'box', but box values (host heap "
             "cells) live only in host functions and @d is a device function");
   EXPECT_EQ(verifyText("device @d(%x: u32) -> fn() -> (box) {\n"
                        "  %f = func.ref {callee = @d} : fn() -> (box)\n"
                        "  return %f\n}\n"),
-            "v.eir:1:1: error: function '@d': result 0 has type 'fn() -> (box)', but box values (host "
+            "v.eir:1:1: error[V004]: function '@d': result 0 has type 'fn() -> (box)', but box values (host "
             "heap cells) live only in host functions and @d is a device function");
   EXPECT_EQ(verifyText("device @d(%x: u32) -> u32 {\n"
                        "  %s = struct.make %x : struct<u32>\n"
                        "  %m = match %s : u32 { |%p: box| yield %x }\n"
                        "  return %x\n}\n"),
-            "v.eir:3:3: error: 'match': a value of type 'box' in @d, a device function, but box values "
+            "v.eir:3:3: error[V004]: 'match': a value of type 'box' in @d, a device function, but box values "
             "(host heap cells) live only in host functions");
   EXPECT_EQ(verifyText("host @h(%n: u32) {\n"
                        "  %b = alloc %n : buffer<struct<box>, device, linear>\n"
                        "  free %b\n"
                        "  return\n}\n"),
-            "v.eir:2:3: error: 'alloc': type 'buffer<struct<box>, device, linear>': a device buffer "
+            "v.eir:2:3: error[V004]: 'alloc': type 'buffer<struct<box>, device, linear>': a device buffer "
             "cannot hold boxes (host heap cells)");
   EXPECT_EQ(verifyText("host @h(%n: u32) {\n"
                        "  %b = alloc %n : buffer<box, host, linear>\n"
@@ -209,31 +209,31 @@ TEST(Box, VerifierRejectsBoxingOwners) {
                        "  %b = alloc %n : buffer<f32, host, linear>\n"
                        "  %x = box.new %b : box\n"
                        "  return\n}\n"),
-            "v.eir:3:3: error: 'box.new': the boxed value of type 'buffer<f32, host, linear>' owns a "
+            "v.eir:3:3: error[V009]: 'box.new': the boxed value of type 'buffer<f32, host, linear>' owns a "
             "buffer; a box is copied freely, so it may hold only values that own nothing (or own one host "
             "buffer<T, host, affine> of them)");
   EXPECT_EQ(verifyText("host @h(%b: buffer<f32, host, read>) {\n"
                        "  %s = struct.make %b : struct<buffer<f32, host, read>>\n"
                        "  %x = box.new %s : box\n"
                        "  return\n}\n"),
-            "v.eir:3:3: error: 'box.new': the boxed value of type 'struct<buffer<f32, host, read>>' "
+            "v.eir:3:3: error[V009]: 'box.new': the boxed value of type 'struct<buffer<f32, host, read>>' "
             "holds a buffer; a box may hold only values without buffers (or own one host buffer<T, host, "
             "affine> of them)");
   EXPECT_EQ(verifyText("host @h(%b: box) {\n"
                        "  %x = box.get %b : buffer<f32, host, affine>\n"
                        "  return\n}\n"),
-            "v.eir:2:3: error: 'box.get': the result type 'buffer<f32, host, affine>' owns a buffer; a "
+            "v.eir:2:3: error[V009]: 'box.get': the result type 'buffer<f32, host, affine>' owns a buffer; a "
             "box is copied freely, so it may hold only values that own nothing (or own one host buffer<T, "
             "host, affine> of them)");
   EXPECT_EQ(verifyText("host @h(%b: i32) {\n"
                        "  %x = box.new %b : i32\n"
                        "  %y = box.get %b : i32\n"
                        "  return\n}\n"),
-            "v.eir:2:3: error: 'box.new': result must be 'box', got 'i32'");
+            "v.eir:2:3: error[V009]: 'box.new': result must be 'box', got 'i32'");
   EXPECT_EQ(verifyText("host @h(%b: i32) {\n"
                        "  %y = box.get %b : i32\n"
                        "  return\n}\n"),
-            "v.eir:2:3: error: 'box.get': operand must be a 'box', got 'i32'");
+            "v.eir:2:3: error[V009]: 'box.get': operand must be a 'box', got 'i32'");
 }
 
 // ---- passes --------------------------------------------------------------------
@@ -292,7 +292,7 @@ TEST(Box, BoxingAHostBufferConsumesIt) {
                                "  free %buf\n"
                                "  return\n}\n",
                                "linearity");
-  EXPECT_NE(twice.find("p.eir:4:3: error:"), std::string::npos) << twice;
+  EXPECT_NE(twice.find("p.eir:4:3: error[L001]:"), std::string::npos) << twice;
 }
 
 TEST_F(InterpBox, ABoxedBufferIsReadAsAViewByEveryCopy) {

@@ -147,7 +147,7 @@ TEST(EphapaxConformance, IrLinearityAgreesWithTheFrontend) {
     std::string all;
     for (const eph::Error& e : ir.errors) {
       all += e.str() + "\n";
-      if (e.loc.line == first.span.line && e.loc.col == first.span.col &&
+      if (e.loc.line == first.loc.line && e.loc.col == first.loc.col &&
           classOfIrMessage(e.message) == classOfCode(first.code))
         found = true;
     }

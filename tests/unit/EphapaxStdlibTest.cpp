@@ -99,8 +99,8 @@ TEST(EphapaxStdlib, AParseErrorInAModuleNamesTheModule) {
   EXPECT_FALSE(mergeStdlibImports(p, d, kSmallModules));
   ASSERT_FALSE(d.empty());
   EXPECT_EQ(d.all()[0].code, "E000");
-  EXPECT_EQ(d.all()[0].span.line, 2u);
-  EXPECT_EQ(d.all()[0].span.col, 9u);
+  EXPECT_EQ(d.all()[0].loc.line, 2u);
+  EXPECT_EQ(d.all()[0].loc.col, 9u);
   EXPECT_NE(d.all()[0].message.find("standard library module `broken`"), std::string::npos) << d.all()[0].message;
   // Rendered at the module's own line, not the program's.
   std::string shown = renderAll(d, "t.eph", src);

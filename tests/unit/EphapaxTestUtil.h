@@ -104,7 +104,7 @@ inline std::string checkProgram(const std::string& file, const std::string& src,
     if (m || lowerDiags.empty()) return "expected lowering to fail with " + want.value;
     const Diag& d = lowerDiags.all()[0];
     if (d.code != want.value) return "expected lowering error " + want.value + ", got:\n" + renderAll(lowerDiags, file, src);
-    if (want.line && (d.span.line != want.line || d.span.col != want.col))
+    if (want.line && (d.loc.line != want.line || d.loc.col != want.col))
       return "expected lowering error at " + std::to_string(want.line) + ":" + std::to_string(want.col) + ", got:\n" +
              renderAll(lowerDiags, file, src);
     return {};
@@ -113,7 +113,7 @@ inline std::string checkProgram(const std::string& file, const std::string& src,
     if (diags.empty()) return "expected error " + want.value + ", got none";
     const Diag& d = diags.all()[0];
     if (d.code != want.value) return "expected error " + want.value + ", first diagnostic is:\n" + renderAll(diags, file, src);
-    if (want.line && (d.span.line != want.line || d.span.col != want.col))
+    if (want.line && (d.loc.line != want.line || d.loc.col != want.col))
       return "expected error " + want.value + " at " + std::to_string(want.line) + ":" + std::to_string(want.col) +
              ", got:\n" + renderAll(diags, file, src);
     return {};

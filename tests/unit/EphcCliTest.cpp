@@ -101,13 +101,30 @@ TEST(EphcRender, CaretUnderTheColumnKeepingTabs) {
   SourceCache sources;
   sources.add("f.eir", "first\n\tab cd\r\nlast");
   std::string file = "f.eir";
-  EXPECT_EQ(renderError(makeError(Loc{&file, 2, 5}, "bad"), sources), "f.eir:2:5: error: bad\n\tab cd\n\t   ^\n");
+  EXPECT_EQ(renderError(makeError(Loc{&file, 2, 5}, "bad"), sources), "f.eir:2:5: error: bad\n  \tab cd\n  \t   ^\n");
   // A column past the end puts the caret after the text.
-  EXPECT_EQ(renderError(makeError(Loc{&file, 3, 40}, "x"), sources), "f.eir:3:40: error: x\nlast\n    ^\n");
+  EXPECT_EQ(renderError(makeError(Loc{&file, 3, 40}, "x"), sources), "f.eir:3:40: error: x\n  last\n      ^\n");
   // A line that does not exist: just the first line.
   EXPECT_EQ(renderError(makeError(Loc{&file, 9, 1}, "x"), sources), "f.eir:9:1: error: x\n");
   // No location.
   EXPECT_EQ(renderError(makeError({}, "plain"), sources), "ephc: plain\n");
+}
+
+// The one renderer (eph::renderDiag) shows the code, underlines the span's
+// length (cut at the line's end) and adds the hint.
+TEST(EphcRender, CodeSpanAndHint) {
+  SourceCache sources;
+  std::string file = "h.eir";
+  sources.add(file, "  %y = frob %x : i32\n");
+  Error e = makeError(Loc{&file, 1, 8}, "unknown op 'frob'", "I003");
+  EXPECT_EQ(renderError(e, sources), "h.eir:1:8: error[I003]: unknown op 'frob'\n    %y = frob %x : i32\n         ^\n");
+  e.len = 4;
+  e.hint = "see 'ephc ops'";
+  EXPECT_EQ(renderError(e, sources),
+            "h.eir:1:8: error[I003]: unknown op 'frob'\n    %y = frob %x : i32\n         ^~~~\n  hint: see 'ephc ops'\n");
+  e.len = 99;
+  EXPECT_NE(renderError(e, sources).find("\n         ^~~~~~~~~~~~~\n"), std::string::npos) << renderError(e, sources);
+  EXPECT_EQ(e.str(), "h.eir:1:8: error[I003]: unknown op 'frob'");
 }
 
 TEST(EphcRender, ControlCharactersUtf8AndLongLines) {
@@ -115,10 +132,10 @@ TEST(EphcRender, ControlCharactersUtf8AndLongLines) {
   std::string file = "g.eir";
   // "é" is two bytes but one column on screen; \x01 is shown as '?'.
   sources.add(file, "\xc3\xa9\x01x\n" + std::string(300, 'a') + "\n");
-  EXPECT_EQ(renderError(makeError(Loc{&file, 1, 4}, "c"), sources), "g.eir:1:4: error: c\n\xc3\xa9?x\n  ^\n");
+  EXPECT_EQ(renderError(makeError(Loc{&file, 1, 4}, "c"), sources), "g.eir:1:4: error: c\n  \xc3\xa9?x\n    ^\n");
   // A long line is cut to a window around the column.
   std::string r = renderError(makeError(Loc{&file, 2, 200}, "w"), sources);
-  std::string want = "g.eir:2:200: error: w\n..." + std::string(160, 'a') + "...\n" + std::string(83, ' ') + "^\n";
+  std::string want = "g.eir:2:200: error: w\n  ..." + std::string(160, 'a') + "...\n  " + std::string(83, ' ') + "^\n";
   EXPECT_EQ(r, want);
 }
 

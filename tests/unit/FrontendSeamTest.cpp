@@ -3,6 +3,8 @@
 // compile through one call to the same module their own API gives.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "frontends/Frontend.h"
 #include "frontends/ephapax/Frontend.h"
 #include "ir/Printer.h"
@@ -21,6 +23,7 @@ TEST(FrontendSeam, FrontendsAreFoundByExtension) {
     EXPECT_FALSE(each.name.empty());
     EXPECT_FALSE(each.extensions.empty()) << each.name;
     EXPECT_TRUE(each.compile) << each.name;
+    EXPECT_FALSE(each.errorCodes.empty()) << each.name;  // docs/errors.md lists them (ErrorCodesTest)
   }
 }
 
@@ -40,7 +43,7 @@ TEST(FrontendSeam, CompilesLikeTheFrontendsOwnApi) {
   ASSERT_TRUE(f);
   ir::Context a, b;
   std::string diagnostics;
-  auto viaSeam = f->compile(a, src, "p.eph", {}, diagnostics);
+  auto viaSeam = f->compile(a, src, "p.eph", {}, {}, diagnostics);
   ASSERT_TRUE(viaSeam) << diagnostics;
   EXPECT_EQ(diagnostics, "");
   ephapax::DiagSink diags;
@@ -51,14 +54,33 @@ TEST(FrontendSeam, CompilesLikeTheFrontendsOwnApi) {
   // A leak: rendered diagnostics and no module; with --mode affine it compiles.
   const std::string leak = "fn main() -> I32 { let! b = h2d([4, 5, 6]); 1 }\n";
   diagnostics.clear();
-  EXPECT_FALSE(f->compile(a, leak, "leak.eph", {}, diagnostics));
+  EXPECT_FALSE(f->compile(a, leak, "leak.eph", {}, {}, diagnostics));
   EXPECT_EQ(diagnostics.rfind("leak.eph:1:20: error[E001]: `let!` binding `b` is never consumed\n", 0), 0u) << diagnostics;
   diagnostics.clear();
-  EXPECT_TRUE(f->compile(a, leak, "leak.eph", {{"--mode", "affine"}}, diagnostics)) << diagnostics;
+  EXPECT_TRUE(f->compile(a, leak, "leak.eph", {{"--mode", "affine"}}, {}, diagnostics)) << diagnostics;
   // --no-frontend-check lowers it anyway, silently (the IR linearity pass reports it).
   diagnostics.clear();
-  EXPECT_TRUE(f->compile(a, leak, "leak.eph", {{"--no-frontend-check", ""}}, diagnostics));
+  EXPECT_TRUE(f->compile(a, leak, "leak.eph", {{"--no-frontend-check", ""}}, {}, diagnostics));
   EXPECT_EQ(diagnostics, "");
+}
+
+// The passes a frontend runs go through the pass manager with the options
+// given (ephc's --print-after, --time-passes).
+TEST(FrontendSeam, PipelineOptionsReachTheFrontendsPasses) {
+  const Frontend* f = forFile("p.eph");
+  ASSERT_TRUE(f);
+  ir::Context ctx;
+  std::ostringstream out;
+  std::string diagnostics;
+  passes::PipelineOptions opts{.printAfter = {"monomorphize"}, .timePasses = true, .out = &out};
+  ASSERT_TRUE(f->compile(ctx, "fn main() -> I32 { 1 }\n", "p.eph", {}, opts, diagnostics)) << diagnostics;
+  std::string text = out.str();
+  EXPECT_NE(text.find("// -----// IR after monomorphize //----- //\nhost @main() -> i32 {"), std::string::npos) << text;
+  EXPECT_EQ(text.find("IR after linearity"), std::string::npos) << text;
+  size_t mono = text.find("\nmonomorphize "), lin = text.find("\nlinearity ");
+  EXPECT_NE(mono, std::string::npos) << text;
+  EXPECT_NE(lin, std::string::npos) << text;
+  EXPECT_LT(mono, lin) << text;
 }
 
 }  // namespace

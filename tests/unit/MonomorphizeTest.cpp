@@ -358,7 +358,7 @@ host @main(%pick: bool, %d: buffer<i32, device, write>) {
 )");
   ASSERT_TRUE(dynamic);
   EXPECT_EQ(monomorphize(*dynamic),
-            "test.eir:20:3: error: cannot specialise host function @fill: argument 0 is a function value known only "
+            "test.eir:20:3: error[P001]: cannot specialise host function @fill: argument 0 is a function value known only "
             "at run time; pass a function by name (a 'func.ref')\n");
 }
 
@@ -383,7 +383,7 @@ host @main(%f: fn(f32) -> (f32), %b: buffer<f32, device, write>) {
 )");
   ASSERT_TRUE(m);
   EXPECT_EQ(monomorphize(*m),
-            "test.eir:37:3: error: cannot specialise kernel @map: argument 0 is a function value "
+            "test.eir:37:3: error[P001]: cannot specialise kernel @map: argument 0 is a function value "
             "known only at run time; pass a function by name (a 'func.ref')\n");
 }
 

@@ -181,19 +181,19 @@ TEST(MultiDevice, VerifierChecksTheDeviceAttributeAndCopy) {
     return v ? std::string("ok") : v.error().str();
   };
   EXPECT_EQ(verifyError("  %h = alloc %n {device = 1} : buffer<i32, host, linear>\n  free %h\n"),
-            "multi.eir:12:3: error: 'alloc': attribute 'device' is only for device buffers");
+            "multi.eir:12:3: error[V009]: 'alloc': attribute 'device' is only for device buffers");
   EXPECT_EQ(verifyError("  %d = alloc %n {device = -1} : buffer<i32, device, linear>\n  free %d\n"),
-            "multi.eir:12:3: error: 'alloc': attribute 'device' is -1, expected 0..255");
+            "multi.eir:12:3: error[V009]: 'alloc': attribute 'device' is -1, expected 0..255");
   EXPECT_EQ(verifyError("  %d = alloc %n {device = 1.5} : buffer<i32, device, linear>\n  free %d\n"),
-            "multi.eir:12:3: error: 'alloc': needs attribute 'device' (an integer)");
+            "multi.eir:12:3: error[V009]: 'alloc': needs attribute 'device' (an integer)");
   EXPECT_EQ(verifyError("  %h = alloc %n : buffer<i32, host, linear>\n"
                         "  %d = alloc %n : buffer<i32, device, linear>\n"
                         "  copy %d, %h\n  free %h\n  free %d\n"),
-            "multi.eir:14:3: error: 'copy': source must be a device buffer, got 'buffer<i32, host, linear>'");
+            "multi.eir:14:3: error[V009]: 'copy': source must be a device buffer, got 'buffer<i32, host, linear>'");
   EXPECT_EQ(verifyError("  %d = alloc %n : buffer<i32, device, linear>\n"
                         "  %f = alloc %n : buffer<f32, device, linear>\n"
                         "  copy %d, %f\n  free %f\n  free %d\n"),
-            "multi.eir:14:3: error: 'copy': element types differ: 'i32' and 'f32'");
+            "multi.eir:14:3: error[V009]: 'copy': element types differ: 'i32' and 'f32'");
   EXPECT_EQ(verifyError("  %d = alloc %n {device = 3} : buffer<i32, device, linear>\n"
                         "  %e = alloc %n : buffer<i32, device, affine>\n"
                         "  copy %e, %d\n  free %d\n  free %e\n"),

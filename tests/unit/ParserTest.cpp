@@ -146,47 +146,47 @@ device @two(%x: i32) -> (i32, i32) {
 
 TEST(Parser, Errors) {
   std::vector<std::pair<std::string, std::string>> cases = {
-      {"func @f() {}", "t.eir:1:1: error: expected a function ('kernel', 'device' or 'host'), got 'func'"},
-      {"host f() {}", "t.eir:1:6: error: expected a function name like '@main', got 'f'"},
-      {"host @f(%x i32) {}", "t.eir:1:12: error: expected ':', got 'i32'"},
-      {"host @f(x: i32) {}", "t.eir:1:9: error: expected a parameter like '%x: i32', got 'x'"},
-      {"host @f() -> {}", "t.eir:1:14: error: expected a type, got '{'"},
-      {"host @f() return", "t.eir:1:11: error: expected '{' to start the function body, got 'return'"},
-      {"host @f() {\n  %x = frob : i32\n}", "t.eir:2:8: error: unknown op 'frob'"},
-      {"host @f() {\n  %x =\n}", "t.eir:3:1: error: expected an op name, got '}'"},
-      {"host @f() {\n  %x, 3 = add\n}", "t.eir:2:7: error: expected a result name, got '3'"},
-      {"host @f(%a: i32) {\n  %x = add %a, %b : i32\n}", "t.eir:2:16: error: use of undefined value '%b'"},
-      {"host @f(%a: i32, %a: i32) {}", "t.eir:1:18: error: value '%a' is defined twice"},
-      {"host @f(%a: i32) {\n  %a = add %a, %a : i32\n}", "t.eir:2:3: error: value '%a' is defined twice"},
-      {"host @f(%a: i32) {\n  %x = add %a : i32\n}", "t.eir:2:8: error: 'add' takes 2 operands, got 1"},
-      {"host @f(%a: i32) {\n  add %a, %a\n}", "t.eir:2:3: error: 'add' has 1 result, got 0"},
-      {"host @f(%a: i32) {\n  %x = add %a, %a\n}", "t.eir:2:3: error: 'add' names 1 result but gives 0 types"},
-      {"host @f(%c: bool) {\n  if %c {\n    yield\n  }\n}", "t.eir:2:3: error: 'if' has 2 regions, got 1"},
-      {"host @f() {\n  %x = const {value = 1, value = 2} : i32\n}", "t.eir:2:26: error: attribute 'value' given twice"},
-      {"host @f() {\n  %x = const {value = } : i32\n}", "t.eir:2:23: error: expected an attribute value, got '}'"},
-      {"host @f() {\n  %x = const {value 1} : i32\n}", "t.eir:2:21: error: expected '=', got '1'"},
-      {"host @f() {\n  %x = const {value = 1.5e} : f32\n}", "t.eir:2:23: error: invalid float '1.5e'"},
-      {"host @f() {\n  %x = const {value = 2e400} : f64\n}", "t.eir:2:23: error: float '2e400' is out of range"},
+      {"func @f() {}", "t.eir:1:1: error[I001]: expected a function ('kernel', 'device' or 'host'), got 'func'"},
+      {"host f() {}", "t.eir:1:6: error[I001]: expected a function name like '@main', got 'f'"},
+      {"host @f(%x i32) {}", "t.eir:1:12: error[I001]: expected ':', got 'i32'"},
+      {"host @f(x: i32) {}", "t.eir:1:9: error[I001]: expected a parameter like '%x: i32', got 'x'"},
+      {"host @f() -> {}", "t.eir:1:14: error[I001]: expected a type, got '{'"},
+      {"host @f() return", "t.eir:1:11: error[I001]: expected '{' to start the function body, got 'return'"},
+      {"host @f() {\n  %x = frob : i32\n}", "t.eir:2:8: error[I003]: unknown op 'frob'"},
+      {"host @f() {\n  %x =\n}", "t.eir:3:1: error[I001]: expected an op name, got '}'"},
+      {"host @f() {\n  %x, 3 = add\n}", "t.eir:2:7: error[I001]: expected a result name, got '3'"},
+      {"host @f(%a: i32) {\n  %x = add %a, %b : i32\n}", "t.eir:2:16: error[I004]: use of undefined value '%b'"},
+      {"host @f(%a: i32, %a: i32) {}", "t.eir:1:18: error[I005]: value '%a' is defined twice"},
+      {"host @f(%a: i32) {\n  %a = add %a, %a : i32\n}", "t.eir:2:3: error[I005]: value '%a' is defined twice"},
+      {"host @f(%a: i32) {\n  %x = add %a : i32\n}", "t.eir:2:8: error[I006]: 'add' takes 2 operands, got 1"},
+      {"host @f(%a: i32) {\n  add %a, %a\n}", "t.eir:2:3: error[I006]: 'add' has 1 result, got 0"},
+      {"host @f(%a: i32) {\n  %x = add %a, %a\n}", "t.eir:2:3: error[I006]: 'add' names 1 result but gives 0 types"},
+      {"host @f(%c: bool) {\n  if %c {\n    yield\n  }\n}", "t.eir:2:3: error[I006]: 'if' has 2 regions, got 1"},
+      {"host @f() {\n  %x = const {value = 1, value = 2} : i32\n}", "t.eir:2:26: error[I005]: attribute 'value' given twice"},
+      {"host @f() {\n  %x = const {value = } : i32\n}", "t.eir:2:23: error[I001]: expected an attribute value, got '}'"},
+      {"host @f() {\n  %x = const {value 1} : i32\n}", "t.eir:2:21: error[I001]: expected '=', got '1'"},
+      {"host @f() {\n  %x = const {value = 1.5e} : f32\n}", "t.eir:2:23: error[I002]: invalid float '1.5e'"},
+      {"host @f() {\n  %x = const {value = 2e400} : f64\n}", "t.eir:2:23: error[I002]: float '2e400' is out of range"},
       {"host @f() {\n  %x = const {value = -9223372036854775809} : i64\n}",
-       "t.eir:2:23: error: integer '-9223372036854775809' is out of range"},
-      {"host @f() {\n  %x = const {value = [1, 2} : i64\n}", "t.eir:2:28: error: expected ']', got '}'"},
-      {"host @f() attributes {s = \"abc\n\"} {}", "t.eir:1:27: error: unterminated string"},
-      {"host @f() attributes {s = \"a\\qb\"} {}", "t.eir:1:27: error: unknown escape '\\q' in a string"},
+       "t.eir:2:23: error[I002]: integer '-9223372036854775809' is out of range"},
+      {"host @f() {\n  %x = const {value = [1, 2} : i64\n}", "t.eir:2:28: error[I001]: expected ']', got '}'"},
+      {"host @f() attributes {s = \"abc\n\"} {}", "t.eir:1:27: error[I001]: unterminated string"},
+      {"host @f() attributes {s = \"a\\qb\"} {}", "t.eir:1:27: error[I001]: unknown escape '\\q' in a string"},
       {"host @f() attributes {s = \"a\\x4\"} {}",
-       "t.eir:1:27: error: expected two hex digits after '\\x' in a string"},
-      {"host @f() {\n  %x = add # %y\n}", "t.eir:2:12: error: unexpected character '#'"},
-      {"host @f() {\n  %x = add %\n}", "t.eir:2:12: error: expected a name after '%'"},
-      {"host @\"\"() {}", "t.eir:1:6: error: empty name after '@'"},
-      {"host @f() {\n  return\n}\nhost @f() {\n  return\n}", "t.eir:4:6: error: function '@f' is defined twice"},
-      {"kernel @k() workgroup(64, 1) {}", "t.eir:1:28: error: expected ',', got ')'"},
-      {"kernel @k() workgroup(64, 1, x) {}", "t.eir:1:30: error: expected a workgroup size, got 'x'"},
+       "t.eir:1:27: error[I001]: expected two hex digits after '\\x' in a string"},
+      {"host @f() {\n  %x = add # %y\n}", "t.eir:2:12: error[I001]: unexpected character '#'"},
+      {"host @f() {\n  %x = add %\n}", "t.eir:2:12: error[I001]: expected a name after '%'"},
+      {"host @\"\"() {}", "t.eir:1:6: error[I001]: empty name after '@'"},
+      {"host @f() {\n  return\n}\nhost @f() {\n  return\n}", "t.eir:4:6: error[I005]: function '@f' is defined twice"},
+      {"kernel @k() workgroup(64, 1) {}", "t.eir:1:28: error[I001]: expected ',', got ')'"},
+      {"kernel @k() workgroup(64, 1, x) {}", "t.eir:1:30: error[I001]: expected a workgroup size, got 'x'"},
       {"kernel @k() workgroup(4294967296, 1, 1) {}",
-       "t.eir:1:23: error: expected a workgroup size (a non-negative 32-bit integer), got '4294967296'"},
-      {"device @d() workgroup(1, 1, 1) {}", "t.eir:1:13: error: only kernels have a workgroup size"},
-      {"host @f() {\n  wait loc(\"a\":1)\n}", "t.eir:2:17: error: expected ':', got ')'"},
-      {"host @f() {\n  return\n", "t.eir:3:1: error: expected '}', got end of input"},
+       "t.eir:1:23: error[I002]: expected a workgroup size (a non-negative 32-bit integer), got '4294967296'"},
+      {"device @d() workgroup(1, 1, 1) {}", "t.eir:1:13: error[I008]: only kernels have a workgroup size"},
+      {"host @f() {\n  wait loc(\"a\":1)\n}", "t.eir:2:17: error[I001]: expected ':', got ')'"},
+      {"host @f() {\n  return\n", "t.eir:3:1: error[I001]: expected '}', got end of input"},
       {"host @f() {\n  %y = const {value = 1} : i32\n  %z = add %y, %y : i32 {\n    yield\n  }\n}",
-       "t.eir:3:8: error: 'add' has 0 regions, got 1"},
+       "t.eir:3:8: error[I006]: 'add' has 0 regions, got 1"},
   };
   for (auto& [text, err] : cases) EXPECT_EQ(parseError(text), err) << text;
 }
@@ -201,7 +201,7 @@ TEST(Parser, ValuesAreScopedToTheirRegion) {
   }
   return %v
 })"),
-            "t.eir:8:10: error: use of undefined value '%v'");
+            "t.eir:8:10: error[I004]: use of undefined value '%v'");
   // An op's results are not visible inside its own regions.
   EXPECT_EQ(parseError(R"(host @f(%c: bool) -> i32 {
   %r = if %c : i32 {
@@ -211,7 +211,7 @@ TEST(Parser, ValuesAreScopedToTheirRegion) {
   }
   return %r
 })"),
-            "t.eir:3:11: error: use of undefined value '%r'");
+            "t.eir:3:11: error[I004]: use of undefined value '%r'");
 }
 
 TEST(Parser, DeepRegionNestingIsAnErrorNotACrash) {
@@ -223,12 +223,12 @@ TEST(Parser, DeepRegionNestingIsAnErrorNotACrash) {
   };
   EXPECT_EQ(parseError(nested(200)), "parsed");
   EXPECT_EQ(parseError(nested(201)),
-            "t.eir:202:7: error: nesting is too deep (more than 200 levels of regions, types or "
+            "t.eir:202:7: error[I007]: nesting is too deep (more than 200 levels of regions, types or "
             "attribute arrays)");
-  EXPECT_EQ(parseError(nested(50000)).rfind("t.eir:202:7: error: nesting is too deep", 0), 0u);
+  EXPECT_EQ(parseError(nested(50000)).rfind("t.eir:202:7: error[I007]: nesting is too deep", 0), 0u);
   std::string arrays = "host @f() attributes {a = " + std::string(100000, '[') + "} {}";
   EXPECT_EQ(parseError(arrays),
-            "t.eir:1:227: error: nesting is too deep (more than 200 levels of regions, types or "
+            "t.eir:1:227: error[I007]: nesting is too deep (more than 200 levels of regions, types or "
             "attribute arrays)");
 }
 
@@ -244,7 +244,7 @@ TEST(Parser, EveryTableOpParsesByName) {
     if (countsFit)
       EXPECT_EQ(err, "parsed") << info->name;
     else
-      EXPECT_NE(err.find("error: '" + std::string(info->name) + "' "), std::string::npos) << err;
+      EXPECT_NE(err.find("error[I006]: '" + std::string(info->name) + "' "), std::string::npos) << err;
   }
 }
 

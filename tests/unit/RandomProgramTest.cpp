@@ -7,11 +7,18 @@
 // lowerings of loops stay covered.
 //
 // EPH_RANDOM_PROGRAMS sets how many (default 300) and EPH_RANDOM_SEED the
-// first seed (default 1); a failure prints the seed and the program.
+// first seed (default 1); a failure prints the seed and the program, and the
+// program minimised to the lines it needs to fail (tests/support/Minimise.h),
+// to keep in tests/regressions/random/ once the bug is understood.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
 
 #include "ir/Parser.h"
 #include "ir/Printer.h"
@@ -20,6 +27,7 @@
 #include "runtime/Compare.h"
 #include "runtime/Device.h"
 #include "tests/support/DeviceRun.h"
+#include "tests/support/Minimise.h"
 #include "tests/support/RandomProgram.h"
 #ifdef EPH_HAVE_LLVM
 #include "runtime/cpu/CpuDevice.h"
@@ -27,6 +35,8 @@
 
 namespace eph::test {
 namespace {
+
+namespace fs = std::filesystem;
 
 uint64_t envNumber(const char* name, uint64_t fallback) {
   const char* v = std::getenv(name);
@@ -42,13 +52,12 @@ struct Target {
   unsigned every = 1;  // runs programs whose number is a multiple of this
 };
 
-TEST(RandomPrograms, AgreeWithTheInterpreterOnEveryTarget) {
-  uint64_t count = envNumber("EPH_RANDOM_PROGRAMS", 300);
-  uint64_t first = envNumber("EPH_RANDOM_SEED", 1);
-  runtime::Tolerance exact{0, 0, 0};
-
+// The cpu target (also at -O0 and without the loop interchange, on a share of
+// the programs) and every other target but the interpreter.
+std::vector<Target> targetsToCompare() {
   std::vector<Target> targets;
 #ifdef EPH_HAVE_LLVM
+  runtime::Tolerance exact{0, 0, 0};
   targets.push_back({"cpu", std::make_unique<runtime::CpuDevice>(), exact, 1});
   runtime::CpuOptions o0;
   o0.lower.optLevel = 0;
@@ -62,6 +71,53 @@ TEST(RandomPrograms, AgreeWithTheInterpreterOnEveryTarget) {
     auto dev = runtime::openDevice(t);
     if (dev) targets.push_back({t, std::move(*dev), runtime::Tolerance{}, 1});
   }
+  return targets;
+}
+
+// Runs @main of program `text` on the interpreter (the reference) and, after
+// `pipeline` (none when empty), on `dev`. nullopt when the text does not
+// parse, verify or run on the interpreter (a reduction went too far); else
+// what `dev` got wrong, "" when it agrees.
+std::optional<std::string> disagreement(runtime::Device& ref, runtime::Device& dev, const runtime::Tolerance& tol,
+                                        const std::string& text, const std::string& file,
+                                        const std::string& pipeline = {}) {
+  ir::Context ctx;
+  auto plain = ir::parseModule(ctx, text, file);
+  auto m = ir::parseModule(ctx, text, file);
+  if (!plain || !m || !ir::verify(**plain)) return std::nullopt;
+  HostRun want = runMainOn(ref, **plain);
+  if (!want.results) return std::nullopt;
+  if (!pipeline.empty()) {
+    auto pm = passes::PassManager::parse(pipeline);
+    if (!pm) return "pipeline " + pipeline + ": " + pm.error().str();
+    if (auto changed = pm->run(**m); !changed) return pipeline + ": " + changed.error().str();
+  }
+  HostRun got = runMainOn(dev, **m);
+  if (!got.results) return got.results.error().str();
+  auto diff = runtime::compareResults(*want.results, want.interp->memory(), *got.results, got.interp->memory(), tol);
+  if (!diff) return std::string();
+  std::string what = "result " + std::to_string(diff->result) + " element " + std::to_string(diff->element) +
+                     ": interp " + diff->a + ", target " + diff->b + " " + diff->what;
+  return pipeline.empty() ? what : what + "\noptimized:\n" + ir::print(**m);
+}
+
+// A failure of program `seed`: the message, and the program minimised to
+// what still fails the same way.
+std::string failureReport(runtime::Device& ref, runtime::Device& dev, const runtime::Tolerance& tol, uint64_t seed,
+                          const std::string& text, const std::string& pipeline = {}) {
+  std::string file = "random-" + std::to_string(seed) + ".eir";
+  std::string first = disagreement(ref, dev, tol, text, file, pipeline).value_or("?");
+  return first + "\n" + text + "\n" +
+         keepMinimised("seed-" + std::to_string(seed), text, [&](const std::string& smaller) {
+           auto d = disagreement(ref, dev, tol, smaller, file, pipeline);
+           return d && !d->empty();
+         });
+}
+
+TEST(RandomPrograms, AgreeWithTheInterpreterOnEveryTarget) {
+  uint64_t count = envNumber("EPH_RANDOM_PROGRAMS", 300);
+  uint64_t first = envNumber("EPH_RANDOM_SEED", 1);
+  std::vector<Target> targets = targetsToCompare();
   auto ref = runtime::openDevice("interp");
   ASSERT_TRUE(ref);
 
@@ -78,20 +134,56 @@ TEST(RandomPrograms, AgreeWithTheInterpreterOnEveryTarget) {
     for (Target& t : targets) {
       if (seed % t.every) continue;
       HostRun got = runMainOn(*t.device, **m);
-      if (!got.results) {
-        ++failures;
-        ADD_FAILURE() << "seed " << seed << " on " << t.name << ": " << got.results.error().str() << "\n" << text;
-        continue;
-      }
-      auto diff = runtime::compareResults(*want.results, want.interp->memory(), *got.results, got.interp->memory(), t.tol);
-      if (diff) {
-        ++failures;
-        ADD_FAILURE() << "seed " << seed << " on " << t.name << ": result " << diff->result << " element "
-                      << diff->element << ": interp " << diff->a << ", " << t.name << " " << diff->b << " "
-                      << diff->what << "\n" << text;
-      }
+      bool agree = got.results && !runtime::compareResults(*want.results, want.interp->memory(), *got.results,
+                                                           got.interp->memory(), t.tol);
+      if (agree) continue;
+      ++failures;
+      ADD_FAILURE() << "seed " << seed << " on " << t.name << ": "
+                    << failureReport(**ref, *t.device, t.tol, seed, text);
     }
   }
+}
+
+// The minimised failures of the tests here, kept (tests/regressions/random/):
+// each runs on every target, as written and optimized, against the interpreter.
+TEST(RandomPrograms, RegressionsAgreeOnEveryTarget) {
+  std::vector<Target> targets = targetsToCompare();
+  auto ref = runtime::openDevice("interp");
+  ASSERT_TRUE(ref);
+  std::vector<fs::path> files;
+  for (auto& e : fs::directory_iterator(fs::path(EPH_SOURCE_DIR) / "tests" / "regressions" / "random"))
+    if (e.path().extension() == ".eir") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_FALSE(files.empty());
+  for (const fs::path& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    for (Target& t : targets)
+      for (std::string pipeline : {"", "inline,optimize"}) {
+        auto d = disagreement(**ref, *t.device, t.tol, text.str(), f.filename().string(), pipeline);
+        ASSERT_TRUE(d) << f << " does not run on the interpreter";
+        EXPECT_EQ(*d, "") << f << " on " << t.name << (pipeline.empty() ? "" : " after " + pipeline);
+      }
+  }
+}
+
+// The reduction, on a stand-in failure ("the program verifies and has a
+// `rem`"): the result still fails, is much smaller, and no line of it can go.
+TEST(RandomPrograms, MinimiseKeepsOnlyWhatTheFailureNeeds) {
+  auto fails = [](const std::string& t) {
+    ir::Context ctx;
+    auto m = ir::parseModule(ctx, t, "m.eir");
+    return m && ir::verify(**m) && t.find(" = rem ") != std::string::npos;
+  };
+  uint64_t seed = 1;
+  while (!fails(generateRandomProgram(seed))) ++seed;
+  std::string text = generateRandomProgram(seed);
+  std::string small = minimiseProgram(text, fails);
+  EXPECT_TRUE(fails(small)) << small;
+  auto lines = [](const std::string& t) { return std::count(t.begin(), t.end(), '\n'); };
+  EXPECT_LT(4 * lines(small), lines(text)) << small;
+  EXPECT_EQ(minimiseProgram(small, fails), small);
 }
 
 // The generator itself: deterministic, and different seeds give different programs.
@@ -115,8 +207,8 @@ TEST(RandomPrograms, GeneratorIsDeterministic) {
 // Optimizer fuzzing: each random program, put through the optimizing
 // pipelines (`optimize`, and `inline` before it), must give the unoptimized
 // program's results on the interpreter and on every other target. A failure
-// prints the seed, the pipeline and both modules; minimised failures are kept
-// as regression tests in tests/lit/passes/.
+// prints the seed, the pipeline, both modules and the program minimised, to be
+// kept in tests/regressions/random/ (RegressionsAgreeOnEveryTarget).
 TEST(RandomPrograms, OptimizedProgramsAgreeWithUnoptimizedOnEveryTarget) {
   uint64_t count = envNumber("EPH_RANDOM_PROGRAMS", 300) / 3;
   uint64_t first = envNumber("EPH_RANDOM_SEED", 1);
@@ -141,19 +233,13 @@ TEST(RandomPrograms, OptimizedProgramsAgreeWithUnoptimizedOnEveryTarget) {
       ASSERT_TRUE(want.results) << "seed " << seed << ": " << want.results.error().str() << "\n" << text;
       for (auto& [name, device] : targets) {
         HostRun got = runMainOn(*device, **opt);
-        std::string where = "seed " + std::to_string(seed) + ", " + pipeline + ", on " + name;
-        if (!got.results) {
-          ++failures;
-          ADD_FAILURE() << where << ": " << got.results.error().str() << "\n" << text << "\noptimized:\n" << ir::print(**opt);
-          continue;
-        }
         runtime::Tolerance tol = name == "vulkan" ? runtime::Tolerance{} : runtime::Tolerance{0, 0, 0};
-        if (auto diff = runtime::compareResults(*want.results, want.interp->memory(), *got.results, got.interp->memory(), tol)) {
-          ++failures;
-          ADD_FAILURE() << where << ": result " << diff->result << " element " << diff->element << ": unoptimized "
-                        << diff->a << ", optimized " << diff->b << " " << diff->what << "\n" << text << "\noptimized:\n"
-                        << ir::print(**opt);
-        }
+        bool agree = got.results && !runtime::compareResults(*want.results, want.interp->memory(), *got.results,
+                                                             got.interp->memory(), tol);
+        if (agree) continue;
+        ++failures;
+        ADD_FAILURE() << "seed " << seed << ", " << pipeline << ", on " << name << ": "
+                      << failureReport(**ref, *device, tol, seed, text, pipeline);
       }
     }
   }

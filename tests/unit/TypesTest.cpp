@@ -111,23 +111,23 @@ TEST(Types, Layout) {
 TEST(Types, ParseErrors) {
   Context ctx;
   std::vector<std::pair<std::string, std::string>> cases = {
-      {"i33", "<type>:1:1: error: unknown type 'i33'"},
-      {"f8", "<type>:1:1: error: unknown type 'f8'"},
-      {"i99999999999999999999999", "<type>:1:1: error: unknown type 'i99999999999999999999999'"},
-      {"tensor<f32>", "<type>:1:1: error: unknown type 'tensor'"},
-      {"vec<f32, 5>", "<type>:1:10: error: vectors have 2 to 4 bool, integer or float elements"},
-      {"vec<struct<>, 2>", "<type>:1:15: error: vectors have 2 to 4 bool, integer or float elements"},
-      {"vec<f32 4>", "<type>:1:9: error: expected ',', got '4'"},
-      {"array<f32, -1>", "<type>:1:12: error: expected an element count (a non-negative 32-bit integer), got '-1'"},
-      {"array<f32, 1.5>", "<type>:1:12: error: expected an element count, got '1.5'"},
-      {"buffer<f32, global, read>", "<type>:1:13: error: expected a buffer space (host, device, workgroup), got 'global'"},
-      {"buffer<f32, device>", "<type>:1:19: error: expected ',', got '>'"},
-      {"struct<i32, f32", "<type>:1:16: error: expected '>', got end of input"},
-      {"fn(i32) i32", "<type>:1:9: error: expected '->', got 'i32'"},
-      {"i32 i32", "<type>:1:5: error: expected end of type, got 'i32'"},
-      {"", "<type>:1:1: error: expected a type, got end of input"},
-      {"!", "<type>:1:1: error: expected a name after '!'"},
-      {"$", "<type>:1:1: error: unexpected character '$'"},
+      {"i33", "<type>:1:1: error[I003]: unknown type 'i33'"},
+      {"f8", "<type>:1:1: error[I003]: unknown type 'f8'"},
+      {"i99999999999999999999999", "<type>:1:1: error[I003]: unknown type 'i99999999999999999999999'"},
+      {"tensor<f32>", "<type>:1:1: error[I003]: unknown type 'tensor'"},
+      {"vec<f32, 5>", "<type>:1:10: error[I008]: vectors have 2 to 4 bool, integer or float elements"},
+      {"vec<struct<>, 2>", "<type>:1:15: error[I008]: vectors have 2 to 4 bool, integer or float elements"},
+      {"vec<f32 4>", "<type>:1:9: error[I001]: expected ',', got '4'"},
+      {"array<f32, -1>", "<type>:1:12: error[I002]: expected an element count (a non-negative 32-bit integer), got '-1'"},
+      {"array<f32, 1.5>", "<type>:1:12: error[I001]: expected an element count, got '1.5'"},
+      {"buffer<f32, global, read>", "<type>:1:13: error[I001]: expected a buffer space (host, device, workgroup), got 'global'"},
+      {"buffer<f32, device>", "<type>:1:19: error[I001]: expected ',', got '>'"},
+      {"struct<i32, f32", "<type>:1:16: error[I001]: expected '>', got end of input"},
+      {"fn(i32) i32", "<type>:1:9: error[I001]: expected '->', got 'i32'"},
+      {"i32 i32", "<type>:1:5: error[I001]: expected end of type, got 'i32'"},
+      {"", "<type>:1:1: error[I001]: expected a type, got end of input"},
+      {"!", "<type>:1:1: error[I001]: expected a name after '!'"},
+      {"$", "<type>:1:1: error[I001]: unexpected character '$'"},
   };
   for (auto& [text, err] : cases) {
     auto t = parseType(ctx, text);
@@ -148,7 +148,7 @@ TEST(Types, DeepNestingIsAnErrorNotACrash) {
   auto d = parseType(ctx, deep);
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().str(),
-            "<type>:1:1201: error: nesting is too deep (more than 200 levels of regions, types "
+            "<type>:1:1201: error[I007]: nesting is too deep (more than 200 levels of regions, types "
             "or attribute arrays)");
 }
 

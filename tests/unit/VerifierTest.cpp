@@ -75,11 +75,11 @@ TEST(Verifier, UseBeforeDefinition) {
   // Make the add use the mul that follows it.
   Op* add = x->definingOp();
   add->setOperand(1, y);
-  EXPECT_EQ(errorOf(t.m), "b.eir:2:3: error: 'add': operand 1 is used before its definition");
+  EXPECT_EQ(errorOf(t.m), "b.eir:2:3: error[V008]: 'add': operand 1 is used before its definition");
   add->setOperand(1, f->param(0));
   // An op that uses its own result.
   y->definingOp()->setOperand(0, y);
-  EXPECT_EQ(errorOf(t.m), "b.eir:3:3: error: 'mul': operand 0 is used before its definition");
+  EXPECT_EQ(errorOf(t.m), "b.eir:3:3: error[V008]: 'mul': operand 0 is used before its definition");
   y->definingOp()->setOperand(0, x);
   EXPECT_EQ(errorOf(t.m), "ok");
 }
@@ -106,13 +106,13 @@ TEST(Verifier, UseOfAValueFromANonEnclosingRegion) {
   // The else region uses a value of the then region.
   yield->setOperand(0, inner);
   EXPECT_EQ(errorOf(t.m),
-            "b.eir:8:5: error: 'yield': operand 0 (%inner) is defined in a region that does not "
+            "b.eir:8:5: error[V008]: 'yield': operand 0 (%inner) is defined in a region that does not "
             "enclose this use");
   yield->setOperand(0, f->param(0));
   // The function body uses a value from inside the if.
   ret->setOperand(0, inner);
   EXPECT_EQ(errorOf(t.m),
-            "b.eir:9:3: error: 'return': operand 0 (%inner) is defined in a region that does not "
+            "b.eir:9:3: error[V008]: 'return': operand 0 (%inner) is defined in a region that does not "
             "enclose this use");
   ret->setOperand(0, ifOp->result(0));
   // The if uses a value defined inside its own region.
@@ -121,7 +121,7 @@ TEST(Verifier, UseOfAValueFromANonEnclosingRegion) {
   cond->setName("cond");
   ifOp->setOperand(0, cond);
   EXPECT_EQ(errorOf(t.m),
-            "b.eir:5:3: error: 'if': operand 0 (%cond) is defined in a region that does not "
+            "b.eir:5:3: error[V008]: 'if': operand 0 (%cond) is defined in a region that does not "
             "enclose this use");
   ifOp->setOperand(0, c);
   EXPECT_EQ(errorOf(t.m), "ok");
@@ -139,7 +139,7 @@ TEST(Verifier, UseOfAValueFromAnotherFunction) {
   g->param(0)->setName("gp");
   ret->setOperand(0, g->param(0));
   EXPECT_EQ(errorOf(t.m),
-            "b.eir:2:3: error: 'return': operand 0 (%gp) is defined in another function, @g");
+            "b.eir:2:3: error[V008]: 'return': operand 0 (%gp) is defined in another function, @g");
   ret->setOperand(0, f->param(0));  // restore before the module is destroyed
   EXPECT_EQ(errorOf(t.m), "ok");
 }
@@ -151,13 +151,13 @@ TEST(Verifier, OpCountsAgainstTheTable) {
   b.setLoc(t.at(2));
   Op* add = b.create("add", {f->param(0)}, {t.ctx.i32()});
   b.create("return", {add->result(0)});
-  EXPECT_EQ(errorOf(t.m), "b.eir:2:3: error: 'add': expects 2 operands, got 1");
+  EXPECT_EQ(errorOf(t.m), "b.eir:2:3: error[V006]: 'add': expects 2 operands, got 1");
   add->addOperand(f->param(0));
   EXPECT_EQ(errorOf(t.m), "ok");
   b.setLoc(t.at(3));
   auto extra = Op::create(OpTable::get()["wait"], {}, {}, {}, 1, t.at(3));
   f->body().insertBefore(f->body().back(), std::move(extra));
-  EXPECT_EQ(errorOf(t.m), "b.eir:3:3: error: 'wait': expects 0 regions, got 1");
+  EXPECT_EQ(errorOf(t.m), "b.eir:3:3: error[V006]: 'wait': expects 0 regions, got 1");
 }
 
 TEST(Verifier, TerminatorPlacement) {
@@ -166,7 +166,7 @@ TEST(Verifier, TerminatorPlacement) {
   Builder b(t.ctx, f->body());
   b.setLoc(t.at(2));
   Value* x = b.op("add", {f->param(0), f->param(0)}, t.ctx.i32());
-  EXPECT_EQ(errorOf(t.m), "b.eir:1:1: error: function '@f': body must end with 'return', but it ends with 'add'");
+  EXPECT_EQ(errorOf(t.m), "b.eir:1:1: error[V005]: function '@f': body must end with 'return', but it ends with 'add'");
   b.setLoc(t.at(3));
   b.create("return", {x});
   EXPECT_EQ(errorOf(t.m), "ok");
@@ -174,22 +174,22 @@ TEST(Verifier, TerminatorPlacement) {
   b.setInsertionPoint(f->body(), x->definingOp());
   b.setLoc(t.at(1, 20));
   b.create("return", {f->param(0)});
-  EXPECT_EQ(errorOf(t.m), "b.eir:1:20: error: 'return': a terminator must be the last op in its region");
+  EXPECT_EQ(errorOf(t.m), "b.eir:1:20: error[V005]: 'return': a terminator must be the last op in its region");
 }
 
 TEST(Verifier, EmptyBodyAndRegions) {
   Fixture t;
   Function* f = t.fn("f");
-  EXPECT_EQ(errorOf(t.m), "b.eir:1:1: error: function '@f': body must end with 'return', but it is empty");
+  EXPECT_EQ(errorOf(t.m), "b.eir:1:1: error[V005]: function '@f': body must end with 'return', but it is empty");
   Builder b(t.ctx, f->body());
   b.setLoc(t.at(2));
   Value* c = b.constBool(false);
   b.setLoc(t.at(3));
   Op* ifOp = b.create("if", {c}, {}, {}, 2);
   b.create("return", {f->param(0)});
-  EXPECT_EQ(errorOf(t.m), "b.eir:3:3: error: 'if': region 0 must end with a terminator, but it is empty");
+  EXPECT_EQ(errorOf(t.m), "b.eir:3:3: error[V005]: 'if': region 0 must end with a terminator, but it is empty");
   Builder(t.ctx, ifOp->region(0)).create("yield");
-  EXPECT_EQ(errorOf(t.m), "b.eir:3:3: error: 'if': region 1 must end with a terminator, but it is empty");
+  EXPECT_EQ(errorOf(t.m), "b.eir:3:3: error[V005]: 'if': region 1 must end with a terminator, but it is empty");
   Builder(t.ctx, ifOp->region(1)).create("yield");
   EXPECT_EQ(errorOf(t.m), "ok");
 }
@@ -207,7 +207,7 @@ TEST(Verifier, LocationFallsBackToTheEnclosingOp) {
   th.op("neg", {c}, t.ctx.boolType());  // no location of its own; bool is not numeric
   th.create("yield");
   Builder(t.ctx, ifOp->region(1)).create("yield");
-  EXPECT_EQ(errorOf(t.m), "b.eir:7:9: error: 'neg': expects integers or floats, got 'bool'");
+  EXPECT_EQ(errorOf(t.m), "b.eir:7:9: error[V009]: 'neg': expects integers or floats, got 'bool'");
 }
 
 TEST(Verifier, FunctionRules) {
@@ -216,12 +216,12 @@ TEST(Verifier, FunctionRules) {
   Builder(t.ctx, f->body()).create("return", {f->param(0)});
   Function* dup = t.fn("f");
   Builder(t.ctx, dup->body()).create("return", {dup->param(0)});
-  EXPECT_EQ(errorOf(t.m), "b.eir:1:1: error: function '@f': is defined twice");
+  EXPECT_EQ(errorOf(t.m), "b.eir:1:1: error[V011]: function '@f': is defined twice");
   dup->setName("g");
   EXPECT_EQ(errorOf(t.m), "ok");
   f->body().addArg(t.ctx.f32());
   EXPECT_EQ(errorOf(t.m),
-            "b.eir:1:1: error: function '@f': body arguments 'i32', 'f32' do not match its "
+            "b.eir:1:1: error[V001]: function '@f': body arguments 'i32', 'f32' do not match its "
             "parameters 'i32'");
 
   Fixture k;
@@ -231,28 +231,28 @@ TEST(Verifier, FunctionRules) {
   EXPECT_EQ(errorOf(k.m), "ok");
   kern->workgroupSize = {16, 16, 8};
   EXPECT_EQ(errorOf(k.m),
-            "b.eir:4:1: error: function '@k': workgroup size (16, 16, 8) has 2048 invocations, "
+            "b.eir:4:1: error[V003]: function '@k': workgroup size (16, 16, 8) has 2048 invocations, "
             "more than 1024");
   kern->workgroupSize = {65536, 65536, 65536};  // the product must not wrap around
   EXPECT_EQ(errorOf(k.m),
-            "b.eir:4:1: error: function '@k': workgroup size (65536, 65536, 65536) has "
+            "b.eir:4:1: error[V003]: function '@k': workgroup size (65536, 65536, 65536) has "
             "281474976710656 invocations, more than 1024");
   kern->workgroupSize = {0, 1, 1};
   EXPECT_EQ(errorOf(k.m),
-            "b.eir:4:1: error: function '@k': workgroup size (0, 1, 1) must be at least 1 in "
+            "b.eir:4:1: error[V003]: function '@k': workgroup size (0, 1, 1) must be at least 1 in "
             "every dimension");
 }
 
 TEST(Verifier, PlacementOfHostAndKernelOps) {
   EXPECT_EQ(verifyText("device @d() {\n  barrier\n  %i = subgroup_id : u32\n  return\n}"), "ok");
   EXPECT_EQ(verifyText("device @d(%n: u32) {\n  %b = alloc %n : buffer<f32, host, linear>\n  free %b\n  return\n}"),
-            "v.eir:2:3: error: 'alloc': is only allowed in host functions, but @d is a device function");
+            "v.eir:2:3: error[V007]: 'alloc': is only allowed in host functions, but @d is a device function");
   EXPECT_EQ(verifyText("host @h() {\n  %w = workgroup.alloc {size = 4} : buffer<f32, workgroup, write>\n  return\n}"),
-            "v.eir:2:3: error: 'workgroup.alloc': is only allowed in kernels and device functions, "
+            "v.eir:2:3: error[V007]: 'workgroup.alloc': is only allowed in kernels and device functions, "
             "but @h is a host function");
   EXPECT_EQ(verifyText("kernel @k() workgroup(1, 1, 1) {\n  %one = const {value = 1} : u32\n"
                        "  dispatch %one, %one, %one {kernel = @k}\n  return\n}"),
-            "v.eir:3:3: error: 'dispatch': is only allowed in host functions, but @k is a kernel function");
+            "v.eir:3:3: error[V007]: 'dispatch': is only allowed in host functions, but @k is a kernel function");
 }
 
 TEST(Verifier, RecursionInDeviceCodeOnly) {
@@ -275,7 +275,7 @@ device @c(%x: i32) -> i32 {
   }
   return %r
 })"),
-            "v.eir:12:5: error: 'call': recursion is not allowed in kernels and device functions: "
+            "v.eir:12:5: error[V010]: 'call': recursion is not allowed in kernels and device functions: "
             "@a calls @b calls @c calls @a");
   // Host functions may recurse, directly or mutually, and may call device functions.
   EXPECT_EQ(verifyText(R"(host @a(%x: i32) -> i32 {
@@ -328,10 +328,10 @@ TEST(Verifier, WhileRegionsAndTerminators) {
   std::string yieldFirst = good;
   yieldFirst.replace(yieldFirst.find("condition %go, %i"), 17, "yield %i");
   EXPECT_EQ(verifyText(yieldFirst),
-            "v.eir:5:5: error: 'yield': the first region of 'while' ends with 'condition', not 'yield'");
+            "v.eir:5:5: error[V009]: 'yield': the first region of 'while' ends with 'condition', not 'yield'");
   std::string badCond = good;
   badCond.replace(badCond.find("condition %go, %i"), 17, "condition %i, %i");
-  EXPECT_EQ(verifyText(badCond), "v.eir:3:3: error: 'while': 'condition' needs a bool first operand");
+  EXPECT_EQ(verifyText(badCond), "v.eir:3:3: error[V009]: 'while': 'condition' needs a bool first operand");
 }
 
 }  // namespace

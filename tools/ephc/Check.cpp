@@ -43,7 +43,7 @@ int runCheckCommand(Session& s, std::span<const std::string> argv) {
     if (!s.readInput(file, text)) return 1;
     std::string diagnostics;
     ir::Context ctx;
-    auto lowered = f->compile(ctx, text, file, s.frontendOptions, diagnostics);
+    auto lowered = f->compile(ctx, text, file, s.frontendOptions, s.pipeline, diagnostics);
     s.io.err << diagnostics;
     return diagnostics.empty() && lowered ? 0 : 1;
   }

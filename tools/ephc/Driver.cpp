@@ -16,65 +16,29 @@
 
 namespace eph::ephc {
 
-// ---- source lines and carets ------------------------------------------------
+// ---- source texts and carets ------------------------------------------------
 
-namespace {
-std::vector<std::string> splitLines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::string cur;
-  for (char c : text) {
-    if (c == '\n') {
-      if (!cur.empty() && cur.back() == '\r') cur.pop_back();
-      lines.push_back(std::move(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  lines.push_back(std::move(cur));
-  return lines;
-}
-}  // namespace
+void SourceCache::add(const std::string& name, std::string text) { texts_[name] = std::move(text); }
 
-void SourceCache::add(const std::string& name, std::string text) { lines_[name] = splitLines(text); }
-
-std::optional<std::string> SourceCache::line(const std::string& file, unsigned line) {
-  auto it = lines_.find(file);
-  if (it == lines_.end()) {
+std::string_view SourceCache::text(const std::string& file) {
+  auto it = texts_.find(file);
+  if (it == texts_.end()) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(file, ec)) return std::nullopt;
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    it = lines_.emplace(file, splitLines(ss.str())).first;
+    std::string text;
+    if (std::filesystem::is_regular_file(file, ec)) {
+      std::ifstream in(file, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      text = ss.str();
+    }
+    it = texts_.emplace(file, std::move(text)).first;
   }
-  if (line == 0 || line > it->second.size()) return std::nullopt;
-  return it->second[line - 1];
+  return it->second;
 }
 
 std::string renderError(const Error& e, SourceCache& sources) {
   if (!e.loc.known()) return "ephc: " + e.message + "\n";
-  std::string s = e.str() + "\n";
-  std::optional<std::string> text;
-  if (e.loc.file) text = sources.line(*e.loc.file, e.loc.line);
-  if (!text) return s;
-  // Show at most about 80 bytes either side of the column of a very long line.
-  size_t at = std::min<size_t>(e.loc.col - 1, text->size());
-  size_t from = at > 80 ? at - 80 : 0;
-  size_t to = std::min(text->size(), at + 80);
-  std::string shown = (from ? "..." : "") + text->substr(from, to - from) + (to < text->size() ? "..." : "");
-  size_t caret = at - from + (from ? 3 : 0);
-  // Control characters would garble the terminal: show them as '?'. The caret
-  // line keeps tabs, and counts a UTF-8 sequence as one column, so it lines up.
-  std::string line, pad;
-  for (size_t i = 0; i < shown.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(shown[i]);
-    bool control = (c < 0x20 && c != '\t') || c == 0x7f;
-    line += control ? '?' : shown[i];
-    if (i < caret && (c & 0xc0) != 0x80) pad += c == '\t' ? '\t' : ' ';
-  }
-  return s + line + "\n" + pad + "^\n";
+  return renderDiag(e, "", e.loc.file ? sources.text(*e.loc.file) : std::string_view());
 }
 
 // ---- session ----------------------------------------------------------------
@@ -122,7 +86,7 @@ std::unique_ptr<ir::Module> Session::loadModule(ir::Context& ctx, const std::str
   sources.add(name, text);
   if (const frontends::Frontend* f = frontends::forFile(name)) {
     std::string diagnostics;
-    auto lowered = f->compile(ctx, text, name, frontendOptions, diagnostics);
+    auto lowered = f->compile(ctx, text, name, frontendOptions, pipeline, diagnostics);
     io.err << diagnostics;
     return lowered;
   }
@@ -267,6 +231,7 @@ bool buildPipeline(Session& s, const ParsedArgs& args, passes::PassManager& pm,
   }
   opts.timePasses = args.has("--time-passes");
   opts.out = &s.io.err;
+  s.pipeline = opts;  // for the passes a frontend runs (loadModule)
   return true;
 }
 

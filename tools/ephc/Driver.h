@@ -32,16 +32,16 @@ struct Io {
 class SourceCache {
  public:
   void add(const std::string& name, std::string text);
-  // Line `line` (1-based) of `file`, without its newline; nullopt when unknown.
-  std::optional<std::string> line(const std::string& file, unsigned line);
+  // The text of `file`; empty when it cannot be read.
+  std::string_view text(const std::string& file);
 
  private:
-  std::map<std::string, std::vector<std::string>> lines_;
+  std::map<std::string, std::string> texts_;
 };
 
-// "file:line:col: error: message", then the source line and a caret under the
-// column when both are known; "ephc: message" for an error without a
-// location. The first line is always exactly Error::str() for located errors.
+// An error rendered by the one renderer (eph::renderDiag): "file:line:col:
+// error[CODE]: message", the source line and a caret line when the source is
+// known, and the hint; "ephc: message" for an error without a location.
 std::string renderError(const Error& e, SourceCache& sources);
 
 // One command invocation: its output streams and the sources it has read.
@@ -63,6 +63,9 @@ struct Session {
   // The frontend options given (--mode affine, ...), for whichever frontend
   // reads the input.
   frontends::OptionValues frontendOptions;
+  // --print-after / --time-passes (buildPipeline), also for the passes a
+  // frontend runs.
+  passes::PipelineOptions pipeline;
 };
 
 // Every frontend's options, as options of a command (`check`: those marked
