@@ -16,15 +16,23 @@
 //   creates its pipeline, through a pipeline cache kept in memory and on disk
 //   ($XDG_CACHE_HOME/ephc, else ~/.cache/ephc; one file per SPIR-V module,
 //   keyed by its hash, the device, the driver version and ephc's version).
-// - Device work is recorded into one command buffer and submitted at sync
-//   points: a download, wait, freeing a buffer recorded work uses, and the end
-//   of runHost. A pipeline barrier goes only between dependent commands (one
-//   that reads or writes a buffer an earlier unbarriered command wrote, or
-//   writes one it read), so independent transfers and dispatches may overlap.
+// - Device work is recorded into batches (a command buffer per queue) from a
+//   small ring (VulkanOptions::batchesInFlight): a batch is submitted
+//   without waiting once it holds VulkanOptions::batchCommands commands, so
+//   the GPU runs it while the host records the next. The host waits only at
+//   sync points (a download, wait, the end of runHost; each waits for every
+//   batch) and when the batch to record next still runs (the ring is full).
+//   A freed buffer that a batch not yet finished uses is destroyed, and its
+//   memory reused, only once that batch has finished. A pipeline barrier
+//   goes only between dependent commands (one that reads or writes a buffer
+//   an earlier unbarriered command wrote, or writes one it read), in the
+//   same batch or an earlier one still running, so independent transfers
+//   and dispatches may overlap.
 //   Where the device has a second queue for transfers (VulkanOptions::
-//   transferQueue), an h2d into a buffer the open batch has not used goes
-//   there, and the compute batch waits for those uploads (a semaphore) only
-//   when it uses a buffer they write. With VulkanOptions::profile (or
+//   transferQueue) and timeline semaphores, an h2d into a buffer no
+//   unfinished batch's compute work uses goes there, and a compute batch
+//   waits for those uploads (the semaphore's value) only when it uses a
+//   buffer they write. With VulkanOptions::profile (or
 //   EPH_PROFILE=1) every transfer and dispatch is timed with GPU timestamps
 //   (takeTimeline); without, nothing is stamped.
 // - With validation (VulkanOptions::validation or EPH_VALIDATION=1) the
@@ -73,6 +81,14 @@ struct VulkanOptions {
   // interpreter's error (index, length, invocation) at the next sync point.
   // Off, an access out of bounds is undefined (robust buffer access is off).
   bool checkBounds = false;
+  // Pipelined submission: a batch (one command buffer per queue) is submitted
+  // without waiting once it holds `batchCommands` commands, and the host
+  // records the next one while the GPU runs it; up to `batchesInFlight`
+  // batches are recorded or running at once (the host waits for the oldest
+  // when all are). 0 commands: submit only at sync points (one batch between
+  // them). EPH_VK_BATCH=N and EPH_VK_IN_FLIGHT=N set them too.
+  unsigned batchCommands = 256;
+  unsigned batchesInFlight = 3;
 };
 
 // One Vulkan device as `ephc devices` shows it.
