@@ -141,6 +141,9 @@ struct VulkanDevice::Impl {
   size_t cur = 0;
   uint64_t flushes = 0;
   unsigned batchCommands = 0;  // 0: flush only at sync points
+  // Timestamps a batch's query pools hold (and a batch resets): two a
+  // command, kQueryCapacity at most.
+  uint32_t queriesPerBatch = kQueryCapacity;
   Batch& batch() { return ring[cur]; }
   // Hazards across commands not yet behind a barrier, carried across
   // batches (a barrier's first scope is every earlier command of the queue
@@ -170,7 +173,7 @@ struct VulkanDevice::Impl {
   // is full or absent.
   int64_t stampStart(const char* what, std::string name, VkPipelineStageFlagBits stage) {
     Batch& b = batch();
-    if (!b.queries || b.queriesUsed + 2 > kQueryCapacity) return -1;
+    if (!b.queries || b.queriesUsed + 2 > queriesPerBatch) return -1;
     api().vkCmdWriteTimestamp(b.cmd, stage, b.queries, b.queriesUsed);
     b.timed.push_back({what, std::move(name), b.queriesUsed});
     b.queriesUsed += 2;

@@ -27,7 +27,9 @@ Status VulkanDevice::Impl::makeRing(unsigned batches) {
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   VkQueryPoolCreateInfo qp{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
   qp.queryType = VK_QUERY_TYPE_TIMESTAMP;
-  qp.queryCount = kQueryCapacity;
+  // A full batch's commands and the one that filled it, two stamps each.
+  if (batchCommands) queriesPerBatch = std::min<uint64_t>(kQueryCapacity, 2 * (uint64_t(batchCommands) + 1));
+  qp.queryCount = queriesPerBatch;
   for (Batch& b : ring) {
     cb.commandPool = commandPool;
     if (VkResult r = api().vkAllocateCommandBuffers(device, &cb, &b.cmd); r != VK_SUCCESS)
@@ -66,7 +68,7 @@ Status VulkanDevice::Impl::beginRecording(Loc site) {
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   if (VkResult r = api().vkBeginCommandBuffer(b.cmd, &begin); r != VK_SUCCESS)
     return vkError(site, "vkBeginCommandBuffer failed", r);
-  if (b.queries) api().vkCmdResetQueryPool(b.cmd, b.queries, 0, kQueryCapacity);
+  if (b.queries) api().vkCmdResetQueryPool(b.cmd, b.queries, 0, queriesPerBatch);
   b.recording = true;
   return Status::ok();
 }
@@ -79,7 +81,7 @@ Status VulkanDevice::Impl::beginUploads(Loc site) {
   if (b.xferRecording) return Status::ok();
   if (b.submitted || b.xferSubmitted)
     if (Status s = retire(b, site); !s) return s;
-  if (b.xferQueries) api().vkResetQueryPool(device, b.xferQueries, 0, kQueryCapacity);
+  if (b.xferQueries) api().vkResetQueryPool(device, b.xferQueries, 0, queriesPerBatch);
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   if (VkResult r = api().vkBeginCommandBuffer(b.xferCmd, &begin); r != VK_SUCCESS)
