@@ -4,11 +4,9 @@
 
 #include <climits>
 #include <cstdlib>
-#include <cstring>
 
 #include "runtime/DiskCache.h"
 #include "runtime/vulkan/VulkanDeviceImpl.h"
-#include "targets/spirv/Spirv.h"
 
 #ifndef EPH_VERSION
 #define EPH_VERSION "0.1.0"
@@ -81,6 +79,23 @@ Status VulkanDevice::Impl::openTransferQueue() {
   xfer.timestamps = pd.transferTimestampBits > 0 && pd.features->v12.hostQueryReset;
   return Status::ok();
 }
+
+namespace {
+
+// The number in environment variable `name`, from lo to hi; `fallback` when
+// it is unset or empty.
+Expected<unsigned> envNumber(const char* name, unsigned fallback, unsigned lo, unsigned hi) {
+  const char* e = std::getenv(name);
+  if (!e || !*e) return fallback;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(e, &end, 10);
+  if (*end || *e == '-' || v < lo || v > hi)
+    return Error{{}, std::string(name) + "='" + e + "' is not a number from " + std::to_string(lo) + " to " +
+                         std::to_string(hi)};
+  return unsigned(v);
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------------------
 
@@ -210,23 +225,14 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
                           ":ephc " EPH_VERSION;
   I.disk = std::make_unique<vk::DiskCache>(runtime::cacheDir(options.cacheDir), deviceKey);
   I.checkBounds = options.checkBounds;
-  I.batchCommands = options.batchCommands;
-  unsigned inFlight = options.batchesInFlight;
-  if (const char* e = std::getenv("EPH_VK_BATCH"); e && *e) {
-    char* end = nullptr;
-    unsigned long v = std::strtoul(e, &end, 10);
-    if (*end || v > UINT_MAX) return Error{{}, "EPH_VK_BATCH='" + std::string(e) + "' is not a number of commands"};
-    I.batchCommands = unsigned(v);
-  }
-  if (const char* e = std::getenv("EPH_VK_IN_FLIGHT"); e && *e) {
-    char* end = nullptr;
-    unsigned long v = std::strtoul(e, &end, 10);
-    if (*end || v == 0 || v > 64) return Error{{}, "EPH_VK_IN_FLIGHT='" + std::string(e) + "' is not a number from 1 to 64"};
-    inFlight = unsigned(v);
-  }
-  if (inFlight == 0 || inFlight > 64)
-    return Error{{}, "VulkanOptions::batchesInFlight is " + std::to_string(inFlight) + "; it must be 1 to 64"};
-  if (Status s = I.makeRing(inFlight); !s) return s.error();
+  auto batchCommands = envNumber("EPH_VK_BATCH", options.batchCommands, 0, UINT_MAX);
+  if (!batchCommands) return batchCommands.error();
+  I.batchCommands = *batchCommands;
+  auto inFlight = envNumber("EPH_VK_IN_FLIGHT", options.batchesInFlight, 1, 64);
+  if (!inFlight) return inFlight.error();
+  if (*inFlight < 1 || *inFlight > 64)
+    return Error{{}, "VulkanOptions::batchesInFlight is " + std::to_string(*inFlight) + "; it must be 1 to 64"};
+  if (Status s = I.makeRing(*inFlight); !s) return s.error();
   if (Status s = I.checkValidation({}); !s) return s.error();
   return std::unique_ptr<VulkanDevice>(new VulkanDevice(std::move(impl)));
 }

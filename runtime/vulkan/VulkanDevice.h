@@ -141,7 +141,7 @@ class VulkanDevice : public Device {
   // command's start is stamped when all earlier commands of its kind
   // (transfers or dispatches) have finished, or a barrier it waits behind
   // has cleared; its end when it and those have finished. Times are in ms
-  // from the first start of the same submission (one command buffer).
+  // from the first start of the same submission (one batch).
   struct CommandTime {
     std::string what;  // "h2d", "d2h", "copy" or "dispatch"
     std::string name;  // the kernel of a dispatch; else empty

@@ -4,7 +4,8 @@
 //   VulkanDeviceBuffers.cpp   buffers: alloc, free, uploads, downloads, copies
 //                             (and uploads on the second queue)
 //   VulkanDeviceDispatch.cpp  kernels' pipelines, descriptor sets, dispatches
-//   VulkanDeviceSubmit.cpp    recording, barriers, submission, GPU timestamps
+//   VulkanDeviceSubmit.cpp    the ring of batches: recording, barriers,
+//                             submission, retiring, GPU timestamps
 #pragma once
 
 #include <cstdint>

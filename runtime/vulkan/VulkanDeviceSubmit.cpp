@@ -1,6 +1,8 @@
-// VulkanDevice's batches: recording into the open command buffers, barriers
-// between dependent commands, submission and the wait at sync points, and the
-// GPU timestamps read back after each submission (takeTimeline).
+// VulkanDevice's ring of batches: recording into the open batch, barriers
+// between dependent commands (across batches too), submitting a full batch
+// without waiting (flush), waiting for one when the ring is full or for all
+// at sync points (retire, waitAll), and the GPU timestamps read back when a
+// batch has run (takeTimeline).
 #include <algorithm>
 #include <cstring>
 #include <utility>
