@@ -176,7 +176,14 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   float priorities[2] = {1.0f, 1.0f};
   // The upload queue orders its batches against compute ones with a timeline
   // semaphore (Vulkan 1.2).
-  bool wantTransfer = options.transferQueue && pd.transferQueueIndex >= 0 && pd.features->v12.timelineSemaphore;
+  bool timeline = pd.features->v12.timelineSemaphore;
+  bool sharedUploads = options.uploadsOnComputeQueue && pd.transferQueueIndex < 0 && timeline;
+  if (sharedUploads) {  // tests: the upload-queue path, submitted to queue 0
+    pd.transferFamily = pd.queueFamily;
+    pd.transferQueueIndex = 0;
+    pd.transferTimestampBits = pd.timestampValidBits;
+  }
+  bool wantTransfer = (options.transferQueue || sharedUploads) && pd.transferQueueIndex >= 0 && timeline;
   if (const char* e = std::getenv("EPH_VK_TRANSFER_QUEUE"); e && std::string(e) == "0") wantTransfer = false;
   VkDeviceQueueCreateInfo queues[2] = {{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO},
                                        {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO}};
@@ -184,7 +191,9 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   queues[0].queueFamilyIndex = pd.queueFamily;
   queues[0].queueCount = 1;
   queues[0].pQueuePriorities = priorities;
-  if (wantTransfer && pd.transferFamily == pd.queueFamily) {
+  if (sharedUploads) {
+    // one queue for both
+  } else if (wantTransfer && pd.transferFamily == pd.queueFamily) {
     queues[0].queueCount = 2;
   } else if (wantTransfer) {
     queues[1].queueFamilyIndex = pd.transferFamily;

@@ -71,6 +71,11 @@ struct VulkanOptions {
   // family: a GPU's copy engines), so that they overlap compute.
   // EPH_VK_TRANSFER_QUEUE=0 turns it off too.
   bool transferQueue = true;
+  // Tests: on a device with one queue (lavapipe), record uploads as on an
+  // upload queue (their own command buffers, ordered by the timeline
+  // semaphore) and submit them to the compute queue, so that the upload-queue
+  // path runs where no second queue exists.
+  bool uploadsOnComputeQueue = false;
   // Stamp every transfer and dispatch with GPU timestamps (takeDispatchTimes,
   // takeTimeline). Off, no query pool is made and nothing is stamped: a
   // timestamp is a command and a query to reset and read back per command.

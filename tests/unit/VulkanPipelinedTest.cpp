@@ -136,6 +136,7 @@ void expectNoValidationMessages(runtime::VulkanDevice& dev) {
 
 struct Config {
   unsigned batchCommands, batchesInFlight;
+  bool uploadQueue = false;  // VulkanOptions::uploadsOnComputeQueue where there is no second queue
 };
 
 TEST(VulkanPipelined, ManyDependentDispatchesGiveTheInterpretersResults) {
@@ -149,14 +150,17 @@ TEST(VulkanPipelined, ManyDependentDispatchesGiveTheInterpretersResults) {
   ASSERT_TRUE(want.results) << want.results.error().str();
   // 0: one batch between sync points (no pipelining); 1: a submission per
   // command; 1 in flight: each batch waited for before the next is recorded.
-  for (Config c : {Config{0, 3}, Config{1, 2}, Config{2, 1}, Config{5, 2}, Config{7, 3}, Config{256, 3}}) {
+  for (Config c : {Config{0, 3}, Config{1, 2}, Config{2, 1}, Config{5, 2}, Config{7, 3}, Config{256, 3},
+                   Config{0, 3, true}, Config{1, 3, true}, Config{5, 2, true}}) {
     SCOPED_TRACE("batchCommands " + std::to_string(c.batchCommands) + ", batchesInFlight " +
-                 std::to_string(c.batchesInFlight));
+                 std::to_string(c.batchesInFlight) + (c.uploadQueue ? ", upload queue" : ""));
     runtime::VulkanOptions o;
     o.batchCommands = c.batchCommands;
     o.batchesInFlight = c.batchesInFlight;
+    o.uploadsOnComputeQueue = c.uploadQueue;
     auto dev = openValidated(o);
     ASSERT_TRUE(dev);
+    if (c.uploadQueue) ASSERT_TRUE(dev->hasUploadQueue());
     HostRun got = runMainOn(*dev, *m);
     ASSERT_TRUE(got.results) << got.results.error().str();
     auto diff = runtime::compareResults(*want.results, want.interp->memory(), *got.results, got.interp->memory(), {});
@@ -165,7 +169,7 @@ TEST(VulkanPipelined, ManyDependentDispatchesGiveTheInterpretersResults) {
     // 2 x 24 rounds of 3 commands, 2 uploads, 1 re-upload, 3
     // d2h: with small batches many submissions, else one per sync point.
     unsigned submits = dev->stats().submits;
-    if (c.batchCommands == 0 || c.batchCommands == 256) EXPECT_LE(submits, 4u);
+    if (c.batchCommands == 0 || c.batchCommands == 256) EXPECT_LE(submits, c.uploadQueue ? 5u : 4u);
     else EXPECT_GE(submits, 144u / c.batchCommands);
     expectNoValidationMessages(*dev);
   }
@@ -243,6 +247,62 @@ TEST(VulkanPipelined, FreedBuffersAndMidwayDownloads) {
   // Everything has run: every buffer went back to the pool.
   ASSERT_TRUE(dev->wait({}));
   EXPECT_EQ(dev->memoryStats().allocations, 0u);
+  expectNoValidationMessages(*dev);
+}
+
+// Uploads on the upload queue (VulkanOptions::uploadsOnComputeQueue where
+// the device has one queue): a dispatch in a later batch than the upload it
+// reads waits for that batch's timeline value; an upload into a buffer that
+// recorded compute work reads goes to the compute queue behind a barrier; a
+// second upload into a buffer an earlier upload batch wrote waits behind a
+// barrier on the upload queue.
+TEST(VulkanPipelined, UploadQueueOrderedByTheTimeline) {
+  REQUIRE_VULKAN();
+  ir::Context ctx;
+  auto m = parse(ctx, kAddOne);
+  ASSERT_TRUE(m);
+  runtime::VulkanOptions o;
+  o.batchCommands = 2;
+  o.batchesInFlight = 3;
+  o.uploadsOnComputeQueue = true;
+  auto dev = openValidated(o);
+  ASSERT_TRUE(dev);
+  ASSERT_TRUE(dev->hasUploadQueue());
+  const ir::Function& k = *m->lookup("addone");
+  const ir::Type* t = ctx.bufferType(ctx.u32(), ir::Space::Device, ir::Ownership::Linear);
+  uint64_t a = *dev->alloc(t, 64, {}), b = *dev->alloc(t, 64, {}), c = *dev->alloc(t, 64, {});
+  auto put = [&](uint64_t h, uint32_t v) {
+    std::vector<uint32_t> data(64, v);
+    ASSERT_TRUE(dev->uploadBytes(h, std::as_bytes(std::span(data))));
+  };
+  auto addone = [&](uint64_t from, uint64_t to) {
+    interp::RtValue x, y;
+    x.type = y.type = t;
+    x.buffer = from;
+    y.buffer = to;
+    std::vector<interp::RtValue> args = {x, y};
+    ASSERT_TRUE(dev->dispatch(k, {1, 1, 1}, args, {}));
+  };
+  auto get = [&](uint64_t h) {
+    std::vector<uint32_t> data(64);
+    EXPECT_TRUE(dev->downloadBytes(std::as_writable_bytes(std::span(data)), h));
+    return data[0];
+  };
+  put(a, 1);
+  put(b, 10);     // batch 0 full: uploads alone
+  addone(a, c);   // batch 1 waits for batch 0's uploads: c = 2
+  put(a, 100);    // batch 1 reads a: on the compute queue, after the dispatch
+  addone(c, b);   // batch 2: b = 3
+  put(c, 50);     // batch 2 reads c: compute queue; batch 2 full
+  put(a, 7);      // the upload queue once batch 1 has retired, else the compute queue
+  addone(a, c);   // c = 8
+  EXPECT_EQ(get(b), 3u);
+  EXPECT_EQ(get(c), 8u);
+  EXPECT_EQ(get(a), 7u);
+  put(b, 40);     // nothing runs: the upload queue
+  put(b, 41);     // same batch, same buffer: a barrier between them
+  addone(b, a);
+  EXPECT_EQ(get(a), 42u);
   expectNoValidationMessages(*dev);
 }
 
