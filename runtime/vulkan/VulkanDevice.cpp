@@ -2,6 +2,7 @@
 // listVulkanDevices, and the small queries on the device as a whole.
 #include "runtime/vulkan/VulkanDevice.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 
@@ -76,7 +77,7 @@ Status VulkanDevice::Impl::openTransferQueue() {
     return vkError({}, "vkCreateSemaphore failed (upload queue)", r);
   // Stamps need the host reset of Vulkan 1.2 (vkCmdResetQueryPool is not
   // allowed on a transfer-only queue).
-  xfer.timestamps = pd.transferTimestampBits > 0 && pd.features->v12.hostQueryReset;
+  xfer.timestamps = pd.transferTimestampBits > 0 && hostQueryReset;
   return Status::ok();
 }
 
@@ -224,6 +225,7 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
     return vkError({}, "vkCreateCommandPool failed", r);
   const char* profileEnv = std::getenv("EPH_PROFILE");
   I.profile = options.profile || (profileEnv && *profileEnv && std::string(profileEnv) != "0");
+  I.hostQueryReset = pd.features->v12.hostQueryReset;  // false unless the 1.2 struct is linked
   if (wantTransfer) {
     if (Status s = I.openTransferQueue(); !s) return s.error();
   }
@@ -237,6 +239,9 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   auto batchCommands = envNumber("EPH_VK_BATCH", options.batchCommands, 0, UINT_MAX);
   if (!batchCommands) return batchCommands.error();
   I.batchCommands = *batchCommands;
+  auto maxCommands = envNumber("EPH_VK_BATCH_MAX", options.maxBatchCommands, 0, UINT_MAX);
+  if (!maxCommands) return maxCommands.error();
+  I.maxBatchCommands = std::max(*maxCommands, I.batchCommands);
   auto inFlight = envNumber("EPH_VK_IN_FLIGHT", options.batchesInFlight, 1, 64);
   if (!inFlight) return inFlight.error();
   if (*inFlight < 1 || *inFlight > 64)

@@ -18,7 +18,8 @@
 //   keyed by its hash, the device, the driver version and ephc's version).
 // - Device work is recorded into batches (a command buffer per queue) from a
 //   small ring (VulkanOptions::batchesInFlight): a batch is submitted
-//   without waiting once it holds VulkanOptions::batchCommands commands, so
+//   without waiting once it holds VulkanOptions::batchCommands commands and
+//   the GPU has run the ones before (at maxBatchCommands in any case), so
 //   the GPU runs it while the host records the next. The host waits only at
 //   sync points (a download, wait, the end of runHost; each waits for every
 //   batch) and when the batch to record next still runs (the ring is full).
@@ -86,13 +87,17 @@ struct VulkanOptions {
   // interpreter's error (index, length, invocation) at the next sync point.
   // Off, an access out of bounds is undefined (robust buffer access is off).
   bool checkBounds = false;
-  // Pipelined submission: a batch (one command buffer per queue) is submitted
-  // without waiting once it holds `batchCommands` commands, and the host
-  // records the next one while the GPU runs it; up to `batchesInFlight`
-  // batches are recorded or running at once (the host waits for the oldest
-  // when all are). 0 commands: submit only at sync points (one batch between
-  // them). EPH_VK_BATCH=N and EPH_VK_IN_FLIGHT=N set them too.
+  // Pipelined submission: the host records a batch (one command buffer per
+  // queue) while the GPU runs the one before. A batch is submitted without
+  // waiting once it holds `batchCommands` commands and the GPU has finished
+  // the batches before it (so that it neither idles nor queues up work), and
+  // at `maxBatchCommands` commands even when it has not; up to
+  // `batchesInFlight` batches are recorded or running at once (the host
+  // waits for the oldest when all are). batchCommands 0: submit only at sync
+  // points (one batch between them). EPH_VK_BATCH, EPH_VK_BATCH_MAX and
+  // EPH_VK_IN_FLIGHT set them too.
   unsigned batchCommands = 256;
+  unsigned maxBatchCommands = 4096;
   unsigned batchesInFlight = 3;
 };
 

@@ -111,6 +111,9 @@ struct VulkanDevice::Impl {
   VkQueue queue = VK_NULL_HANDLE;
   VkCommandPool commandPool = VK_NULL_HANDLE;
   bool profile = false;  // a query pool per batch (where the queue has timestamps)
+  // Vulkan 1.2 vkResetQueryPool: a retired batch's used queries are reset
+  // from the host; without it each batch resets its whole pool when it begins.
+  bool hostQueryReset = false;
   std::unique_ptr<vk::DiskCache> disk;
   std::unique_ptr<vk::MemoryPool> pool;  // every buffer's memory
   // EPH_VK_STATS set (and VK_KHR_pipeline_executable_properties there): each
@@ -134,14 +137,18 @@ struct VulkanDevice::Impl {
 
   // The ring of batches: `ring[cur]` is recorded (or recorded next); the
   // others are idle or submitted, retired in flush order. A batch is flushed
-  // (submitted without waiting) once it has `batchCommands` commands, so the
-  // GPU runs it while the host records the next; the host waits only at sync
+  // (submitted without waiting) once it has `batchCommands` commands and the
+  // GPU has run the batches before it, or at `maxBatchCommands`, so the GPU
+  // runs it while the host records the next; the host waits only at sync
   // points (a d2h, wait, the end) and when the batch to record next is still
   // running (the ring is full).
   std::vector<Batch> ring;
   size_t cur = 0;
   uint64_t flushes = 0;
   unsigned batchCommands = 0;  // 0: flush only at sync points
+  unsigned maxBatchCommands = 0;  // flush here though the GPU is busy (>= batchCommands)
+  // Whether the newest submitted batch is still running.
+  bool gpuBusy() const;
   // Timestamps a batch's query pools hold (and a batch resets): two a
   // command, kQueryCapacity at most.
   uint32_t queriesPerBatch = kQueryCapacity;

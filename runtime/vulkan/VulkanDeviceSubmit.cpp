@@ -29,8 +29,8 @@ Status VulkanDevice::Impl::makeRing(unsigned batches) {
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   VkQueryPoolCreateInfo qp{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
   qp.queryType = VK_QUERY_TYPE_TIMESTAMP;
-  // A full batch's commands and the one that filled it, two stamps each.
-  if (batchCommands) queriesPerBatch = std::min<uint64_t>(kQueryCapacity, 2 * (uint64_t(batchCommands) + 1));
+  // A batch's commands at most and a d2h after them, two stamps each.
+  if (batchCommands) queriesPerBatch = std::min<uint64_t>(kQueryCapacity, 2 * (uint64_t(maxBatchCommands) + 1));
   qp.queryCount = queriesPerBatch;
   for (Batch& b : ring) {
     cb.commandPool = commandPool;
@@ -41,6 +41,7 @@ Status VulkanDevice::Impl::makeRing(unsigned batches) {
     if (profile && physical.timestampValidBits > 0 &&
         api().vkCreateQueryPool(device, &qp, nullptr, &b.queries) != VK_SUCCESS)
       b.queries = VK_NULL_HANDLE;  // nothing is stamped
+    if (b.queries && hostQueryReset) api().vkResetQueryPool(device, b.queries, 0, queriesPerBatch);
     if (xfer.queue) {
       cb.commandPool = xfer.pool;
       if (VkResult r = api().vkAllocateCommandBuffers(device, &cb, &b.xferCmd); r != VK_SUCCESS)
@@ -49,6 +50,7 @@ Status VulkanDevice::Impl::makeRing(unsigned batches) {
         return vkError({}, "vkCreateFence failed (upload queue)", r);
       if (b.queries && xfer.timestamps && api().vkCreateQueryPool(device, &qp, nullptr, &b.xferQueries) != VK_SUCCESS)
         b.xferQueries = VK_NULL_HANDLE;
+      if (b.xferQueries) api().vkResetQueryPool(device, b.xferQueries, 0, queriesPerBatch);
     }
     if (checkBounds) {
       auto record = makeBuffer(spirv::kBoundsRecordWords * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, true, {});
@@ -70,7 +72,7 @@ Status VulkanDevice::Impl::beginRecording(Loc site) {
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   if (VkResult r = api().vkBeginCommandBuffer(b.cmd, &begin); r != VK_SUCCESS)
     return vkError(site, "vkBeginCommandBuffer failed", r);
-  if (b.queries) api().vkCmdResetQueryPool(b.cmd, b.queries, 0, queriesPerBatch);
+  if (b.queries && !hostQueryReset) api().vkCmdResetQueryPool(b.cmd, b.queries, 0, queriesPerBatch);
   b.recording = true;
   return Status::ok();
 }
@@ -83,7 +85,6 @@ Status VulkanDevice::Impl::beginUploads(Loc site) {
   if (b.xferRecording) return Status::ok();
   if (b.submitted || b.xferSubmitted)
     if (Status s = retire(b, site); !s) return s;
-  if (b.xferQueries) api().vkResetQueryPool(device, b.xferQueries, 0, queriesPerBatch);
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   if (VkResult r = api().vkBeginCommandBuffer(b.xferCmd, &begin); r != VK_SUCCESS)
@@ -93,10 +94,23 @@ Status VulkanDevice::Impl::beginUploads(Loc site) {
   return Status::ok();
 }
 
+// A full batch goes when the GPU has nothing left to run: submitted while it
+// still runs the one before, it would only queue behind it, and the host
+// might then wait for a ring slot. Past maxBatchCommands it goes anyway.
 Status VulkanDevice::Impl::recorded(Loc site) {
   Batch& b = batch();
-  if (batchCommands && ++b.commands >= batchCommands) return flush(site);
+  if (!batchCommands || ++b.commands < batchCommands) return Status::ok();
+  if (b.commands >= maxBatchCommands || !gpuBusy()) return flush(site);
   return Status::ok();
+}
+
+bool VulkanDevice::Impl::gpuBusy() const {
+  const Batch* newest = nullptr;
+  for (const Batch& b : ring)
+    if ((b.submitted || b.xferSubmitted) && (!newest || b.seq > newest->seq)) newest = &b;
+  if (!newest) return false;
+  VkFence f = newest->submitted ? newest->fence : newest->xferFence;
+  return api().vkGetFenceStatus(device, f) == VK_NOT_READY;  // an error shows when it retires
 }
 
 // Records a barrier when this command depends on an earlier one not yet
@@ -311,6 +325,8 @@ void VulkanDevice::Impl::resetBatch(Batch& b) {
   b.uploaded.clear();
   b.timed.clear();
   b.xferTimed.clear();
+  if (b.queries && hostQueryReset && b.queriesUsed) api().vkResetQueryPool(device, b.queries, 0, b.queriesUsed);
+  if (b.xferQueries && b.xferQueriesUsed) api().vkResetQueryPool(device, b.xferQueries, 0, b.xferQueriesUsed);
   b.queriesUsed = b.xferQueriesUsed = 0;
   b.boundsPending = false;
   api().vkResetCommandBuffer(b.cmd, 0);
