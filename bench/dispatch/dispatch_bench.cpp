@@ -152,9 +152,13 @@ kernel @spin(%b: buffer<u32, device, write>, %steps: u32) workgroup(64, 1, 1) {
 }
 )";
 
-// One chain of k * m dispatches of @spin on a device opened with `o`; wall
-// microseconds per dispatch (recording and the final wait), checked.
-double chain(const runtime::VulkanOptions& o, const ir::Module& m, ir::Context& ctx, unsigned k, unsigned perBatch,
+// One chain of k * m dispatches of @spin on a device opened with `o`, checked:
+// wall microseconds per dispatch, recording and the final wait together, and
+// of the final wait alone (what the GPU had left when the host was done).
+struct ChainTime {
+  double total = 0, wait = 0;
+};
+ChainTime chain(const runtime::VulkanOptions& o, const ir::Module& m, ir::Context& ctx, unsigned k, unsigned perBatch,
              uint32_t steps) {
   auto dev = runtime::VulkanDevice::open(o);
   if (!dev) check(dev.error());
@@ -175,6 +179,7 @@ double chain(const runtime::VulkanOptions& o, const ir::Module& m, ir::Context& 
   unsigned n = k * perBatch;
   auto t0 = Clock::now();
   for (unsigned i = 0; i < n; ++i) check((*dev)->dispatch(spin, {1, 1, 1}, args, {}));
+  auto recorded = Clock::now();
   check((*dev)->wait({}));
   auto t1 = Clock::now();
   std::vector<uint32_t> got(64);
@@ -193,31 +198,35 @@ double chain(const runtime::VulkanOptions& o, const ir::Module& m, ir::Context& 
     std::fprintf(stderr, "eph_dispatch_bench: chain: wrong result\n");
     std::exit(1);
   }
-  return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
+  return {std::chrono::duration<double, std::micro>(t1 - t0).count() / n,
+          std::chrono::duration<double, std::micro>(t1 - recorded).count() / n};
 }
 
 void pipelining(ir::Context& ctx, unsigned reps, unsigned k, unsigned perBatch, uint32_t maxSteps) {
   auto m = ir::parseModule(ctx, kSpin, "spin.eir");
   if (!m) check(m.error());
   check(ir::verify(**m));
-  std::printf("\npipelined submission: %u batches of %u dependent dispatches, wall us per dispatch\n", k, perBatch);
-  std::printf("%-8s %12s %12s %12s %12s\n", "steps", "serial", "1 in flight", "fixed", "adaptive");
+  std::printf("\npipelined submission: %u batches of %u dependent dispatches, wall us per dispatch in all "
+              "(of it in the final wait)\n",
+              k, perBatch);
+  std::printf("%-6s %18s %18s %18s %18s\n", "steps", "serial", "1 in flight", "fixed", "adaptive");
   for (uint32_t steps : {0u, maxSteps}) {
-    double med[4];
     unsigned ways[4][3] = {{0, 0, 3}, {perBatch, perBatch, 1}, {perBatch, perBatch, 3}, {perBatch, 4096, 3}};
-    for (int w = 0; w < 4; ++w) {
-      std::vector<double> us;
-      for (unsigned r = 0; r < reps; ++r) {
+    std::vector<double> us[4], waits[4];
+    for (unsigned r = 0; r < reps; ++r)  // the ways in turn: a shared machine's load drifts over all alike
+      for (int w = 0; w < 4; ++w) {
         runtime::VulkanOptions o;
         o.cacheDir = "off";
         o.batchCommands = ways[w][0];
         o.maxBatchCommands = ways[w][1];
         o.batchesInFlight = ways[w][2];
-        us.push_back(chain(o, **m, ctx, k, perBatch, steps));
+        ChainTime t = chain(o, **m, ctx, k, perBatch, steps);
+        us[w].push_back(t.total);
+        waits[w].push_back(t.wait);
       }
-      med[w] = median(us);
-    }
-    std::printf("%-8u %12.2f %12.2f %12.2f %12.2f\n", steps, med[0], med[1], med[2], med[3]);
+    std::printf("%-6u", steps);
+    for (int w = 0; w < 4; ++w) std::printf("  %7.2f (%7.2f)", median(us[w]), median(waits[w]));
+    std::printf("\n");
   }
 }
 #endif
