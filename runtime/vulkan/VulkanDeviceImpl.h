@@ -173,7 +173,6 @@ struct VulkanDevice::Impl {
     std::unordered_map<VkBuffer, uint64_t> uploadedAt;
   } xfer;
 
-  unsigned submissions = 0;
   std::vector<DispatchTime> times;
   std::vector<CommandTime> timeline;
   // Stamps the start of a transfer or dispatch (stage: its kind's stage) in
