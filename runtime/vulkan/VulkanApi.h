@@ -91,6 +91,7 @@ namespace eph::runtime::vk {
   X(vkDestroyFence)                 \
   X(vkResetFences)                  \
   X(vkWaitForFences)                \
+  X(vkGetFenceStatus)               \
   X(vkCreateSemaphore)              \
   X(vkDestroySemaphore)             \
   X(vkResetQueryPool)               \

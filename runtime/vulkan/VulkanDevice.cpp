@@ -2,13 +2,12 @@
 // listVulkanDevices, and the small queries on the device as a whole.
 #include "runtime/vulkan/VulkanDevice.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
-#include <cstring>
 
 #include "runtime/DiskCache.h"
 #include "runtime/vulkan/VulkanDeviceImpl.h"
-#include "targets/spirv/Spirv.h"
 
 #ifndef EPH_VERSION
 #define EPH_VERSION "0.1.0"
@@ -19,26 +18,32 @@ namespace eph::runtime {
 VulkanDevice::Impl::~Impl() {
   if (wedged) {  // waiting could block for ever; leak what the GPU may still use
     for (auto& [h, b] : buffers) abandon(b);
-    for (Buffer& b : staging) abandon(b);
-    abandon(boundsRecord);
+    for (Batch& b : ring) {
+      for (Buffer& k : b.keep) abandon(k);
+      abandon(b.boundsRecord);
+    }
     for (auto& [k, p] : pipelines) (void)p.release();
     if (pool) pool->abandon();
     return;
   }
   if (device) {
-    if (recording || xfer.recording) (void)submitAndWait({});
+    (void)waitAll({});
     api().vkDeviceWaitIdle(device);
     buffers.clear();
-    staging.clear();
-    boundsRecord = Buffer();
+    for (Batch& b : ring) {
+      b.keep.clear();
+      b.boundsRecord = Buffer();
+    }
     pool.reset();  // after every buffer
     pipelines.clear();
-    for (VkDescriptorPool p : descriptorPools) api().vkDestroyDescriptorPool(device, p, nullptr);
-    if (queryPool) api().vkDestroyQueryPool(device, queryPool, nullptr);
-    if (fence) api().vkDestroyFence(device, fence, nullptr);
+    for (Batch& b : ring) {
+      for (VkDescriptorPool p : b.pools) api().vkDestroyDescriptorPool(device, p, nullptr);
+      for (VkQueryPool q : {b.queries, b.xferQueries})
+        if (q) api().vkDestroyQueryPool(device, q, nullptr);
+      for (VkFence f : {b.fence, b.xferFence})
+        if (f) api().vkDestroyFence(device, f, nullptr);
+    }
     if (commandPool) api().vkDestroyCommandPool(device, commandPool, nullptr);
-    if (xfer.queries) api().vkDestroyQueryPool(device, xfer.queries, nullptr);
-    if (xfer.fence) api().vkDestroyFence(device, xfer.fence, nullptr);
     if (xfer.done) api().vkDestroySemaphore(device, xfer.done, nullptr);
     if (xfer.pool) api().vkDestroyCommandPool(device, xfer.pool, nullptr);
     api().vkDestroyDevice(device, nullptr);
@@ -64,29 +69,34 @@ Status VulkanDevice::Impl::openTransferQueue() {
   cp.queueFamilyIndex = pd.transferFamily;
   if (VkResult r = api().vkCreateCommandPool(device, &cp, nullptr, &xfer.pool); r != VK_SUCCESS)
     return vkError({}, "vkCreateCommandPool failed (upload queue)", r);
-  VkCommandBufferAllocateInfo cb{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  cb.commandPool = xfer.pool;
-  cb.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  cb.commandBufferCount = 1;
-  if (VkResult r = api().vkAllocateCommandBuffers(device, &cb, &xfer.cmd); r != VK_SUCCESS)
-    return vkError({}, "vkAllocateCommandBuffers failed (upload queue)", r);
-  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  if (VkResult r = api().vkCreateFence(device, &fi, nullptr, &xfer.fence); r != VK_SUCCESS)
-    return vkError({}, "vkCreateFence failed (upload queue)", r);
+  VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+  type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
   VkSemaphoreCreateInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  si.pNext = &type;
   if (VkResult r = api().vkCreateSemaphore(device, &si, nullptr, &xfer.done); r != VK_SUCCESS)
     return vkError({}, "vkCreateSemaphore failed (upload queue)", r);
   // Stamps need the host reset of Vulkan 1.2 (vkCmdResetQueryPool is not
   // allowed on a transfer-only queue).
-  bool hostReset = pd.features->v12.hostQueryReset;  // false unless the 1.2 struct is linked
-  if (pd.transferTimestampBits > 0 && queryPool && hostReset) {
-    VkQueryPoolCreateInfo qp{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-    qp.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qp.queryCount = kQueryCapacity;
-    if (api().vkCreateQueryPool(device, &qp, nullptr, &xfer.queries) != VK_SUCCESS) xfer.queries = VK_NULL_HANDLE;
-  }
+  xfer.timestamps = pd.transferTimestampBits > 0 && hostQueryReset;
   return Status::ok();
 }
+
+namespace {
+
+// The number in environment variable `name`, from lo to hi; `fallback` when
+// it is unset or empty.
+Expected<unsigned> envNumber(const char* name, unsigned fallback, unsigned lo, unsigned hi) {
+  const char* e = std::getenv(name);
+  if (!e || !*e) return fallback;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(e, &end, 10);
+  if (*end || *e == '-' || v < lo || v > hi)
+    return Error{{}, std::string(name) + "='" + e + "' is not a number from " + std::to_string(lo) + " to " +
+                         std::to_string(hi)};
+  return unsigned(v);
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------------------
 
@@ -165,7 +175,16 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
     executableInfo.pipelineExecutableInfo = VK_TRUE;
   }
   float priorities[2] = {1.0f, 1.0f};
-  bool wantTransfer = options.transferQueue && pd.transferQueueIndex >= 0;
+  // The upload queue orders its batches against compute ones with a timeline
+  // semaphore (Vulkan 1.2).
+  bool timeline = pd.features->v12.timelineSemaphore;
+  bool sharedUploads = options.uploadsOnComputeQueue && pd.transferQueueIndex < 0 && timeline;
+  if (sharedUploads) {  // tests: the upload-queue path, submitted to queue 0
+    pd.transferFamily = pd.queueFamily;
+    pd.transferQueueIndex = 0;
+    pd.transferTimestampBits = pd.timestampValidBits;
+  }
+  bool wantTransfer = (options.transferQueue || sharedUploads) && pd.transferQueueIndex >= 0 && timeline;
   if (const char* e = std::getenv("EPH_VK_TRANSFER_QUEUE"); e && std::string(e) == "0") wantTransfer = false;
   VkDeviceQueueCreateInfo queues[2] = {{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO},
                                        {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO}};
@@ -173,7 +192,9 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   queues[0].queueFamilyIndex = pd.queueFamily;
   queues[0].queueCount = 1;
   queues[0].pQueuePriorities = priorities;
-  if (wantTransfer && pd.transferFamily == pd.queueFamily) {
+  if (sharedUploads) {
+    // one queue for both
+  } else if (wantTransfer && pd.transferFamily == pd.queueFamily) {
     queues[0].queueCount = 2;
   } else if (wantTransfer) {
     queues[1].queueFamilyIndex = pd.transferFamily;
@@ -202,23 +223,9 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   cp.queueFamilyIndex = pd.queueFamily;
   if (VkResult r = api().vkCreateCommandPool(I.device, &cp, nullptr, &I.commandPool); r != VK_SUCCESS)
     return vkError({}, "vkCreateCommandPool failed", r);
-  VkCommandBufferAllocateInfo cb{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  cb.commandPool = I.commandPool;
-  cb.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  cb.commandBufferCount = 1;
-  if (VkResult r = api().vkAllocateCommandBuffers(I.device, &cb, &I.cmd); r != VK_SUCCESS)
-    return vkError({}, "vkAllocateCommandBuffers failed", r);
-  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  if (VkResult r = api().vkCreateFence(I.device, &fi, nullptr, &I.fence); r != VK_SUCCESS)
-    return vkError({}, "vkCreateFence failed", r);
   const char* profileEnv = std::getenv("EPH_PROFILE");
-  bool profile = options.profile || (profileEnv && *profileEnv && std::string(profileEnv) != "0");
-  if (pd.timestampValidBits > 0 && profile) {  // no pool: nothing is stamped
-    VkQueryPoolCreateInfo qp{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-    qp.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qp.queryCount = kQueryCapacity;
-    if (api().vkCreateQueryPool(I.device, &qp, nullptr, &I.queryPool) != VK_SUCCESS) I.queryPool = VK_NULL_HANDLE;
-  }
+  I.profile = options.profile || (profileEnv && *profileEnv && std::string(profileEnv) != "0");
+  I.hostQueryReset = pd.features->v12.hostQueryReset;  // false unless the 1.2 struct is linked
   if (wantTransfer) {
     if (Status s = I.openTransferQueue(); !s) return s.error();
   }
@@ -229,12 +236,17 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
                           ":ephc " EPH_VERSION;
   I.disk = std::make_unique<vk::DiskCache>(runtime::cacheDir(options.cacheDir), deviceKey);
   I.checkBounds = options.checkBounds;
-  if (I.checkBounds) {
-    auto record = I.makeBuffer(spirv::kBoundsRecordWords * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, true, {});
-    if (!record) return record.error();
-    I.boundsRecord = std::move(*record);
-    std::memset(I.boundsRecord.mapped, 0, I.boundsRecord.bytes);
-  }
+  auto batchCommands = envNumber("EPH_VK_BATCH", options.batchCommands, 0, UINT_MAX);
+  if (!batchCommands) return batchCommands.error();
+  I.batchCommands = *batchCommands;
+  auto maxCommands = envNumber("EPH_VK_BATCH_MAX", options.maxBatchCommands, 0, UINT_MAX);
+  if (!maxCommands) return maxCommands.error();
+  I.maxBatchCommands = std::max(*maxCommands, I.batchCommands);
+  auto inFlight = envNumber("EPH_VK_IN_FLIGHT", options.batchesInFlight, 1, 64);
+  if (!inFlight) return inFlight.error();
+  if (*inFlight < 1 || *inFlight > 64)
+    return Error{{}, "VulkanOptions::batchesInFlight is " + std::to_string(*inFlight) + "; it must be 1 to 64"};
+  if (Status s = I.makeRing(*inFlight); !s) return s.error();
   if (Status s = I.checkValidation({}); !s) return s.error();
   return std::unique_ptr<VulkanDevice>(new VulkanDevice(std::move(impl)));
 }

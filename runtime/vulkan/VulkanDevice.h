@@ -16,15 +16,24 @@
 //   creates its pipeline, through a pipeline cache kept in memory and on disk
 //   ($XDG_CACHE_HOME/ephc, else ~/.cache/ephc; one file per SPIR-V module,
 //   keyed by its hash, the device, the driver version and ephc's version).
-// - Device work is recorded into one command buffer and submitted at sync
-//   points: a download, wait, freeing a buffer recorded work uses, and the end
-//   of runHost. A pipeline barrier goes only between dependent commands (one
-//   that reads or writes a buffer an earlier unbarriered command wrote, or
-//   writes one it read), so independent transfers and dispatches may overlap.
+// - Device work is recorded into batches (a command buffer per queue) from a
+//   small ring (VulkanOptions::batchesInFlight): a batch is submitted
+//   without waiting once it holds VulkanOptions::batchCommands commands and
+//   the GPU has run the ones before (at maxBatchCommands in any case), so
+//   the GPU runs it while the host records the next. The host waits only at
+//   sync points (a download, wait, the end of runHost; each waits for every
+//   batch) and when the batch to record next still runs (the ring is full).
+//   A freed buffer that a batch not yet finished uses is destroyed, and its
+//   memory reused, only once that batch has finished. A pipeline barrier
+//   goes only between dependent commands (one that reads or writes a buffer
+//   an earlier unbarriered command wrote, or writes one it read), in the
+//   same batch or an earlier one still running, so independent transfers
+//   and dispatches may overlap.
 //   Where the device has a second queue for transfers (VulkanOptions::
-//   transferQueue), an h2d into a buffer the open batch has not used goes
-//   there, and the compute batch waits for those uploads (a semaphore) only
-//   when it uses a buffer they write. With VulkanOptions::profile (or
+//   transferQueue) and timeline semaphores, an h2d into a buffer no
+//   unfinished batch's compute work uses goes there, and a compute batch
+//   waits for those uploads (the semaphore's value) only when it uses a
+//   buffer they write. With VulkanOptions::profile (or
 //   EPH_PROFILE=1) every transfer and dispatch is timed with GPU timestamps
 //   (takeTimeline); without, nothing is stamped.
 // - With validation (VulkanOptions::validation or EPH_VALIDATION=1) the
@@ -63,6 +72,11 @@ struct VulkanOptions {
   // family: a GPU's copy engines), so that they overlap compute.
   // EPH_VK_TRANSFER_QUEUE=0 turns it off too.
   bool transferQueue = true;
+  // Tests: on a device with one queue (lavapipe), record uploads as on an
+  // upload queue (their own command buffers, ordered by the timeline
+  // semaphore) and submit them to the compute queue, so that the upload-queue
+  // path runs where no second queue exists.
+  bool uploadsOnComputeQueue = false;
   // Stamp every transfer and dispatch with GPU timestamps (takeDispatchTimes,
   // takeTimeline). Off, no query pool is made and nothing is stamped: a
   // timestamp is a command and a query to reset and read back per command.
@@ -73,6 +87,18 @@ struct VulkanOptions {
   // interpreter's error (index, length, invocation) at the next sync point.
   // Off, an access out of bounds is undefined (robust buffer access is off).
   bool checkBounds = false;
+  // Pipelined submission: the host records a batch (one command buffer per
+  // queue) while the GPU runs the one before. A batch is submitted without
+  // waiting once it holds `batchCommands` commands and the GPU has finished
+  // the batches before it (so that it neither idles nor queues up work), and
+  // at `maxBatchCommands` commands even when it has not; up to
+  // `batchesInFlight` batches are recorded or running at once (the host
+  // waits for the oldest when all are). batchCommands 0: submit only at sync
+  // points (one batch between them). EPH_VK_BATCH, EPH_VK_BATCH_MAX and
+  // EPH_VK_IN_FLIGHT set them too.
+  unsigned batchCommands = 256;
+  unsigned maxBatchCommands = 4096;
+  unsigned batchesInFlight = 3;
 };
 
 // One Vulkan device as `ephc devices` shows it.
@@ -125,7 +151,7 @@ class VulkanDevice : public Device {
   // command's start is stamped when all earlier commands of its kind
   // (transfers or dispatches) have finished, or a barrier it waits behind
   // has cleared; its end when it and those have finished. Times are in ms
-  // from the first start of the same submission (one command buffer).
+  // from the first start of the same submission (one batch).
   struct CommandTime {
     std::string what;  // "h2d", "d2h", "copy" or "dispatch"
     std::string name;  // the kernel of a dispatch; else empty

@@ -9,8 +9,8 @@
 namespace eph::runtime {
 namespace {
 
-constexpr size_t kMaxStagingBuffers = 256;            // uploads between submits, at most
-constexpr uint64_t kMaxStagedBytes = uint64_t(1) << 30;  // bytes staged between submits, at most
+constexpr unsigned kMaxStagingBuffers = 256;            // uploads per batch, at most
+constexpr uint64_t kMaxStagedBytes = uint64_t(1) << 30;  // bytes staged by the batches in flight, at most
 
 }  // namespace
 
@@ -50,6 +50,11 @@ Expected<Buffer> VulkanDevice::Impl::makeBuffer(uint64_t bytes, VkBufferUsageFla
   auto type = memoryType(req.memoryTypeBits, need, prefer);
   if (!type) return Error{site, type.error().message};
   VkResult r = pool->allocate(req, *type, hostVisible, b.memory);
+  bool exhausted = r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY;
+  if (exhausted && newestBusy() && !wedged) {  // freed buffers and staging may wait for running batches
+    if (Status s = waitAll(site); !s) return s.error();
+    r = pool->allocate(req, *type, hostVisible, b.memory);
+  }
   if (r == VK_SUCCESS) b.pool = pool.get();
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
     return Error{site, "allocation of " + std::to_string(bytes) + " bytes failed: out of " +
@@ -62,38 +67,35 @@ Expected<Buffer> VulkanDevice::Impl::makeBuffer(uint64_t bytes, VkBufferUsageFla
   return b;
 }
 
-// An h2d on the upload queue: stamped there, behind a barrier only when this
-// batch already uploads into the same buffer.
-Status VulkanDevice::Impl::uploadOnTransferQueue(Buffer& dst, uint64_t handle, Buffer stage, Loc site) {
-  if (!xfer.recording) {
-    if (xfer.queries) api().vkResetQueryPool(device, xfer.queries, 0, kQueryCapacity);
-    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    if (VkResult r = api().vkBeginCommandBuffer(xfer.cmd, &begin); r != VK_SUCCESS)
-      return vkError(site, "vkBeginCommandBuffer failed", r);
-    xfer.recording = true;
-  }
+// An h2d on the upload queue: stamped there, behind a barrier only when an
+// upload not yet behind one (in this batch or an earlier one still running)
+// writes the same buffer.
+Status VulkanDevice::Impl::uploadOnTransferQueue(Buffer& dst, Buffer stage, Loc site) {
+  if (Status s = beginUploads(site); !s) return s;
+  Batch& b = batch();
   if (xfer.written.count(dst.buffer)) {
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = mb.dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    api().vkCmdPipelineBarrier(xfer.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
-                               nullptr, 0, nullptr);
+    api().vkCmdPipelineBarrier(b.xferCmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb,
+                               0, nullptr, 0, nullptr);
+    xfer.written.clear();
     ++stats.barriers;
   }
-  bool stamped = xfer.queries && xfer.queriesUsed + 2 <= kQueryCapacity;
+  bool stamped = b.xferQueries && b.xferQueriesUsed + 2 <= queriesPerBatch;
   if (stamped) {
-    api().vkCmdWriteTimestamp(xfer.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, xfer.queries, xfer.queriesUsed);
-    xferTimed.push_back({"h2d", "", xfer.queriesUsed});
+    api().vkCmdWriteTimestamp(b.xferCmd, VK_PIPELINE_STAGE_TRANSFER_BIT, b.xferQueries, b.xferQueriesUsed);
+    b.xferTimed.push_back({"h2d", "", b.xferQueriesUsed});
   }
   VkBufferCopy region{0, 0, dst.bytes};
-  api().vkCmdCopyBuffer(xfer.cmd, stage.buffer, dst.buffer, 1, &region);
+  api().vkCmdCopyBuffer(b.xferCmd, stage.buffer, dst.buffer, 1, &region);
   if (stamped) {
-    api().vkCmdWriteTimestamp(xfer.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, xfer.queries, xfer.queriesUsed + 1);
-    xfer.queriesUsed += 2;
+    api().vkCmdWriteTimestamp(b.xferCmd, VK_PIPELINE_STAGE_TRANSFER_BIT, b.xferQueries, b.xferQueriesUsed + 1);
+    b.xferQueriesUsed += 2;
   }
   xfer.written.insert(dst.buffer);
-  usedHandles.insert(handle);
-  staging.push_back(std::move(stage));
+  xfer.uploadedAt[dst.buffer] = b.uploadValue;
+  b.uploaded.insert(dst.buffer);
+  b.keep.push_back(std::move(stage));
   return checkValidation(site);
 }
 
@@ -133,10 +135,16 @@ Expected<uint64_t> VulkanDevice::alloc(const ir::Type* bufferType, uint64_t coun
 Status VulkanDevice::free(uint64_t handle, Loc site) {
   Impl& I = *impl_;
   Status err;
-  if (!I.live(handle, site, err)) return err;
-  // Recorded work that uses it must run first.
-  if (I.usedHandles.count(handle))
-    if (Status s = I.submitAndWait(site); !s) return s;
+  Buffer* b = I.live(handle, site, err);
+  if (!b) return err;
+  if (I.wedged) {  // the GPU may still use it
+    I.abandon(*b);
+    I.buffers.erase(handle);
+    return I.wedgedError(site);
+  }
+  // A batch not yet finished uses it: it goes when the newest such batch
+  // (and so every earlier one) has finished.
+  if (I.inUse(b->buffer, false)) I.newestBusy()->keep.push_back(std::move(*b));
   I.buffers.erase(handle);
   return I.checkValidation(site);
 }
@@ -150,26 +158,33 @@ Status VulkanDevice::uploadBytes(uint64_t dst, std::span<const std::byte> bytes,
     return Error{site, "copies " + std::to_string(bytes.size()) + " bytes into a device buffer of " +
                            std::to_string(b->bytes) + " bytes"};
   if (bytes.empty()) return Status::ok();
-  // Staging buffers live until the next submit: flush now and then so that a
-  // long run of uploads neither holds all their memory nor runs into the
-  // driver's limit on allocations.
-  uint64_t staged = bytes.size();
-  for (const Buffer& sb : I.staging) staged += sb.bytes;
-  if (I.staging.size() >= kMaxStagingBuffers || staged > kMaxStagedBytes)
-    if (Status s = I.submitAndWait(site); !s) return s;
+  // Staging buffers live until their batch has run: submit the batch now and
+  // then so that a long run of uploads neither holds all their memory nor
+  // runs into the driver's limit on allocations.
+  {
+    Batch& open = I.batch();
+    if (open.stagedBuffers >= kMaxStagingBuffers ||
+        open.stagedBytes + bytes.size() > kMaxStagedBytes / I.ring.size())
+      if (Status s = I.flush(site); !s) return s;
+  }
   auto stage = I.makeBuffer(bytes.size(), VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, false, site);
   if (!stage) return stage.error();
   std::memcpy(stage->mapped, bytes.data(), bytes.size());
-  if (I.xfer.queue && !I.computeUsed.count(b->buffer)) return I.uploadOnTransferQueue(*b, dst, std::move(*stage), site);
-  if (Status s = I.beginRecording(site); !s) return s;
-  I.access({}, {b->buffer});
-  VkBufferCopy region{0, 0, bytes.size()};
-  int64_t q = I.stampStart("h2d", "", VK_PIPELINE_STAGE_TRANSFER_BIT);
-  api().vkCmdCopyBuffer(I.cmd, stage->buffer, b->buffer, 1, &region);
-  I.stampEnd(q, VK_PIPELINE_STAGE_TRANSFER_BIT);
-  I.usedHandles.insert(dst);
-  I.staging.push_back(std::move(*stage));
-  return I.checkValidation(site);
+  if (I.xfer.queue && !I.inUse(b->buffer, true)) {
+    if (Status s = I.uploadOnTransferQueue(*b, std::move(*stage), site); !s) return s;
+  } else {
+    if (Status s = I.beginRecording(site); !s) return s;
+    I.access({}, {b->buffer});
+    VkBufferCopy region{0, 0, bytes.size()};
+    int64_t q = I.stampStart("h2d", "", VK_PIPELINE_STAGE_TRANSFER_BIT);
+    api().vkCmdCopyBuffer(I.batch().cmd, stage->buffer, b->buffer, 1, &region);
+    I.stampEnd(q, VK_PIPELINE_STAGE_TRANSFER_BIT);
+    I.batch().keep.push_back(std::move(*stage));
+    if (Status s = I.checkValidation(site); !s) return s;
+  }
+  I.batch().stagedBuffers++;
+  I.batch().stagedBytes += bytes.size();
+  return I.recorded(site);
 }
 
 Status VulkanDevice::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) {
@@ -180,23 +195,24 @@ Status VulkanDevice::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc
   if (bytes.size() != b->bytes)
     return Error{site, "copies a device buffer of " + std::to_string(b->bytes) + " bytes into " +
                            std::to_string(bytes.size()) + " bytes"};
-  if (bytes.empty()) return I.submitAndWait(site);
+  if (bytes.empty()) return I.waitAll(site);
   auto stage = I.makeBuffer(bytes.size(), VK_BUFFER_USAGE_TRANSFER_DST_BIT, true, true, site);
   if (!stage) return stage.error();
   if (Status s = I.beginRecording(site); !s) return s;
   I.access({b->buffer}, {});
   VkBufferCopy region{0, 0, bytes.size()};
   int64_t q = I.stampStart("d2h", "", VK_PIPELINE_STAGE_TRANSFER_BIT);
-  api().vkCmdCopyBuffer(I.cmd, b->buffer, stage->buffer, 1, &region);
+  api().vkCmdCopyBuffer(I.batch().cmd, b->buffer, stage->buffer, 1, &region);
   I.stampEnd(q, VK_PIPELINE_STAGE_TRANSFER_BIT);
   // Make the copy visible to the host before the fence wait returns.
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  api().vkCmdPipelineBarrier(I.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
+  api().vkCmdPipelineBarrier(I.batch().cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
                              nullptr, 0, nullptr);
-  Buffer readback = std::move(*stage);  // outlives the submit (staging is cleared there)
-  if (Status s = I.submitAndWait(site); !s) {
+  Buffer readback = std::move(*stage);  // outlives the batch
+  // The copy is in the newest batch: waiting for it is waiting for all.
+  if (Status s = I.waitAll(site); !s) {
     if (I.wedged) readback.abandon();  // the copy into it may still be running
     return s;
   }
@@ -220,11 +236,10 @@ Status VulkanDevice::copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc s
   I.access({from->buffer}, {to->buffer});
   VkBufferCopy region{0, 0, bytes};
   int64_t q = I.stampStart("copy", "", VK_PIPELINE_STAGE_TRANSFER_BIT);
-  api().vkCmdCopyBuffer(I.cmd, from->buffer, to->buffer, 1, &region);
+  api().vkCmdCopyBuffer(I.batch().cmd, from->buffer, to->buffer, 1, &region);
   I.stampEnd(q, VK_PIPELINE_STAGE_TRANSFER_BIT);
-  I.usedHandles.insert(dst);
-  I.usedHandles.insert(src);
-  return I.checkValidation(site);
+  if (Status s = I.checkValidation(site); !s) return s;
+  return I.recorded(site);
 }
 
 uint64_t VulkanDevice::bufferBytes(uint64_t handle) const {

@@ -21,8 +21,9 @@ std::string tuple3(std::array<uint32_t, 3> v) {
 }  // namespace
 
 Expected<VkDescriptorSet> VulkanDevice::Impl::allocateSet(VkDescriptorSetLayout layout, Loc site) {
+  Batch& b = batch();  // its pools are reset when it has run
   for (;;) {
-    if (currentPool == descriptorPools.size()) {
+    if (b.currentPool == b.pools.size()) {
       VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool};
       VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
       info.maxSets = kSetsPerPool;
@@ -31,10 +32,10 @@ Expected<VkDescriptorSet> VulkanDevice::Impl::allocateSet(VkDescriptorSetLayout 
       VkDescriptorPool pool;
       if (VkResult r = api().vkCreateDescriptorPool(device, &info, nullptr, &pool); r != VK_SUCCESS)
         return vkError(site, "vkCreateDescriptorPool failed", r);
-      descriptorPools.push_back(pool);
+      b.pools.push_back(pool);
     }
     VkDescriptorSetAllocateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    info.descriptorPool = descriptorPools[currentPool];
+    info.descriptorPool = b.pools[b.currentPool];
     info.descriptorSetCount = 1;
     info.pSetLayouts = &layout;
     VkDescriptorSet set;
@@ -42,7 +43,7 @@ Expected<VkDescriptorSet> VulkanDevice::Impl::allocateSet(VkDescriptorSetLayout 
     if (r == VK_SUCCESS) return set;
     if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL)
       return vkError(site, "vkAllocateDescriptorSets failed", r);
-    ++currentPool;
+    ++b.currentPool;
   }
 }
 
@@ -241,9 +242,7 @@ Status VulkanDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3
                            std::to_string(kernel.paramTypes().size())};
 
   std::vector<VkDescriptorBufferInfo> infos(k.bindingParam.size());
-  if (I.checkBounds) infos.push_back({I.boundsRecord.buffer, 0, I.boundsRecord.bytes});
   std::vector<VkBuffer> reads, writes;
-  std::vector<uint64_t> handles;
   for (size_t b = 0; b < k.bindingParam.size(); ++b) {
     unsigned p = k.bindingParam[b];
     Status err;
@@ -253,7 +252,6 @@ Status VulkanDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3
     // OpArrayLength); an empty buffer gets one byte, shorter than any element.
     infos[b] = {buf->buffer, 0, buf->bytes ? buf->bytes : 1};
     (k.bindingWrites[b] ? writes : reads).push_back(buf->buffer);
-    handles.push_back(args[p].buffer);
   }
   if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0) return Status::ok();
 
@@ -261,6 +259,8 @@ Status VulkanDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3
   for (auto& [p, offset] : k.pushFields) ir::encode(args[p], push.data() + offset);
 
   if (Status s = I.beginRecording(site); !s) return s;
+  Batch& batch = I.batch();
+  if (I.checkBounds) infos.push_back({batch.boundsRecord.buffer, 0, batch.boundsRecord.bytes});
   auto set = I.allocateSet(k.pipeline->setLayout, site);
   if (!set) return set.error();
   std::vector<VkWriteDescriptorSet> w(infos.size());
@@ -279,18 +279,18 @@ Status VulkanDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3
   for (VkBuffer r : reads)
     if (std::find(writes.begin(), writes.end(), r) == writes.end()) onlyReads.push_back(r);
   I.access(onlyReads, writes);
-  for (uint64_t h : handles) I.usedHandles.insert(h);
-  I.boundsPending |= I.checkBounds;
+  batch.boundsPending |= I.checkBounds;
 
-  api().vkCmdBindPipeline(I.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline->pipeline);
-  api().vkCmdBindDescriptorSets(I.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline->layout, 0, 1, &*set, 0, nullptr);
+  api().vkCmdBindPipeline(batch.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline->pipeline);
+  api().vkCmdBindDescriptorSets(batch.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline->layout, 0, 1, &*set, 0, nullptr);
   if (k.pushBytes)
-    api().vkCmdPushConstants(I.cmd, k.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.pushBytes, push.data());
+    api().vkCmdPushConstants(batch.cmd, k.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.pushBytes, push.data());
   // The start waits for earlier compute work, so each time is one dispatch's.
   int64_t q = I.stampStart("dispatch", k.name, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
-  api().vkCmdDispatch(I.cmd, groups[0], groups[1], groups[2]);
+  api().vkCmdDispatch(batch.cmd, groups[0], groups[1], groups[2]);
   I.stampEnd(q, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
-  return I.checkValidation(site);
+  if (Status s = I.checkValidation(site); !s) return s;
+  return I.recorded(site);
 }
 
 std::vector<uint32_t> VulkanDevice::spirvOf(const ir::Function& kernel) const {

@@ -4,7 +4,8 @@
 //   VulkanDeviceBuffers.cpp   buffers: alloc, free, uploads, downloads, copies
 //                             (and uploads on the second queue)
 //   VulkanDeviceDispatch.cpp  kernels' pipelines, descriptor sets, dispatches
-//   VulkanDeviceSubmit.cpp    recording, barriers, submission, GPU timestamps
+//   VulkanDeviceSubmit.cpp    the ring of batches: recording, barriers,
+//                             submission, retiring, GPU timestamps
 #pragma once
 
 #include <cstdint>
@@ -63,17 +64,56 @@ using vk::KernelInfo;
 using vk::kQueryCapacity;
 using vk::Pipeline;
 
+// One batch of the ring (VulkanOptions::batchesInFlight): the command
+// buffers of one submission, one per queue, and what must live until the
+// GPU has run them. A batch is recorded, submitted (flush) and later retired
+// (its fences waited for, its timestamps and bounds record read, its
+// command buffers, descriptor pools and kept buffers reset).
+struct Batch {
+  VkCommandBuffer cmd = VK_NULL_HANDLE, xferCmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE, xferFence = VK_NULL_HANDLE;
+  VkQueryPool queries = VK_NULL_HANDLE, xferQueries = VK_NULL_HANDLE;
+  bool recording = false, xferRecording = false;  // command buffers open
+  bool submitted = false, xferSubmitted = false;  // on their queues, not retired
+  uint64_t seq = 0;       // flush order
+  unsigned commands = 0;  // recorded on either queue
+  // The upload timeline's value this batch's uploads signal, and the value
+  // its compute commands wait for (0: none): the newest upload of a buffer
+  // they use.
+  uint64_t uploadValue = 0, waitUpload = 0;
+  std::unordered_set<VkBuffer> computeUsed;  // by its compute commands
+  std::unordered_set<VkBuffer> uploaded;     // by its uploads on the upload queue
+  std::vector<VkDescriptorPool> pools;
+  size_t currentPool = 0;
+  // Staging buffers and buffers freed while it may use them: destroyed
+  // when it retires.
+  std::vector<Buffer> keep;
+  uint64_t stagedBytes = 0;
+  unsigned stagedBuffers = 0;
+  // VulkanOptions::checkBounds: this batch's bounds record (each batch its
+  // own, so that one read at retirement is that submission's).
+  Buffer boundsRecord;
+  bool boundsPending = false;  // it has a checked dispatch
+  struct TimedCommand {
+    std::string what, name;
+    uint32_t query;
+  };
+  std::vector<TimedCommand> timed, xferTimed;
+  uint32_t queriesUsed = 0, xferQueriesUsed = 0;
+  bool busy() const { return recording || xferRecording || submitted || xferSubmitted; }
+  bool uses(VkBuffer b) const { return computeUsed.count(b) || uploaded.count(b); }
+};
+
 struct VulkanDevice::Impl {
   std::unique_ptr<vk::Instance> instance;
   vk::PhysicalDevice physical;
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
   VkCommandPool commandPool = VK_NULL_HANDLE;
-  VkCommandBuffer cmd = VK_NULL_HANDLE;
-  VkFence fence = VK_NULL_HANDLE;
-  VkQueryPool queryPool = VK_NULL_HANDLE;
-  std::vector<VkDescriptorPool> descriptorPools;
-  size_t currentPool = 0;
+  bool profile = false;  // a query pool per batch (where the queue has timestamps)
+  // Vulkan 1.2 vkResetQueryPool: a retired batch's used queries are reset
+  // from the host; without it each batch resets its whole pool when it begins.
+  bool hostQueryReset = false;
   std::unique_ptr<vk::DiskCache> disk;
   std::unique_ptr<vk::MemoryPool> pool;  // every buffer's memory
   // EPH_VK_STATS set (and VK_KHR_pipeline_executable_properties there): each
@@ -81,13 +121,12 @@ struct VulkanDevice::Impl {
   // to stderr, for comparing a kernel's compile with nvcc's (bench/RESULTS.md).
   bool printStatistics = false;
   // VulkanOptions::checkBounds: kernels check their accesses and the first
-  // out-of-bounds one of a submission lands in `boundsRecord` (host-visible,
-  // bound after every kernel's buffers; runtime/vulkan/BoundsRecord.h), read
-  // and cleared after each submission. `boundsSites` numbers the checked ops.
+  // out-of-bounds one of a submission lands in the batch's bounds record
+  // (host-visible, bound after every kernel's buffers;
+  // runtime/vulkan/BoundsRecord.h), read and cleared when the batch retires.
+  // `boundsSites` numbers the checked ops.
   bool checkBounds = false;
-  Buffer boundsRecord;
   std::vector<const ir::Op*> boundsSites;
-  bool boundsPending = false;  // the open batch has a checked dispatch
 
   std::unordered_map<uint64_t, Buffer> buffers;  // by handle
   uint64_t nextHandle = 1;
@@ -96,51 +135,60 @@ struct VulkanDevice::Impl {
   bool prepared = false;
   std::unordered_map<const ir::Function*, KernelInfo> kernels;
 
-  // The command buffer being recorded.
-  bool recording = false;
+  // The ring of batches: `ring[cur]` is recorded (or recorded next); the
+  // others are idle or submitted, retired in flush order. A batch is flushed
+  // (submitted without waiting) once it has `batchCommands` commands and the
+  // GPU has run the batches before it, or at `maxBatchCommands`, so the GPU
+  // runs it while the host records the next; the host waits only at sync
+  // points (a d2h, wait, the end) and when the batch to record next is still
+  // running (the ring is full).
+  std::vector<Batch> ring;
+  size_t cur = 0;
+  uint64_t flushes = 0;
+  unsigned batchCommands = 0;  // 0: flush only at sync points
+  unsigned maxBatchCommands = 0;  // flush here though the GPU is busy (>= batchCommands)
+  // Whether the newest submitted batch is still running.
+  bool gpuBusy() const;
+  // Timestamps a batch's query pools hold (and a batch resets): two a
+  // command, kQueryCapacity at most.
+  uint32_t queriesPerBatch = kQueryCapacity;
+  Batch& batch() { return ring[cur]; }
+  // Hazards across commands not yet behind a barrier, carried across
+  // batches (a barrier's first scope is every earlier command of the queue
+  // in submission order) and cleared when every batch has retired.
   std::unordered_set<VkBuffer> writtenSinceBarrier, readSinceBarrier;
-  std::unordered_set<uint64_t> usedHandles;  // buffers the open command buffer uses
-  std::vector<Buffer> staging;               // freed once the command buffer has run
-  // The upload queue (PhysicalDevice::transferQueueIndex), when there is one
-  // and VulkanOptions::transferQueue: an h2d into a buffer the open compute
-  // batch has not used is recorded here instead, so that it runs beside the
-  // compute work. The compute batch waits for it (a semaphore) only when one
-  // of its commands uses a buffer an upload here writes.
+  // The upload queue (PhysicalDevice::transferQueueIndex), when there is one,
+  // VulkanOptions::transferQueue and timeline semaphores: an h2d into a
+  // buffer no unretired batch's compute commands use is recorded there, so
+  // that it runs beside the compute work. Each upload batch signals the next
+  // value of the timeline semaphore `done`; a compute batch waits for the
+  // value of the newest upload of a buffer it uses (`uploadedAt`).
   struct Transfer {
     VkQueue queue = VK_NULL_HANDLE;
     VkCommandPool pool = VK_NULL_HANDLE;
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-    VkFence fence = VK_NULL_HANDLE;
-    VkSemaphore done = VK_NULL_HANDLE;
-    VkQueryPool queries = VK_NULL_HANDLE;  // reset from the host (Vulkan 1.2 hostQueryReset)
-    uint32_t queriesUsed = 0;
-    bool recording = false;
-    std::unordered_set<VkBuffer> written;  // by the open transfer batch
+    VkSemaphore done = VK_NULL_HANDLE;  // timeline
+    uint64_t values = 0;                // handed out so far
+    bool timestamps = false;            // host-reset query pools per batch
+    std::unordered_set<VkBuffer> written;  // by uploads not yet behind a barrier (like writtenSinceBarrier)
+    std::unordered_map<VkBuffer, uint64_t> uploadedAt;
   } xfer;
-  std::unordered_set<VkBuffer> computeUsed;  // buffers the open compute batch uses
-  bool computeWaitsForTransfer = false;
 
-  // Commands timed in the open command buffers: a start and an end query each.
-  struct TimedCommand {
-    std::string what, name;
-    uint32_t query;
-  };
-  std::vector<TimedCommand> timed, xferTimed;
-  uint32_t queriesUsed = 0;
-  unsigned submissions = 0;
   std::vector<DispatchTime> times;
   std::vector<CommandTime> timeline;
-  // Stamps the start of a transfer or dispatch (stage: its kind's stage) and
-  // returns the query for stampEnd, or -1 when the pool is full or absent.
+  // Stamps the start of a transfer or dispatch (stage: its kind's stage) in
+  // the open batch and returns the query for stampEnd, or -1 when the pool
+  // is full or absent.
   int64_t stampStart(const char* what, std::string name, VkPipelineStageFlagBits stage) {
-    if (!queryPool || queriesUsed + 2 > kQueryCapacity) return -1;
-    api().vkCmdWriteTimestamp(cmd, stage, queryPool, queriesUsed);
-    timed.push_back({what, std::move(name), queriesUsed});
-    queriesUsed += 2;
-    return timed.back().query;
+    Batch& b = batch();
+    if (!b.queries || b.queriesUsed + 2 > queriesPerBatch) return -1;
+    api().vkCmdWriteTimestamp(b.cmd, stage, b.queries, b.queriesUsed);
+    b.timed.push_back({what, std::move(name), b.queriesUsed});
+    b.queriesUsed += 2;
+    return b.timed.back().query;
   }
   void stampEnd(int64_t query, VkPipelineStageFlagBits stage) {
-    if (query >= 0) api().vkCmdWriteTimestamp(cmd, stage, queryPool, uint32_t(query) + 1);
+    Batch& b = batch();
+    if (query >= 0) api().vkCmdWriteTimestamp(b.cmd, stage, b.queries, uint32_t(query) + 1);
   }
   PipelineStats stats;
   std::vector<std::string> validationLog;  // messages already reported as errors
@@ -160,14 +208,27 @@ struct VulkanDevice::Impl {
   Status checkValidation(Loc site);
   Expected<uint32_t> memoryType(uint32_t typeBits, VkMemoryPropertyFlags need, VkMemoryPropertyFlags prefer);
   Expected<Buffer> makeBuffer(uint64_t bytes, VkBufferUsageFlags usage, bool hostVisible, bool readback, Loc site);
+  Status makeRing(unsigned batches);
   Status beginRecording(Loc site);
+  Status beginUploads(Loc site);
+  // After each command recorded: flushes the batch once it is full.
+  Status recorded(Loc site);
   void access(std::initializer_list<VkBuffer> reads, std::initializer_list<VkBuffer> writes);
   void access(const std::vector<VkBuffer>& reads, const std::vector<VkBuffer>& writes);
-  Status submitAndWait(Loc site);
-  void readTimestamps();
-  Status uploadOnTransferQueue(Buffer& dst, uint64_t handle, Buffer stage, Loc site);
+  // Submits the open batch without waiting and moves to the next.
+  Status flush(Loc site);
+  // Waits for a submitted batch (and every earlier one) and resets it.
+  Status retire(Batch& b, Loc site);
+  void resetBatch(Batch& b);
+  // Flushes, then retires every batch: nothing of this device runs after it.
+  Status waitAll(Loc site);
+  // Whether a batch not yet retired (or the open one) uses `b`; the newest
+  // batch not yet retired (null when none).
+  bool inUse(VkBuffer b, bool computeOnly) const;
+  Batch* newestBusy();
+  void readTimestamps(Batch& b);
+  Status uploadOnTransferQueue(Buffer& dst, Buffer stage, Loc site);
   Status openTransferQueue();
-  void finishSubmission();
   Expected<VkDescriptorSet> allocateSet(VkDescriptorSetLayout layout, Loc site);
   Expected<Pipeline*> pipelineFor(const std::vector<uint32_t>& spirv, uint32_t bindings, uint32_t pushBytes,
                                   const std::string& kernel);

@@ -331,18 +331,23 @@ TEST(VulkanDevice, BarriersOnlyBetweenDependentCommands) {
   }
   EXPECT_TRUE(dev->takeDispatchTimes().empty());
 
-  // Freeing a buffer that recorded work uses submits that work first.
+  // Freeing a buffer that recorded work uses neither submits nor waits: the
+  // buffer lives until that work has run.
   run(h[0], h[1]);
   submits = dev->stats().submits;
+  uint64_t live = dev->memoryStats().allocations;
   ASSERT_TRUE(dev->free(h[1], {}));
-  EXPECT_EQ(dev->stats().submits, submits + 1);
-  // Freeing one nothing pending uses does not.
+  EXPECT_EQ(dev->stats().submits, submits);
+  EXPECT_EQ(dev->memoryStats().allocations, live);
+  // Freeing one nothing pending uses gives its memory back at once.
   ASSERT_TRUE(dev->free(h[2], {}));
-  EXPECT_EQ(dev->stats().submits, submits + 1);
+  EXPECT_EQ(dev->memoryStats().allocations, live - 1);
+  EXPECT_EQ(dev->stats().submits, submits);
   Status again = dev->free(h[2], {});
   ASSERT_FALSE(again);
   EXPECT_NE(again.error().message.find("freed"), std::string::npos);
   ASSERT_TRUE(dev->wait({}));
+  EXPECT_EQ(dev->memoryStats().allocations, live - 2);  // h1 went with its batch
   expectNoValidationMessages(*dev);
 }
 
