@@ -78,17 +78,16 @@ std::string verifyMatch(const Op& op) {
 std::string verifyYield(const Op& op) {
   const Op* parent = op.parentOp();
   if (!parent) return "must be inside an 'if', 'for', 'while' or 'match' region";
-  std::string_view p = parent->name();
-  if (p == "while" && &parent->region(0) == op.parentRegion())
+  if (parent->is(OpId::While) && &parent->region(0) == op.parentRegion())
     return "the first region of 'while' ends with 'condition', not 'yield'";
-  if (p != "if" && p != "for" && p != "while" && p != "match")
-    return "cannot end a region of '" + std::string(p) + "'";
+  if (parent->info().regionKind == RegionKind::None)
+    return "cannot end a region of '" + std::string(parent->name()) + "'";
   return {};  // types are checked by the parent
 }
 
 std::string verifyCondition(const Op& op) {
   const Op* parent = op.parentOp();
-  if (!parent || parent->name() != "while" || &parent->region(0) != op.parentRegion())
+  if (!parent || !parent->is(OpId::While) || &parent->region(0) != op.parentRegion())
     return "must end the first region of a 'while'";
   return {};
 }

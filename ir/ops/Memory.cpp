@@ -52,7 +52,7 @@ std::string verifyAtomic(const Op& op) {
   if (auto e = checkBufferIndex(op); !e.empty()) return e;
   if (auto e = checkWritable(op); !e.empty()) return e;
   const Type* elem = operandType(op, 0)->elem();
-  bool floatOk = op.name() == "atomic.add" || op.name() == "atomic.xchg";
+  bool floatOk = op.is(OpId::AtomicAdd) || op.is(OpId::AtomicXchg);
   if (!elem->isInt() && !(floatOk && elem->isFloat()))
     return "'" + std::string(op.name()) + "' works on integer" + (floatOk ? " or float" : "") +
            " buffers, not " + typeStr(elem);
