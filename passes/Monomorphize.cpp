@@ -252,7 +252,7 @@ class Monomorphizer {
     std::vector<Value*> args(op.operands().begin() + 1, op.operands().end());
     std::vector<const Type*> types;
     for (Value* r : op.results()) types.push_back(r->type());
-    auto call = Op::create(ir::OpTable::get()["call"], args, types,
+    auto call = Op::create(ir::OpTable::get()[ir::OpId::Call], args, types,
                            {{"callee", ir::Attr::symbol(target)}}, 0, op.loc());
     Op* c = op.parentRegion()->insertBefore(&op, std::move(call));
     for (unsigned i = 0; i < op.numResults(); ++i) {
@@ -339,7 +339,7 @@ class Monomorphizer {
         continue;
       }
       // The function argument becomes a constant at the top of the body.
-      auto ref = Op::create(ir::OpTable::get()["func.ref"], {}, {allParams[i]},
+      auto ref = Op::create(ir::OpTable::get()[ir::OpId::FuncRef], {}, {allParams[i]},
                             {{"callee", ir::Attr::symbol(fnArgs[i])}}, 0, tmpl.loc());
       Op* r = inst->body().append(std::move(ref));
       r->result()->setName(old->name());

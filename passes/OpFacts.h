@@ -26,7 +26,7 @@ inline bool movesOwnership(const ir::Op& op) {
 inline bool isEffectFree(const ir::Op& op) {
   const ir::OpInfo& info = op.info();
   bool local = info.has(ir::kPure) || info.has(ir::kReadOnly) ||
-               (info.has(ir::kTerminator) && info.name != "return") || op.numRegions() > 0;
+               (info.has(ir::kTerminator) && info.id != ir::OpId::Return) || op.numRegions() > 0;
   if (!local || info.has(ir::kBarrier) || info.id == ir::OpId::Call || movesOwnership(op)) return false;
   for (unsigned r = 0; r < op.numRegions(); ++r)
     for (auto& inner : op.region(r).ops())

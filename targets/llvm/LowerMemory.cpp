@@ -127,7 +127,6 @@ llvm::Value* FunctionEmitter::accessAt(const ir::Op& op, const ir::Type* et, llv
 // length when it is the workgroup's first, and is skipped (a load or an
 // atomic then gives 0).
 bool FunctionEmitter::emitAccess(const ir::Op& op) {
-  ir::OpId n = op.id();
   const ir::Type* bt = op.operand(0)->type();
   const ir::Type* et = bt->elem();
   llvm::Value* buf = get(op.operand(0));
