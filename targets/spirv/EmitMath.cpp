@@ -305,7 +305,7 @@ Status Emitter::emitFma(const ir::Op& op) {
 void Emitter::addMathEmitters(EmitTable& t) {
   using enum ir::OpId;
   for (ir::OpId n : {Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Erf, Exp2,
-                             Log2, Log1p, Expm1, Round, Trunc, Sign})
+                     Log2, Log1p, Expm1, Round, Trunc, Sign})
     t[n] = &Emitter::emitMathFunction;
   t[Atan2] = &Emitter::emitAtan2;
   t[Copysign] = &Emitter::emitCopysign;

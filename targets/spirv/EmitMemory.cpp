@@ -189,7 +189,7 @@ void Emitter::addMemoryEmitters(EmitTable& t) {
   t[WorkgroupAlloc] = &Emitter::emitWorkgroupAlloc;
   t[Barrier] = &Emitter::emitBarrier;
   for (ir::OpId n : {GlobalId, LocalId, WorkgroupId, NumWorkgroups, WorkgroupSize,
-                             SubgroupSize, SubgroupId, SubgroupLocalId})
+                     SubgroupSize, SubgroupId, SubgroupLocalId})
     t[n] = &Emitter::emitBuiltin;
 }
 
