@@ -1,6 +1,7 @@
 // Typed handles of the built-in ops, generated from ir/OpIds.def.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -20,5 +21,24 @@ constexpr unsigned kNumOpIds = static_cast<unsigned>(OpId::Custom);
 std::string_view opIdName(OpId id);
 // The OpId of a built-in op's name, or OpId::Custom.
 OpId opIdOf(std::string_view name);
+// How a target handles a built-in op (each target's lowersOp answers it;
+// OpTableWalkTest asks for every op usable in kernels).
+enum class Lowering : uint8_t {
+  Missing,      // no entry: a new op nobody lowered yet
+  Lowered,      // the target has a lowering
+  Unsupported,  // explicitly not on this target (emitting it is a clear error)
+};
+
+// A value per built-in op, indexed by OpId: the targets' lowering tables.
+// Custom ops have no slot (reading one gives a value-initialised T).
+template <class T>
+struct PerOp {
+  std::array<T, kNumOpIds> slots{};
+  T& operator[](OpId id) { return slots[static_cast<unsigned>(id)]; }
+  T operator[](OpId id) const { return id == OpId::Custom ? T{} : slots[static_cast<unsigned>(id)]; }
+};
+
+// atomic.add ... atomic.cmpxchg.
+constexpr bool isAtomic(OpId id) { return id >= OpId::AtomicAdd && id <= OpId::AtomicCmpXchg; }
 
 }  // namespace eph::ir

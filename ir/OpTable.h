@@ -74,6 +74,26 @@ struct DerivativeRules {
   ForwardRule forward = nullptr;
 };
 
+// Differential cases generated from the table (tests/unit/
+// DifferentialVulkanTest.cpp, TableOps): for each row and each of its types,
+// a kernel applies the op to random inputs (fixed seed) and interp, cpu and
+// vulkan must agree within the row's tolerance (runtime/Compare.h).
+struct SampleDomain {
+  double lo = -1000, hi = 1000;  // integers: clamped to the type's range
+  bool nonzero = false;          // never 0 (integer divisors)
+};
+// The whole range of an integer type (floats: [-1000, 1000]).
+constexpr SampleDomain kFullRange{-1e300, 1e300};
+struct SampleRow {
+  // Operand types (IR text), e.g. "i32", "f16", "vec<f32, 3>"; every operand
+  // has this type.
+  std::vector<std::string_view> types;
+  // Each operand's inputs; the last repeats. Empty: kFullRange.
+  std::vector<SampleDomain> domains = {};
+  std::string_view result = {};  // the result type; empty: the operand type
+  double ulps = 4, relative = 1e-5, absolute = 1e-6;  // float tolerance
+};
+
 // Counts: a non-negative number means exactly that many; kVariadic means any.
 constexpr int kVariadic = -1;
 
@@ -102,6 +122,12 @@ struct OpInfo {
   RegionKind regionKind = RegionKind::None;
   // Null: the op is not differentiable (the autodiff pass reports it by name).
   const DerivativeRules* derivative = nullptr;
+  // Differential coverage (OpTableWalkTest requires one for every op usable
+  // in kernels): rows of generated cases, and/or the hand-written test
+  // ("Suite.Name" of eph_unit_tests) for ops a generic kernel cannot
+  // exercise (control flow, memory, atomics, barriers, ids, aggregates).
+  std::vector<SampleRow> samples = {};
+  std::string_view diffTest = {};
   // Set by OpTable::add from the name (ir/OpIds.def); not written in entries.
   OpId id = OpId::Custom;
 

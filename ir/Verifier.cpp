@@ -55,7 +55,7 @@ const Op* firstKernelOnlyOp(const Function& f, std::unordered_set<const Function
   const_cast<Function&>(f).walk([&](Op* op) {
     if (found) return;
     if (op->info().has(kKernelOnly)) found = op;
-    else if (const Function* callee = op->name() == "call" ? calleeOf(*op) : nullptr;
+    else if (const Function* callee = op->is(OpId::Call) ? calleeOf(*op) : nullptr;
              callee && callee->kind() == FunctionKind::Device)
       found = firstKernelOnlyOp(*callee, seen);
   });
@@ -208,7 +208,7 @@ class FunctionVerifier {
     if (op.info().has(kKernelOnly) && f_.isHost())
       return opError("V007", op, "is only allowed in kernels and device functions, but @" + f_.name() +
                              " is a host function");
-    if (op.name() == "call" && f_.isHost()) {
+    if (op.is(OpId::Call) && f_.isHost()) {
       const Function* callee = calleeOf(op);
       std::unordered_set<const Function*> seen;
       const Op* inner = callee && callee->kind() == FunctionKind::Device
@@ -218,7 +218,7 @@ class FunctionVerifier {
                                ", which uses " + quoted(inner->name()) + " at " +
                                inner->loc().str() + "; that only runs inside a kernel");
     }
-    if (op.name() == "call" && !f_.isHost()) {
+    if (op.is(OpId::Call) && !f_.isHost()) {
       const Function* callee = calleeOf(op);
       if (callee && callee->kind() == FunctionKind::Host)
         return opError("V007", op, std::string(f_.isKernel() ? "a kernel" : "a device function") +
@@ -298,7 +298,7 @@ struct CallEdge {
 
 void collectDeviceCalls(const Region& r, std::vector<CallEdge>& out) {
   for (auto& op : r.ops()) {
-    if (op->name() == "call")
+    if (op->is(OpId::Call))
       if (const Function* callee = calleeOf(*op); callee && !callee->isHost())
         out.push_back({op.get(), callee});
     for (unsigned i = 0; i < op->numRegions(); ++i) collectDeviceCalls(op->region(i), out);

@@ -58,7 +58,7 @@ bool eraseUnusedConstants(Region& region) {
   for (auto it = region.ops().begin(); it != region.ops().end();) {
     Op* op = (it++)->get();
     for (unsigned r = 0; r < op->numRegions(); ++r) changed |= eraseUnusedConstants(op->region(r));
-    if (op->name() == "const" && !op->result()->hasUses()) {
+    if (op->is(ir::OpId::Const) && !op->result()->hasUses()) {
       op->erase();
       changed = true;
     }
@@ -127,8 +127,8 @@ bool nonNegative(const Value* v, int depth = 0) {
   const Op* def = v->definingOp();
   if (!def || depth > 8) return false;
   auto operand = [&](unsigned i) { return nonNegative(def->operand(i), depth + 1); };
-  std::string_view n = def->name();
-  if (n == "cast") {
+  ir::OpId n = def->id();
+  if (n == ir::OpId::Cast) {
     const ir::Type* s = def->operand(0)->type();
     if (!s->isInt()) return false;
     // widening keeps the value: zero-extended if unsigned, sign-extended if signed
@@ -136,13 +136,13 @@ bool nonNegative(const Value* v, int depth = 0) {
     if (s->isSigned()) return s->bits() == t->bits() && operand(0);
     // a local id is below the workgroup size, which the verifier bounds
     const Op* src = def->operand(0)->definingOp();
-    return src && src->name() == "local_id" &&
+    return src && src->is(ir::OpId::LocalId) &&
            (uint64_t(ir::kMaxWorkgroupInvocations) >> (t->bits() - 1)) == 0;
   }
-  if (n == "and" || n == "max") return operand(0) || operand(1);  // a clear sign bit on either side
-  if (n == "or" || n == "min" || n == "div") return operand(0) && operand(1);
-  if (n == "rem" || n == "shr") return operand(0);  // rem has the dividend's sign
-  if (n == "select") return operand(1) && operand(2);
+  if (n == ir::OpId::And || n == ir::OpId::Max) return operand(0) || operand(1);  // a clear sign bit on either side
+  if (n == ir::OpId::Or || n == ir::OpId::Min || n == ir::OpId::Div) return operand(0) && operand(1);
+  if (n == ir::OpId::Rem || n == ir::OpId::Shr) return operand(0);  // rem has the dividend's sign
+  if (n == ir::OpId::Select) return operand(1) && operand(2);
   return false;
 }
 
@@ -184,19 +184,19 @@ bool constantsToTheRight(Op* op) {
 
 // x + 0, 0 + x, x - 0, x * 1, 1 * x -> x; x * 0 -> 0 and x - x -> 0 for integers.
 bool arithmeticIdentities(Op* op) {
-  std::string_view n = op->name();
+  ir::OpId n = op->id();
   if (op->numOperands() != 2 || op->numResults() != 1 || !op->result()->type()->isScalar())
     return false;
   Value* x = op->operand(0);
   Value* y = op->operand(1);
   bool isInt = op->result()->type()->isInt();
-  if (n == "add") {
+  if (n == ir::OpId::Add) {
     if (isZeroFor(y, true)) return replaceOp(op, {x}), true;
     if (isZeroFor(x, true)) return replaceOp(op, {y}), true;
-  } else if (n == "sub") {
+  } else if (n == ir::OpId::Sub) {
     if (isZeroFor(y, false)) return replaceOp(op, {x}), true;
     if (isInt && x == y) return replaceOp(op, {makeZero(op, op->result()->type())}), true;
-  } else if (n == "mul") {
+  } else if (n == ir::OpId::Mul) {
     if (isOne(y)) return replaceOp(op, {x}), true;
     if (isOne(x)) return replaceOp(op, {y}), true;
     if (isInt && isIntConst(y, 0)) return replaceOp(op, {y}), true;
@@ -207,8 +207,8 @@ bool arithmeticIdentities(Op* op) {
 
 // div x, 2^k -> shr x, k; rem x, 2^k -> and x, 2^k - 1; for x >= 0 (scalars).
 bool divRemByPowerOfTwo(Op* op) {
-  std::string_view n = op->name();
-  if ((n != "div" && n != "rem") || op->numOperands() != 2) return false;
+  ir::OpId n = op->id();
+  if ((n != ir::OpId::Div && n != ir::OpId::Rem) || op->numOperands() != 2) return false;
   const ir::Type* t = op->result()->type();
   const ir::Attr* c = constantAttr(op->operand(1));
   if (!t->isInt() || !c || c->kind != ir::Attr::Kind::Int || c->i < 2) return false;
@@ -216,38 +216,38 @@ bool divRemByPowerOfTwo(Op* op) {
   // a power of two that is a positive value of t
   if (!std::has_single_bit(d) || std::bit_width(d) > t->bits() - (t->isSigned() ? 1 : 0)) return false;
   if (!nonNegative(op->operand(0))) return false;
-  ir::Value* amount = n == "div" ? makeConst(op, t, ir::Attr::integer(std::countr_zero(d)))
+  ir::Value* amount = n == ir::OpId::Div ? makeConst(op, t, ir::Attr::integer(std::countr_zero(d)))
                                  : makeConst(op, t, ir::Attr::integer(int64_t(d - 1)));
   ir::Builder b(op->parentFunction()->module()->context(), *op->parentRegion(), op);
   b.setLoc(op->loc());
-  replaceOp(op, {b.op(n == "div" ? "shr" : "and", {op->operand(0), amount}, t)});
+  replaceOp(op, {b.op(n == ir::OpId::Div ? "shr" : "and", {op->operand(0), amount}, t)});
   return true;
 }
 
 // and x, x -> x; or x, x -> x; xor x, x -> 0 (false for bools).
 bool bitwiseIdentities(Op* op) {
-  std::string_view n = op->name();
+  ir::OpId n = op->id();
   if (op->numOperands() != 2 || op->numResults() != 1 || op->operand(0) != op->operand(1))
     return false;
-  if (n == "and" || n == "or") return replaceOp(op, {op->operand(0)}), true;
-  if (n == "xor" && op->result()->type()->isScalar())
+  if (n == ir::OpId::And || n == ir::OpId::Or) return replaceOp(op, {op->operand(0)}), true;
+  if (n == ir::OpId::Xor && op->result()->type()->isScalar())
     return replaceOp(op, {makeZero(op, op->result()->type())}), true;
   return false;
 }
 
 // neg (neg x) -> x; not (not x) -> x.
 bool doubleNegation(Op* op) {
-  std::string_view n = op->name();
-  if (n != "neg" && n != "not") return false;
+  ir::OpId n = op->id();
+  if (n != ir::OpId::Neg && n != ir::OpId::Not) return false;
   Op* inner = op->operand(0)->definingOp();
-  if (!inner || inner->name() != n) return false;
+  if (!inner || !inner->is(n)) return false;
   replaceOp(op, {inner->operand(0)});
   return true;
 }
 
 // select c, x, y with constant c -> x or y; select c, x, x -> x.
 bool simplifySelect(Op* op) {
-  if (op->name() != "select") return false;
+  if (!op->is(ir::OpId::Select)) return false;
   if (op->operand(1) == op->operand(2)) return replaceOp(op, {op->operand(1)}), true;
   const ir::Attr* c = constantAttr(op->operand(0));
   if (!c || c->kind != ir::Attr::Kind::Bool) return false;
@@ -257,12 +257,12 @@ bool simplifySelect(Op* op) {
 
 // if with a constant condition -> the ops of the taken region, in place.
 bool inlineConstantIf(Op* op) {
-  if (op->name() != "if") return false;
+  if (!op->is(ir::OpId::If)) return false;
   const ir::Attr* c = constantAttr(op->operand(0));
   if (!c || c->kind != ir::Attr::Kind::Bool) return false;
   Region& taken = op->region(c->b ? 0 : 1);
   Op* yield = taken.terminator();
-  if (!yield || yield->name() != "yield") return false;
+  if (!yield || !yield->is(ir::OpId::Yield)) return false;
   while (taken.front() != yield) op->parentRegion()->insertBefore(op, taken.front()->unlink());
   std::vector<Value*> values = yield->operands();
   yield->dropAllOperands();

@@ -38,7 +38,7 @@ std::map<const Function*, std::set<const Function*>> callGraph(ir::Module& m) {
   for (auto& fn : m.functions()) {
     auto& callees = graph[fn.get()];
     fn->walk([&](Op* op) {
-      if (op->name() != "call") return;
+      if (!op->is(ir::OpId::Call)) return;
       if (const Function* c = calleeOf(*op)) callees.insert(c);
     });
   }
@@ -69,14 +69,14 @@ std::set<const Function*> recursiveFunctions(ir::Module& m) {
 
 bool hasWorkgroupAlloc(const Function& f) {
   bool found = false;
-  const_cast<Function&>(f).walk([&](Op* op) { found |= op->name() == "workgroup.alloc"; });
+  const_cast<Function&>(f).walk([&](Op* op) { found |= op->is(ir::OpId::WorkgroupAlloc); });
   return found;
 }
 
 bool canInline(const Op& call, const Function& callee) {
   if (ir::isGeneric(callee)) return false;
   const Op* ret = callee.body().terminator();
-  if (!ret || ret->name() != "return" || ret->numOperands() != call.numResults()) return false;
+  if (!ret || !ret->is(ir::OpId::Return) || ret->numOperands() != call.numResults()) return false;
   for (unsigned i = 0; i < ret->numOperands(); ++i) {
     const Value* v = ret->operand(i);
     if (v->isArgument() && v->parentRegion() == &callee.body() &&
@@ -98,7 +98,7 @@ std::vector<Op*> inlineCall(Op* call, const Function& callee) {
     if (op.get() == ret) break;
     Op* clone = call->parentRegion()->insertBefore(call, op->clone(map));
     clone->walk([&](Op* o) {
-      if (o->name() == "call") newCalls.push_back(o);
+      if (o->is(ir::OpId::Call)) newCalls.push_back(o);
     });
   }
   for (unsigned i = 0; i < call->numResults(); ++i) {
@@ -116,7 +116,7 @@ bool runInline(ir::Module& m, Diagnostics&) {
   for (auto& fn : m.functions()) {
     std::vector<Op*> work;
     fn->walk([&](Op* op) {
-      if (op->name() == "call") work.push_back(op);
+      if (op->is(ir::OpId::Call)) work.push_back(op);
     });
     while (!work.empty()) {
       Op* call = work.back();

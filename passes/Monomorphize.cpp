@@ -78,7 +78,7 @@ std::set<const Function*> findTemplates(ir::Module& m) {
   for (auto& f : m.functions()) {
     if (isTemplateBySignature(*f)) templates.insert(f.get());
     f->walk([&](Op* op) {
-      const ir::Attr* a = op->name() == "call" ? op->attr("callee") : nullptr;
+      const ir::Attr* a = op->is(ir::OpId::Call) ? op->attr("callee") : nullptr;
       if (a && a->kind == ir::Attr::Kind::Symbol)
         if (const Function* callee = m.lookup(a->s)) called.insert(callee);
     });
@@ -91,8 +91,8 @@ std::set<const Function*> findTemplates(ir::Module& m) {
     bool passes = false;
     f.walk([&](Op* op) {
       unsigned first = 0;
-      if (op->name() == "dispatch") first = 3;
-      else if (op->name() == "call") {
+      if (op->is(ir::OpId::Dispatch)) first = 3;
+      else if (op->is(ir::OpId::Call)) {
         const ir::Attr* a = op->attr("callee");
         const Function* callee = a && a->kind == ir::Attr::Kind::Symbol ? m.lookup(a->s) : nullptr;
         if (!callee || !templates.count(callee)) return;
@@ -132,7 +132,7 @@ std::string sym(const std::string& name) { return "@" + ir::nameText(name); }
 // The function a `func.ref` result names, or empty.
 std::string knownFunction(const Value* v) {
   const Op* def = v->definingOp();
-  if (!def || def->name() != "func.ref") return {};
+  if (!def || !def->is(ir::OpId::FuncRef)) return {};
   const ir::Attr* a = def->attr("callee");
   return a && a->kind == ir::Attr::Kind::Symbol ? a->s : std::string();
 }
@@ -181,11 +181,11 @@ class Monomorphizer {
     f.walk([&](Op* op) { ops.push_back(op); });
     for (Op* op : ops) {  // rewriteIndirect erases the op it is given, nothing else
       if (diag_.failed()) return;
-      std::string_view name = op->name();
-      if (name == "call") rewriteCall(*op, "callee", 0, depth);
-      else if (name == "dispatch") rewriteCall(*op, "kernel", 3, depth);
-      else if (name == "func.ref") rewriteFuncRef(*op, depth), refs.push_back(op);
-      else if (name == "call.indirect") rewriteIndirect(*op);
+      ir::OpId name = op->id();
+      if (name == ir::OpId::Call) rewriteCall(*op, "callee", 0, depth);
+      else if (name == ir::OpId::Dispatch) rewriteCall(*op, "kernel", 3, depth);
+      else if (name == ir::OpId::FuncRef) rewriteFuncRef(*op, depth), refs.push_back(op);
+      else if (name == ir::OpId::CallIndirect) rewriteIndirect(*op);
     }
     if (diag_.failed()) return;
     for (Op* op : refs)
@@ -253,7 +253,7 @@ class Monomorphizer {
     std::vector<Value*> args(op.operands().begin() + 1, op.operands().end());
     std::vector<const Type*> types;
     for (Value* r : op.results()) types.push_back(r->type());
-    auto call = Op::create(ir::OpTable::get()["call"], args, types,
+    auto call = Op::create(ir::OpTable::get()[ir::OpId::Call], args, types,
                            {{"callee", ir::Attr::symbol(target)}}, 0, op.loc());
     Op* c = op.parentRegion()->insertBefore(&op, std::move(call));
     for (unsigned i = 0; i < op.numResults(); ++i) {
@@ -340,7 +340,7 @@ class Monomorphizer {
         continue;
       }
       // The function argument becomes a constant at the top of the body.
-      auto ref = Op::create(ir::OpTable::get()["func.ref"], {}, {allParams[i]},
+      auto ref = Op::create(ir::OpTable::get()[ir::OpId::FuncRef], {}, {allParams[i]},
                             {{"callee", ir::Attr::symbol(fnArgs[i])}}, 0, tmpl.loc());
       Op* r = inst->body().append(std::move(ref));
       r->result()->setName(old->name());

@@ -26,8 +26,8 @@ inline bool movesOwnership(const ir::Op& op) {
 inline bool isEffectFree(const ir::Op& op) {
   const ir::OpInfo& info = op.info();
   bool local = info.has(ir::kPure) || info.has(ir::kReadOnly) ||
-               (info.has(ir::kTerminator) && info.name != "return") || op.numRegions() > 0;
-  if (!local || info.has(ir::kBarrier) || info.name == "call" || movesOwnership(op)) return false;
+               (info.has(ir::kTerminator) && info.id != ir::OpId::Return) || op.numRegions() > 0;
+  if (!local || info.has(ir::kBarrier) || info.id == ir::OpId::Call || movesOwnership(op)) return false;
   for (unsigned r = 0; r < op.numRegions(); ++r)
     for (auto& inner : op.region(r).ops())
       if (!isEffectFree(*inner)) return false;
@@ -37,7 +37,7 @@ inline bool isEffectFree(const ir::Op& op) {
 // The op that defines `v` when it is a `const`, else null.
 inline const ir::Op* constantOp(const ir::Value* v) {
   const ir::Op* def = v->definingOp();
-  return def && def->name() == "const" ? def : nullptr;
+  return def && def->is(ir::OpId::Const) ? def : nullptr;
 }
 
 // The `value` attribute of a `const` result, else null.

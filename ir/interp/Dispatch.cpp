@@ -19,7 +19,7 @@ bool containsBarrierIn(const ir::Function& f, std::set<const ir::Function*>& see
   const_cast<ir::Function&>(f).walk([&](ir::Op* op) {
     if (found) return;
     if (op->info().has(ir::kBarrier)) found = true;
-    else if (op->name() == "call") {
+    else if (op->is(ir::OpId::Call)) {
       const ir::Attr* a = op->attr("callee");
       const ir::Function* callee = a ? f.module()->lookup(a->s) : nullptr;
       if (callee && containsBarrierIn(*callee, seen)) found = true;

@@ -16,7 +16,7 @@ Error outOfBoundsError(const ir::Op& op, uint64_t indexBits, uint64_t length,
                        const std::array<uint32_t, 3>& globalId) {
   bool isSigned = op.numOperands() > 1 && op.operand(1)->type()->isSigned();
   std::string index = isSigned ? std::to_string(int64_t(indexBits)) : std::to_string(indexBits);
-  const char* what = op.name().starts_with("array.") ? "an array" : "a buffer";
+  const char* what = (op.is(ir::OpId::ArrayGet) || op.is(ir::OpId::ArraySet)) ? "an array" : "a buffer";
   return Error{op.loc(), outOfBoundsMessage(index, length, what) + invocationSuffix(globalId)};
 }
 

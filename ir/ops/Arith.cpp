@@ -104,117 +104,217 @@ bool interpSelect(interp::Exec& ex, const Op& op) {
 }
 
 OpInfo binary(std::string_view name, VerifyFn verify, unsigned flags, std::string_view summary,
-              InterpFn interp = nullptr) {
+              InterpFn interp, std::vector<SampleRow> samples = {}) {
   return {.name = name, .numOperands = 2, .numResults = 1, .flags = kPure | flags,
-          .verify = verify, .interp = interp, .summary = summary};
+          .verify = verify, .interp = interp, .summary = summary, .samples = std::move(samples)};
 }
 
 OpInfo unary(std::string_view name, VerifyFn verify, std::string_view summary,
-             InterpFn interp = nullptr) {
+             InterpFn interp, std::vector<SampleRow> samples = {}) {
   return {.name = name, .numOperands = 1, .numResults = 1, .flags = kPure, .verify = verify,
-          .interp = interp, .summary = summary};
+          .interp = interp, .summary = summary, .samples = std::move(samples)};
 }
+
+// An op whose differential case is a hand-written test.
+OpInfo handTested(OpInfo info, std::string_view test) {
+  info.diffTest = test;
+  return info;
+}
+
+// ---- differential samples (OpTable.h) ------------------------------------------
+// Tolerances follow Vulkan's precision table: add/sub/mul/min/max are exact
+// in f32 and f64 (div within 2.5 ulp); f16 math is done in f32 and rounded.
+
+using Types = std::vector<std::string_view>;
+const Types kInts = {"i32", "u32", "i64", "u64", "i16", "u16", "i8", "u8"};
+const Types kSignedInts = {"i32", "i64", "i16", "i8"};
+const Types kF32F64 = {"f32", "f64"};
+const Types kF16 = {"f16"};
+const Types kFloats = {"f32", "f64", "f16"};
+const Types kNumbers = {"i32", "u32", "i64", "u64", "i16", "u16", "i8", "u8", "f32", "f64", "f16"};
+
+SampleRow row(Types types, std::vector<SampleDomain> domains = {}, double ulps = 4, double relative = 1e-5,
+              double absolute = 1e-6) {
+  return {.types = std::move(types), .domains = std::move(domains), .ulps = ulps, .relative = relative,
+          .absolute = absolute};
+}
+SampleRow exact(Types types, std::vector<SampleDomain> domains = {}) {
+  return row(std::move(types), std::move(domains), 0, 0, 0);
+}
+// Compares: on every type, with equal operands frequent in the second row.
+std::vector<SampleRow> compares(bool onBools) {
+  std::vector<SampleRow> rows = {exact(kNumbers), exact(kNumbers, {{0, 3}})};
+  if (onBools) rows.push_back(exact({"bool"}));
+  for (SampleRow& r : rows) r.result = "bool";
+  return rows;
+}
+// Arithmetic correctly rounded in f32 and f64 (exact), within 2 ulp in f16.
+std::vector<SampleRow> rounded() { return {exact(kInts), exact(kF32F64), row(kF16, {}, 2, 0, 0)}; }
+// Math functions in f32 and f64, and f16 (3 + 2|x| ulp for exp in Vulkan).
+std::vector<SampleRow> math(std::vector<SampleDomain> d) {
+  return {row(kF32F64, d), row(kF16, d, 64, 1e-2, 1e-3)};
+}
+// Vulkan bounds sin and cos inside [-pi, pi] by an absolute error.
+std::vector<SampleRow> trig() {
+  SampleDomain pi{-3.14159, 3.14159};
+  return {row(kF32F64, {pi}, 4, 1e-5, 0x1p-11), row(kF16, {pi}, 4, 1e-5, 0x1p-7)};
+}
+const SampleDomain kDivisor{-1000, 1000, true};
+const SampleDomain kPositive{0.01, 100};
 
 OpInfo kOps[] = {
     {.name = "const", .numOperands = 0, .numResults = 1, .flags = kPure, .verify = verifyConst,
      .interp = interpConst,
-     .summary = "a scalar constant: %c = const {value = 1.5} : f32"},
+     .summary = "a scalar constant: %c = const {value = 1.5} : f32",
+     .diffTest = "VulkanDifferential.SelectCastBitcastConst"},
     binary("add", verifyNumeric, kCommutative, "a + b (integers wrap)",
-           interpBinary<interp::BinaryKind::Add>),
+           interpBinary<interp::BinaryKind::Add>,
+           rounded()),
     binary("sub", verifyNumeric, 0, "a - b (integers wrap)",
-           interpBinary<interp::BinaryKind::Sub>),
+           interpBinary<interp::BinaryKind::Sub>,
+           rounded()),
     binary("mul", verifyNumeric, kCommutative, "a * b (integers wrap)",
-           interpBinary<interp::BinaryKind::Mul>),
+           interpBinary<interp::BinaryKind::Mul>,
+           rounded()),
     binary("div", verifyNumeric, 0, "a / b (integers: truncating; division by zero is an error)",
-           interpBinary<interp::BinaryKind::Div>),
+           interpBinary<interp::BinaryKind::Div>,
+           {row(kInts, {kFullRange, kDivisor}), row(kF32F64, {}, 3, 0, 0), row(kF16, {}, 2, 0, 0)}),
     binary("rem", verifyNumeric, 0, "remainder with the sign of a (like C's % and fmod)",
-           interpBinary<interp::BinaryKind::Rem>),
+           interpBinary<interp::BinaryKind::Rem>,
+           {row(kInts, {kFullRange, kDivisor}), row(kF32F64, {kFullRange, {1, 50}}, 4, 1e-5, 2e-4),
+            row(kF16, {{-160, 160}, {40, 50}}, 4, 1e-5, 0.125)}),
     binary("min", verifyNumeric, kCommutative, "the smaller of a and b",
-           interpBinary<interp::BinaryKind::Min>),
+           interpBinary<interp::BinaryKind::Min>,
+           rounded()),
     binary("max", verifyNumeric, kCommutative, "the larger of a and b",
-           interpBinary<interp::BinaryKind::Max>),
+           interpBinary<interp::BinaryKind::Max>,
+           rounded()),
     binary("and", verifyIntBool, kCommutative, "bitwise / logical and",
-           interpBinary<interp::BinaryKind::And>),
+           interpBinary<interp::BinaryKind::And>,
+           {exact(kInts), exact({"bool"})}),
     binary("or", verifyIntBool, kCommutative, "bitwise / logical or",
-           interpBinary<interp::BinaryKind::Or>),
+           interpBinary<interp::BinaryKind::Or>,
+           {exact(kInts), exact({"bool"})}),
     binary("xor", verifyIntBool, kCommutative, "bitwise / logical xor",
-           interpBinary<interp::BinaryKind::Xor>),
+           interpBinary<interp::BinaryKind::Xor>,
+           {exact(kInts), exact({"bool"})}),
     binary("shl", verifyInt, 0, "a << (b mod bits)",
-           interpBinary<interp::BinaryKind::Shl>),
+           interpBinary<interp::BinaryKind::Shl>,
+           {exact(kInts, {kFullRange, {0, 127}})}),
     binary("shr", verifyInt, 0, "a >> (b mod bits): arithmetic for signed, logical for unsigned",
-           interpBinary<interp::BinaryKind::Shr>),
+           interpBinary<interp::BinaryKind::Shr>,
+           {exact(kInts, {kFullRange, {0, 127}})}),
     unary("neg", verifyNumeric, "-a",
-           interpUnary<interp::UnaryKind::Neg>),
+           interpUnary<interp::UnaryKind::Neg>,
+           {exact(kSignedInts), exact(kFloats)}),
     unary("abs", verifyNumeric, "|a|",
-           interpUnary<interp::UnaryKind::Abs>),
+           interpUnary<interp::UnaryKind::Abs>,
+           {exact(kSignedInts), exact(kFloats)}),
     unary("not", verifyIntBool, "bitwise / logical not",
-           interpUnary<interp::UnaryKind::Not>),
+           interpUnary<interp::UnaryKind::Not>,
+           {exact(kInts), exact({"bool"})}),
     binary("eq", verifyCompare, kCommutative, "a == b (floats: ordered)",
-           interpCompare<interp::CompareKind::Eq>),
+           interpCompare<interp::CompareKind::Eq>,
+           compares(true)),
     binary("ne", verifyCompare, kCommutative, "a != b (floats: unordered, so nan != nan)",
-           interpCompare<interp::CompareKind::Ne>),
+           interpCompare<interp::CompareKind::Ne>,
+           compares(true)),
     binary("lt", verifyCompare, 0, "a < b",
-           interpCompare<interp::CompareKind::Lt>),
+           interpCompare<interp::CompareKind::Lt>,
+           compares(false)),
     binary("le", verifyCompare, 0, "a <= b",
-           interpCompare<interp::CompareKind::Le>),
+           interpCompare<interp::CompareKind::Le>,
+           compares(false)),
     binary("gt", verifyCompare, 0, "a > b",
-           interpCompare<interp::CompareKind::Gt>),
+           interpCompare<interp::CompareKind::Gt>,
+           compares(false)),
     binary("ge", verifyCompare, 0, "a >= b",
-           interpCompare<interp::CompareKind::Ge>),
+           interpCompare<interp::CompareKind::Ge>,
+           compares(false)),
     {.name = "select", .numOperands = 3, .numResults = 1, .flags = kPure, .verify = verifySelect,
      .interp = interpSelect,
-     .summary = "c ? a : b"},
-    unary("cast", verifyCast, "value conversion (float to int truncates and saturates)",
-           interp::applyCast),
-    unary("bitcast", verifyBitcast, "reinterpret the bits",
-           interp::applyBitcast),
+     .summary = "c ? a : b", .diffTest = "VulkanDifferential.SelectCastBitcastConst"},
+    handTested(unary("cast", verifyCast, "value conversion (float to int truncates and saturates)",
+                     interp::applyCast), "VulkanDifferential.SelectCastBitcastConst"),
+    handTested(unary("bitcast", verifyBitcast, "reinterpret the bits", interp::applyBitcast),
+               "VulkanDifferential.SelectCastBitcastConst"),
     unary("sqrt", verifyFloat, "square root",
-           interpUnary<interp::UnaryKind::Sqrt>),
+           interpUnary<interp::UnaryKind::Sqrt>,
+           math({kPositive})),
     unary("rsqrt", verifyFloat, "1 / sqrt(a)",
-           interpUnary<interp::UnaryKind::Rsqrt>),
+           interpUnary<interp::UnaryKind::Rsqrt>,
+           math({kPositive})),
     unary("exp", verifyFloat, "e^a",
-           interpUnary<interp::UnaryKind::Exp>),
+           interpUnary<interp::UnaryKind::Exp>,
+           math({{-20, 20}})),
     unary("log", verifyFloat, "natural logarithm",
-           interpUnary<interp::UnaryKind::Log>),
+           interpUnary<interp::UnaryKind::Log>,
+           math({kPositive})),
     unary("sin", verifyFloat, "sine",
-           interpUnary<interp::UnaryKind::Sin>),
+           interpUnary<interp::UnaryKind::Sin>,
+           trig()),
     unary("cos", verifyFloat, "cosine",
-           interpUnary<interp::UnaryKind::Cos>),
+           interpUnary<interp::UnaryKind::Cos>,
+           trig()),
     unary("tan", verifyFloat, "tangent",
-           interpUnary<interp::UnaryKind::Tan>),
+           interpUnary<interp::UnaryKind::Tan>,
+           math({{-1.4, 1.4}})),
     unary("tanh", verifyFloat, "hyperbolic tangent",
-           interpUnary<interp::UnaryKind::Tanh>),
+           interpUnary<interp::UnaryKind::Tanh>,
+           math({{-5, 5}})),
     unary("floor", verifyFloat, "round down",
-           interpUnary<interp::UnaryKind::Floor>),
+           interpUnary<interp::UnaryKind::Floor>,
+           {exact(kFloats)}),
     unary("ceil", verifyFloat, "round up",
-           interpUnary<interp::UnaryKind::Ceil>),
+           interpUnary<interp::UnaryKind::Ceil>,
+           {exact(kFloats)}),
     binary("pow", verifyFloat, 0, "a^b",
-           interpBinary<interp::BinaryKind::Pow>),
-    unary("asin", verifyFloat, "arc sine", interpUnary<interp::UnaryKind::Asin>),
-    unary("acos", verifyFloat, "arc cosine", interpUnary<interp::UnaryKind::Acos>),
-    unary("atan", verifyFloat, "arc tangent", interpUnary<interp::UnaryKind::Atan>),
+           interpBinary<interp::BinaryKind::Pow>,
+           math({{0.1, 10}, {-4, 4}})),
+    unary("asin", verifyFloat, "arc sine", interpUnary<interp::UnaryKind::Asin>,
+           {row(kFloats, {{-1, 1}})}),
+    unary("acos", verifyFloat, "arc cosine", interpUnary<interp::UnaryKind::Acos>,
+           {row(kFloats, {{-1, 1}})}),
+    unary("atan", verifyFloat, "arc tangent", interpUnary<interp::UnaryKind::Atan>,
+           {row(kFloats, {{-10, 10}})}),
     binary("atan2", verifyFloat, 0, "the angle of the point (b, a): atan(a / b) in the right quadrant",
-           interpBinary<interp::BinaryKind::Atan2>),
-    unary("sinh", verifyFloat, "hyperbolic sine", interpUnary<interp::UnaryKind::Sinh>),
-    unary("cosh", verifyFloat, "hyperbolic cosine", interpUnary<interp::UnaryKind::Cosh>),
-    unary("asinh", verifyFloat, "inverse hyperbolic sine", interpUnary<interp::UnaryKind::Asinh>),
-    unary("acosh", verifyFloat, "inverse hyperbolic cosine", interpUnary<interp::UnaryKind::Acosh>),
-    unary("atanh", verifyFloat, "inverse hyperbolic tangent", interpUnary<interp::UnaryKind::Atanh>),
-    unary("erf", verifyFloat, "error function", interpUnary<interp::UnaryKind::Erf>),
-    unary("exp2", verifyFloat, "2^a", interpUnary<interp::UnaryKind::Exp2>),
-    unary("log2", verifyFloat, "base-2 logarithm", interpUnary<interp::UnaryKind::Log2>),
-    unary("log1p", verifyFloat, "log(1 + a), accurate near 0", interpUnary<interp::UnaryKind::Log1p>),
-    unary("expm1", verifyFloat, "e^a - 1, accurate near 0", interpUnary<interp::UnaryKind::Expm1>),
+           interpBinary<interp::BinaryKind::Atan2>,
+           {row(kFloats, {{-10, 10}}), row({"vec<f64, 2>"}, {{-5, 5}})}),
+    unary("sinh", verifyFloat, "hyperbolic sine", interpUnary<interp::UnaryKind::Sinh>,
+           {row(kFloats, {{-10, 10}})}),
+    unary("cosh", verifyFloat, "hyperbolic cosine", interpUnary<interp::UnaryKind::Cosh>,
+           {row(kFloats, {{-10, 10}})}),
+    unary("asinh", verifyFloat, "inverse hyperbolic sine", interpUnary<interp::UnaryKind::Asinh>,
+           {row(kFloats, {{-100, 100}})}),
+    unary("acosh", verifyFloat, "inverse hyperbolic cosine", interpUnary<interp::UnaryKind::Acosh>,
+           {row(kFloats, {{1, 100}})}),
+    unary("atanh", verifyFloat, "inverse hyperbolic tangent", interpUnary<interp::UnaryKind::Atanh>,
+           {row(kFloats, {{-0.99, 0.99}})}),
+    unary("erf", verifyFloat, "error function", interpUnary<interp::UnaryKind::Erf>,
+           {row(kFloats, {{-4, 4}}), row({"vec<f32, 3>"}, {{-3, 3}})}),
+    unary("exp2", verifyFloat, "2^a", interpUnary<interp::UnaryKind::Exp2>,
+           {row(kFloats, {{-14, 15}})}),
+    unary("log2", verifyFloat, "base-2 logarithm", interpUnary<interp::UnaryKind::Log2>,
+           {row(kFloats, {{0.01, 100}})}),
+    unary("log1p", verifyFloat, "log(1 + a), accurate near 0", interpUnary<interp::UnaryKind::Log1p>,
+           {row(kFloats, {{-0.99, 10}}), row({"vec<f64, 2>"}, {{-0.5, 3}})}),
+    unary("expm1", verifyFloat, "e^a - 1, accurate near 0", interpUnary<interp::UnaryKind::Expm1>,
+           {row(kFloats, {{-5, 5}})}),
     unary("round", verifyFloat, "round to nearest, halfway cases away from zero",
-           interpUnary<interp::UnaryKind::Round>),
-    unary("trunc", verifyFloat, "round toward zero", interpUnary<interp::UnaryKind::Trunc>),
+           interpUnary<interp::UnaryKind::Round>,
+           {exact(kFloats, {{-100, 100}})}),
+    unary("trunc", verifyFloat, "round toward zero", interpUnary<interp::UnaryKind::Trunc>,
+           {exact(kFloats, {{-100, 100}})}),
     unary("sign", verifyFloat, "-1, +1, or a itself for +-0 and NaN (sign(-0) = -0)",
-           interpUnary<interp::UnaryKind::Sign>),
+           interpUnary<interp::UnaryKind::Sign>,
+           {exact(kFloats, {{-100, 100}})}),
     binary("copysign", verifyFloat, 0, "|a| with the sign bit of b",
-           interpBinary<interp::BinaryKind::Copysign>),
+           interpBinary<interp::BinaryKind::Copysign>,
+           {exact(kFloats, {{-100, 100}}), row({"vec<f16, 4>"}, {{-5, 5}}), exact({"vec<f64, 2>"}, {{-5, 5}})}),
     {.name = "fma", .numOperands = 3, .numResults = 1, .flags = kPure, .verify = verifyFloat,
      .interp = interp::applyFma,
-     .summary = "a * b + c with one rounding"},
+     .summary = "a * b + c with one rounding",
+     .samples = {row(kFloats, {{-100, 100}, {-100, 100}, {-1e4, 1e4}})}},
 };
 
 }  // namespace

@@ -78,17 +78,16 @@ std::string verifyMatch(const Op& op) {
 std::string verifyYield(const Op& op) {
   const Op* parent = op.parentOp();
   if (!parent) return "must be inside an 'if', 'for', 'while' or 'match' region";
-  std::string_view p = parent->name();
-  if (p == "while" && &parent->region(0) == op.parentRegion())
+  if (parent->is(OpId::While) && &parent->region(0) == op.parentRegion())
     return "the first region of 'while' ends with 'condition', not 'yield'";
-  if (p != "if" && p != "for" && p != "while" && p != "match")
-    return "cannot end a region of '" + std::string(p) + "'";
+  if (parent->info().regionKind == RegionKind::None)
+    return "cannot end a region of '" + std::string(parent->name()) + "'";
   return {};  // types are checked by the parent
 }
 
 std::string verifyCondition(const Op& op) {
   const Op* parent = op.parentOp();
-  if (!parent || parent->name() != "while" || &parent->region(0) != op.parentRegion())
+  if (!parent || !parent->is(OpId::While) || &parent->region(0) != op.parentRegion())
     return "must end the first region of a 'while'";
   return {};
 }
@@ -203,28 +202,36 @@ bool interpCall(interp::Exec& ex, const Op& op) {
 OpInfo kOps[] = {
     {.name = "if", .numOperands = 1, .numResults = kVariadic, .numRegions = 2,
      .verify = verifyIf, .interp = interpIf, .summary = "if %c : T... { then; yield } { else; yield }",
-     .regionKind = RegionKind::Branches},
+     .regionKind = RegionKind::Branches,
+     .diffTest = "VulkanDifferential.ControlFlowAndCalls"},
     {.name = "for", .numOperands = kVariadic, .numResults = kVariadic, .numRegions = 1,
      .effectFn = moveOut, .verify = verifyFor, .interp = interpFor,
      .summary = "for %lo, %hi, %step, %init... : T... { |%i, %acc...| ...; yield %acc'... }",
-     .regionKind = RegionKind::Loop},
+     .regionKind = RegionKind::Loop,
+     .diffTest = "VulkanDifferential.ControlFlowAndCalls"},
     {.name = "while", .numOperands = kVariadic, .numResults = kVariadic, .numRegions = 2,
      .effectFn = moveOut, .verify = verifyWhile, .interp = interpWhile,
      .summary = "while %init... : T... { |%a...| ...; condition %c, %v... } { |%v...| ...; yield %a'... }",
-     .regionKind = RegionKind::Loop},
+     .regionKind = RegionKind::Loop,
+     .diffTest = "VulkanDifferential.ControlFlowAndCalls"},
     {.name = "match", .numOperands = 1, .numResults = kVariadic, .numRegions = kVariadic,
      .effectFn = moveOut, .verify = verifyMatch, .interp = interpMatch,
      .summary = "match %sum : T... { |%payload0| ... } { |%payload1| ... } (one region per variant)",
-     .regionKind = RegionKind::Branches},
+     .regionKind = RegionKind::Branches,
+     .diffTest = "VulkanDifferential.StructsArraysAndSums"},
     {.name = "yield", .numOperands = kVariadic, .numResults = 0, .flags = kTerminator,
-     .effectFn = moveOut, .verify = verifyYield, .interp = interpTerminator, .summary = "ends a region of if/for/while/match"},
+     .effectFn = moveOut, .verify = verifyYield, .interp = interpTerminator, .summary = "ends a region of if/for/while/match",
+     .diffTest = "VulkanDifferential.ControlFlowAndCalls"},
     {.name = "condition", .numOperands = kVariadic, .numResults = 0, .flags = kTerminator,
      .effectFn = moveOut, .verify = verifyCondition, .interp = interpTerminator,
-     .summary = "ends the first region of while: continue if %c, forwarding values"},
+     .summary = "ends the first region of while: continue if %c, forwarding values",
+     .diffTest = "VulkanDifferential.ControlFlowAndCalls"},
     {.name = "return", .numOperands = kVariadic, .numResults = 0, .flags = kTerminator,
-     .effectFn = moveOut, .verify = verifyReturn, .interp = interpTerminator, .summary = "ends a function body"},
+     .effectFn = moveOut, .verify = verifyReturn, .interp = interpTerminator, .summary = "ends a function body",
+     .diffTest = "VulkanDifferential.ControlFlowAndCalls"},
     {.name = "call", .numOperands = kVariadic, .numResults = kVariadic,
-     .flags = kTypeVarAware, .effectFn = callEffect, .verify = verifyCall, .interp = interpCall, .summary = "call @callee with arguments"},
+     .flags = kTypeVarAware, .effectFn = callEffect, .verify = verifyCall, .interp = interpCall, .summary = "call @callee with arguments",
+     .diffTest = "VulkanDifferential.ControlFlowAndCalls"},
 };
 
 }  // namespace

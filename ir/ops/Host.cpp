@@ -147,7 +147,7 @@ bool interpFree(interp::Exec& ex, const Op& op) {
 // h2d / d2h: copy every element and its written flag; lengths must match.
 bool interpCopy(interp::Exec& ex, const Op& op) {
   if (interp::DeviceHooks* d = ex.deviceHooks()) {
-    bool up = op.name() == "h2d";
+    bool up = op.is(OpId::H2D);
     interp::BufferData* host = ex.buffer(op, ex.operand(op, up ? 1 : 0));
     if (!host) return false;
     uint64_t device = ex.operand(op, up ? 0 : 1).buffer;
@@ -156,7 +156,7 @@ bool interpCopy(interp::Exec& ex, const Op& op) {
   interp::BufferData* dst = ex.buffer(op, ex.operand(op, 0));
   interp::BufferData* src = dst ? ex.buffer(op, ex.operand(op, 1)) : nullptr;
   if (!src) return false;
-  if (op.name() == "h2d" && !check(ex, interp::checkFullyWritten(*src, op.loc()))) return false;
+  if (op.is(OpId::H2D) && !check(ex, interp::checkFullyWritten(*src, op.loc()))) return false;
   if (dst->elems.size() != src->elems.size())
     return ex.fail(op, "copies a buffer of " + std::to_string(src->elems.size()) +
                            " elements into a buffer of " + std::to_string(dst->elems.size()));

@@ -52,7 +52,7 @@ std::string verifyAtomic(const Op& op) {
   if (auto e = checkBufferIndex(op); !e.empty()) return e;
   if (auto e = checkWritable(op); !e.empty()) return e;
   const Type* elem = operandType(op, 0)->elem();
-  bool floatOk = op.name() == "atomic.add" || op.name() == "atomic.xchg";
+  bool floatOk = op.is(OpId::AtomicAdd) || op.is(OpId::AtomicXchg);
   if (!elem->isInt() && !(floatOk && elem->isFloat()))
     return "'" + std::string(op.name()) + "' works on integer" + (floatOk ? " or float" : "") +
            " buffers, not " + typeStr(elem);
@@ -175,23 +175,26 @@ bool interpBuiltin(interp::Exec& ex, const Op& op) {
 OpInfo atomic(std::string_view name, int operands, std::string_view summary, InterpFn interp) {
   return {.name = name, .numOperands = operands, .numResults = 1,
           .effects = {Effect::Write, Effect::None}, .verify = verifyAtomic, .interp = interp,
-          .summary = summary};
+          .summary = summary, .diffTest = "VulkanDifferential.MemoryAndAtomics"};
 }
 
 OpInfo builtin(std::string_view name, std::string_view summary, InterpFn interp) {
   return {.name = name, .numOperands = 0, .numResults = 1, .flags = kPure | kKernelOnly,
-          .verify = verifyBuiltin, .interp = interp, .summary = summary};
+          .verify = verifyBuiltin, .interp = interp, .summary = summary, .diffTest = "VulkanDifferential.Builtins"};
 }
 
 OpInfo kOps[] = {
     {.name = "load", .numOperands = 2, .numResults = 1, .flags = kReadOnly,
      .effects = {Effect::Read, Effect::None}, .verify = verifyLoad, .interp = interpLoad,
-     .summary = "element i of a buffer (out of bounds or never written is an error)"},
+     .summary = "element i of a buffer (out of bounds or never written is an error)",
+     .diffTest = "VulkanDifferential.MemoryAndAtomics"},
     {.name = "store", .numOperands = 3, .numResults = 0,
      .effects = {Effect::Write, Effect::None}, .verify = verifyStore, .interp = interpStore,
-     .summary = "store %buf, %i, %v: write element i"},
+     .summary = "store %buf, %i, %v: write element i",
+     .diffTest = "VulkanDifferential.MemoryAndAtomics"},
     {.name = "buffer.len", .numOperands = 1, .numResults = 1, .flags = kPure,
-     .effects = {Effect::Read}, .verify = verifyBufferLen, .interp = interpBufferLen, .summary = "number of elements"},
+     .effects = {Effect::Read}, .verify = verifyBufferLen, .interp = interpBufferLen, .summary = "number of elements",
+     .diffTest = "VulkanDifferential.MemoryAndAtomics"},
     atomic("atomic.add", 3, "atomically add; returns the old value",
            interpAtomic<AtomicKind::Add>),
     atomic("atomic.min", 3, "atomically take the minimum; returns the old value",
@@ -204,9 +207,11 @@ OpInfo kOps[] = {
            "atomic.cmpxchg %buf, %i, %expected, %new: store if equal; returns the old value",
            interpAtomic<AtomicKind::CmpXchg>),
     {.name = "workgroup.alloc", .numOperands = 0, .numResults = 1, .flags = kKernelOnly,
-     .verify = verifyWorkgroupAlloc, .interp = interpWorkgroupAlloc, .summary = "workgroup memory of {size} elements, shared by a workgroup"},
+     .verify = verifyWorkgroupAlloc, .interp = interpWorkgroupAlloc, .summary = "workgroup memory of {size} elements, shared by a workgroup",
+     .diffTest = "VulkanDifferential.WorkgroupMemoryKernels"},
     {.name = "barrier", .numOperands = 0, .numResults = 0, .flags = kKernelOnly | kBarrier, .interp = interpBarrier,
-     .summary = "wait for the whole workgroup; makes workgroup and device memory writes visible"},
+     .summary = "wait for the whole workgroup; makes workgroup and device memory writes visible",
+     .diffTest = "VulkanDifferential.WorkgroupMemoryKernels"},
     builtin("global_id", "global invocation id in {dim}",
             interpBuiltin<BuiltinKind::GlobalId>),
     builtin("local_id", "invocation id within the workgroup in {dim}",

@@ -194,7 +194,7 @@ void badAccess(HostContextHeader* h, uint32_t site, void* rec, int64_t index) {
   bool negative = idx.type->isSigned() && idx.i < 0;
   if (negative || uint64_t(idx.i) >= b->length)
     return void(c.fail(op, "index " + interp::format(idx) + " is out of bounds for a buffer of " + elements(b->length)));
-  if (op.name() == "load")
+  if (op.is(ir::OpId::Load))
     c.fail(op, "read of uninitialised element " + std::to_string(idx.i) + " of a buffer of " +
                    std::to_string(b->length) + allocatedAt(*b));
 }
@@ -202,16 +202,16 @@ void badAccess(HostContextHeader* h, uint32_t site, void* rec, int64_t index) {
 void trap(HostContextHeader* h, uint32_t site, int64_t value) {
   HostContext& c = ctxOf(h);
   const ir::Op& op = c.op(site);
-  std::string_view n = op.name();
-  if (n == "div" || n == "rem")
-    c.fail(op, std::string("integer ") + (n == "div" ? "division" : "remainder") + " by zero");
-  else if (n == "for")
+  ir::OpId n = op.id();
+  if (n == ir::OpId::Div || n == ir::OpId::Rem)
+    c.fail(op, std::string("integer ") + (n == ir::OpId::Div ? "division" : "remainder") + " by zero");
+  else if (n == ir::OpId::For)
     c.fail(op, "'for' has a step of 0");
-  else if (n == "array.get" || n == "array.set")
+  else if (n == ir::OpId::ArrayGet || n == ir::OpId::ArraySet)
     c.fail(op, "index " + interp::format(interp::RtValue::ofInt(op.operand(1)->type(), value)) +
                    " is out of bounds for an array of " + elements(op.operand(0)->type()->count()));
   else
-    c.fail(op, "'" + std::string(n) + "' trapped in compiled host code");
+    c.fail(op, "'" + std::string(op.name()) + "' trapped in compiled host code");
 }
 
 void depthExceeded(HostContextHeader* h, uint32_t site, void* callee) {

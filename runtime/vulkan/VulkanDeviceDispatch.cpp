@@ -138,7 +138,7 @@ Status VulkanDevice::Impl::prepareKernel(const ir::Function& k) {
                               std::to_string(c.maxWorkgroupInvocations) + ") on " + name()};
   uint64_t shared = 0;
   const_cast<ir::Function&>(k).walk([&](ir::Op* op) {
-    if (op->name() == "workgroup.alloc" && op->attr("size"))
+    if (op->is(ir::OpId::WorkgroupAlloc) && op->attr("size"))
       shared += uint64_t(op->intAttr("size")) * ir::storageStride(op->result()->type()->elem());
   });
   if (shared > c.maxWorkgroupMemoryBytes)

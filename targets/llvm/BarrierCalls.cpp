@@ -22,7 +22,7 @@ constexpr unsigned kMaxDepth = 256;
 
 // The callee of a direct call, or "" for any other op.
 std::string calleeOf(const ir::Op& op) {
-  const ir::Attr* a = op.name() == "call" ? op.attr("callee") : nullptr;
+  const ir::Attr* a = op.is(ir::OpId::Call) ? op.attr("callee") : nullptr;
   return a && a->kind == ir::Attr::Kind::Symbol ? a->s : "";
 }
 
@@ -87,7 +87,7 @@ void inlineCalls(ir::Function& kernel, const std::set<std::string>& callees, Ori
     work.pop_back();
     const ir::Function* callee = kernel.module()->lookup(calleeOf(*call));
     const ir::Op* ret = callee->body().terminator();
-    if (depth >= kMaxDepth || !ret || ret->name() != "return" || ret->numOperands() != call->numResults())
+    if (depth >= kMaxDepth || !ret || !ret->is(ir::OpId::Return) || ret->numOperands() != call->numResults())
       continue;  // left as a call: lowering it reports the error
     std::map<const ir::Value*, ir::Value*> map;
     for (unsigned i = 0; i < call->numOperands(); ++i) map[callee->param(i)] = call->operand(i);

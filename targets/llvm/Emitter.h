@@ -39,6 +39,7 @@
 
 #include "ir/ForeignAbi.h"
 #include "ir/IR.h"
+#include "ir/OpId.h"
 #include "targets/llvm/BarrierCalls.h"
 #include "targets/llvm/Llvm.h"
 
@@ -162,6 +163,20 @@ class FunctionEmitter {
   // Emits one op for the current invocation.
   bool emitOp(const ir::Op& op);
 
+  // The lowering of each built-in op, indexed by OpId (null: none yet, see
+  // lowersOp in Llvm.h); &FunctionEmitter::emitUnsupported marks an op that
+  // is explicitly not on this target. Host mode lowers host-only ops (and
+  // host variants of some others) in emitHostOp before the table.
+  using EmitFn = bool (FunctionEmitter::*)(const ir::Op&);
+  using EmitTable = ir::PerOp<EmitFn>;
+  static const EmitTable& table();
+  static void addArithLowerings(EmitTable& t);      // LowerValues.cpp
+  static void addAggregateLowerings(EmitTable& t);  // LowerValues.cpp
+  static void addMemoryLowerings(EmitTable& t);     // LowerMemory.cpp
+  static void addControlLowerings(EmitTable& t);    // LowerControl.cpp
+  // Reports "op 'NAME' is not supported on target cpu" at the op.
+  bool emitUnsupported(const ir::Op& op);
+
   // An alloca at the top of the entry block.
   llvm::AllocaInst* entryAlloca(llvm::Type* t, const llvm::Twine& name = "");
   // Sets op's trap bit when `bad` (i1, or a vector of i1) is true.
@@ -197,23 +212,32 @@ class FunctionEmitter {
   void storeStorage(const ir::Type* t, llvm::Value* p, llvm::Value* v);
 
  private:
-  // LowerArith.cpp
-  bool emitArith(const ir::Op& op, bool& handled);
-  llvm::Value* binary(const ir::Op& op, std::string_view name, const ir::Type* t, llvm::Value* a,
-                      llvm::Value* c);
-  llvm::Value* unary(std::string_view name, const ir::Type* t, llvm::Value* a);
-  llvm::Value* compare(std::string_view name, const ir::Type* t, llvm::Value* a, llvm::Value* c);
+  // LowerValues.cpp
+  bool emitConst(const ir::Op& op);
+  bool emitSelect(const ir::Op& op);
+  bool emitCompare(const ir::Op& op);
+  bool emitCast(const ir::Op& op);
+  bool emitBitcast(const ir::Op& op);
+  bool emitBinary(const ir::Op& op);
+  bool emitFma(const ir::Op& op);
+  bool emitUnary(const ir::Op& op);
+  llvm::Value* binary(const ir::Op& op, ir::OpId n, const ir::Type* t, llvm::Value* a, llvm::Value* c);
+  llvm::Value* unary(ir::OpId n, const ir::Type* t, llvm::Value* a);
+  llvm::Value* compare(ir::OpId n, const ir::Type* t, llvm::Value* a, llvm::Value* c);
   llvm::Value* cast(const ir::Type* from, const ir::Type* to, llvm::Value* a);
   llvm::Value* viaDouble(const ir::Type* t, llvm::Value* a, llvm::Value* c, const char* fn);
   llvm::Value* constant(const ir::Op& op);
-  // LowerAggregate.cpp
-  bool emitAggregate(const ir::Op& op, bool& handled);
+  // LowerValues.cpp: vectors, structs, sums and arrays
+  bool emitAggregate(const ir::Op& op);
   // LowerMemory.cpp
-  bool emitMemory(const ir::Op& op, bool& handled);
+  bool emitBufferLen(const ir::Op& op);
+  bool emitWorkgroupAlloc(const ir::Op& op);
   bool emitAccess(const ir::Op& op);
   llvm::Value* accessAt(const ir::Op& op, const ir::Type* elem, llvm::Value* p);
   // LowerControl.cpp
-  bool emitControl(const ir::Op& op, bool& handled);
+  bool emitBarrier(const ir::Op& op);
+  bool emitBuiltin(const ir::Op& op);
+  bool emitTerminator(const ir::Op& op);
   bool emitIf(const ir::Op& op);
   bool emitFor(const ir::Op& op);
   bool emitWhile(const ir::Op& op);

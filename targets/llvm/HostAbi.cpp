@@ -20,8 +20,8 @@ std::vector<const ir::Op*> hostSites(const ir::Module& m) {
 std::vector<const ir::Type*> hostBoxTypes(const ir::Module& m) {
   std::vector<const ir::Type*> types;
   for (const ir::Op* op : hostSites(m)) {
-    const ir::Type* t = op->name() == "box.new" ? op->operand(0)->type()
-                        : op->name() == "box.get" ? ir::boxCellType(m.context(), op->result(0)->type()) : nullptr;
+    const ir::Type* t = op->is(ir::OpId::BoxNew) ? op->operand(0)->type()
+                        : op->is(ir::OpId::BoxGet) ? ir::boxCellType(m.context(), op->result(0)->type()) : nullptr;
     if (t && std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
   }
   return types;
@@ -54,7 +54,7 @@ std::vector<const ir::Function*> hostLoweredFunctions(const ir::Module& m, const
     const ir::Function* f = work.back();
     work.pop_back();
     const_cast<ir::Function*>(f)->walk([&](ir::Op* op) {
-      if (op->name() != "call" && op->name() != "func.ref") return;
+      if (!op->is(ir::OpId::Call) && !op->is(ir::OpId::FuncRef)) return;
       const ir::Attr* a = op->attr("callee");
       const ir::Function* callee = a && a->kind == ir::Attr::Kind::Symbol ? m.lookup(a->s) : nullptr;
       if (callee && !callee->isKernel() && seen.insert(callee).second) work.push_back(callee);

@@ -15,17 +15,17 @@ size_t roundUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 // Ops that set a bit of the trap mask.
 bool canTrap(const ir::Op& op) {
-  std::string_view n = op.name();
-  if (n == "load" || n == "store" || n.starts_with("atomic.") || n == "for") return true;
-  if (n == "array.get" || n == "array.set") return true;
-  if (n == "div" || n == "rem") return op.result(0)->type()->scalar()->isInt();
+  ir::OpId n = op.id();
+  if (n == ir::OpId::Load || n == ir::OpId::Store || ir::isAtomic(n) || n == ir::OpId::For) return true;
+  if (n == ir::OpId::ArrayGet || n == ir::OpId::ArraySet) return true;
+  if (n == ir::OpId::Div || n == ir::OpId::Rem) return op.result(0)->type()->scalar()->isInt();
   return false;
 }
 
 // Control flow that may hold a barrier: it diverges when its condition (or
 // its bounds) differ between the invocations of a workgroup.
 bool canDiverge(const ir::Op& op) {
-  return op.name() == "if" || op.name() == "while" || op.name() == "for";
+  return op.is(ir::OpId::If) || op.is(ir::OpId::While) || op.is(ir::OpId::For);
 }
 
 }  // namespace
@@ -50,7 +50,7 @@ ParamBlockLayout paramBlockLayout(const ir::Function& kernel) {
 WorkgroupLayout workgroupLayout(const ir::Function& kernel) {
   WorkgroupLayout l;
   for (const auto& op : kernel.body().ops()) {
-    if (op->name() != "workgroup.alloc") continue;
+    if (!op->is(ir::OpId::WorkgroupAlloc)) continue;
     l.bytes = roundUp(l.bytes, 64);
     l.offsets.emplace_back(op.get(), l.bytes);
     l.bytes += size_t(op->intAttr("size")) * ir::storageStride(op->result(0)->type()->elem());
@@ -88,7 +88,7 @@ std::vector<const ir::Function*> reachedDeviceFunctions(const ir::Function& kern
     const ir::Function* f = work.back();
     work.pop_back();
     const_cast<ir::Function&>(*f).walk([&](ir::Op* op) {
-      if (op->name() != "call" || !m) return;
+      if (!op->is(ir::OpId::Call) || !m) return;
       const ir::Function* callee = m->lookup(op->symbolAttr("callee"));
       if (callee && callee->kind() == ir::FunctionKind::Device && reached.insert(callee).second)
         work.push_back(callee);
@@ -140,17 +140,17 @@ Status statusError(const std::vector<const ir::Op*>& sites, const ir::Function& 
     return Error{kernel.loc(), "kernel @" + kernel.name() +
                                    ": an out-of-bounds access, integer division by zero or "
                                    "'for' step of 0"};
-  std::string_view n = op->name();
+  ir::OpId n = op->id();
   std::string what;
-  if (n == "div" || n == "rem")
-    what = std::string("integer ") + (n == "div" ? "division" : "remainder") + " by zero";
-  else if (n == "for")
+  if (n == ir::OpId::Div || n == ir::OpId::Rem)
+    what = std::string("integer ") + (n == ir::OpId::Div ? "division" : "remainder") + " by zero";
+  else if (n == ir::OpId::For)
     what = "'for' has a step of 0";
-  else if (n.starts_with("array."))
+  else if (n == ir::OpId::ArrayGet || n == ir::OpId::ArraySet)
     what = "index is out of bounds for an array";
   else
     what = "index is out of bounds for a buffer";
-  return Error{locOf(op), "'" + std::string(n) + "': " + what + " (in kernel @" + kernel.name() +
+  return Error{locOf(op), "'" + std::string(op->name()) + "': " + what + " (in kernel @" + kernel.name() +
                               " on the cpu target)"};
 }
 

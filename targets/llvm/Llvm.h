@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "ir/IR.h"
+#include "ir/OpId.h"
 #include "targets/llvm/HostAbi.h"
 #include "targets/llvm/KernelAbi.h"
 
@@ -86,6 +87,11 @@ struct LowerOptions {
   // inlined into it, and LLVM compiles the kernel's body once, not twice.
   bool exportWorkgroup = true;
 };
+
+// Whether the cpu target lowers a built-in op in kernels and device
+// functions, marks it unsupported, or lacks an entry for it (Emitter.h's
+// table; OpTableWalkTest checks it).
+ir::Lowering lowersOp(ir::OpId id);
 
 // The optimised LLVM IR of the module's kernels and device functions, as text.
 Expected<std::string> emitLlvmText(const ir::Module& m, const LowerOptions& opts);

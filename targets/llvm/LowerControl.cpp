@@ -187,38 +187,51 @@ bool FunctionEmitter::emitCall(const ir::Op& op) {
 }
 
 llvm::Value* FunctionEmitter::builtin(const ir::Op& op) {
-  std::string_view n = op.name();
+  ir::OpId n = op.id();
   unsigned d = op.attr("dim") ? unsigned(op.intAttr("dim")) : 0;
-  if (n == "local_id") return ids.local[d];
-  if (n == "workgroup_id") return ids.group[d];
-  if (n == "num_workgroups") return ids.numGroups[d];
-  if (n == "workgroup_size") return ids.size[d];
-  if (n == "subgroup_size") return b.getInt32(kSubgroupSize);
-  if (n == "global_id")  // the runtime keeps groups * size within 32 bits
+  if (n == ir::OpId::LocalId) return ids.local[d];
+  if (n == ir::OpId::WorkgroupId) return ids.group[d];
+  if (n == ir::OpId::NumWorkgroups) return ids.numGroups[d];
+  if (n == ir::OpId::WorkgroupSize) return ids.size[d];
+  if (n == ir::OpId::SubgroupSize) return b.getInt32(kSubgroupSize);
+  if (n == ir::OpId::GlobalId)  // the runtime keeps groups * size within 32 bits
     return b.CreateAdd(b.CreateMul(ids.group[d], ids.size[d], "", true, true), ids.local[d], "gid", true, true);
   llvm::Value* linear = b.CreateAdd(
       ids.local[0],
       b.CreateMul(ids.size[0], b.CreateAdd(ids.local[1], b.CreateMul(ids.size[1], ids.local[2], "", true, true),
                                            "", true, true), "", true, true), "", true, true);
-  if (n == "subgroup_id") return b.CreateUDiv(linear, b.getInt32(kSubgroupSize));
+  if (n == ir::OpId::SubgroupId) return b.CreateUDiv(linear, b.getInt32(kSubgroupSize));
   return b.CreateURem(linear, b.getInt32(kSubgroupSize));
 }
 
-bool FunctionEmitter::emitControl(const ir::Op& op, bool& handled) {
-  std::string_view n = op.name();
-  handled = true;
-  if (n == "if") return emitIf(op);
-  if (n == "for") return emitFor(op);
-  if (n == "while") return emitWhile(op);
-  if (n == "match") return emitMatch(op);
-  if (n == "call") return emitCall(op);
-  if (n == "barrier") return fail(op, "a barrier here is not supported");
-  if (op.info().has(ir::kKernelOnly) && op.info().has(ir::kPure) && op.numResults() == 1) {
-    set(op.result(0), builtin(op));
-    return true;
-  }
-  handled = false;
+// Barriers at a kernel's top level or in its structured control flow are
+// lowered by KernelEmitter (LowerKernel.cpp), which ends runs there.
+bool FunctionEmitter::emitBarrier(const ir::Op& op) { return fail(op, "a barrier here is not supported"); }
+
+bool FunctionEmitter::emitBuiltin(const ir::Op& op) {
+  set(op.result(0), builtin(op));
   return true;
+}
+
+// Terminators end regions: emitBody returns them to the op that owns the region.
+bool FunctionEmitter::emitTerminator(const ir::Op& op) {
+  return fail(op, "'" + std::string(op.name()) + "' is not at the end of its region");
+}
+
+void FunctionEmitter::addControlLowerings(EmitTable& t) {
+  using enum ir::OpId;
+  t[If] = &FunctionEmitter::emitIf;
+  t[For] = &FunctionEmitter::emitFor;
+  t[While] = &FunctionEmitter::emitWhile;
+  t[Match] = &FunctionEmitter::emitMatch;
+  t[Call] = &FunctionEmitter::emitCall;
+  for (ir::OpId n : {Yield, Condition, Return}) t[n] = &FunctionEmitter::emitTerminator;
+  t[Barrier] = &FunctionEmitter::emitBarrier;
+  for (ir::OpId n : {GlobalId, LocalId, WorkgroupId, NumWorkgroups, WorkgroupSize, SubgroupSize, SubgroupId,
+                     SubgroupLocalId})
+    t[n] = &FunctionEmitter::emitBuiltin;
+  // Function values are host code's (emitHostOp); kernels have none.
+  for (ir::OpId n : {FuncRef, CallIndirect}) t[n] = &FunctionEmitter::emitUnsupported;
 }
 
 }  // namespace eph::llvmtarget

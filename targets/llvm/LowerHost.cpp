@@ -206,7 +206,7 @@ void FunctionEmitter::checkFailed() {
 }
 
 bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
-  std::string_view n = op.name();
+  ir::OpId n = op.id();
   handled = true;
   llvm::Type* voidTy = llvm::Type::getVoidTy(M.ctx);
   auto handleOf = [&](unsigned i) { return b.CreateExtractValue(get(op.operand(i)), 1); };
@@ -217,7 +217,7 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
   };
   auto isHostBuffer = [&](unsigned i) { return op.operand(i)->type()->space() == ir::Space::Host; };
 
-  if (n == "alloc") {
+  if (n == ir::OpId::Alloc) {
     bool host = op.result(0)->type()->space() == ir::Space::Host;
     llvm::Value* count = widen(*this, op.operand(0));
     llvm::Value* r = b.CreateCall(M.hostRuntime(host ? kAllocHost : kAllocDevice, host ? M.ptr : M.i64, {M.ptr, M.i32, M.i64}),
@@ -226,7 +226,7 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     set(op.result(0), host ? bufferValue(r, b.getInt64(0)) : bufferValue(llvm::Constant::getNullValue(M.ptr), r));
     return true;
   }
-  if (n == "free") {
+  if (n == ir::OpId::Free) {
     if (isHostBuffer(0))
       b.CreateCall(M.hostRuntime(kFreeHost, voidTy, {M.ptr, M.i32, M.ptr}), {hostCtx, siteOf(op), recordOf(0)});
     else
@@ -234,27 +234,27 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     checkFailed();
     return true;
   }
-  if (n == "h2d" || n == "d2h" || n == "copy") {
-    if (n == "h2d")
+  if (n == ir::OpId::H2D || n == ir::OpId::D2H || n == ir::OpId::Copy) {
+    if (n == ir::OpId::H2D)
       b.CreateCall(M.hostRuntime(kH2D, voidTy, {M.ptr, M.i32, M.i64, M.ptr}), {hostCtx, siteOf(op), handleOf(0), recordOf(1)});
-    else if (n == "d2h")
+    else if (n == ir::OpId::D2H)
       b.CreateCall(M.hostRuntime(kD2H, voidTy, {M.ptr, M.i32, M.ptr, M.i64}), {hostCtx, siteOf(op), recordOf(0), handleOf(1)});
     else
       b.CreateCall(M.hostRuntime(kCopy, voidTy, {M.ptr, M.i32, M.i64, M.i64}), {hostCtx, siteOf(op), handleOf(0), handleOf(1)});
     checkFailed();
     return true;
   }
-  if (n == "device.count") {
+  if (n == ir::OpId::DeviceCount) {
     llvm::Value* count = b.CreateCall(M.hostRuntime(kDeviceCount, M.i64, {M.ptr}), {hostCtx});
     set(op.result(0), b.CreateTrunc(count, M.valueType(op.result(0)->type())));
     return true;
   }
-  if (n == "wait") {
+  if (n == ir::OpId::Wait) {
     b.CreateCall(M.hostRuntime(kWait, voidTy, {M.ptr, M.i32}), {hostCtx, siteOf(op)});
     checkFailed();
     return true;
   }
-  if (n == "dispatch") {
+  if (n == ir::OpId::Dispatch) {
     size_t slots = 0;
     for (const ir::Value* v : op.operands()) slots += hostSlotCount(v->type());
     for (const ir::Value* v : op.operands())
@@ -266,7 +266,7 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     checkFailed();
     return true;
   }
-  if (n == "buffer.len") {
+  if (n == ir::OpId::BufferLen) {
     llvm::Type* rt = M.valueType(op.result(0)->type());
     if (!isHostBuffer(0)) {
       llvm::Value* len = b.CreateCall(M.hostRuntime(kLenDevice, M.i64, {M.ptr, M.i32, M.i64}), {hostCtx, siteOf(op), handleOf(0)});
@@ -293,7 +293,7 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     set(op.result(0), b.CreateZExtOrTrunc(len, rt));
     return true;
   }
-  if (n == "load" || n == "store") {
+  if (n == ir::OpId::Load || n == ir::OpId::Store) {
     // Inline: in bounds (a freed buffer has count 0) and, for a load, written.
     const ir::Type* et = op.operand(0)->type()->elem();
     if (!ir::isStorable(et)) return fail(op, "buffers of '" + et->str() + "' are not supported in compiled host code");
@@ -303,8 +303,8 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     llvm::Value* count = field(offsetof(HostBufferRecord, count), M.i64);
     llvm::Value* written = field(offsetof(HostBufferRecord, written), M.ptr);
     llvm::Value* flag = nullptr;
-    llvm::BasicBlock* bad = newBlock(std::string(n) + ".bad");
-    llvm::BasicBlock* inBounds = newBlock(std::string(n) + ".inbounds");
+    llvm::BasicBlock* bad = newBlock(std::string(op.name()) + ".bad");
+    llvm::BasicBlock* inBounds = newBlock(std::string(op.name()) + ".inbounds");
     auto unlikely = llvm::MDBuilder(M.ctx).createBranchWeights(1 << 20, 1);
     b.CreateCondBr(b.CreateICmpULT(idx, count), inBounds, bad, unlikely);
     b.SetInsertPoint(bad);
@@ -312,14 +312,14 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     b.CreateBr(bail());
     b.SetInsertPoint(inBounds);
     flag = b.CreateInBoundsGEP(M.i8, written, idx);
-    if (n == "load") {
+    if (n == ir::OpId::Load) {
       llvm::BasicBlock* ok = newBlock("load.written");
       b.CreateCondBr(b.CreateICmpNE(b.CreateLoad(M.i8, flag), b.getInt8(0)), ok, bad, unlikely);
       b.SetInsertPoint(ok);
     }
     llvm::Value* data = field(offsetof(HostBufferRecord, data), M.ptr);
     llvm::Value* p = b.CreateInBoundsGEP(M.i8, data, b.CreateMul(idx, b.getInt64(ir::storageStride(et))));
-    if (n == "load") {
+    if (n == ir::OpId::Load) {
       set(op.result(0), loadStorage(et, p));
     } else {
       storeStorage(et, p, get(op.operand(2)));
@@ -327,7 +327,7 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     }
     return true;
   }
-  if (n == "call") {
+  if (n == ir::OpId::Call) {
     const ir::Function* callee = M.irm.lookup(op.symbolAttr("callee"));
     auto it = callee ? M.hostFns.find(callee) : M.hostFns.end();
     if (it == M.hostFns.end()) return fail(op, "calls a function that is not lowered for host code");
@@ -336,7 +336,7 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     setResults(*this, op, emitHostCall(*this, op, it->second->getFunctionType(), it->second, args));
     return true;
   }
-  if (n == "call.indirect") {
+  if (n == ir::OpId::CallIndirect) {
     const ir::Type* ft = op.operand(0)->type();
     if (hasFunctionOrVar(ft) && ir::hasTypeVar(ft)) return fail(op, "a generic function value is not supported in compiled host code");
     std::vector<llvm::Value*> args;
@@ -344,7 +344,7 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     setResults(*this, op, emitHostCall(*this, op, hostFnType(M, ft), get(op.operand(0)), args));
     return true;
   }
-  if (n == "func.ref") {
+  if (n == ir::OpId::FuncRef) {
     const ir::Function* callee = M.irm.lookup(op.symbolAttr("callee"));
     auto it = callee ? M.hostFns.find(callee) : M.hostFns.end();
     if (it == M.hostFns.end()) return fail(op, "refers to a function that is not lowered for host code");
@@ -352,10 +352,10 @@ bool FunctionEmitter::emitHostOp(const ir::Op& op, bool& handled) {
     set(op.result(0), it->second);
     return true;
   }
-  if (n == "box.new" || n == "box.get") return emitBoxOp(op);
-  if (n == "call.c") return emitFfiCall(op);
+  if (n == ir::OpId::BoxNew || n == ir::OpId::BoxGet) return emitBoxOp(op);
+  if (n == ir::OpId::CallC) return emitFfiCall(op);
   const ir::OpInfo& info = op.info();
-  if (n.starts_with("atomic.") || n == "barrier" || n == "workgroup.alloc" || info.has(ir::kKernelOnly) ||
+  if (ir::isAtomic(n) || n == ir::OpId::Barrier || n == ir::OpId::WorkgroupAlloc || info.has(ir::kKernelOnly) ||
       info.has(ir::kHostOnly))
     return fail(op, "not supported in compiled host code");
   handled = false;

@@ -71,7 +71,7 @@ llvm::Value* FunctionEmitter::makeBoxCell(unsigned k, const ir::Type* t, llvm::V
 }
 
 bool FunctionEmitter::emitBoxOp(const ir::Op& op) {
-  if (op.name() == "box.new") {
+  if (op.is(ir::OpId::BoxNew)) {
     const ir::Type* t = op.operand(0)->type();
     if (!M.valueType(t, &op)) return false;
     set(op.result(0), makeBoxCell(M.boxTypeIds.at(t), t, get(op.operand(0))));

@@ -79,11 +79,11 @@ class KernelEmitter {
 
 bool KernelEmitter::isUniformOp(const ir::Op& op) const {
   if (op.numRegions() || op.numResults() == 0) return false;
-  std::string_view n = op.name();
-  if (n == "workgroup.alloc" || n == "const" || n == "workgroup_id" || n == "num_workgroups" ||
-      n == "workgroup_size" || n == "subgroup_size")
+  ir::OpId n = op.id();
+  if (n == ir::OpId::WorkgroupAlloc || n == ir::OpId::Const || n == ir::OpId::WorkgroupId || n == ir::OpId::NumWorkgroups ||
+      n == ir::OpId::WorkgroupSize || n == ir::OpId::SubgroupSize)
     return true;
-  if (n == "local_id" || n == "global_id" || n == "subgroup_id" || n == "subgroup_local_id") return false;
+  if (n == ir::OpId::LocalId || n == ir::OpId::GlobalId || n == ir::OpId::SubgroupId || n == ir::OpId::SubgroupLocalId) return false;
   if (!op.info().has(ir::kPure)) return false;
   for (const ir::Value* v : op.operands())
     if (!uniform.count(v)) return false;
@@ -91,22 +91,22 @@ bool KernelEmitter::isUniformOp(const ir::Op& op) const {
 }
 
 bool KernelEmitter::isWorkgroupOp(const ir::Op& op) {
-  std::string_view n = op.name();
-  if (n == "barrier") return true;
-  if (n != "if" && n != "for" && n != "while" && n != "match") return false;
+  ir::OpId n = op.id();
+  if (n == ir::OpId::Barrier) return true;
+  if (n != ir::OpId::If && n != ir::OpId::For && n != ir::OpId::While && n != ir::OpId::Match) return false;
   if (M.hasBarrier(op)) {
-    if (n == "match") {
+    if (n == ir::OpId::Match) {
       M.fail(&op, &k, "a barrier inside 'match' is not supported; branch with 'if' instead");
       return false;
     }
     return true;
   }
-  return n == "for" && M.opts.hoistUniformLoops && uniform.count(op.operand(0)) &&
+  return n == ir::OpId::For && M.opts.hoistUniformLoops && uniform.count(op.operand(0)) &&
          uniform.count(op.operand(1)) && uniform.count(op.operand(2));
 }
 
 bool KernelEmitter::emitUniform(const ir::Op& op) {
-  if (op.name() == "workgroup.alloc") {
+  if (op.is(ir::OpId::WorkgroupAlloc)) {
     size_t off = 0;
     for (auto& [a, o] : wgl.offsets)
       if (a == &op) off = o;
@@ -204,9 +204,9 @@ bool KernelEmitter::dependsOnX(const ir::Value* v, unsigned depth) const {
   if (uniform.count(v)) return false;
   const ir::Op* d = v->definingOp();
   if (!d || depth > 12) return true;
-  std::string_view n = d->name();
-  if (n == "local_id" || n == "global_id") return !d->attr("dim") || d->intAttr("dim") == 0;
-  if (n == "subgroup_id" || n == "subgroup_local_id") return true;
+  ir::OpId n = d->id();
+  if (n == ir::OpId::LocalId || n == ir::OpId::GlobalId) return !d->attr("dim") || d->intAttr("dim") == 0;
+  if (n == ir::OpId::SubgroupId || n == ir::OpId::SubgroupLocalId) return true;
   for (const ir::Value* u : d->operands())
     if (dependsOnX(u, depth + 1)) return true;
   return false;
@@ -218,14 +218,14 @@ bool KernelEmitter::dependsOnX(const ir::Value* v, unsigned depth) const {
 bool KernelEmitter::unitStrideInX(const ir::Value* v, unsigned depth) const {
   const ir::Op* d = v->definingOp();
   if (!d || depth > 12 || uniform.count(v)) return false;
-  std::string_view n = d->name();
-  if (n == "local_id" || n == "global_id") return !d->attr("dim") || d->intAttr("dim") == 0;
+  ir::OpId n = d->id();
+  if (n == ir::OpId::LocalId || n == ir::OpId::GlobalId) return !d->attr("dim") || d->intAttr("dim") == 0;
   auto independent = [&](const ir::Value* u) { return !dependsOnX(u, depth + 1) && pureChain(u, depth + 1); };
-  if (n == "add")
+  if (n == ir::OpId::Add)
     return (unitStrideInX(d->operand(0), depth + 1) && independent(d->operand(1))) ||
            (unitStrideInX(d->operand(1), depth + 1) && independent(d->operand(0)));
-  if (n == "sub") return unitStrideInX(d->operand(0), depth + 1) && independent(d->operand(1));
-  if (n == "cast") {
+  if (n == ir::OpId::Sub) return unitStrideInX(d->operand(0), depth + 1) && independent(d->operand(1));
+  if (n == ir::OpId::Cast) {
     const ir::Type* from = d->operand(0)->type();
     return from->isInt() && from->bits() == v->type()->bits() && unitStrideInX(d->operand(0), depth + 1);
   }
@@ -238,8 +238,8 @@ bool KernelEmitter::pureChain(const ir::Value* v, unsigned depth) const {
   if (uniform.count(v)) return true;
   const ir::Op* d = v->definingOp();
   if (!d || depth > 12 || d->numRegions() || !d->info().has(ir::kPure)) return false;
-  std::string_view n = d->name();
-  if (n == "div" || n == "rem" || n.starts_with("array.")) return false;
+  ir::OpId n = d->id();
+  if (n == ir::OpId::Div || n == ir::OpId::Rem || n == ir::OpId::ArrayMake || n == ir::OpId::ArrayGet || n == ir::OpId::ArraySet) return false;
   for (const ir::Value* u : d->operands())
     if (!pureChain(u, depth + 1)) return false;
   return true;
@@ -353,7 +353,7 @@ bool KernelEmitter::flush(const ir::Region& r, std::vector<const ir::Op*>& run,
   // wg * 8 + local_id is affine in the invocation and loads contiguously.
   std::function<bool(const ir::Value*, unsigned)> rematerialisable = [&](const ir::Value* v, unsigned depth) {
     const ir::Op* d = v->definingOp();
-    if (!d || depth > 12 || d->numRegions() || !d->info().has(ir::kPure) || d->name() == "workgroup.alloc")
+    if (!d || depth > 12 || d->numRegions() || !d->info().has(ir::kPure) || d->is(ir::OpId::WorkgroupAlloc))
       return false;
     for (const ir::Value* u : d->operands())
       if (!uniform.count(u) && !rematerialisable(u, depth + 1)) return false;
@@ -399,8 +399,8 @@ bool KernelEmitter::flush(const ir::Region& r, std::vector<const ir::Op*>& run,
   if (size[0] > 1)
     for (const ir::Op* top : run)
       const_cast<ir::Op*>(top)->walk([&](ir::Op* op) {
-        std::string_view n = op->name();
-        if ((n == "load" || n == "store" || n.starts_with("atomic.")) && uniform.count(op->operand(0)) &&
+        ir::OpId n = op->id();
+        if ((n == ir::OpId::Load || n == ir::OpId::Store || ir::isAtomic(n)) && uniform.count(op->operand(0)) &&
             unitStrideInX(op->operand(1), 0) && pureChain(op->operand(1), 0))
           ranged.push_back(op);
       });
@@ -454,10 +454,10 @@ bool KernelEmitter::emitRegion(const ir::Region& r, const std::vector<Slot>& tar
 }
 
 bool KernelEmitter::emitWorkgroupOp(const ir::Op& op) {
-  std::string_view n = op.name();
-  if (n == "barrier") return true;  // runs end here: every invocation is done with the last one
-  if (n == "if") return emitWorkgroupIf(op);
-  if (n == "for") return emitWorkgroupFor(op);
+  ir::OpId n = op.id();
+  if (n == ir::OpId::Barrier) return true;  // runs end here: every invocation is done with the last one
+  if (n == ir::OpId::If) return emitWorkgroupIf(op);
+  if (n == ir::OpId::For) return emitWorkgroupFor(op);
   return emitWorkgroupWhile(op);
 }
 

@@ -103,22 +103,22 @@ void FunctionEmitter::storeStorage(const ir::Type* t, llvm::Value* p, llvm::Valu
 
 // The access itself at p; the loaded or old value, or null for a store.
 llvm::Value* FunctionEmitter::accessAt(const ir::Op& op, const ir::Type* et, llvm::Value* p) {
-  std::string_view n = op.name();
+  ir::OpId n = op.id();
   auto order = llvm::AtomicOrdering::SequentiallyConsistent;
-  if (n == "load") return loadStorage(et, p);
-  if (n == "store") {
+  if (n == ir::OpId::Load) return loadStorage(et, p);
+  if (n == ir::OpId::Store) {
     storeStorage(et, p, get(op.operand(2)));
     return nullptr;
   }
-  if (n == "atomic.cmpxchg") {
+  if (n == ir::OpId::AtomicCmpXchg) {
     llvm::Value* pair = b.CreateAtomicCmpXchg(p, get(op.operand(2)), get(op.operand(3)), alignOf(et), order, order);
     return b.CreateExtractValue(pair, 0);
   }
   using K = llvm::AtomicRMWInst::BinOp;
   bool sg = et->isInt() && et->isSigned();
-  K k = n == "atomic.add" ? (et->isFloat() ? K::FAdd : K::Add)
-        : n == "atomic.min" ? (sg ? K::Min : K::UMin)
-        : n == "atomic.max" ? (sg ? K::Max : K::UMax) : K::Xchg;
+  K k = n == ir::OpId::AtomicAdd ? (et->isFloat() ? K::FAdd : K::Add)
+        : n == ir::OpId::AtomicMin ? (sg ? K::Min : K::UMin)
+        : n == ir::OpId::AtomicMax ? (sg ? K::Max : K::UMax) : K::Xchg;
   return b.CreateAtomicRMW(k, p, get(op.operand(2)), alignOf(et), order);
 }
 
@@ -127,7 +127,6 @@ llvm::Value* FunctionEmitter::accessAt(const ir::Op& op, const ir::Type* et, llv
 // length when it is the workgroup's first, and is skipped (a load or an
 // atomic then gives 0).
 bool FunctionEmitter::emitAccess(const ir::Op& op) {
-  std::string_view n = op.name();
   const ir::Type* bt = op.operand(0)->type();
   const ir::Type* et = bt->elem();
   llvm::Value* buf = get(op.operand(0));
@@ -151,9 +150,9 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
   // The check is a branch to a cold block that records the trap, in the
   // shape LLVM's inductive range check elimination recognises: in loops over
   // invocations it moves the check out of the main loop (Pipeline.cpp).
-  llvm::BasicBlock* access = newBlock(std::string(n) + ".inbounds");
-  llvm::BasicBlock* oob = newBlock(std::string(n) + ".outofbounds");
-  llvm::BasicBlock* cont = newBlock(std::string(n) + ".done");
+  llvm::BasicBlock* access = newBlock(std::string(op.name()) + ".inbounds");
+  llvm::BasicBlock* oob = newBlock(std::string(op.name()) + ".outofbounds");
+  llvm::BasicBlock* cont = newBlock(std::string(op.name()) + ".done");
   llvm::MDNode* likely = llvm::MDBuilder(M.ctx).createBranchWeights(1 << 20, 1);
   b.CreateCondBr(inb, access, oob, likely);
   b.SetInsertPoint(oob);
@@ -180,18 +179,23 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
   return true;
 }
 
-bool FunctionEmitter::emitMemory(const ir::Op& op, bool& handled) {
-  std::string_view n = op.name();
-  handled = true;
-  if (n == "load" || n == "store" || n.starts_with("atomic.")) return emitAccess(op);
-  if (n == "buffer.len") {
-    llvm::Value* len = b.CreateExtractValue(get(op.operand(0)), 1);
-    set(op.result(0), b.CreateZExtOrTrunc(len, M.valueType(op.result(0)->type())));
-    return true;
-  }
-  if (n == "workgroup.alloc") return fail(op, "workgroup memory outside the top level of a kernel");
-  handled = false;
+bool FunctionEmitter::emitBufferLen(const ir::Op& op) {
+  llvm::Value* len = b.CreateExtractValue(get(op.operand(0)), 1);
+  set(op.result(0), b.CreateZExtOrTrunc(len, M.valueType(op.result(0)->type())));
   return true;
+}
+
+// Kernels' top-level workgroup.alloc is lowered by KernelEmitter (LowerKernel.cpp).
+bool FunctionEmitter::emitWorkgroupAlloc(const ir::Op& op) {
+  return fail(op, "workgroup memory outside the top level of a kernel");
+}
+
+void FunctionEmitter::addMemoryLowerings(EmitTable& t) {
+  using enum ir::OpId;
+  for (ir::OpId n : {Load, Store, AtomicAdd, AtomicMin, AtomicMax, AtomicXchg, AtomicCmpXchg})
+    t[n] = &FunctionEmitter::emitAccess;
+  t[BufferLen] = &FunctionEmitter::emitBufferLen;
+  t[WorkgroupAlloc] = &FunctionEmitter::emitWorkgroupAlloc;
 }
 
 }  // namespace eph::llvmtarget

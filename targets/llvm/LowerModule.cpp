@@ -122,7 +122,7 @@ bool ModuleEmitter::hasBarrier(const ir::Op& root) {
     if (found) return;
     if (op->info().has(ir::kBarrier)) {
       found = true;
-    } else if (op->name() == "call") {
+    } else if (op->is(ir::OpId::Call)) {
       const ir::Function* callee = irm.lookup(op->symbolAttr("callee"));
       if (!callee) return;
       auto it = barrierFns_.find(callee);
@@ -260,7 +260,7 @@ void FunctionEmitter::trapIf(const ir::Op& op, llvm::Value* bad) {
     b.CreateCondBr(bad, trap, cont, llvm::MDBuilder(M.ctx).createBranchWeights(1, 1 << 20));
     b.SetInsertPoint(trap);
     llvm::Value* value = b.getInt64(0);
-    if (op.name() == "array.get" || op.name() == "array.set") {
+    if (op.is(ir::OpId::ArrayGet) || op.is(ir::OpId::ArraySet)) {
       const ir::Value* index = op.operand(1);
       value = index->type()->isSigned() ? b.CreateSExtOrTrunc(get(index), M.i64) : b.CreateZExtOrTrunc(get(index), M.i64);
     }
@@ -344,15 +344,36 @@ const ir::Op* FunctionEmitter::emitBody(const ir::Region& r, const std::vector<l
 }
 
 bool FunctionEmitter::emitOp(const ir::Op& op) {
-  bool handled = false;
-  bool ok = true;
-  if (hostCtx) ok = emitHostOp(op, handled);
-  if (!handled) ok = emitArith(op, handled);
-  if (!handled) ok = emitAggregate(op, handled);
-  if (!handled) ok = emitMemory(op, handled);
-  if (!handled) ok = emitControl(op, handled);
-  if (!handled) return fail(op, "this op is not supported by the cpu target");
-  return ok;
+  if (hostCtx) {
+    bool handled = false;
+    bool ok = emitHostOp(op, handled);
+    if (handled) return ok;
+  }
+  EmitFn fn = table()[op.id()];
+  if (!fn) return emitUnsupported(op);
+  return (this->*fn)(op);
+}
+
+bool FunctionEmitter::emitUnsupported(const ir::Op& op) {
+  return fail(op, "op '" + std::string(op.name()) + "' is not supported on target cpu");
+}
+
+const FunctionEmitter::EmitTable& FunctionEmitter::table() {
+  static const EmitTable table = [] {
+    EmitTable t;
+    addArithLowerings(t);
+    addAggregateLowerings(t);
+    addMemoryLowerings(t);
+    addControlLowerings(t);
+    return t;
+  }();
+  return table;
+}
+
+ir::Lowering lowersOp(ir::OpId id) {
+  FunctionEmitter::EmitFn fn = FunctionEmitter::table()[id];
+  if (!fn) return ir::Lowering::Missing;
+  return fn == &FunctionEmitter::emitUnsupported ? ir::Lowering::Unsupported : ir::Lowering::Lowered;
 }
 
 bool emitDeviceFunction(ModuleEmitter& M, const ir::Function& f) {

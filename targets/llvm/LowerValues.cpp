@@ -7,16 +7,6 @@
 #include "targets/llvm/Emitter.h"
 
 namespace eph::llvmtarget {
-namespace {
-
-bool isOneOf(std::string_view n, std::initializer_list<std::string_view> names) {
-  for (auto x : names)
-    if (n == x) return true;
-  return false;
-}
-
-}  // namespace
-
 llvm::Value* FunctionEmitter::constant(const ir::Op& op) {
   const ir::Type* t = op.result(0)->type();
   const ir::Attr* a = op.attr("value");
@@ -56,43 +46,43 @@ llvm::Value* FunctionEmitter::viaDouble(const ir::Type* t, llvm::Value* a, llvm:
   return out;
 }
 
-llvm::Value* FunctionEmitter::binary(const ir::Op& op, std::string_view n, const ir::Type* t,
+llvm::Value* FunctionEmitter::binary(const ir::Op& op, ir::OpId n, const ir::Type* t,
                                      llvm::Value* x, llvm::Value* y) {
   const ir::Type* s = t->scalar();
   if (s->isFloat()) {
-    if (n == "add") return b.CreateFAdd(x, y);
-    if (n == "sub") return b.CreateFSub(x, y);
-    if (n == "mul") return b.CreateFMul(x, y);
-    if (n == "div") return b.CreateFDiv(x, y);
-    if (n == "rem") return b.CreateFRem(x, y);  // fmod: exact, so no widening needed
-    if (n == "min") return b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, y);
-    if (n == "max") return b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, y);
-    if (n == "pow" || n == "atan2") return viaDouble(t, x, y, n == "pow" ? "pow" : "atan2");
-    if (n == "copysign") return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, x, y);
+    if (n == ir::OpId::Add) return b.CreateFAdd(x, y);
+    if (n == ir::OpId::Sub) return b.CreateFSub(x, y);
+    if (n == ir::OpId::Mul) return b.CreateFMul(x, y);
+    if (n == ir::OpId::Div) return b.CreateFDiv(x, y);
+    if (n == ir::OpId::Rem) return b.CreateFRem(x, y);  // fmod: exact, so no widening needed
+    if (n == ir::OpId::Min) return b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, y);
+    if (n == ir::OpId::Max) return b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, y);
+    if (n == ir::OpId::Pow || n == ir::OpId::Atan2) return viaDouble(t, x, y, n == ir::OpId::Pow ? "pow" : "atan2");
+    if (n == ir::OpId::Copysign) return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, x, y);
     return nullptr;
   }
   if (s->isBool()) {
-    if (n == "and" || n == "min") return b.CreateAnd(x, y);
-    if (n == "or" || n == "max") return b.CreateOr(x, y);
-    if (n == "xor") return b.CreateXor(x, y);
+    if (n == ir::OpId::And || n == ir::OpId::Min) return b.CreateAnd(x, y);
+    if (n == ir::OpId::Or || n == ir::OpId::Max) return b.CreateOr(x, y);
+    if (n == ir::OpId::Xor) return b.CreateXor(x, y);
     return nullptr;
   }
   bool sg = s->isSigned();
   llvm::Type* lt = x->getType();
-  if (n == "add") return b.CreateAdd(x, y);
-  if (n == "sub") return b.CreateSub(x, y);
-  if (n == "mul") return b.CreateMul(x, y);
-  if (n == "and") return b.CreateAnd(x, y);
-  if (n == "or") return b.CreateOr(x, y);
-  if (n == "xor") return b.CreateXor(x, y);
-  if (n == "min") return b.CreateBinaryIntrinsic(sg ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, x, y);
-  if (n == "max") return b.CreateBinaryIntrinsic(sg ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, x, y);
-  if (n == "shl" || n == "shr") {
+  if (n == ir::OpId::Add) return b.CreateAdd(x, y);
+  if (n == ir::OpId::Sub) return b.CreateSub(x, y);
+  if (n == ir::OpId::Mul) return b.CreateMul(x, y);
+  if (n == ir::OpId::And) return b.CreateAnd(x, y);
+  if (n == ir::OpId::Or) return b.CreateOr(x, y);
+  if (n == ir::OpId::Xor) return b.CreateXor(x, y);
+  if (n == ir::OpId::Min) return b.CreateBinaryIntrinsic(sg ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, x, y);
+  if (n == ir::OpId::Max) return b.CreateBinaryIntrinsic(sg ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, x, y);
+  if (n == ir::OpId::Shl || n == ir::OpId::Shr) {
     llvm::Value* count = b.CreateAnd(y, llvm::ConstantInt::get(lt, s->bits() - 1));
-    if (n == "shl") return b.CreateShl(x, count);
+    if (n == ir::OpId::Shl) return b.CreateShl(x, count);
     return sg ? b.CreateAShr(x, count) : b.CreateLShr(x, count);
   }
-  if (n == "div" || n == "rem") {
+  if (n == ir::OpId::Div || n == ir::OpId::Rem) {
     // Division by zero traps (and divides by 1); INT_MIN / -1 wraps to
     // INT_MIN with remainder 0, which dividing by 1 gives as well.
     llvm::Value* zero = b.CreateICmpEQ(y, llvm::Constant::getNullValue(lt));
@@ -106,57 +96,61 @@ llvm::Value* FunctionEmitter::binary(const ir::Op& op, std::string_view n, const
       bad = b.CreateOr(zero, overflow);
     }
     llvm::Value* d = b.CreateSelect(bad, llvm::ConstantInt::get(lt, 1), y);
-    if (n == "div") return sg ? b.CreateSDiv(x, d) : b.CreateUDiv(x, d);
+    if (n == ir::OpId::Div) return sg ? b.CreateSDiv(x, d) : b.CreateUDiv(x, d);
     return sg ? b.CreateSRem(x, d) : b.CreateURem(x, d);
   }
   return nullptr;
 }
 
-llvm::Value* FunctionEmitter::unary(std::string_view n, const ir::Type* t, llvm::Value* x) {
+llvm::Value* FunctionEmitter::unary(ir::OpId n, const ir::Type* t, llvm::Value* x) {
   const ir::Type* s = t->scalar();
-  if (n == "not") return b.CreateNot(x);
+  if (n == ir::OpId::Not) return b.CreateNot(x);
   if (s->isInt()) {
-    if (n == "neg") return b.CreateNeg(x);
-    if (n == "abs")
+    if (n == ir::OpId::Neg) return b.CreateNeg(x);
+    if (n == ir::OpId::Abs)
       return s->isSigned() ? b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b.getFalse()) : x;
     return nullptr;
   }
-  if (n == "neg") return b.CreateFNeg(x);
-  if (n == "abs") return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  if (n == ir::OpId::Neg) return b.CreateFNeg(x);
+  if (n == ir::OpId::Abs) return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   // Correctly rounded in any precision, so computed in the type itself.
-  if (n == "sqrt") return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
-  if (n == "floor") return b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
-  if (n == "ceil") return b.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
-  if (n == "round") return b.CreateUnaryIntrinsic(llvm::Intrinsic::round, x);  // half away from zero
-  if (n == "trunc") return b.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x);
-  if (n == "sign") {  // -1, +1, or x itself (+-0, NaN)
+  if (n == ir::OpId::Sqrt) return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+  if (n == ir::OpId::Floor) return b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+  if (n == ir::OpId::Ceil) return b.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
+  if (n == ir::OpId::Round) return b.CreateUnaryIntrinsic(llvm::Intrinsic::round, x);  // half away from zero
+  if (n == ir::OpId::Trunc) return b.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x);
+  if (n == ir::OpId::Sign) {  // -1, +1, or x itself (+-0, NaN)
     llvm::Value* zero = llvm::Constant::getNullValue(x->getType());
     llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
     llvm::Value* r = b.CreateSelect(b.CreateFCmpOLT(x, zero), b.CreateFNeg(one), x);
     return b.CreateSelect(b.CreateFCmpOGT(x, zero), one, r);
   }
-  static const char* const kViaDouble[] = {"rsqrt", "exp",  "log",   "sin",   "cos",  "tan",   "tanh",
-                                           "asin",  "acos", "atan",  "sinh",  "cosh", "asinh", "acosh",
-                                           "atanh", "erf",  "exp2",  "log2",  "log1p", "expm1"};
-  for (const char* f : kViaDouble)
-    if (n == f) return viaDouble(t, x, nullptr, f);
+  switch (n) {  // in double through the C library, named as the op
+    case ir::OpId::Rsqrt: case ir::OpId::Exp: case ir::OpId::Log: case ir::OpId::Sin: case ir::OpId::Cos:
+    case ir::OpId::Tan: case ir::OpId::Tanh: case ir::OpId::Asin: case ir::OpId::Acos: case ir::OpId::Atan:
+    case ir::OpId::Sinh: case ir::OpId::Cosh: case ir::OpId::Asinh: case ir::OpId::Acosh: case ir::OpId::Atanh:
+    case ir::OpId::Erf: case ir::OpId::Exp2: case ir::OpId::Log2: case ir::OpId::Log1p: case ir::OpId::Expm1:
+      return viaDouble(t, x, nullptr, ir::opIdName(n).data());  // names are string literals
+    default:
+      break;
+  }
   return nullptr;
 }
 
-llvm::Value* FunctionEmitter::compare(std::string_view n, const ir::Type* t, llvm::Value* x,
+llvm::Value* FunctionEmitter::compare(ir::OpId n, const ir::Type* t, llvm::Value* x,
                                       llvm::Value* y) {
   using P = llvm::CmpInst::Predicate;
   const ir::Type* s = t->scalar();
   P p;
   if (s->isFloat()) {
-    p = n == "eq" ? P::FCMP_OEQ : n == "ne" ? P::FCMP_UNE : n == "lt" ? P::FCMP_OLT
-        : n == "le" ? P::FCMP_OLE : n == "gt" ? P::FCMP_OGT : P::FCMP_OGE;
+    p = n == ir::OpId::Eq ? P::FCMP_OEQ : n == ir::OpId::Ne ? P::FCMP_UNE : n == ir::OpId::Lt ? P::FCMP_OLT
+        : n == ir::OpId::Le ? P::FCMP_OLE : n == ir::OpId::Gt ? P::FCMP_OGT : P::FCMP_OGE;
     return b.CreateFCmp(p, x, y);
   }
   bool sg = s->isInt() && s->isSigned();
-  p = n == "eq" ? P::ICMP_EQ : n == "ne" ? P::ICMP_NE
-      : n == "lt" ? (sg ? P::ICMP_SLT : P::ICMP_ULT) : n == "le" ? (sg ? P::ICMP_SLE : P::ICMP_ULE)
-      : n == "gt" ? (sg ? P::ICMP_SGT : P::ICMP_UGT) : (sg ? P::ICMP_SGE : P::ICMP_UGE);
+  p = n == ir::OpId::Eq ? P::ICMP_EQ : n == ir::OpId::Ne ? P::ICMP_NE
+      : n == ir::OpId::Lt ? (sg ? P::ICMP_SLT : P::ICMP_ULT) : n == ir::OpId::Le ? (sg ? P::ICMP_SLE : P::ICMP_ULE)
+      : n == ir::OpId::Gt ? (sg ? P::ICMP_SGT : P::ICMP_UGT) : (sg ? P::ICMP_SGE : P::ICMP_UGE);
   return b.CreateICmp(p, x, y);
 }
 
@@ -183,102 +177,116 @@ llvm::Value* FunctionEmitter::cast(const ir::Type* from, const ir::Type* to, llv
   return x;
 }
 
-bool FunctionEmitter::emitArith(const ir::Op& op, bool& handled) {
-  std::string_view n = op.name();
-  handled = true;
-  if (n == "const") {
-    set(op.result(0), constant(op));
-    return true;
-  }
-  if (n == "select") {
-    set(op.result(0), b.CreateSelect(get(op.operand(0)), get(op.operand(1)), get(op.operand(2))));
-    return true;
-  }
-  const ir::Type* t = op.numOperands() ? op.operand(0)->type() : nullptr;
-  if (isOneOf(n, {"eq", "ne", "lt", "le", "gt", "ge"})) {
-    set(op.result(0), compare(n, t, get(op.operand(0)), get(op.operand(1))));
-    return true;
-  }
-  if (n == "cast") {
-    set(op.result(0), cast(t, op.result(0)->type(), get(op.operand(0))));
-    return true;
-  }
-  if (n == "bitcast") {
-    set(op.result(0), b.CreateBitCast(get(op.operand(0)), M.valueType(op.result(0)->type())));
-    return true;
-  }
-  if (op.numOperands() == 2 && op.numResults() == 1 && op.info().has(ir::kPure) &&
-      isOneOf(n, {"add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "shl", "shr", "pow",
-                  "atan2", "copysign"})) {
-    llvm::Value* r = binary(op, n, t, get(op.operand(0)), get(op.operand(1)));
-    if (!r) return fail(op, "not defined on '" + t->str() + "'");
-    set(op.result(0), r);
-    return true;
-  }
-  if (n == "fma") {
-    // Fused in the type itself for f32 and f64; f16 as the f64 fma rounded
-    // once to f16 (ir/interp/Scalar.h).
-    llvm::Value *x = get(op.operand(0)), *y = get(op.operand(1)), *z = get(op.operand(2));
-    if (t->scalar()->bits() != 16) {
-      set(op.result(0), b.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, y, z}));
-      return true;
-    }
-    llvm::Type* wide = t->isVector() ? llvm::VectorType::get(M.f64, llvm::ElementCount::getFixed(t->count())) : M.f64;
-    llvm::Value* r = b.CreateIntrinsic(llvm::Intrinsic::fma, {wide},
-                                       {b.CreateFPExt(x, wide), b.CreateFPExt(y, wide), b.CreateFPExt(z, wide)});
-    set(op.result(0), b.CreateFPTrunc(r, x->getType()));
-    return true;
-  }
-  if (isOneOf(n, {"neg", "abs", "not", "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tan", "tanh",
-                  "floor", "ceil", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf",
-                  "exp2", "log2", "log1p", "expm1", "round", "trunc", "sign"})) {
-    llvm::Value* r = unary(n, t, get(op.operand(0)));
-    if (!r) return fail(op, "not defined on '" + t->str() + "'");
-    set(op.result(0), r);
-    return true;
-  }
-  handled = false;
+bool FunctionEmitter::emitConst(const ir::Op& op) {
+  set(op.result(0), constant(op));
   return true;
+}
+
+bool FunctionEmitter::emitSelect(const ir::Op& op) {
+  set(op.result(0), b.CreateSelect(get(op.operand(0)), get(op.operand(1)), get(op.operand(2))));
+  return true;
+}
+
+bool FunctionEmitter::emitCompare(const ir::Op& op) {
+  set(op.result(0), compare(op.id(), op.operand(0)->type(), get(op.operand(0)), get(op.operand(1))));
+  return true;
+}
+
+bool FunctionEmitter::emitCast(const ir::Op& op) {
+  set(op.result(0), cast(op.operand(0)->type(), op.result(0)->type(), get(op.operand(0))));
+  return true;
+}
+
+bool FunctionEmitter::emitBitcast(const ir::Op& op) {
+  set(op.result(0), b.CreateBitCast(get(op.operand(0)), M.valueType(op.result(0)->type())));
+  return true;
+}
+
+bool FunctionEmitter::emitBinary(const ir::Op& op) {
+  const ir::Type* t = op.operand(0)->type();
+  llvm::Value* r = binary(op, op.id(), t, get(op.operand(0)), get(op.operand(1)));
+  if (!r) return fail(op, "not defined on '" + t->str() + "'");
+  set(op.result(0), r);
+  return true;
+}
+
+bool FunctionEmitter::emitFma(const ir::Op& op) {
+  // Fused in the type itself for f32 and f64; f16 as the f64 fma rounded
+  // once to f16 (ir/interp/Scalar.h).
+  const ir::Type* t = op.operand(0)->type();
+  llvm::Value *x = get(op.operand(0)), *y = get(op.operand(1)), *z = get(op.operand(2));
+  if (t->scalar()->bits() != 16) {
+    set(op.result(0), b.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, y, z}));
+    return true;
+  }
+  llvm::Type* wide = t->isVector() ? llvm::VectorType::get(M.f64, llvm::ElementCount::getFixed(t->count())) : M.f64;
+  llvm::Value* r = b.CreateIntrinsic(llvm::Intrinsic::fma, {wide},
+                                     {b.CreateFPExt(x, wide), b.CreateFPExt(y, wide), b.CreateFPExt(z, wide)});
+  set(op.result(0), b.CreateFPTrunc(r, x->getType()));
+  return true;
+}
+
+bool FunctionEmitter::emitUnary(const ir::Op& op) {
+  const ir::Type* t = op.operand(0)->type();
+  llvm::Value* r = unary(op.id(), t, get(op.operand(0)));
+  if (!r) return fail(op, "not defined on '" + t->str() + "'");
+  set(op.result(0), r);
+  return true;
+}
+
+void FunctionEmitter::addArithLowerings(EmitTable& t) {
+  using enum ir::OpId;
+  t[Const] = &FunctionEmitter::emitConst;
+  t[Select] = &FunctionEmitter::emitSelect;
+  for (ir::OpId n : {Eq, Ne, Lt, Le, Gt, Ge}) t[n] = &FunctionEmitter::emitCompare;
+  t[Cast] = &FunctionEmitter::emitCast;
+  t[Bitcast] = &FunctionEmitter::emitBitcast;
+  for (ir::OpId n : {Add, Sub, Mul, Div, Rem, Min, Max, And, Or, Xor, Shl, Shr, Pow, Atan2, Copysign})
+    t[n] = &FunctionEmitter::emitBinary;
+  t[Fma] = &FunctionEmitter::emitFma;
+  for (ir::OpId n : {Neg,  Abs,  Not,   Sqrt,  Rsqrt, Exp,   Log,   Sin,   Cos,   Tan,  Tanh,
+                     Floor, Ceil, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Erf,
+                     Exp2, Log2, Log1p, Expm1, Round, Trunc, Sign})
+    t[n] = &FunctionEmitter::emitUnary;
 }
 
 // ---- aggregates ----------------------------------------------------------------
 
-bool FunctionEmitter::emitAggregate(const ir::Op& op, bool& handled) {
-  std::string_view n = op.name();
-  handled = true;
+bool FunctionEmitter::emitAggregate(const ir::Op& op) {
+  ir::OpId n = op.id();
   const ir::Type* rt = op.numResults() ? op.result(0)->type() : nullptr;
-  if (n == "vec.make" || n == "struct.make" || n == "array.make") {
+  if (n == ir::OpId::VecMake || n == ir::OpId::StructMake || n == ir::OpId::ArrayMake) {
     llvm::Type* lt = M.valueType(rt, &op);
     if (!lt) return false;
     llvm::Value* v = llvm::PoisonValue::get(lt);
     for (unsigned i = 0; i < op.numOperands(); ++i)
-      v = n == "vec.make" ? b.CreateInsertElement(v, get(op.operand(i)), i)
+      v = n == ir::OpId::VecMake ? b.CreateInsertElement(v, get(op.operand(i)), i)
                           : b.CreateInsertValue(v, get(op.operand(i)), i);
     set(op.result(0), v);
     return true;
   }
-  if (n == "vec.extract") {
+  if (n == ir::OpId::VecExtract) {
     set(op.result(0), b.CreateExtractElement(get(op.operand(0)), uint64_t(op.intAttr("index"))));
     return true;
   }
-  if (n == "vec.insert") {
+  if (n == ir::OpId::VecInsert) {
     set(op.result(0), b.CreateInsertElement(get(op.operand(0)), get(op.operand(1)), uint64_t(op.intAttr("index"))));
     return true;
   }
-  if (n == "struct.extract") {
+  if (n == ir::OpId::StructExtract) {
     set(op.result(0), b.CreateExtractValue(get(op.operand(0)), unsigned(op.intAttr("index"))));
     return true;
   }
-  if (n == "struct.insert") {
+  if (n == ir::OpId::StructInsert) {
     set(op.result(0), b.CreateInsertValue(get(op.operand(0)), get(op.operand(1)), unsigned(op.intAttr("index"))));
     return true;
   }
-  if (n == "struct.unpack") {
+  if (n == ir::OpId::StructUnpack) {
     for (unsigned i = 0; i < op.numResults(); ++i)
       set(op.result(i), b.CreateExtractValue(get(op.operand(0)), i));
     return true;
   }
-  if (n == "sum.make") {
+  if (n == ir::OpId::SumMake) {
     llvm::Type* lt = M.valueType(rt, &op);
     if (!lt) return false;
     unsigned tag = unsigned(op.intAttr("tag"));
@@ -287,12 +295,12 @@ bool FunctionEmitter::emitAggregate(const ir::Op& op, bool& handled) {
     set(op.result(0), b.CreateInsertValue(v, get(op.operand(0)), tag + 1));
     return true;
   }
-  if (n == "sum.tag") {
+  if (n == ir::OpId::SumTag) {
     llvm::Value* tag = b.CreateExtractValue(get(op.operand(0)), 0);
     set(op.result(0), b.CreateZExtOrTrunc(tag, M.valueType(rt)));
     return true;
   }
-  if (n == "array.get" || n == "array.set") {
+  if (n == ir::OpId::ArrayGet || n == ir::OpId::ArraySet) {
     // Dynamic index: through a stack copy; out of bounds traps and uses element 0.
     const ir::Type* at = op.operand(0)->type();
     llvm::Type* lt = M.valueType(at, &op);
@@ -307,7 +315,7 @@ bool FunctionEmitter::emitAggregate(const ir::Op& op, bool& handled) {
     b.CreateStore(get(op.operand(0)), tmp);
     llvm::Value* p = b.CreateInBoundsGEP(lt, tmp, {b.getInt64(0), idx});
     llvm::Type* et = M.valueType(at->elem());
-    if (n == "array.get") {
+    if (n == ir::OpId::ArrayGet) {
       set(op.result(0), b.CreateLoad(et, p));
     } else {
       b.CreateStore(get(op.operand(2)), p);
@@ -315,7 +323,7 @@ bool FunctionEmitter::emitAggregate(const ir::Op& op, bool& handled) {
     }
     return true;
   }
-  if (n == "dot" || n == "length" || n == "normalize" || n == "cross") {
+  if (n == ir::OpId::Dot || n == ir::OpId::Length || n == ir::OpId::Normalize || n == ir::OpId::Cross) {
     // In double, summed in order from +0.0, rounded once (Elementwise.cpp).
     const ir::Type* vt = op.operand(0)->type();
     unsigned count = vt->count();
@@ -328,7 +336,7 @@ bool FunctionEmitter::emitAggregate(const ir::Op& op, bool& handled) {
     auto round = [&](llvm::Value* d) { return narrow ? b.CreateFPTrunc(d, et) : d; };
     llvm::Value* x = get(op.operand(0));
     llvm::Value* y = op.numOperands() > 1 ? get(op.operand(1)) : x;
-    if (n == "cross") {
+    if (n == ir::OpId::Cross) {
       auto term = [&](unsigned i, unsigned j) {
         return b.CreateFSub(b.CreateFMul(lane(x, i), lane(y, j)), b.CreateFMul(lane(x, j), lane(y, i)));
       };
@@ -341,12 +349,12 @@ bool FunctionEmitter::emitAggregate(const ir::Op& op, bool& handled) {
     }
     llvm::Value* sum = llvm::ConstantFP::get(M.f64, 0.0);
     for (unsigned i = 0; i < count; ++i) sum = b.CreateFAdd(sum, b.CreateFMul(lane(x, i), lane(y, i)));
-    if (n == "dot") {
+    if (n == ir::OpId::Dot) {
       set(op.result(0), round(sum));
       return true;
     }
     llvm::Value* len = b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, sum);
-    if (n == "length") {
+    if (n == ir::OpId::Length) {
       set(op.result(0), round(len));
       return true;
     }
@@ -355,8 +363,14 @@ bool FunctionEmitter::emitAggregate(const ir::Op& op, bool& handled) {
     set(op.result(0), r);
     return true;
   }
-  handled = false;
-  return true;
+  return emitUnsupported(op);
+}
+
+void FunctionEmitter::addAggregateLowerings(EmitTable& t) {
+  using enum ir::OpId;
+  for (ir::OpId n : {VecMake, StructMake, ArrayMake, VecExtract, VecInsert, StructExtract, StructInsert,
+                     StructUnpack, SumMake, SumTag, ArrayGet, ArraySet, Dot, Length, Normalize, Cross})
+    t[n] = &FunctionEmitter::emitAggregate;
 }
 
 }  // namespace eph::llvmtarget

@@ -15,8 +15,8 @@ using ParamOf = std::map<const ir::Value*, unsigned>;
 void walkRegion(const ir::Function& kernel, const ir::Region& r, const ParamOf& paramOf,
                 DeviceMemoryUse& use, unsigned depth) {
   for (const auto& op : r.ops()) {
-    std::string_view n = op->name();
-    bool load = n == "load", store = n == "store", atomic = n.starts_with("atomic.");
+    ir::OpId n = op->id();
+    bool load = n == ir::OpId::Load, store = n == ir::OpId::Store, atomic = ir::isAtomic(n);
     if (load || store || atomic) {
       const ir::Value* buf = op->operand(0);
       if (buf->type()->space() != ir::Space::Device) continue;
@@ -31,7 +31,7 @@ void walkRegion(const ir::Function& kernel, const ir::Region& r, const ParamOf& 
       u.atomic |= atomic;
       continue;
     }
-    if (n == "call") {
+    if (n == ir::OpId::Call) {
       const ir::Function* callee = kernel.module()->lookup(op->symbolAttr("callee"));
       if (!callee || depth > 64) {  // the emitter reports these
         use.untraced = true;

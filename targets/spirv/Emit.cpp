@@ -179,7 +179,7 @@ std::vector<const ir::Function*> reachable(const ir::Function& kernel) {
   std::set<const ir::Function*> seen = {&kernel};
   for (size_t i = 0; i < out.size(); ++i) {
     const_cast<ir::Function*>(out[i])->walk([&](ir::Op* op) {
-      if (op->name() != "call") return;
+      if (!op->is(ir::OpId::Call)) return;
       const ir::Function* f = kernel.module()->lookup(op->symbolAttr("callee"));
       if (f && seen.insert(f).second) out.push_back(f);
     });
@@ -233,25 +233,25 @@ Status Emitter::checkDevice() {
       for (ir::Value* v : op->results()) collectTypes(v->type(), types);
       for (unsigned r = 0; r < op->numRegions(); ++r)
         for (ir::Value* a : op->region(r).args()) collectTypes(a->type(), types);
-      std::string_view name = op->name();
-      if (name == "workgroup.alloc")
+      ir::OpId name = op->id();
+      if (name == ir::OpId::WorkgroupAlloc)
         sharedBytes += uint64_t(op->intAttr("size")) * ir::storageStride(op->result(0)->type()->elem());
-      if (name.starts_with("atomic.")) {
+      if (ir::isAtomic(name)) {
         const ir::Type* buf = op->operand(0)->type();
         const ir::Type* elem = buf->elem();
         if (elem->isFloat()) {
           if (elem->bits() == 16) {
-            st = error(*op, "'" + std::string(name) + "' on f16 elements is not supported by the SPIR-V target (atomics need 32- or 64-bit elements)");
+            st = error(*op, "'" + std::string(op->name()) + "' on f16 elements is not supported by the SPIR-V target (atomics need 32- or 64-bit elements)");
             return;
           }
-          bool native = name == "atomic.add" && buf->space() == ir::Space::Device &&
+          bool native = name == ir::OpId::AtomicAdd && buf->space() == ir::Space::Device &&
                         ((elem->bits() == 32 && caps.atomicFloat32Add) ||
                          (elem->bits() == 64 && caps.atomicFloat64Add));
           if (!native) bitsFloats_.insert({elem, buf->space()});
           if (!native && elem->bits() == 64 && !(caps.atomicInt64 && caps.int64))
-            st = lacks("64-bit atomics", "'" + std::string(name) + "' on f64 elements, done as a 64-bit compare-exchange loop");
+            st = lacks("64-bit atomics", "'" + std::string(op->name()) + "' on f64 elements, done as a 64-bit compare-exchange loop");
         } else if (elem->bits() == 64 && !caps.atomicInt64) {
-          st = lacks("64-bit integer atomics", "'" + std::string(name) + "' on " + elem->str() + " elements");
+          st = lacks("64-bit integer atomics", "'" + std::string(op->name()) + "' on " + elem->str() + " elements");
         }
       }
     });
@@ -391,18 +391,35 @@ Status Emitter::emit() {
 
 // ---- regions and control flow ---------------------------------------------------
 
-namespace {
-const Emitter::EmitTable& emitTable() {
-  static const Emitter::EmitTable table = [] {
-    Emitter::EmitTable t;
-    Emitter::addArithEmitters(t);
-    Emitter::addAggregateEmitters(t);
-    Emitter::addMemoryEmitters(t);
+void Emitter::addControlEmitters(EmitTable& t) {
+  using enum ir::OpId;
+  t[If] = &Emitter::emitIf;
+  t[For] = &Emitter::emitFor;
+  t[While] = &Emitter::emitWhile;
+  t[Match] = &Emitter::emitMatch;
+  t[Call] = &Emitter::emitCall;
+  for (ir::OpId n : {Yield, Condition, Return}) t[n] = &Emitter::emitTerminator;
+  // Function values: kernels have no function pointers in SPIR-V.
+  for (ir::OpId n : {FuncRef, CallIndirect}) t[n] = &Emitter::emitUnsupported;
+}
+
+const Emitter::EmitTable& Emitter::table() {
+  static const EmitTable table = [] {
+    EmitTable t;
+    addArithEmitters(t);
+    addAggregateEmitters(t);
+    addMemoryEmitters(t);
+    addControlEmitters(t);
     return t;
   }();
   return table;
 }
-}  // namespace
+
+ir::Lowering lowersOp(ir::OpId id) {
+  Emitter::EmitFn fn = Emitter::table()[id];
+  if (!fn) return ir::Lowering::Missing;
+  return fn == &Emitter::emitUnsupported ? ir::Lowering::Unsupported : ir::Lowering::Lowered;
+}
 
 Status Emitter::emitRegion(const ir::Region& r, const std::vector<Val>& args, std::vector<Val>& out) {
   for (unsigned i = 0; i < r.numArgs(); ++i) set(r.arg(i), args[i]);
@@ -418,16 +435,18 @@ Status Emitter::emitRegion(const ir::Region& r, const std::vector<Val>& args, st
 }
 
 Status Emitter::emitOp(const ir::Op& op) {
-  std::string_view name = op.name();
-  if (name == "if") return emitIf(op);
-  if (name == "for") return emitFor(op);
-  if (name == "while") return emitWhile(op);
-  if (name == "match") return emitMatch(op);
-  if (name == "call") return emitCall(op);
-  auto it = emitTable().find(name);
-  if (it == emitTable().end())
-    return error(op, "'" + std::string(name) + "' cannot appear in a kernel for the SPIR-V target");
-  return (this->*(it->second))(op);
+  EmitFn fn = table()[op.id()];
+  if (!fn) return emitUnsupported(op);
+  return (this->*fn)(op);
+}
+
+Status Emitter::emitUnsupported(const ir::Op& op) {
+  return error(op, "op '" + std::string(op.name()) + "' is not supported on target spirv");
+}
+
+// Terminators end regions; emitRegion reads their operands and never emits them.
+Status Emitter::emitTerminator(const ir::Op& op) {
+  return error(op, "'" + std::string(op.name()) + "' is not at the end of its region");
 }
 
 Status Emitter::phiResults(const ir::Op& op, const std::vector<std::vector<Val>>& incoming,
@@ -504,7 +523,7 @@ namespace {
 std::optional<__int128> constantInt(const ir::Value* v) {
   const ir::Op* def = v->definingOp();
   const ir::Type* t = v->type();
-  if (!def || def->name() != "const" || !t->isInt()) return std::nullopt;
+  if (!def || !def->is(ir::OpId::Const) || !t->isInt()) return std::nullopt;
   uint64_t bits = uint64_t(def->attr("value")->i);
   unsigned w = t->bits();
   if (w < 64) bits &= (uint64_t(1) << w) - 1;

@@ -23,7 +23,7 @@ std::vector<uint32_t> idsOf(const Emitter& e, const ir::Op& op, unsigned from = 
 // A compile-time index: the value of a `const` op, if that is what it is.
 bool constantIndex(const ir::Value* v, uint64_t& out) {
   const ir::Op* def = v->definingOp();
-  if (!def || def->name() != "const") return false;
+  if (!def || !def->is(ir::OpId::Const)) return false;
   out = uint64_t(def->intAttr("value"));
   return true;
 }
@@ -50,12 +50,12 @@ Status Emitter::emitInsert(const ir::Op& op) {
 
 Status Emitter::emitVecMath(const ir::Op& op) {
   Id T = valueType(op.result(0)->type());
-  std::string_view n = op.name();
+  ir::OpId n = op.id();
   Id x = id(op.operand(0));
   Id r = 0;
-  if (n == "dot") r = b.op(Op::OpDot, T, {x, id(op.operand(1))});
-  else if (n == "cross") r = b.glslOp(GLSLstd450Cross, T, {x, id(op.operand(1))});
-  else if (n == "length") r = b.glslOp(GLSLstd450Length, T, {x});
+  if (n == ir::OpId::Dot) r = b.op(Op::OpDot, T, {x, id(op.operand(1))});
+  else if (n == ir::OpId::Cross) r = b.glslOp(GLSLstd450Cross, T, {x, id(op.operand(1))});
+  else if (n == ir::OpId::Length) r = b.glslOp(GLSLstd450Length, T, {x});
   else r = b.glslOp(GLSLstd450Normalize, T, {x});
   setId(op.result(0), r);
   return Status::ok();
@@ -139,19 +139,20 @@ Status Emitter::emitArraySet(const ir::Op& op) {
 }
 
 void Emitter::addAggregateEmitters(EmitTable& t) {
-  t["vec.make"] = &Emitter::emitVecMake;
-  t["struct.make"] = &Emitter::emitVecMake;
-  t["array.make"] = &Emitter::emitVecMake;
-  t["vec.extract"] = &Emitter::emitExtract;
-  t["struct.extract"] = &Emitter::emitExtract;
-  t["vec.insert"] = &Emitter::emitInsert;
-  t["struct.insert"] = &Emitter::emitInsert;
-  for (std::string_view n : {"dot", "cross", "length", "normalize"}) t[n] = &Emitter::emitVecMath;
-  t["struct.unpack"] = &Emitter::emitStructUnpack;
-  t["sum.make"] = &Emitter::emitSumMake;
-  t["sum.tag"] = &Emitter::emitSumTag;
-  t["array.get"] = &Emitter::emitArrayGet;
-  t["array.set"] = &Emitter::emitArraySet;
+  using enum ir::OpId;
+  t[VecMake] = &Emitter::emitVecMake;
+  t[StructMake] = &Emitter::emitVecMake;
+  t[ArrayMake] = &Emitter::emitVecMake;
+  t[VecExtract] = &Emitter::emitExtract;
+  t[StructExtract] = &Emitter::emitExtract;
+  t[VecInsert] = &Emitter::emitInsert;
+  t[StructInsert] = &Emitter::emitInsert;
+  for (ir::OpId n : {Dot, Cross, Length, Normalize}) t[n] = &Emitter::emitVecMath;
+  t[StructUnpack] = &Emitter::emitStructUnpack;
+  t[SumMake] = &Emitter::emitSumMake;
+  t[SumTag] = &Emitter::emitSumTag;
+  t[ArrayGet] = &Emitter::emitArrayGet;
+  t[ArraySet] = &Emitter::emitArraySet;
 }
 
 }  // namespace eph::spirv

@@ -35,41 +35,41 @@ Status Emitter::emitBinary(const ir::Op& op) {
   const ir::Type* t = op.result(0)->type();
   const ir::Type* s = t->scalar();
   Id T = valueType(t), x = id(op.operand(0)), y = id(op.operand(1));
-  std::string_view n = op.name();
+  ir::OpId n = op.id();
   Id r = 0;
   if (s->isFloat()) {
-    if (n == "add") r = b.op(Op::OpFAdd, T, {x, y});
-    else if (n == "sub") r = b.op(Op::OpFSub, T, {x, y});
-    else if (n == "mul") r = b.op(Op::OpFMul, T, {x, y});
-    else if (n == "div") r = b.op(Op::OpFDiv, T, {x, y});
-    else if (n == "rem") r = b.op(Op::OpFRem, T, {x, y});  // sign of x, like fmod
-    else if (n == "min") r = b.glslOp(GLSLstd450NMin, T, {x, y});  // the non-NaN operand, like fmin
-    else if (n == "max") r = b.glslOp(GLSLstd450NMax, T, {x, y});
-    else return error(op, "'" + std::string(n) + "' is not defined on floats");
+    if (n == ir::OpId::Add) r = b.op(Op::OpFAdd, T, {x, y});
+    else if (n == ir::OpId::Sub) r = b.op(Op::OpFSub, T, {x, y});
+    else if (n == ir::OpId::Mul) r = b.op(Op::OpFMul, T, {x, y});
+    else if (n == ir::OpId::Div) r = b.op(Op::OpFDiv, T, {x, y});
+    else if (n == ir::OpId::Rem) r = b.op(Op::OpFRem, T, {x, y});  // sign of x, like fmod
+    else if (n == ir::OpId::Min) r = b.glslOp(GLSLstd450NMin, T, {x, y});  // the non-NaN operand, like fmin
+    else if (n == ir::OpId::Max) r = b.glslOp(GLSLstd450NMax, T, {x, y});
+    else return error(op, "'" + std::string(op.name()) + "' is not defined on floats");
   } else if (s->isBool()) {
-    if (n == "and" || n == "min") r = b.op(Op::OpLogicalAnd, T, {x, y});
-    else if (n == "or" || n == "max") r = b.op(Op::OpLogicalOr, T, {x, y});
-    else if (n == "xor") r = b.op(Op::OpLogicalNotEqual, T, {x, y});
-    else return error(op, "'" + std::string(n) + "' is not defined on bools");
+    if (n == ir::OpId::And || n == ir::OpId::Min) r = b.op(Op::OpLogicalAnd, T, {x, y});
+    else if (n == ir::OpId::Or || n == ir::OpId::Max) r = b.op(Op::OpLogicalOr, T, {x, y});
+    else if (n == ir::OpId::Xor) r = b.op(Op::OpLogicalNotEqual, T, {x, y});
+    else return error(op, "'" + std::string(op.name()) + "' is not defined on bools");
   } else {
     bool sg = s->isSigned();
     unsigned bits = s->bits();
-    if (n == "add") r = b.op(Op::OpIAdd, T, {x, y});
-    else if (n == "sub") r = b.op(Op::OpISub, T, {x, y});
-    else if (n == "mul") r = b.op(Op::OpIMul, T, {x, y});
-    else if (n == "and") r = b.op(Op::OpBitwiseAnd, T, {x, y});
-    else if (n == "or") r = b.op(Op::OpBitwiseOr, T, {x, y});
-    else if (n == "xor") r = b.op(Op::OpBitwiseXor, T, {x, y});
-    else if (n == "min") r = b.glslOp(sg ? GLSLstd450SMin : GLSLstd450UMin, T, {x, y});
-    else if (n == "max") r = b.glslOp(sg ? GLSLstd450SMax : GLSLstd450UMax, T, {x, y});
-    else if (n == "shl" || n == "shr") {
+    if (n == ir::OpId::Add) r = b.op(Op::OpIAdd, T, {x, y});
+    else if (n == ir::OpId::Sub) r = b.op(Op::OpISub, T, {x, y});
+    else if (n == ir::OpId::Mul) r = b.op(Op::OpIMul, T, {x, y});
+    else if (n == ir::OpId::And) r = b.op(Op::OpBitwiseAnd, T, {x, y});
+    else if (n == ir::OpId::Or) r = b.op(Op::OpBitwiseOr, T, {x, y});
+    else if (n == ir::OpId::Xor) r = b.op(Op::OpBitwiseXor, T, {x, y});
+    else if (n == ir::OpId::Min) r = b.glslOp(sg ? GLSLstd450SMin : GLSLstd450UMin, T, {x, y});
+    else if (n == ir::OpId::Max) r = b.glslOp(sg ? GLSLstd450SMax : GLSLstd450UMax, T, {x, y});
+    else if (n == ir::OpId::Shl || n == ir::OpId::Shr) {
       // The amount is taken mod the width (SPIR-V leaves shifts >= width undefined).
       Id amount = b.op(Op::OpBitwiseAnd, T, {y, intConstLike(t, bits - 1)});
-      Op sh = n == "shl" ? Op::OpShiftLeftLogical
+      Op sh = n == ir::OpId::Shl ? Op::OpShiftLeftLogical
               : sg       ? Op::OpShiftRightArithmetic
                          : Op::OpShiftRightLogical;
       r = b.op(sh, T, {x, amount});
-    } else if (n == "div" || n == "rem") {
+    } else if (n == ir::OpId::Div || n == ir::OpId::Rem) {
       // Division by zero is an interpreter error and undefined in SPIR-V, as is
       // MIN / -1: both divide by 1 instead, which gives the interpreter's
       // wrapped MIN / -1 = MIN (remainder 0) and x / 0 = x (remainder 0).
@@ -81,7 +81,7 @@ Status Emitter::emitBinary(const ir::Op& op) {
         bad = b.op(Op::OpLogicalOr, B, {bad, b.op(Op::OpLogicalAnd, B, {isMin, minusOne})});
       }
       Id safe = b.op(Op::OpSelect, T, {bad, intConstLike(t, 1), y});
-      if (n == "div") {
+      if (n == ir::OpId::Div) {
         r = b.op(sg ? Op::OpSDiv : Op::OpUDiv, T, {x, safe});
       } else if (sg) {
         // x - (x / y) * y rather than OpSRem: NVIDIA's driver gives wrong
@@ -93,7 +93,7 @@ Status Emitter::emitBinary(const ir::Op& op) {
         r = b.op(Op::OpUMod, T, {x, safe});
       }
     } else {
-      return error(op, "'" + std::string(n) + "' is not defined on integers");
+      return error(op, "'" + std::string(op.name()) + "' is not defined on integers");
     }
   }
   setId(op.result(0), r);
@@ -104,11 +104,11 @@ Status Emitter::emitUnary(const ir::Op& op) {
   const ir::Type* t = op.result(0)->type();
   const ir::Type* s = t->scalar();
   Id T = valueType(t), x = id(op.operand(0));
-  std::string_view n = op.name();
+  ir::OpId n = op.id();
   Id r = 0;
-  if (n == "not") {
+  if (n == ir::OpId::Not) {
     r = b.op(s->isBool() ? Op::OpLogicalNot : Op::OpNot, T, {x});
-  } else if (n == "neg") {
+  } else if (n == ir::OpId::Neg) {
     r = b.op(s->isFloat() ? Op::OpFNegate : Op::OpSNegate, T, {x});
   } else if (s->isFloat()) {
     r = b.glslOp(GLSLstd450FAbs, T, {x});
@@ -127,8 +127,8 @@ Status Emitter::emitCompare(const ir::Op& op) {
   const ir::Type* t = op.operand(0)->type();
   const ir::Type* s = t->scalar();
   Id B = boolLike(t), x = id(op.operand(0)), y = id(op.operand(1));
-  std::string_view n = op.name();
-  int k = n == "eq" ? 0 : n == "ne" ? 1 : n == "lt" ? 2 : n == "le" ? 3 : n == "gt" ? 4 : 5;
+  ir::OpId n = op.id();
+  int k = n == ir::OpId::Eq ? 0 : n == ir::OpId::Ne ? 1 : n == ir::OpId::Lt ? 2 : n == ir::OpId::Le ? 3 : n == ir::OpId::Gt ? 4 : 5;
   static const Op kFloat[] = {Op::OpFOrdEqual, Op::OpFUnordNotEqual, Op::OpFOrdLessThan,
                               Op::OpFOrdLessThanEqual, Op::OpFOrdGreaterThan, Op::OpFOrdGreaterThanEqual};
   static const Op kSigned[] = {Op::OpIEqual, Op::OpINotEqual, Op::OpSLessThan,
@@ -265,42 +265,42 @@ Id signBit(Emitter& e, const ir::Type* t, Id x) {
 Status Emitter::emitMath(const ir::Op& op) {
   const ir::Type* t = op.result(0)->type();
   Id T = valueType(t), B = boolLike(t), x = id(op.operand(0));
-  std::string_view n = op.name();
+  ir::OpId n = op.id();
   bool f64 = t->scalar()->bits() == 64;
   Id zero = constLike(t, 0.0), nan = constLike(t, kNaN);
   Id r = 0;
-  if (n == "floor") {
+  if (n == ir::OpId::Floor) {
     r = b.glslOp(GLSLstd450Floor, T, {x});
-  } else if (n == "ceil") {
+  } else if (n == ir::OpId::Ceil) {
     r = b.glslOp(GLSLstd450Ceil, T, {x});
-  } else if (n == "sqrt") {
+  } else if (n == ir::OpId::Sqrt) {
     Id s = b.glslOp(GLSLstd450Sqrt, T, {x});
     r = b.op(Op::OpSelect, T, {b.op(Op::OpFOrdLessThan, B, {x, zero}), nan, s});
-  } else if (n == "rsqrt") {
+  } else if (n == ir::OpId::Rsqrt) {
     // 1/sqrt(x): NaN below zero, +-inf at +-0 (GLSL leaves x <= 0 undefined).
     Id s = b.glslOp(GLSLstd450InverseSqrt, T, {x});
     Id inf = b.op(Op::OpSelect, T, {signBit(*this, t, x), constLike(t, -kInf), constLike(t, kInf)});
     r = b.op(Op::OpSelect, T, {b.op(Op::OpFOrdLessThan, B, {x, zero}), nan, s});
     r = b.op(Op::OpSelect, T, {b.op(Op::OpFOrdEqual, B, {x, zero}), inf, r});
   } else if (f64) {
-    Id (Emitter::*fn)(Id) = n == "exp"   ? &Emitter::f64Exp
-                            : n == "log" ? &Emitter::f64Log
-                            : n == "sin" ? &Emitter::f64Sin
-                            : n == "cos" ? &Emitter::f64Cos
-                            : n == "tan" ? &Emitter::f64Tan
+    Id (Emitter::*fn)(Id) = n == ir::OpId::Exp   ? &Emitter::f64Exp
+                            : n == ir::OpId::Log ? &Emitter::f64Log
+                            : n == ir::OpId::Sin ? &Emitter::f64Sin
+                            : n == ir::OpId::Cos ? &Emitter::f64Cos
+                            : n == ir::OpId::Tan ? &Emitter::f64Tan
                                          : &Emitter::f64Tanh;
     r = perElement(t, x, [&](Id e) { return (this->*fn)(e); });
-  } else if (n == "exp") {
+  } else if (n == ir::OpId::Exp) {
     r = b.glslOp(GLSLstd450Exp, T, {x});
-  } else if (n == "log") {
+  } else if (n == ir::OpId::Log) {
     Id l = b.glslOp(GLSLstd450Log, T, {x});
     r = b.op(Op::OpSelect, T, {b.op(Op::OpFOrdLessThan, B, {x, zero}), nan, l});
     r = b.op(Op::OpSelect, T, {b.op(Op::OpFOrdEqual, B, {x, zero}), constLike(t, -kInf), r});
-  } else if (n == "sin") {
+  } else if (n == ir::OpId::Sin) {
     r = b.glslOp(GLSLstd450Sin, T, {x});
-  } else if (n == "cos") {
+  } else if (n == ir::OpId::Cos) {
     r = b.glslOp(GLSLstd450Cos, T, {x});
-  } else if (n == "tan") {
+  } else if (n == ir::OpId::Tan) {
     r = b.glslOp(GLSLstd450Tan, T, {x});
   } else {  // tanh: exp-based GLSL implementations give inf/inf = NaN for large |x|
     Id c = b.glslOp(GLSLstd450NMax, T, {x, constLike(t, -10.0)});
@@ -355,17 +355,18 @@ Status Emitter::emitPow(const ir::Op& op) {
 }
 
 void Emitter::addArithEmitters(EmitTable& t) {
-  t["const"] = &Emitter::emitConst;
-  for (std::string_view n : {"add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "shl", "shr"})
+  using enum ir::OpId;
+  t[Const] = &Emitter::emitConst;
+  for (ir::OpId n : {Add, Sub, Mul, Div, Rem, Min, Max, And, Or, Xor, Shl, Shr})
     t[n] = &Emitter::emitBinary;
-  for (std::string_view n : {"neg", "abs", "not"}) t[n] = &Emitter::emitUnary;
-  for (std::string_view n : {"eq", "ne", "lt", "le", "gt", "ge"}) t[n] = &Emitter::emitCompare;
-  t["select"] = &Emitter::emitSelect;
-  t["cast"] = &Emitter::emitCast;
-  t["bitcast"] = &Emitter::emitBitcast;
-  for (std::string_view n : {"sqrt", "rsqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil"})
+  for (ir::OpId n : {Neg, Abs, Not}) t[n] = &Emitter::emitUnary;
+  for (ir::OpId n : {Eq, Ne, Lt, Le, Gt, Ge}) t[n] = &Emitter::emitCompare;
+  t[Select] = &Emitter::emitSelect;
+  t[Cast] = &Emitter::emitCast;
+  t[Bitcast] = &Emitter::emitBitcast;
+  for (ir::OpId n : {Sqrt, Rsqrt, Exp, Log, Sin, Cos, Tan, Tanh, Floor, Ceil})
     t[n] = &Emitter::emitMath;
-  t["pow"] = &Emitter::emitPow;
+  t[Pow] = &Emitter::emitPow;
   addMathEmitters(t);
 }
 

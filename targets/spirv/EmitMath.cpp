@@ -153,18 +153,18 @@ struct F32Math {
     r = sel(lt(x, c(0.0)), c(kNaN), r);
     return sel(isnan(x), x, r);
   }
-  Id unary(std::string_view n, Id x) {
-    if (n == "asin" || n == "acos" || n == "atan")
+  Id unary(ir::OpId n, Id x) {
+    if (n == ir::OpId::Asin || n == ir::OpId::Acos || n == ir::OpId::Atan)
       return e.perElement(t, x, [&](Id v) { return e.f32Math(n, v); });
-    if (n == "sinh") return sinh(x);
-    if (n == "cosh") return cosh(x);
-    if (n == "asinh") return asinh(x);
-    if (n == "acosh") return acosh(x);
-    if (n == "atanh") return atanh(x);
-    if (n == "erf") return erf(x);
-    if (n == "exp2") return exp2(x);
-    if (n == "log2") return log2(x);
-    if (n == "log1p") return log1p(x);
+    if (n == ir::OpId::Sinh) return sinh(x);
+    if (n == ir::OpId::Cosh) return cosh(x);
+    if (n == ir::OpId::Asinh) return asinh(x);
+    if (n == ir::OpId::Acosh) return acosh(x);
+    if (n == ir::OpId::Atanh) return atanh(x);
+    if (n == ir::OpId::Erf) return erf(x);
+    if (n == ir::OpId::Exp2) return exp2(x);
+    if (n == ir::OpId::Log2) return log2(x);
+    if (n == ir::OpId::Log1p) return log1p(x);
     return expm1(x);
   }
 };
@@ -206,12 +206,12 @@ Id Emitter::signBitOf(const ir::Type* t, Id x) {
 Status Emitter::emitMathFunction(const ir::Op& op) {
   const ir::Type* t = op.result(0)->type();
   Id T = valueType(t), x = id(op.operand(0));
-  std::string_view n = op.name();
+  ir::OpId n = op.id();
   unsigned bits = t->scalar()->bits();
   Id r = 0;
-  if (n == "trunc") {
+  if (n == ir::OpId::Trunc) {
     r = b.glslOp(GLSLstd450Trunc, T, {x});
-  } else if (n == "round") {
+  } else if (n == ir::OpId::Round) {
     Id B = boolLike(t);
     Id tr = b.glslOp(GLSLstd450Trunc, T, {x});
     Id frac = b.glslOp(GLSLstd450FAbs, T, {b.op(Op::OpFSub, T, {x, tr})});  // exact
@@ -219,7 +219,7 @@ Status Emitter::emitMathFunction(const ir::Op& op) {
                                      constLike(t, 1.0)});
     Id up = b.op(Op::OpFOrdGreaterThanEqual, B, {frac, constLike(t, 0.5)});
     r = b.op(Op::OpSelect, T, {up, b.op(Op::OpFAdd, T, {tr, away}), tr});
-  } else if (n == "sign") {
+  } else if (n == ir::OpId::Sign) {
     Id B = boolLike(t);
     r = b.op(Op::OpSelect, T, {b.op(Op::OpFOrdLessThan, B, {x, constLike(t, 0.0)}), constLike(t, -1.0), x});
     r = b.op(Op::OpSelect, T, {b.op(Op::OpFOrdGreaterThan, B, {x, constLike(t, 0.0)}), constLike(t, 1.0), r});
@@ -303,12 +303,13 @@ Status Emitter::emitFma(const ir::Op& op) {
 }
 
 void Emitter::addMathEmitters(EmitTable& t) {
-  for (std::string_view n : {"asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "exp2",
-                             "log2", "log1p", "expm1", "round", "trunc", "sign"})
+  using enum ir::OpId;
+  for (ir::OpId n : {Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Erf, Exp2,
+                     Log2, Log1p, Expm1, Round, Trunc, Sign})
     t[n] = &Emitter::emitMathFunction;
-  t["atan2"] = &Emitter::emitAtan2;
-  t["copysign"] = &Emitter::emitCopysign;
-  t["fma"] = &Emitter::emitFma;
+  t[Atan2] = &Emitter::emitAtan2;
+  t[Copysign] = &Emitter::emitCopysign;
+  t[Fma] = &Emitter::emitFma;
 }
 
 }  // namespace eph::spirv

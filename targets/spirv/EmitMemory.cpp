@@ -89,21 +89,21 @@ Id Emitter::atomicAt(const ir::Op& op) {
   bool shared = buf.sc == spv::StorageClass::Workgroup;
   Id scope = u32(shared ? kScopeWorkgroup : kScopeDevice), relaxed = u32(0);
   Id v = id(op.operand(2));
-  std::string_view n = op.name();
+  ir::OpId n = op.id();
   Id r = 0;
   if (elem->isInt()) {
     bool sg = elem->isSigned();
-    if (n == "atomic.add") r = b.op(Op::OpAtomicIAdd, T, {ptr, scope, relaxed, v});
-    else if (n == "atomic.min") r = b.op(sg ? Op::OpAtomicSMin : Op::OpAtomicUMin, T, {ptr, scope, relaxed, v});
-    else if (n == "atomic.max") r = b.op(sg ? Op::OpAtomicSMax : Op::OpAtomicUMax, T, {ptr, scope, relaxed, v});
-    else if (n == "atomic.xchg") r = b.op(Op::OpAtomicExchange, T, {ptr, scope, relaxed, v});
+    if (n == ir::OpId::AtomicAdd) r = b.op(Op::OpAtomicIAdd, T, {ptr, scope, relaxed, v});
+    else if (n == ir::OpId::AtomicMin) r = b.op(sg ? Op::OpAtomicSMin : Op::OpAtomicUMin, T, {ptr, scope, relaxed, v});
+    else if (n == ir::OpId::AtomicMax) r = b.op(sg ? Op::OpAtomicSMax : Op::OpAtomicUMax, T, {ptr, scope, relaxed, v});
+    else if (n == ir::OpId::AtomicXchg) r = b.op(Op::OpAtomicExchange, T, {ptr, scope, relaxed, v});
     else r = b.op(Op::OpAtomicCompareExchange, T, {ptr, scope, relaxed, relaxed, id(op.operand(3)), v});
     return r;
   }
   if (!buf.asBits)  // checkDevice found a native float add for this buffer
     return b.op(Op::OpAtomicFAddEXT, T, {ptr, scope, relaxed, v});
   Id U = buf.elemMemType;
-  if (n == "atomic.xchg") {
+  if (n == ir::OpId::AtomicXchg) {
     Id old = b.op(Op::OpAtomicExchange, U, {ptr, scope, relaxed, b.op(Op::OpBitcast, U, {v})});
     return b.op(Op::OpBitcast, T, {old});
   }
@@ -152,43 +152,44 @@ Status Emitter::emitBarrier(const ir::Op& op) {
 }
 
 Status Emitter::emitBuiltin(const ir::Op& op) {
-  std::string_view n = op.name();
+  ir::OpId n = op.id();
   uint32_t dim = op.attr("dim") ? uint32_t(op.intAttr("dim")) : 0;
-  if (n == "workgroup_size") {
+  if (n == ir::OpId::WorkgroupSize) {
     setId(op.result(0), u32(kernel.workgroupSize[dim]));
     return Status::ok();
   }
-  struct Entry { std::string_view name; spv::BuiltIn builtin; bool vector; };
+  struct Entry { ir::OpId id; spv::BuiltIn builtin; bool vector; };
   static const Entry kBuiltins[] = {
-      {"global_id", spv::BuiltIn::GlobalInvocationId, true},
-      {"local_id", spv::BuiltIn::LocalInvocationId, true},
-      {"workgroup_id", spv::BuiltIn::WorkgroupId, true},
-      {"num_workgroups", spv::BuiltIn::NumWorkgroups, true},
-      {"subgroup_size", spv::BuiltIn::SubgroupSize, false},
-      {"subgroup_id", spv::BuiltIn::SubgroupId, false},
-      {"subgroup_local_id", spv::BuiltIn::SubgroupLocalInvocationId, false},
+      {ir::OpId::GlobalId, spv::BuiltIn::GlobalInvocationId, true},
+      {ir::OpId::LocalId, spv::BuiltIn::LocalInvocationId, true},
+      {ir::OpId::WorkgroupId, spv::BuiltIn::WorkgroupId, true},
+      {ir::OpId::NumWorkgroups, spv::BuiltIn::NumWorkgroups, true},
+      {ir::OpId::SubgroupSize, spv::BuiltIn::SubgroupSize, false},
+      {ir::OpId::SubgroupId, spv::BuiltIn::SubgroupId, false},
+      {ir::OpId::SubgroupLocalId, spv::BuiltIn::SubgroupLocalInvocationId, false},
   };
   for (const Entry& e : kBuiltins) {
-    if (e.name != n) continue;
+    if (e.id != n) continue;
     Id var = builtinVariable(e.builtin, e.vector);
     Id v = b.op(Op::OpLoad, e.vector ? b.typeVector(u32T(), 3) : u32T(), {var});
     if (e.vector) v = b.op(Op::OpCompositeExtract, u32T(), {v, dim});
     setId(op.result(0), v);
     return Status::ok();
   }
-  return error(op, "unknown builtin '" + std::string(n) + "'");
+  return error(op, "unknown builtin '" + std::string(op.name()) + "'");
 }
 
 void Emitter::addMemoryEmitters(EmitTable& t) {
-  t["load"] = &Emitter::emitLoad;
-  t["store"] = &Emitter::emitStore;
-  t["buffer.len"] = &Emitter::emitBufferLen;
-  for (std::string_view n : {"atomic.add", "atomic.min", "atomic.max", "atomic.xchg", "atomic.cmpxchg"})
+  using enum ir::OpId;
+  t[Load] = &Emitter::emitLoad;
+  t[Store] = &Emitter::emitStore;
+  t[BufferLen] = &Emitter::emitBufferLen;
+  for (ir::OpId n : {AtomicAdd, AtomicMin, AtomicMax, AtomicXchg, AtomicCmpXchg})
     t[n] = &Emitter::emitAtomic;
-  t["workgroup.alloc"] = &Emitter::emitWorkgroupAlloc;
-  t["barrier"] = &Emitter::emitBarrier;
-  for (std::string_view n : {"global_id", "local_id", "workgroup_id", "num_workgroups", "workgroup_size",
-                             "subgroup_size", "subgroup_id", "subgroup_local_id"})
+  t[WorkgroupAlloc] = &Emitter::emitWorkgroupAlloc;
+  t[Barrier] = &Emitter::emitBarrier;
+  for (ir::OpId n : {GlobalId, LocalId, WorkgroupId, NumWorkgroups, WorkgroupSize,
+                     SubgroupSize, SubgroupId, SubgroupLocalId})
     t[n] = &Emitter::emitBuiltin;
 }
 

@@ -35,6 +35,7 @@
 
 #include "ir/DeviceCaps.h"
 #include "ir/IR.h"
+#include "ir/OpId.h"
 #include "targets/spirv/Builder.h"
 #include "targets/spirv/DeviceMemoryUse.h"
 #include "targets/spirv/Spirv.h"
@@ -77,7 +78,13 @@ class Emitter {
   Status emit();
 
   using EmitFn = Status (Emitter::*)(const ir::Op&);
-  using EmitTable = std::unordered_map<std::string_view, EmitFn>;
+  // The lowering of each built-in op, indexed by OpId (null: none yet, see
+  // lowersOp in Spirv.h); &Emitter::emitUnsupported marks an op that is
+  // explicitly not on this target.
+  using EmitTable = ir::PerOp<EmitFn>;
+  static const EmitTable& table();
+  // Reports "op 'NAME' is not supported on target spirv" at the op.
+  Status emitUnsupported(const ir::Op& op);
 
   // ---- shared helpers (used across the Emit*.cpp files) ----------------------
   ModuleBuilder& b;
@@ -134,12 +141,12 @@ class Emitter {
   Id f64Tan(Id x);
   Id f64Tanh(Id x);
   Id f64PowAbs(Id ax, Id y);  // |x|^y for x = |x| >= 0 without sign handling
-  // asin acos atan sinh cosh asinh acosh atanh erf exp2 log2 log1p expm1 by name.
-  Id f64Math(std::string_view name, Id x);
+  // asin acos atan sinh cosh asinh acosh atanh erf exp2 log2 log1p expm1 by op.
+  Id f64Math(ir::OpId op, Id x);
   Id f64Atan2(Id y, Id x);
   // The same algorithms run in f32 where GLSL's are inaccurate (Vulkan allows
-  // 4096 ulp for asin, acos, atan and atan2): asin, acos or atan by name.
-  Id f32Math(std::string_view name, Id x);
+  // 4096 ulp for asin, acos, atan and atan2): asin, acos or atan by op.
+  Id f32Math(ir::OpId op, Id x);
   Id f32Atan2(Id y, Id x);
   // A fused a b + c of scalars of width 32 or 64 (GLSL's Fma may be unfused).
   Id fmaScalar(unsigned width, Id a, Id x, Id y);
@@ -211,6 +218,8 @@ class Emitter {
  private:
   Status checkDevice();
   Status declareInterface(std::vector<Val>& params);
+  static void addControlEmitters(EmitTable& t);
+  Status emitTerminator(const ir::Op& op);
   Status emitIf(const ir::Op& op);
   Status emitFor(const ir::Op& op);
   Status emitWhile(const ir::Op& op);

@@ -81,28 +81,28 @@ Id Emitter::f64Tanh(Id x) {
   SpirvBackend be(b);
   return f64math::Algorithms<SpirvBackend>{be}.tanh(x);
 }
-Id Emitter::f64Math(std::string_view name, Id x) {
+Id Emitter::f64Math(ir::OpId name, Id x) {
   SpirvBackend be(b);
   f64math::Algorithms<SpirvBackend> a{be};
-  if (name == "asin") return a.asin(x);
-  if (name == "acos") return a.acos(x);
-  if (name == "atan") return a.atan(x);
-  if (name == "sinh") return a.sinh(x);
-  if (name == "cosh") return a.cosh(x);
-  if (name == "asinh") return a.asinh(x);
-  if (name == "acosh") return a.acosh(x);
-  if (name == "atanh") return a.atanh(x);
-  if (name == "erf") return a.erf(x);
-  if (name == "exp2") return a.exp2(x);
-  if (name == "log2") return a.log2(x);
-  if (name == "log1p") return a.log1p(x);
+  if (name == ir::OpId::Asin) return a.asin(x);
+  if (name == ir::OpId::Acos) return a.acos(x);
+  if (name == ir::OpId::Atan) return a.atan(x);
+  if (name == ir::OpId::Sinh) return a.sinh(x);
+  if (name == ir::OpId::Cosh) return a.cosh(x);
+  if (name == ir::OpId::Asinh) return a.asinh(x);
+  if (name == ir::OpId::Acosh) return a.acosh(x);
+  if (name == ir::OpId::Atanh) return a.atanh(x);
+  if (name == ir::OpId::Erf) return a.erf(x);
+  if (name == ir::OpId::Exp2) return a.exp2(x);
+  if (name == ir::OpId::Log2) return a.log2(x);
+  if (name == ir::OpId::Log1p) return a.log1p(x);
   return a.expm1(x);
 }
-Id Emitter::f32Math(std::string_view name, Id x) {
+Id Emitter::f32Math(ir::OpId name, Id x) {
   SpirvBackend be(b, 32);
   f64math::Algorithms<SpirvBackend> a{be, 4097.0};
-  if (name == "asin") return a.asin(x);
-  if (name == "acos") return a.acos(x);
+  if (name == ir::OpId::Asin) return a.asin(x);
+  if (name == ir::OpId::Acos) return a.acos(x);
   return a.atan(x);
 }
 Id Emitter::f32Atan2(Id y, Id x) {

@@ -26,6 +26,7 @@
 
 #include "ir/DeviceCaps.h"
 #include "ir/IR.h"
+#include "ir/OpId.h"
 
 namespace eph::spirv {
 
@@ -53,6 +54,10 @@ uint32_t boundsRecordBinding(const ir::Function& kernel);
 // the kernel.
 Expected<std::vector<uint32_t>> emitKernel(const ir::Function& kernel, const DeviceCaps& caps,
                                            const EmitOptions& options = {});
+
+// Whether the SPIR-V target lowers a built-in op, marks it unsupported, or
+// lacks an entry for it (Emitter.h's table; OpTableWalkTest checks it).
+ir::Lowering lowersOp(ir::OpId id);
 
 // Runs the spirv-tools validator for a Vulkan version (VK_MAKE_API_VERSION).
 Status validate(std::span<const uint32_t> words, uint32_t vulkanApiVersion,

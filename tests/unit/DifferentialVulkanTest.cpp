@@ -2,8 +2,10 @@
 // and on Vulkan (SPIR-V from targets/spirv) and, when built, the cpu target
 // (LLVM), on the same random inputs, and
 // the outputs must agree: integers and bools exactly, floats within the
-// tolerance of runtime/Compare.h (docs/runtime.md). Kernels come from a table
-// of op / types / input ranges: each row is one small kernel that loads its
+// tolerance of runtime/Compare.h (docs/runtime.md). Elementwise ops are
+// generated from the op table (OpInfo::samples: TableOps); the rest are
+// cases of op / types / input ranges written here, which OpInfo::diffTest
+// names. Each case is one small kernel that loads its
 // inputs at the invocation's index, computes, and stores the result (plus an
 // `acc` buffer for atomics). The validation layer is on; any message fails.
 // Every module the emitter made passes spirv-tools' validator (checked here
@@ -12,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +22,7 @@
 #include <random>
 #include <sstream>
 
+#include "ir/OpTable.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 #include "runtime/Compare.h"
@@ -329,118 +333,82 @@ Case unary(const std::string& op, const std::string& t, const std::string& needs
               needs};
 }
 
-TEST_F(VulkanDifferential, IntegerArithmetic) {
+// ---- cases generated from the op table ------------------------------------------
+// Every op with OpInfo::samples (ir/OpTable.h) runs on each type of each row,
+// with the row's input domains and tolerance: a new op with samples is tested
+// here without a line of this file changing.
+
+// "vec<f32, 3>" -> "f32"; a scalar type stays itself.
+std::string elementOf(std::string_view type) {
+  if (type.rfind("vec<", 0) != 0) return std::string(type);
+  return std::string(type.substr(4, type.find(',') - 4));
+}
+
+std::string capabilityOf(std::string_view type) {
+  std::string e = elementOf(type);
+  if (e == "f64") return "float64";
+  if (e == "f16") return "float16";
+  if (e == "i64" || e == "u64") return "int64";
+  if (e == "i16" || e == "u16") return "int16";
+  if (e == "i8" || e == "u8") return "int8";
+  return "";
+}
+
+// The inputs of one operand: floats take the domain ([-1000, 1000] for the
+// full range), integers the domain clamped to kInts' range for the type.
+Input inputOf(std::string_view type, const ir::SampleDomain& d) {
+  Input in{std::string(type), d.lo, d.hi, d.nonzero};
+  std::string e = elementOf(type);
+  for (const IntType& t : kInts)
+    if (t.name == e) {
+      in.lo = std::max(d.lo, t.lo);
+      in.hi = std::min(d.hi, t.hi);
+      return in;
+    }
+  if (d.lo < -1e299) in.lo = -1000, in.hi = 1000;
+  return in;
+}
+
+std::vector<Case> tableCases() {
   std::vector<Case> cases;
-  for (const IntType& t : kInts) {
-    Input full{"", t.lo, t.hi};
-    Input divisor{"", t.lo / 1e3 < -100 ? -1000 : t.lo, t.hi > 1000 ? 1000 : t.hi, true};
-    for (const char* op : {"add", "sub", "mul", "min", "max", "and", "or", "xor"})
-      cases.push_back(binary(op, t.name, t.needs, full, full));
-    cases.push_back(binary("div", t.name, t.needs, full, divisor));
-    cases.push_back(binary("rem", t.name, t.needs, full, divisor));
-    // Shift amounts beyond the width wrap around (b mod bits).
-    cases.push_back(binary("shl", t.name, t.needs, full, {"", 0, double(2 * t.bits - 1)}));
-    cases.push_back(binary("shr", t.name, t.needs, full, {"", 0, double(2 * t.bits - 1)}));
-    cases.push_back(unary("not", t.name, t.needs, full));
-    if (t.name[0] == 'i') {
-      cases.push_back(unary("neg", t.name, t.needs, full));
-      cases.push_back(unary("abs", t.name, t.needs, full));
+  for (const ir::OpInfo* info : ir::OpTable::get().all())
+    for (size_t r = 0; r < info->samples.size(); ++r) {
+      const ir::SampleRow& row = info->samples[r];
+      for (std::string_view type : row.types) {
+        Case c;
+        c.name = std::string(info->name) + " " + std::string(type) + " (row " + std::to_string(r) + ")";
+        std::string operands;
+        for (int k = 0; k < info->numOperands; ++k) {
+          ir::SampleDomain d = row.domains.empty() ? ir::kFullRange : row.domains[std::min<size_t>(k, row.domains.size() - 1)];
+          c.inputs.push_back(inputOf(type, d));
+          operands += (k ? ", %x" : " %x") + std::to_string(k);
+        }
+        c.result = row.result.empty() ? std::string(type) : std::string(row.result);
+        c.body = "    %r = " + std::string(info->name) + operands + " : " + c.result + "\n";
+        c.needs = capabilityOf(type);
+        c.tol = {row.ulps, row.relative, row.absolute};
+        cases.push_back(c);
+      }
     }
-    for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) {
-      cases.push_back(binary(op, t.name, t.needs, full, full, "bool"));
-      // Equal operands happen too.
-      cases.push_back(binary(op, t.name, t.needs, {"", 0, 3}, {"", 0, 3}, "bool"));
-    }
-  }
+  return cases;
+}
+
+TEST_F(VulkanDifferential, TableOps) {
+  std::vector<Case> cases = tableCases();
+  EXPECT_GT(cases.size(), 300u);
   check(cases);
 }
 
-TEST_F(VulkanDifferential, FloatArithmeticAndMath) {
-  std::vector<Case> cases;
-  for (const FloatType& t : kFloats) {
-    Input full{"", -1000, 1000}, pos{"", 0.01, 100};
-    runtime::Tolerance exact{0, 0, 0};
-    for (const char* op : {"add", "sub", "mul", "div", "min", "max"}) {
-      cases.push_back(binary(op, t.name, t.needs, full, full));
-      // add/sub/mul/div are correctly rounded in Vulkan's precision table for
-      // f32 and f64 (div: 2.5 ulp), so allow 3 ulp and nothing else.
-      cases.back().tol = std::string(op) == "div" ? runtime::Tolerance{3, 0, 0} : exact;
-      if (t.name == "f16") cases.back().tol = {2, 0, 0};
-    }
-    // rem is x - y * trunc(x / y) on GPUs (Vulkan's precision rule): its
-    // error is an ulp of x, not of the result.
-    // In f16, x / y itself rounds so coarsely that trunc(x / y) may be one
-    // off when x is much larger than y: there |x| < 4y.
-    cases.push_back(binary("rem", t.name, t.needs, t.name == "f16" ? Input{"", -160, 160} : full,
-                           t.name == "f16" ? Input{"", 40, 50} : Input{"", 1, 50}));
-    cases.back().tol = {4, 1e-5, t.name == "f16" ? 0.125 : 2e-4};
-    for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) {
-      cases.push_back(binary(op, t.name, t.needs, full, full, "bool"));
-      cases.push_back(binary(op, t.name, t.needs, {"", 0, 3}, {"", 0, 3}, "bool"));
-    }
-    for (const char* op : {"neg", "abs", "floor", "ceil"}) {
-      cases.push_back(unary(op, t.name, t.needs, full));
-      cases.back().tol = exact;
-    }
-    cases.push_back(unary("sqrt", t.name, t.needs, pos));
-    cases.push_back(unary("rsqrt", t.name, t.needs, pos));
-    cases.push_back(unary("exp", t.name, t.needs, {"", -20, 20}));
-    cases.push_back(unary("log", t.name, t.needs, pos));
-    // Vulkan bounds sin and cos only inside [-pi, pi], by an absolute error
-    // (2^-11 for f32, 2^-7 for f16); GPUs use it (NVIDIA: about 1e-6).
-    cases.push_back(unary("sin", t.name, t.needs, {"", -3.14159, 3.14159}));
-    cases.back().tol = {4, 1e-5, t.name == "f16" ? 0x1p-7 : 0x1p-11};
-    cases.push_back(unary("cos", t.name, t.needs, {"", -3.14159, 3.14159}));
-    cases.back().tol = {4, 1e-5, t.name == "f16" ? 0x1p-7 : 0x1p-11};
-    cases.push_back(unary("tan", t.name, t.needs, {"", -1.4, 1.4}));
-    cases.push_back(unary("tanh", t.name, t.needs, {"", -5, 5}));
-    cases.push_back(binary("pow", t.name, t.needs, {"", 0.1, 10}, {"", -4, 4}));
-    // f16 math: Vulkan allows exp 3 + 2|x| ulp, pow derived from exp2 and log2.
-    if (t.name == "f16")
-      for (size_t k = cases.size() - 9; k < cases.size(); ++k)
-        if (cases[k].name.rfind("sin", 0) != 0 && cases[k].name.rfind("cos", 0) != 0) cases[k].tol = {64, 1e-2, 1e-3};
-  }
-  check(cases);
-}
-
-// The math of issue 11 on every float type. f64 on Vulkan is our own code
-// (targets/spirv/Float64Math.h), f32 mostly GLSL.std.450, f16 computed in f32.
-TEST_F(VulkanDifferential, MoreFloatMath) {
+// round on exact halves goes away from zero (the samples of round draw
+// random values, which are almost never halves).
+TEST_F(VulkanDifferential, RoundHalves) {
   std::vector<Case> cases;
   runtime::Tolerance exact{0, 0, 0};
-  for (const FloatType& t : kFloats) {
-    struct Range {
-      const char* op;
-      double lo, hi;
-    };
-    for (const Range& r : std::vector<Range>{{"asin", -1, 1},     {"acos", -1, 1},      {"atan", -10, 10},
-                                             {"sinh", -10, 10},   {"cosh", -10, 10},    {"asinh", -100, 100},
-                                             {"acosh", 1, 100},   {"atanh", -0.99, 0.99}, {"erf", -4, 4},
-                                             {"exp2", -14, 15},   {"log2", 0.01, 100},  {"log1p", -0.99, 10},
-                                             {"expm1", -5, 5}})
-      cases.push_back(unary(r.op, t.name, t.needs, {"", r.lo, r.hi}));
-    cases.push_back(binary("atan2", t.name, t.needs, {"", -10, 10}, {"", -10, 10}));
-    for (const char* op : {"round", "trunc", "sign"}) {
-      cases.push_back(unary(op, t.name, t.needs, {"", -100, 100}));
-      cases.back().tol = exact;
-    }
-    // Exact halves: round goes away from zero.
+  for (const FloatType& t : kFloats)
     cases.push_back({"round halves " + t.name, {{t.name, -100, 100}}, t.name,
                      "    %f = floor %x0 : " + t.name + "\n    %h = const {value = 0.5} : " + t.name +
                          "\n    %y = add %f, %h : " + t.name + "\n    %r = round %y : " + t.name + "\n",
                      "u32", {"u32", 0, 0}, "", t.needs, exact});
-    cases.push_back(binary("copysign", t.name, t.needs, {"", -100, 100}, {"", -100, 100}));
-    cases.back().tol = exact;
-    cases.push_back({"fma " + t.name, {{t.name, -100, 100}, {t.name, -100, 100}, {t.name, -1e4, 1e4}}, t.name,
-                     "    %r = fma %x0, %x1, %x2 : " + t.name + "\n", "u32", {"u32", 0, 0}, "", t.needs});
-  }
-  // Vectors take the same lowerings element by element.
-  cases.push_back(unary("erf", "vec<f32, 3>", "", {"", -3, 3}));
-  cases.push_back(unary("log1p", "vec<f64, 2>", "float64", {"", -0.5, 3}));
-  cases.push_back(binary("atan2", "vec<f64, 2>", "float64", {"", -5, 5}, {"", -5, 5}));
-  cases.push_back(binary("copysign", "vec<f16, 4>", "float16", {"", -5, 5}, {"", -5, 5}));
-  cases.push_back(binary("copysign", "vec<f64, 2>", "float64", {"", -5, 5}, {"", -5, 5}));
-  cases.back().tol = exact;
   check(cases);
 }
 
@@ -451,10 +419,6 @@ TEST_F(VulkanDifferential, SelectCastBitcastConst) {
   cases.push_back({"select f32", {{"bool"}, {"f32", -100, 100}, {"f32", -100, 100}}, "f32",
                    "    %r = select %x0, %x1, %x2 : f32\n"});
   cases.push_back({"select bool", {{"bool"}, {"bool"}, {"bool"}}, "bool", "    %r = select %x0, %x1, %x2 : bool\n"});
-  for (const char* op : {"and", "or", "xor"}) cases.push_back(binary(op, "bool", "", {}, {}));
-  cases.push_back(unary("not", "bool", "", {}));
-  cases.push_back(binary("eq", "bool", "", {}, {}, "bool"));
-  cases.push_back(binary("ne", "bool", "", {}, {}, "bool"));
   struct Conv {
     std::string from, to, needs;
     double lo, hi;
