@@ -18,6 +18,7 @@ bool canTrap(const ir::Op& op) {
   std::string_view n = op.name();
   if (n == "load" || n == "store" || n.starts_with("atomic.") || n == "for") return true;
   if (n == "array.get" || n == "array.set") return true;
+  if (op.is(ir::OpId::SubgroupBroadcast) || op.is(ir::OpId::SubgroupShuffle)) return true;
   if (n == "div" || n == "rem") return op.result(0)->type()->scalar()->isInt();
   return false;
 }
@@ -146,6 +147,9 @@ Status statusError(const std::vector<const ir::Op*>& sites, const ir::Function& 
     what = std::string("integer ") + (n == "div" ? "division" : "remainder") + " by zero";
   else if (n == "for")
     what = "'for' has a step of 0";
+  else if (n.starts_with("subgroup."))
+    what = n == "subgroup.broadcast" ? "the lane is not in the subgroup or not the same for the whole subgroup"
+                                     : "the lane is not in the subgroup";
   else if (n.starts_with("array."))
     what = "index is out of bounds for an array";
   else

@@ -212,7 +212,7 @@ bool FunctionEmitter::emitControl(const ir::Op& op, bool& handled) {
   if (n == "while") return emitWhile(op);
   if (n == "match") return emitMatch(op);
   if (n == "call") return emitCall(op);
-  if (n == "barrier") return fail(op, "a barrier here is not supported");
+  if (op.info().has(ir::kBarrier)) return fail(op, "'" + std::string(n) + "' here is not supported");
   if (op.info().has(ir::kKernelOnly) && op.info().has(ir::kPure) && op.numResults() == 1) {
     set(op.result(0), builtin(op));
     return true;

@@ -234,6 +234,14 @@ Status Emitter::checkDevice() {
       for (unsigned r = 0; r < op->numRegions(); ++r)
         for (ir::Value* a : op->region(r).args()) collectTypes(a->type(), types);
       std::string_view name = op->name();
+      if (name.starts_with("subgroup.")) {
+        if (std::string need = missingSubgroupFeature(*op); !need.empty()) {
+          Error e = lacks(need, "'" + std::string(name) + "'");
+          e.loc = op->loc().known() ? op->loc() : e.loc;
+          st = e;
+          return;
+        }
+      }
       if (name == "workgroup.alloc")
         sharedBytes += uint64_t(op->intAttr("size")) * ir::storageStride(op->result(0)->type()->elem());
       if (name.starts_with("atomic.")) {
@@ -398,6 +406,7 @@ const Emitter::EmitTable& emitTable() {
     Emitter::addArithEmitters(t);
     Emitter::addAggregateEmitters(t);
     Emitter::addMemoryEmitters(t);
+    Emitter::addSubgroupEmitters(t);
     return t;
   }();
   return table;
