@@ -42,7 +42,7 @@ struct Scalar {
 };
 const Scalar kTypes[] = {
     {"i32", false, true, 32}, {"u32", false, false, 32}, {"i64", false, true, 64},
-    {"f32", true, true, 32},  {"f64", true, true, 64},
+    {"f32", true, true, 32},  {"f64", true, true, 64},   {"u64", false, false, 64},
 };
 
 // The identity of min/max/add for the type, as a double (integers here are
@@ -130,7 +130,7 @@ void subgroupOf(uint32_t i, uint32_t sg, uint32_t& first, uint32_t& end) {
 const ir::Type* (*const kTypeOf[])(ir::Context&) = {
     [](ir::Context& c) { return c.intType(32, true); }, [](ir::Context& c) { return c.intType(32, false); },
     [](ir::Context& c) { return c.intType(64, true); }, [](ir::Context& c) { return c.floatType(32); },
-    [](ir::Context& c) { return c.floatType(64); },
+    [](ir::Context& c) { return c.floatType(64); },   [](ir::Context& c) { return c.intType(64, false); },
 };
 
 TEST(DifferentialSubgroup, ReductionsAndScansAgreeWithTheHost) {
