@@ -15,6 +15,9 @@ struct DeviceCaps {
   std::string driver;  // driver name and version
   bool isGpu = false;  // a real GPU (a CPU Vulkan driver such as lavapipe is not)
   uint32_t subgroupSize = 1;
+  // Subgroup collectives in compute shaders (ir/ops/Subgroup.cpp):
+  // reductions and scans, broadcast (Vulkan's ballot feature), shuffle.
+  bool subgroupArithmetic = false, subgroupBroadcast = false, subgroupShuffle = false;
   bool float16 = false, float64 = false;
   bool int8 = false, int16 = false, int64 = false;
   bool atomicFloat32Add = false, atomicFloat64Add = false, atomicInt64 = false;

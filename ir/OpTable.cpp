@@ -29,6 +29,7 @@ OpTable& OpTable::get() {
     registerAggregateOps(*t);
     registerControlOps(*t);
     registerMemoryOps(*t);
+    registerSubgroupOps(*t);
     registerHostOps(*t);
     registerFunctionOps(*t);
     registerBoxOps(*t);

@@ -37,7 +37,7 @@ enum OpFlags : unsigned {
   kHostOnly = 1u << 2,    // only in host functions
   kKernelOnly = 1u << 3,  // only in kernels and device functions
   kCommutative = 1u << 4, // operands 0 and 1 may be swapped
-  kBarrier = 1u << 5,     // synchronises a workgroup
+  kBarrier = 1u << 5,     // synchronises a workgroup (barrier, and the subgroup.* collectives)
   kReadOnly = 1u << 6,    // reads memory but changes nothing: removable when unused
   // Its typing rule handles type variables itself (call, dispatch, func.ref,
   // call.indirect). Other ops whose operand or result types mention a type
@@ -160,6 +160,7 @@ void registerArithOps(OpTable& t);
 void registerAggregateOps(OpTable& t);
 void registerControlOps(OpTable& t);
 void registerMemoryOps(OpTable& t);
+void registerSubgroupOps(OpTable& t);
 void registerHostOps(OpTable& t);
 void registerFunctionOps(OpTable& t);
 void registerBoxOps(OpTable& t);

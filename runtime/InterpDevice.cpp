@@ -9,6 +9,7 @@ InterpDevice::InterpDevice() {
   caps_.name = "interpreter";
   caps_.driver = "ephc reference interpreter";
   caps_.subgroupSize = interp::Interpreter::kSubgroupSize;
+  caps_.subgroupArithmetic = caps_.subgroupBroadcast = caps_.subgroupShuffle = true;
   caps_.float16 = caps_.float64 = caps_.int8 = caps_.int16 = caps_.int64 = true;
   caps_.atomicFloat32Add = caps_.atomicFloat64Add = caps_.atomicInt64 = true;
   caps_.maxBufferBytes = uint64_t(1) << 30;

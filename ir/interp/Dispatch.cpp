@@ -7,6 +7,7 @@
 #include "ir/ops/TypeVars.h"
 #include "ir/interp/Fiber.h"
 #include "ir/interp/OutOfBounds.h"
+#include "ir/interp/Subgroup.h"
 
 namespace eph::interp {
 namespace {
@@ -141,20 +142,30 @@ Status Workgroup::runFibers() {
       if (l.state == State::Done && !done) done = &l;
     }
     if (!waiting) return Status::ok();  // everyone finished
+    // "barrier", or "subgroup collective" ('subgroup.reduce_add' ...).
+    auto what = [](const ir::Op* op) {
+      return std::string(op->is(ir::OpId::Barrier) ? "barrier" : "subgroup collective '" + std::string(op->name()) + "'");
+    };
     if (done) {
       Error e{waiting->barrierOp->loc(), "barrier divergence " + where + describe(*done) +
                                              " finished while " + describe(*waiting) +
-                                             " waits at this barrier"};
+                                             " waits at this " + what(waiting->barrierOp)};
       abortWaiting();
       return e;
     }
     for (const Lane& l : lanes_) {
       if (l.barrierOp != waiting->barrierOp) {
         Error e{waiting->barrierOp->loc(),
-                "barrier divergence " + where + describe(*waiting) + " waits at this barrier while " +
-                    describe(l) + " waits at the barrier at " + l.barrierOp->loc().str()};
+                "barrier divergence " + where + describe(*waiting) + " waits at this " + what(waiting->barrierOp) +
+                    " while " + describe(l) + " waits at the " + what(l.barrierOp) + " at " + l.barrierOp->loc().str()};
         abortWaiting();
         return e;
+      }
+    }
+    if (!waiting->barrierOp->is(ir::OpId::Barrier)) {
+      if (Status s = runCollective(*waiting->barrierOp); !s) {
+        abortWaiting();
+        return s;
       }
     }
     // The whole workgroup is at the same barrier: release it (next round).
@@ -184,6 +195,32 @@ bool Workgroup::barrier(Exec& ex, const ir::Op& op) {
   if (aborting_) return false;
   l.state = State::Ready;
   return true;
+}
+
+bool Workgroup::collective(Exec& ex, const ir::Op& op, RtValue& out) {
+  Lane& l = *current_;
+  l.collectiveIn = ex.operands(op);
+  if (!barrier(ex, op)) return false;
+  out = std::move(l.collectiveOut);
+  return true;
+}
+
+Status Workgroup::runCollective(const ir::Op& op) {
+  constexpr uint32_t sg = Interpreter::kSubgroupSize;
+  for (size_t first = 0; first < lanes_.size(); first += sg) {
+    size_t n = std::min<size_t>(sg, lanes_.size() - first);
+    std::vector<const std::vector<RtValue>*> ins;
+    for (size_t j = 0; j < n; ++j) ins.push_back(&lanes_[first + j].collectiveIn);
+    std::vector<RtValue> outs;
+    size_t bad = 0;
+    std::string error = subgroupResults(op, sg, ins, outs, bad);
+    if (!error.empty())
+      return Error{op.loc(), "'" + std::string(op.name()) + "': " + error + " (in workgroup " + triple(id_) +
+                                 ", subgroup " + std::to_string(first / sg) + ")" +
+                                 invocationSuffix(lanes_[first + bad].inv.globalId)};
+    for (size_t j = 0; j < n; ++j) lanes_[first + j].collectiveOut = std::move(outs[j]);
+  }
+  return Status::ok();
 }
 
 uint64_t Workgroup::sharedBuffer(const ir::Op& allocOp) {

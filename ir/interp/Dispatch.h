@@ -4,7 +4,9 @@
 // calls) runs each invocation on its own fiber, and a barrier suspends the
 // invocation until the whole workgroup has arrived. Invocations that finish
 // or stop at a different barrier while others wait are "barrier divergence",
-// reported as an error.
+// reported as an error. A subgroup collective is scheduled like a barrier;
+// when the whole workgroup has reached it, each subgroup's results are
+// computed (interp/Subgroup.h) and handed to its invocations.
 #pragma once
 
 #include <array>
@@ -46,6 +48,7 @@ class Workgroup {
 
   // Exec's hooks.
   bool barrier(Exec& ex, const ir::Op& op);
+  bool collective(Exec& ex, const ir::Op& op, RtValue& out);
   uint64_t sharedBuffer(const ir::Op& allocOp);
 
  private:
@@ -57,6 +60,8 @@ class Workgroup {
     Fiber* fiber = nullptr;
     State state = State::Ready;
     const ir::Op* barrierOp = nullptr;
+    std::vector<RtValue> collectiveIn;  // operands of the collective it waits at
+    RtValue collectiveOut;
     bool ok = true;
   };
   static void laneMain(void* lane);
@@ -64,6 +69,8 @@ class Workgroup {
   Status runSequential();
   Status runFibers();
   void abortWaiting();
+  // The results of the collective the whole workgroup waits at.
+  Status runCollective(const ir::Op& op);
   std::string describe(const Lane& l) const;
   // The error of a failed invocation, saying which invocation it was.
   Error laneError(const Lane& l) const;

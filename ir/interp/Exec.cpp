@@ -186,6 +186,11 @@ bool Exec::barrier(const ir::Op& op) {
   return wg_->barrier(*this, op);
 }
 
+bool Exec::subgroupCollective(const ir::Op& op, RtValue& out) {
+  if (!wg_) return fail(op, "'" + std::string(op.name()) + "' outside a kernel invocation");
+  return wg_->collective(*this, op, out);
+}
+
 bool Exec::workgroupBuffer(const ir::Op& op, RtValue& out) {
   if (!wg_) return fail(op, "'workgroup.alloc' outside a kernel invocation");
   out = RtValue{};

@@ -91,6 +91,9 @@ class Exec {
   // Waits until the whole workgroup reached this barrier; false if the
   // workgroup was aborted (another invocation failed or diverged).
   bool barrier(const ir::Op& op);
+  // A subgroup collective (ir/ops/Subgroup.cpp): waits like a barrier for
+  // the whole workgroup, then `out` is this invocation's result.
+  bool subgroupCollective(const ir::Op& op, RtValue& out);
   // The workgroup's buffer for a `workgroup.alloc` op (fresh, unwritten
   // memory for each workgroup).
   bool workgroupBuffer(const ir::Op& op, RtValue& out);

@@ -47,6 +47,7 @@ CpuDevice::CpuDevice(CpuOptions opts)
   caps_.driver = "ephc LLVM JIT (LLVM " + llvmtarget::llvmVersion() + ")";
   caps_.isGpu = false;
   caps_.subgroupSize = llvmtarget::kSubgroupSize;
+  caps_.subgroupArithmetic = caps_.subgroupBroadcast = caps_.subgroupShuffle = true;
   caps_.float16 = caps_.float64 = caps_.int8 = caps_.int16 = caps_.int64 = true;
   caps_.atomicFloat32Add = caps_.atomicFloat64Add = caps_.atomicInt64 = true;
   caps_.memoryBytes = physicalMemory();

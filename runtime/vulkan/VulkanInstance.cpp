@@ -225,6 +225,11 @@ Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
               d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ||
               d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU;
     c.subgroupSize = subgroup.subgroupSize;
+    bool sgCompute = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+    auto sgOp = [&](VkSubgroupFeatureFlags bit) { return sgCompute && (subgroup.supportedOperations & bit) != 0; };
+    c.subgroupArithmetic = sgOp(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+    c.subgroupBroadcast = sgOp(VK_SUBGROUP_FEATURE_BALLOT_BIT);
+    c.subgroupShuffle = sgOp(VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
     bool v12 = api >= VK_API_VERSION_1_2;
     c.float64 = f.base.features.shaderFloat64;
     c.int64 = f.base.features.shaderInt64;

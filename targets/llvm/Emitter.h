@@ -256,6 +256,12 @@ class FunctionEmitter {
 
 // Lowers a kernel into its workgroup function and its range function.
 bool emitKernel(ModuleEmitter& M, const ir::Function& k);
+// A subgroup collective at workgroup level (LowerSubgroup.cpp): reads every
+// invocation's operand from `src` (and lane from `lanes`, for broadcast and
+// shuffle), [n x T] arrays indexed by the linear invocation index, and
+// writes the results to `dst`.
+bool emitSubgroupCollective(FunctionEmitter& F, const ir::Op& op, llvm::AllocaInst* src, llvm::AllocaInst* lanes,
+                            llvm::AllocaInst* dst, unsigned n);
 // Lowers a device function's body (declared by ModuleEmitter).
 bool emitDeviceFunction(ModuleEmitter& M, const ir::Function& f);
 // Lowers the host functions (and the device functions they reach) with the

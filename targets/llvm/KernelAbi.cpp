@@ -18,6 +18,7 @@ bool canTrap(const ir::Op& op) {
   ir::OpId n = op.id();
   if (n == ir::OpId::Load || n == ir::OpId::Store || ir::isAtomic(n) || n == ir::OpId::For) return true;
   if (n == ir::OpId::ArrayGet || n == ir::OpId::ArraySet) return true;
+  if (n == ir::OpId::SubgroupBroadcast || n == ir::OpId::SubgroupShuffle) return true;
   if (n == ir::OpId::Div || n == ir::OpId::Rem) return op.result(0)->type()->scalar()->isInt();
   return false;
 }
@@ -146,6 +147,10 @@ Status statusError(const std::vector<const ir::Op*>& sites, const ir::Function& 
     what = std::string("integer ") + (n == ir::OpId::Div ? "division" : "remainder") + " by zero";
   else if (n == ir::OpId::For)
     what = "'for' has a step of 0";
+  else if (n == ir::OpId::SubgroupBroadcast)
+    what = "the lane is not in the subgroup or not the same for the whole subgroup";
+  else if (n == ir::OpId::SubgroupShuffle)
+    what = "the lane is not in the subgroup";
   else if (n == ir::OpId::ArrayGet || n == ir::OpId::ArraySet)
     what = "index is out of bounds for an array";
   else

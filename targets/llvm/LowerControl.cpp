@@ -204,9 +204,12 @@ llvm::Value* FunctionEmitter::builtin(const ir::Op& op) {
   return b.CreateURem(linear, b.getInt32(kSubgroupSize));
 }
 
-// Barriers at a kernel's top level or in its structured control flow are
-// lowered by KernelEmitter (LowerKernel.cpp), which ends runs there.
-bool FunctionEmitter::emitBarrier(const ir::Op& op) { return fail(op, "a barrier here is not supported"); }
+// Barriers and subgroup collectives at a kernel's top level or in its
+// structured control flow are lowered by KernelEmitter (LowerKernel.cpp),
+// which ends runs there.
+bool FunctionEmitter::emitBarrier(const ir::Op& op) {
+  return fail(op, "'" + std::string(op.name()) + "' here is not supported");
+}
 
 bool FunctionEmitter::emitBuiltin(const ir::Op& op) {
   set(op.result(0), builtin(op));
@@ -226,7 +229,10 @@ void FunctionEmitter::addControlLowerings(EmitTable& t) {
   t[Match] = &FunctionEmitter::emitMatch;
   t[Call] = &FunctionEmitter::emitCall;
   for (ir::OpId n : {Yield, Condition, Return}) t[n] = &FunctionEmitter::emitTerminator;
-  t[Barrier] = &FunctionEmitter::emitBarrier;
+  for (ir::OpId n : {Barrier, SubgroupReduceAdd, SubgroupReduceMin, SubgroupReduceMax, SubgroupScanAdd,
+                     SubgroupScanMin, SubgroupScanMax, SubgroupExscanAdd, SubgroupExscanMin, SubgroupExscanMax,
+                     SubgroupBroadcast, SubgroupShuffle})
+    t[n] = &FunctionEmitter::emitBarrier;
   for (ir::OpId n : {GlobalId, LocalId, WorkgroupId, NumWorkgroups, WorkgroupSize, SubgroupSize, SubgroupId,
                      SubgroupLocalId})
     t[n] = &FunctionEmitter::emitBuiltin;

@@ -38,6 +38,7 @@ class KernelEmitter {
   bool emitWorkgroupIf(const ir::Op& op);
   bool emitWorkgroupFor(const ir::Op& op);
   bool emitWorkgroupWhile(const ir::Op& op);
+  bool emitCollective(const ir::Op& op);
 
   // Emits body() inside a loop over every invocation (z, y, x; x innermost).
   // The x loop is versioned on the `ranged` accesses: when all of them are
@@ -92,7 +93,7 @@ bool KernelEmitter::isUniformOp(const ir::Op& op) const {
 
 bool KernelEmitter::isWorkgroupOp(const ir::Op& op) {
   ir::OpId n = op.id();
-  if (n == ir::OpId::Barrier) return true;
+  if (op.info().has(ir::kBarrier)) return true;  // barrier, subgroup collectives
   if (n != ir::OpId::If && n != ir::OpId::For && n != ir::OpId::While && n != ir::OpId::Match) return false;
   if (M.hasBarrier(op)) {
     if (n == ir::OpId::Match) {
@@ -456,9 +457,28 @@ bool KernelEmitter::emitRegion(const ir::Region& r, const std::vector<Slot>& tar
 bool KernelEmitter::emitWorkgroupOp(const ir::Op& op) {
   ir::OpId n = op.id();
   if (n == ir::OpId::Barrier) return true;  // runs end here: every invocation is done with the last one
+  if (op.info().has(ir::kBarrier)) return emitCollective(op);
   if (n == ir::OpId::If) return emitWorkgroupIf(op);
   if (n == ir::OpId::For) return emitWorkgroupFor(op);
   return emitWorkgroupWhile(op);
+}
+
+// A subgroup collective: its operands in slots (uniform ones copied into
+// one), its result into a new slot (LowerSubgroup.cpp).
+bool KernelEmitter::emitCollective(const ir::Op& op) {
+  std::vector<Slot> in;
+  for (const ir::Value* v : op.operands()) {
+    if (uniform.count(v)) {
+      Slot s = newSlot(M.valueType(v->type()), "sg.in");
+      if (!copyInto({{v, s}})) return false;
+      in.push_back(s);
+    } else if (auto it = slots.find(v); it != slots.end()) {
+      in.push_back(it->second);
+    } else {
+      return M.fail(&op, &k, "internal error: an operand of a subgroup collective has no storage");
+    }
+  }
+  return emitSubgroupCollective(F, op, in[0], in.size() > 1 ? in[1] : nullptr, slotFor(op.result(0)), N);
 }
 
 bool KernelEmitter::emitWorkgroupIf(const ir::Op& op) {

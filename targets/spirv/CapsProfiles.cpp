@@ -10,6 +10,7 @@ DeviceCaps lavapipe() {
   c.name = "lavapipe (profile)";
   c.driver = "profile";
   c.subgroupSize = 8;
+  c.subgroupArithmetic = c.subgroupBroadcast = c.subgroupShuffle = true;
   c.float16 = c.float64 = c.int8 = c.int16 = c.int64 = true;
   c.atomicFloat32Add = true;
   c.atomicInt64 = true;

@@ -6,7 +6,7 @@
 //   float32 atomic add, no float64 atomic add, Vulkan 1.3.
 // - nvidia: a current NVIDIA GPU: everything, float32 and float64 atomic add.
 // - minimal: Vulkan 1.1 with only what every device has: no 64-, 16- or 8-bit
-//   types, no float or 64-bit atomics, 128 invocations per workgroup.
+//   types, no subgroup collectives, no float or 64-bit atomics, 128 invocations per workgroup.
 #pragma once
 
 #include <optional>

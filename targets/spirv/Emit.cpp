@@ -234,6 +234,12 @@ Status Emitter::checkDevice() {
       for (unsigned r = 0; r < op->numRegions(); ++r)
         for (ir::Value* a : op->region(r).args()) collectTypes(a->type(), types);
       ir::OpId name = op->id();
+      if (std::string need = missingSubgroupFeature(*op); !need.empty()) {
+        Error e = lacks(need, "'" + std::string(op->name()) + "'");
+        e.loc = op->loc().known() ? op->loc() : e.loc;
+        st = e;
+        return;
+      }
       if (name == ir::OpId::WorkgroupAlloc)
         sharedBytes += uint64_t(op->intAttr("size")) * ir::storageStride(op->result(0)->type()->elem());
       if (ir::isAtomic(name)) {
@@ -410,6 +416,7 @@ const Emitter::EmitTable& Emitter::table() {
     addAggregateEmitters(t);
     addMemoryEmitters(t);
     addControlEmitters(t);
+    addSubgroupEmitters(t);
     return t;
   }();
   return table;

@@ -7,6 +7,7 @@
 // - EmitArith.cpp: scalar/vector arithmetic, comparisons, casts, math;
 // - EmitAggregate.cpp: vectors, structs, sums and arrays;
 // - EmitMemory.cpp: buffers, atomics, workgroup memory and barriers;
+// - EmitSubgroup.cpp: subgroup collectives (GroupNonUniform*);
 // - Float64Math.cpp: exp/log/sin/cos/tan/tanh/pow for f64 (and the functions
 //   of EmitMath.cpp that GLSL.std.450 has only for f16/f32).
 // - EmitMath.cpp: asin ... expm1, atan2, round, trunc, sign, copysign, fma.
@@ -156,6 +157,7 @@ class Emitter {
   static void addMathEmitters(EmitTable& t);  // EmitMath.cpp, called by addArithEmitters
   static void addAggregateEmitters(EmitTable& t);
   static void addMemoryEmitters(EmitTable& t);
+  static void addSubgroupEmitters(EmitTable& t);  // EmitSubgroup.cpp
 
   // Arith/aggregate entry points named in the tables.
   Status emitConst(const ir::Op& op);
@@ -189,6 +191,9 @@ class Emitter {
   Status emitWorkgroupAlloc(const ir::Op& op);
   Status emitBarrier(const ir::Op& op);
   Status emitBuiltin(const ir::Op& op);
+  Status emitSubgroup(const ir::Op& op);
+  // What device feature subgroup collective `op` needs and caps lacks ("": none).
+  std::string missingSubgroupFeature(const ir::Op& op) const;
 
   // Selects between two values of any value type (composites member-wise, so
   // it works before SPIR-V 1.4 too).
