@@ -338,12 +338,17 @@ class Reverse {
 };
 
 Status Reverse::run() {
-  Region& body = g_.body();
-  for (unsigned i = 0; i < f_.paramTypes().size(); ++i)
-    prim_[f_.param(i)] = body.addArg(f_.paramTypes()[i], f_.param(i)->name());
+  Region& body = g_.body();  // its arguments: f's parameters, then the seeds
+  unsigned np = static_cast<unsigned>(f_.paramTypes().size()), next = np;
+  for (unsigned i = 0; i < np; ++i) {
+    prim_[f_.param(i)] = body.arg(i);
+    body.arg(i)->setName(f_.param(i)->name());
+  }
   Vs seeds;
-  for (const Type* r : f_.resultTypes())
-    seeds.push_back(isDiff(r) ? body.addArg(r, "seed") : nullptr);
+  for (const Type* r : f_.resultTypes()) {
+    seeds.push_back(isDiff(r) ? body.arg(next++) : nullptr);
+    if (seeds.back()) seeds.back()->setName("seed");
+  }
   recompute(f_.body(), body);
   Op* ret = f_.body().terminator();
   Builder b(ctx_, body);
@@ -594,11 +599,17 @@ class Forward {
 };
 
 Status Forward::run() {
-  Region& body = g_.body();
-  for (unsigned i = 0; i < f_.paramTypes().size(); ++i)
-    prim_[f_.param(i)] = body.addArg(f_.paramTypes()[i], f_.param(i)->name());
+  Region& body = g_.body();  // its arguments: f's parameters, then the tangents
+  unsigned np = static_cast<unsigned>(f_.paramTypes().size()), next = np;
+  for (unsigned i = 0; i < np; ++i) {
+    prim_[f_.param(i)] = body.arg(i);
+    body.arg(i)->setName(f_.param(i)->name());
+  }
   for (unsigned i = 0; i < job_.wrt.size(); ++i)
-    if (job_.wrt[i]) tan_[f_.param(i)] = body.addArg(f_.paramTypes()[i], "d" + f_.param(i)->name());
+    if (job_.wrt[i]) {
+      tan_[f_.param(i)] = body.arg(next);
+      body.arg(next++)->setName("d" + f_.param(i)->name());
+    }
   frames_.push_back(Frame{&f_.body(), f_.body().front(), &body, Builder(ctx_, body)});
   while (!frames_.empty()) {
     Op* op = frames_.back().cursor;

@@ -629,7 +629,7 @@ TEST_F(Autodiff, TwentyThousandOpChain) {
   ir::Module m(ctx);
   const ir::Type* f64 = ctx.f64();
   ir::Function* f = m.addFunction("f", ir::FunctionKind::Device, ctx.functionType({f64}, {f64}));
-  ir::Value* x = f->body().addArg(f64, "x");
+  ir::Value* x = f->param(0);
   ir::Builder b(ctx, f->body());
   ir::Value* k = b.constFloat(f64, 0.999);
   ir::Value* v = x;
