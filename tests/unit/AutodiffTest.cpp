@@ -458,6 +458,77 @@ TEST_F(Autodiff, BranchesLoopsAndCalls) {
       "      %s = sin %m : f64\n      yield %s\n    }\n    yield %a\n  } {\n    %e = mul %x, %y : f64\n    yield %e\n  }\n"
       "  return %r\n}\n";
   checkF64(loopInIf, {{-2, 2}, {-2, 2}}, 403, 16);
+  // match: the adjoint flows into the variant's region (payloads are not differentiated).
+  std::string match =
+      "device @f(%x: f64, %y: f64) -> f64 {\n  %c = lt %x, %y : bool\n  %k = const {value = 3} : i32\n"
+      "  %s = if %c : sum<i32, i32> {\n    %a = sum.make %k {tag = 0} : sum<i32, i32>\n    yield %a\n"
+      "  } {\n    %b = sum.make %k {tag = 1} : sum<i32, i32>\n    yield %b\n  }\n"
+      "  %r = match %s : f64 { |%p: i32|\n    %pf = cast %p : f64\n    %q = mul %x, %pf : f64\n"
+      "    %q1 = mul %q, %y : f64\n    yield %q1\n  } { |%p2: i32|\n    %e = exp %y : f64\n    %q2 = sub %e, %x : f64\n"
+      "    yield %q2\n  }\n  return %r\n}\n";
+  checkF64(match, {{-2, 2}, {-2, 2}}, 404, 16);
+  // Nested loops: the inner loop's carried value starts from the outer one's.
+  std::string nestedLoops =
+      "device @f(%x: f64, %y: f64) -> f64 {\n  %lo = const {value = 0} : i64\n  %three = const {value = 3} : i64\n"
+      "  %four = const {value = 4} : i64\n  %st = const {value = 1} : i64\n"
+      "  %a, %b = for %lo, %three, %st, %x, %y : f64, f64 { |%i: i64, %u: f64, %v: f64|\n"
+      "    %w = for %lo, %four, %st, %u : f64 { |%j: i64, %t: f64|\n      %m = mul %t, %v : f64\n"
+      "      %s = sin %m : f64\n      %t2 = add %s, %x : f64\n      yield %t2\n    }\n"
+      "    %v2 = mul %v, %w : f64\n    %v3 = tanh %v2 : f64\n    yield %w, %v3\n  }\n"
+      "  %r = add %a, %b : f64\n  return %r\n}\n";
+  checkF64(nestedLoops, {{-1, 1}, {-1, 1}}, 405, 12);
+}
+
+// Parameters and results that are not differentiated pass through; vector
+// parameters get vector gradients.
+TEST_F(Autodiff, MixedParametersAndResults) {
+  ir::Context ctx;
+  auto m = ir::parseModule(ctx,
+                           "device @f(%v: vec<f64, 3>, %k: i32, %w: f64) -> (f64, i32) {\n"
+                           "  %d = dot %v, %v : f64\n  %kf = cast %k : f64\n  %a = mul %d, %kf : f64\n"
+                           "  %r = mul %a, %w : f64\n  return %r, %k\n}\n",
+                           "mixed.eir");
+  ASSERT_TRUE(m) << m.error().str();
+  ir::Function* f = (*m)->lookup("f");
+  auto vjp = passes::reverseDerivative(**m, *f, {true, false, false});
+  ASSERT_TRUE(vjp) << vjp.error().str();
+  auto jvp = passes::forwardDerivative(**m, *f, {true, false, true});
+  ASSERT_TRUE(jvp) << jvp.error().str();
+  Status valid = ir::verify(**m);
+  ASSERT_TRUE(valid) << valid.error().str();
+  EXPECT_EQ((*vjp)->type()->str(), "fn(vec<f64, 3>, i32, f64, f64) -> (struct<f64, i32, vec<f64, 3>>)");
+  EXPECT_EQ((*jvp)->type()->str(), "fn(vec<f64, 3>, i32, f64, vec<f64, 3>, f64) -> (struct<f64, i32, f64>)");
+  const ir::Type* f64 = ctx.f64();
+  const ir::Type* v3 = ctx.vectorType(f64, 3);
+  auto vec = [&](double a, double b, double c) {
+    interp::RtValue v;
+    v.type = v3;
+    v.elems = {interp::RtValue::ofFloat(f64, a), interp::RtValue::ofFloat(f64, b), interp::RtValue::ofFloat(f64, c)};
+    return v;
+  };
+  interp::Interpreter in(**m);
+  auto r = in.call(**vjp, {vec(1, 2, 3), interp::RtValue::ofInt(ctx.i32(), 4), interp::RtValue::ofFloat(f64, 0.5),
+                           interp::RtValue::ofFloat(f64, 2.0)});
+  ASSERT_TRUE(r) << r.error().str();
+  const interp::RtValue& out = (*r)[0];
+  EXPECT_EQ(out.elems[0].f, 14 * 4 * 0.5);
+  EXPECT_EQ(out.elems[1].i, 4);
+  // seed * 2 v k w = 2 * 2 * 4 * 0.5 * v
+  EXPECT_EQ(out.elems[2].elems[0].f, 8.0);
+  EXPECT_EQ(out.elems[2].elems[1].f, 16.0);
+  EXPECT_EQ(out.elems[2].elems[2].f, 24.0);
+  auto t = in.call(**jvp, {vec(1, 2, 3), interp::RtValue::ofInt(ctx.i32(), 4), interp::RtValue::ofFloat(f64, 0.5),
+                           vec(1, 0, 0), interp::RtValue::ofFloat(f64, 1.0)});
+  ASSERT_TRUE(t) << t.error().str();
+  // d/dv . e0 = 2 * 1 * 4 * 0.5 = 4; d/dw = 14 * 4 = 56.
+  EXPECT_EQ((*t)[0].elems[2].f, 4.0 + 56.0);
+  // Asking again returns the same function; a different wrt is an error.
+  auto again = passes::reverseDerivative(**m, *f, {true, false, false});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, *vjp);
+  auto other = passes::reverseDerivative(**m, *f, {true, false, true});
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().message.find("@f.vjp exists already with type"), std::string::npos) << other.error().message;
 }
 
 // ---- random expression graphs ------------------------------------------------
