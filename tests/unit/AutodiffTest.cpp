@@ -609,6 +609,25 @@ TEST_F(Autodiff, RandomGraphsAgreeWithFiniteDifferences) {
   }
 }
 
+// Which built-in ops carry rules: all float arithmetic and math, compares and
+// casts (zero / pass-through), the vector ops; not bit manipulation or memory.
+TEST(AutodiffRules, BuiltinOpsWithRules) {
+  using ir::OpId;
+  for (OpId id : {OpId::Add, OpId::Sub, OpId::Mul, OpId::Div, OpId::Rem, OpId::Min, OpId::Max, OpId::Neg, OpId::Abs,
+                  OpId::Eq, OpId::Ne, OpId::Lt, OpId::Le, OpId::Gt, OpId::Ge, OpId::Select, OpId::Cast, OpId::Sqrt,
+                  OpId::Rsqrt, OpId::Exp, OpId::Log, OpId::Sin, OpId::Cos, OpId::Tan, OpId::Tanh, OpId::Floor,
+                  OpId::Ceil, OpId::Pow, OpId::Asin, OpId::Acos, OpId::Atan, OpId::Atan2, OpId::Sinh, OpId::Cosh,
+                  OpId::Asinh, OpId::Acosh, OpId::Atanh, OpId::Erf, OpId::Exp2, OpId::Log2, OpId::Log1p, OpId::Expm1,
+                  OpId::Round, OpId::Trunc, OpId::Sign, OpId::Copysign, OpId::Fma, OpId::VecMake, OpId::VecExtract,
+                  OpId::VecInsert, OpId::Dot, OpId::Cross, OpId::Length, OpId::Normalize}) {
+    const ir::OpInfo& info = ir::OpTable::get()[id];
+    ASSERT_TRUE(info.derivative) << info.name;
+    EXPECT_TRUE(info.derivative->reverse && info.derivative->forward) << info.name;
+  }
+  for (OpId id : {OpId::Bitcast, OpId::And, OpId::Shl, OpId::Load, OpId::Store, OpId::AtomicAdd, OpId::StructMake})
+    EXPECT_FALSE(ir::OpTable::get()[id].derivative) << ir::OpTable::get()[id].name;
+}
+
 // ---- custom ops, errors, long chains -----------------------------------------
 
 bool interpCube(interp::Exec& ex, const ir::Op& op) {
