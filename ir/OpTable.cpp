@@ -34,6 +34,7 @@ OpTable& OpTable::get() {
     registerFunctionOps(*t);
     registerBoxOps(*t);
     registerForeignOps(*t);
+    registerDerivatives(*t);
     return t;
   }();
   return *table;
@@ -88,6 +89,11 @@ void OpTable::add(std::span<OpInfo> entries) {
     if (e.id != OpId::Custom) byId_[static_cast<unsigned>(e.id)] = &e;
     all_.push_back(&e);
   }
+}
+
+void OpTable::setDerivative(OpId id, const DerivativeRules* rules) {
+  // The entries are the ops/*.cpp files' own (non-const) arrays.
+  const_cast<OpInfo&>((*this)[id]).derivative = rules;
 }
 
 }  // namespace eph::ir

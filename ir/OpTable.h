@@ -149,6 +149,9 @@ class OpTable {
   // plugins may add their own). Entries must outlive the program; add sets
   // their `id` from their name.
   void add(std::span<OpInfo> entries);
+  // Attaches derivative rules to a built-in op after registration
+  // (ops/Derivatives.cpp); rules must outlive the program.
+  void setDerivative(OpId id, const DerivativeRules* rules);
 
  private:
   std::vector<const OpInfo*> all_;
@@ -165,6 +168,8 @@ void registerHostOps(OpTable& t);
 void registerFunctionOps(OpTable& t);
 void registerBoxOps(OpTable& t);
 void registerForeignOps(OpTable& t);
+// Attaches the derivative rules of the built-in ops (ops/Derivatives.cpp).
+void registerDerivatives(OpTable& t);
 
 // The type of the box cell that `box.get ... : readAs` reads (ops/Box.cpp):
 // a boxed host buffer<T, host, affine> is read as buffer<T, host, read>;

@@ -21,6 +21,7 @@ namespace eph::passes {
 PassRegistry& PassRegistry::get() {
   static PassRegistry* registry = [] {
     auto* r = new PassRegistry();
+    r->add(autodiffPass());
     r->add(canonicalizePass());
     r->add(csePass());
     r->add(dcePass());

@@ -88,6 +88,7 @@ const std::vector<NamedPipeline>& namedPipelines();
 const NamedPipeline* lookupPipeline(std::string_view name);
 
 // The built-in passes, one per file in passes/.
+Pass autodiffPass();
 Pass canonicalizePass();
 Pass csePass();
 Pass dcePass();
