@@ -38,11 +38,8 @@ Expected<SolveResult> gaussNewton(LeastSquaresProblem& p, std::span<double> x, c
     int linearIterations = 0;
     if (!solveNormalEquations(J, g, zeros, o.linearSolver, o, h, &linearIterations))
       return finish(StopReason::LinearSolverFailed);
-    double stepNorm = norm2(h);
-    if (stepNorm <= o.stepTolerance * (norm2(x) + o.stepTolerance)) {
-      report(o, clock, {iter, cost, gnorm, 0, stepNorm, false, linearIterations});
-      return finish(StopReason::StepTolerance);
-    }
+    double stepNorm = infNorm(h);
+    bool tiny = stepNorm <= o.stepTolerance * (infNorm(x) + o.stepTolerance);
     for (size_t i = 0; i < n; ++i) x[i] += h[i];
     if (Status s = evaluateChecked(p, x, r, &J); !s) return s.error();
     ++res.evaluations;
@@ -52,6 +49,7 @@ Expected<SolveResult> gaussNewton(LeastSquaresProblem& p, std::span<double> x, c
     gnorm = infNorm(g);
     report(o, clock, {iter, cost, gnorm, 0, stepNorm, true, linearIterations});
     if (gnorm <= o.gradientTolerance) return finish(StopReason::GradientTolerance);
+    if (tiny) return finish(StopReason::StepTolerance);
     if (std::abs(oldCost - cost) <= o.costChangeTolerance * oldCost) return finish(StopReason::CostChangeTolerance);
   }
   return finish(StopReason::MaxIterations);

@@ -173,13 +173,13 @@ Expected<SolveResult> lbfgs(EnergyProblem& p, std::span<double> x, const SolverO
     Pair pair{std::vector<double>(n), std::vector<double>(n), 0};
     for (size_t i = 0; i < n; ++i) pair.s[i] = xt[i] - x[i], pair.y[i] = gt[i] - g[i];
     double sy = dot(pair.s, pair.y);
-    double stepNorm = norm2(pair.s);
+    double stepNorm = infNorm(pair.s);
     if (sy > 1e-12 * norm2(pair.s) * norm2(pair.y)) {
       pair.rho = 1 / sy;
       mem.push_back(std::move(pair));
       if (mem.size() > size_t(std::max(o.lbfgsMemory, 1))) mem.pop_front();
     }
-    double oldF = f, oldXNorm = norm2(x);
+    double oldF = f, oldXNorm = infNorm(x);
     std::copy(xt.begin(), xt.end(), x.begin());
     std::swap(g, gt);
     f = (*found)->f;

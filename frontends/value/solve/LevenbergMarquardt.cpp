@@ -45,11 +45,9 @@ Expected<SolveResult> levenbergMarquardt(LeastSquaresProblem& p, std::span<doubl
     for (size_t i = 0; i < n; ++i) damp[i] = lambda * std::clamp(D[i], o.minDiagonal, o.maxDiagonal);
     int linearIterations = 0;
     bool solved = solveNormalEquations(J, g, damp, o.linearSolver, o, h, &linearIterations);
-    double stepNorm = solved ? norm2(h) : 0;
-    if (solved && stepNorm <= o.stepTolerance * (norm2(x) + o.stepTolerance)) {
-      report(o, clock, {iter, cost, gnorm, lambda, stepNorm, false, linearIterations});
-      return finish(StopReason::StepTolerance);
-    }
+    double stepNorm = solved ? infNorm(h) : 0;
+    // A step this small ends the solve, after it is tried (and taken when it helps).
+    bool tiny = solved && stepNorm <= o.stepTolerance * (infNorm(x) + o.stepTolerance);
 
     bool accepted = false;
     double rho = -1, newCost = cost;
@@ -70,6 +68,10 @@ Expected<SolveResult> levenbergMarquardt(LeastSquaresProblem& p, std::span<doubl
     }
 
     if (!accepted) {
+      if (tiny) {
+        report(o, clock, {iter, cost, gnorm, lambda, stepNorm, false, linearIterations});
+        return finish(StopReason::StepTolerance);
+      }
       lambda = std::min(lambda * nu, 1e32);
       nu *= 2;
       report(o, clock, {iter, cost, gnorm, lambda, stepNorm, false, linearIterations});
@@ -87,6 +89,7 @@ Expected<SolveResult> levenbergMarquardt(LeastSquaresProblem& p, std::span<doubl
     nu = 2;
     report(o, clock, {iter, cost, gnorm, lambda, stepNorm, true, linearIterations});
     if (gnorm <= o.gradientTolerance) return finish(StopReason::GradientTolerance);
+    if (tiny) return finish(StopReason::StepTolerance);
     if (oldCost - cost <= o.costChangeTolerance * oldCost) return finish(StopReason::CostChangeTolerance);
   }
   return finish(StopReason::MaxIterations);

@@ -75,10 +75,10 @@ Status checkEvaluation(LeastSquaresProblem& p, std::span<const double> x, std::s
   for (size_t i = 0; i < J->rows(); ++i)
     for (size_t k = J->rowStart[i]; k < J->rowStart[i + 1]; ++k) {
       uint32_t c = J->cols[k];
-      std::string where = "the Jacobian of residual " + std::to_string(i);
+      auto where = [&] { return "the Jacobian of residual " + std::to_string(i); };
       if (c >= x.size())
-        return makeError({}, where + " names parameter " + std::to_string(c) + " of " + std::to_string(x.size()));
-      if (lastRow[c] == i) return makeError({}, where + " names parameter " + std::to_string(c) + " twice");
+        return makeError({}, where() + " names parameter " + std::to_string(c) + " of " + std::to_string(x.size()));
+      if (lastRow[c] == i) return makeError({}, where() + " names parameter " + std::to_string(c) + " twice");
       lastRow[c] = i;
       if (!std::isfinite(J->vals[k])) {
         ResidualNote note = p.explainResidual(i, x);

@@ -110,7 +110,7 @@ enum class LinearSolver { SparseCholesky, Pcg };
 // Why a solver stopped. The first three mean converged; the others do not.
 enum class StopReason {
   GradientTolerance,    // ‖g‖∞ ≤ gradientTolerance (g = Jᵀr, or ∇f)
-  StepTolerance,        // ‖h‖ ≤ stepTolerance·(‖x‖ + stepTolerance)
+  StepTolerance,        // ‖h‖∞ ≤ stepTolerance·(‖x‖∞ + stepTolerance)
   CostChangeTolerance,  // |Δcost| ≤ costChangeTolerance·cost
   MaxIterations,        // maxIterations iterations done
   LinearSolverFailed,   // Gauss–Newton: JᵀJ singular (Cholesky) or PCG broke down
@@ -125,7 +125,7 @@ struct IterationInfo {
   double cost = 0;            // after the iteration: ½‖r‖² (or f for L-BFGS)
   double gradientNorm = 0;    // ‖g‖∞ at the new point
   double damping = 0;         // LM: λ for the next iteration; GN: 0; L-BFGS: the step length α
-  double stepNorm = 0;        // ‖h‖
+  double stepNorm = 0;        // ‖h‖∞
   bool accepted = true;       // LM: whether the step was taken
   int linearIterations = 0;   // PCG iterations of this step (0 for Cholesky)
   double seconds = 0;         // since the solve began
