@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 
+#include "frontends/value/solve/Internal.h"
 #include "frontends/value/solve/Pcg.h"
 #include "frontends/value/solve/Solver.h"
 
@@ -278,6 +279,33 @@ TEST(ValueSolver, LinearSolversGiveTheSameStep) {
       EXPECT_NEAR(hPcg[i], ref[i], 1e-8 * (1 + std::abs(ref[i]))) << "lambda " << lambda << " i " << i;
     }
   }
+}
+
+TEST(ValueSolver, CholeskyKeepsItsAnalysisWhileThePatternHolds) {
+  // J = diag(1, 2, 3) then the same pattern with other values, then a new pattern.
+  auto diagonal = [](double a, bool extra) {
+    SparseRows J;
+    J.reset(3);
+    for (uint32_t i = 0; i < 3; ++i) {
+      J.add(i, a * double(i + 1));
+      if (extra && i == 0) J.add(2, 1.0);
+      J.endRow();
+    }
+    return J;
+  };
+  std::vector<double> g = {-1, -4, -9}, d(3, 0.0), h(3);
+  detail::CholeskySolver chol;
+  ASSERT_TRUE(chol.solve(diagonal(1, false), g, d, h));  // h = g / i²
+  EXPECT_NEAR(h[0], 1, 1e-15);
+  EXPECT_NEAR(h[2], 1, 1e-15);
+  ASSERT_TRUE(chol.solve(diagonal(2, false), g, d, h));
+  EXPECT_NEAR(h[1], 0.25, 1e-15);
+  EXPECT_EQ(chol.analyses(), 1);
+  // Rows (1, 0, 1), (0, 2, 0), (0, 0, 3): JᵀJ = [[1,0,1],[0,4,0],[1,0,10]].
+  ASSERT_TRUE(chol.solve(diagonal(1, true), g, d, h));
+  EXPECT_EQ(chol.analyses(), 2);
+  EXPECT_NEAR(h[0] + h[2], 1, 1e-14);          // first row of JᵀJ·h = 1
+  EXPECT_NEAR(h[0] + 10 * h[2], 9, 1e-14);     // third row = 9
 }
 
 TEST(ValueSolver, PcgThroughHostOps) {

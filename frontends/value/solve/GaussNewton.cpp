@@ -15,6 +15,7 @@ Expected<SolveResult> gaussNewton(LeastSquaresProblem& p, std::span<double> x, c
   const size_t n = p.numParams(), m = p.numResiduals();
   std::vector<double> r(m), g(n), h(n), zeros(n, 0.0);
   SparseRows J;
+  NormalSolver normal;
   SolveResult res;
   if (Status s = evaluateChecked(p, x, r, &J); !s) return s.error();
   res.evaluations = 1;
@@ -36,7 +37,7 @@ Expected<SolveResult> gaussNewton(LeastSquaresProblem& p, std::span<double> x, c
   for (int iter = 1; iter <= o.maxIterations; ++iter) {
     res.iterations = iter;
     int linearIterations = 0;
-    if (!solveNormalEquations(J, g, zeros, o.linearSolver, o, h, &linearIterations))
+    if (!normal.solve(J, g, zeros, o.linearSolver, o, h, &linearIterations))
       return finish(StopReason::LinearSolverFailed);
     double stepNorm = infNorm(h);
     bool tiny = stepNorm <= o.stepTolerance * (infNorm(x) + o.stepTolerance);

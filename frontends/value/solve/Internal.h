@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -30,8 +31,30 @@ double infNorm(std::span<const double> v);
 double norm2(std::span<const double> v);
 
 // (JᵀJ + diag(damping)) h = −g by Eigen's SimplicialLDLT (SparseCholesky.cpp).
-bool solveCholesky(const SparseRows& J, std::span<const double> g, std::span<const double> damping,
-                   std::span<double> h);
+// The symbolic analysis (AMD ordering, elimination tree) depends only on J's
+// sparsity pattern, so it is kept and redone only when the pattern changes.
+class CholeskySolver {
+ public:
+  CholeskySolver();
+  ~CholeskySolver();
+  bool solve(const SparseRows& J, std::span<const double> g, std::span<const double> damping, std::span<double> h);
+  int analyses() const { return analyses_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int analyses_ = 0;
+};
+
+// solveNormalEquations with the Cholesky analysis kept across calls (one per solve).
+class NormalSolver {
+ public:
+  bool solve(const SparseRows& J, std::span<const double> g, std::span<const double> damping, LinearSolver solver,
+             const SolverOptions& o, std::span<double> h, int* iterations);
+
+ private:
+  CholeskySolver cholesky_;
+};
 
 // Calls o.progress (when set) with `it`, timed by `clock`.
 class Clock;

@@ -20,6 +20,7 @@ Expected<SolveResult> levenbergMarquardt(LeastSquaresProblem& p, std::span<doubl
   const size_t n = p.numParams(), m = p.numResiduals();
   std::vector<double> r(m), rNew(m), Jh(m), g(n), h(n), D(n), damp(n), xNew(n);
   SparseRows J, Jnew;
+  NormalSolver normal;
   SolveResult res;
   if (Status s = evaluateChecked(p, x, r, &J); !s) return s.error();
   res.evaluations = 1;
@@ -44,7 +45,7 @@ Expected<SolveResult> levenbergMarquardt(LeastSquaresProblem& p, std::span<doubl
     J.columnSquares(D);
     for (size_t i = 0; i < n; ++i) damp[i] = lambda * std::clamp(D[i], o.minDiagonal, o.maxDiagonal);
     int linearIterations = 0;
-    bool solved = solveNormalEquations(J, g, damp, o.linearSolver, o, h, &linearIterations);
+    bool solved = normal.solve(J, g, damp, o.linearSolver, o, h, &linearIterations);
     double stepNorm = solved ? infNorm(h) : 0;
     // A step this small ends the solve, after it is tried (and taken when it helps).
     bool tiny = solved && stepNorm <= o.stepTolerance * (infNorm(x) + o.stepTolerance);

@@ -137,8 +137,14 @@ std::string HalfSquaredNorm::explainEnergy(std::span<const double> x) { return "
 
 bool solveNormalEquations(const SparseRows& J, std::span<const double> g, std::span<const double> damping,
                           LinearSolver solver, const SolverOptions& o, std::span<double> h, int* iterations) {
+  NormalSolver once;
+  return once.solve(J, g, damping, solver, o, h, iterations);
+}
+
+bool detail::NormalSolver::solve(const SparseRows& J, std::span<const double> g, std::span<const double> damping,
+                                 LinearSolver solver, const SolverOptions& o, std::span<double> h, int* iterations) {
   if (iterations) *iterations = 0;
-  if (solver == LinearSolver::SparseCholesky) return solveCholesky(J, g, damping, h);
+  if (solver == LinearSolver::SparseCholesky) return cholesky_.solve(J, g, damping, h);
   HostPcgOps ops(J, damping);
   auto& b = ops.vec(PcgOps::B);
   for (size_t i = 0; i < g.size(); ++i) b[i] = -g[i];

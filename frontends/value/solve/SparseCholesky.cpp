@@ -11,9 +11,21 @@
 
 namespace eph::value::detail {
 
-bool solveCholesky(const SparseRows& J, std::span<const double> g, std::span<const double> damping,
-                   std::span<double> h) {
-  using SpMat = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
+using SpMat = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
+
+struct CholeskySolver::Impl {
+  Eigen::SimplicialLDLT<SpMat> ldlt;
+  std::vector<size_t> rowStart;  // J's pattern when `ldlt` was analysed
+  std::vector<uint32_t> cols;
+  size_t numCols = 0;
+  bool analysed = false;
+};
+
+CholeskySolver::CholeskySolver() : impl_(std::make_unique<Impl>()) {}
+CholeskySolver::~CholeskySolver() = default;
+
+bool CholeskySolver::solve(const SparseRows& J, std::span<const double> g, std::span<const double> damping,
+                           std::span<double> h) {
   const auto n = static_cast<Eigen::Index>(J.numCols);
   std::vector<Eigen::Triplet<double, int>> entries;
   entries.reserve(J.nonZeros());
@@ -32,7 +44,16 @@ bool solveCholesky(const SparseRows& J, std::span<const double> g, std::span<con
   D.setFromTriplets(diag.begin(), diag.end());
   SpMat A = SpMat(Jm.transpose() * Jm) + D;
 
-  Eigen::SimplicialLDLT<SpMat> ldlt(A);
+  // A's pattern is a function of J's (Eigen keeps explicit zeros), so the
+  // analysis of the last call holds while J's pattern is the same.
+  Impl& s = *impl_;
+  auto& ldlt = s.ldlt;
+  if (!s.analysed || s.numCols != J.numCols || s.rowStart != J.rowStart || s.cols != J.cols) {
+    ldlt.analyzePattern(A);
+    s.rowStart = J.rowStart, s.cols = J.cols, s.numCols = J.numCols, s.analysed = true;
+    ++analyses_;
+  }
+  ldlt.factorize(A);
   if (ldlt.info() != Eigen::Success) return false;
   // LDLᵀ of a singular matrix finishes with a pivot that is zero up to
   // rounding (or negative): JᵀJ + diag(d) is positive semidefinite, so a
