@@ -114,13 +114,16 @@ class Parser {
     if (ec != std::errc() || p != t.text.data() + t.text.size()) fail(t, "malformed number '" + std::string(t.text) + "'");
     return negative ? -v : v;
   }
-  uint64_t integer(const Token& t, std::string_view what) {
-    if (t.kind != Tok::Number) fail(t, "expected " + std::string(what) + ", found " + describe(t));
+  // An array size or index ("array size", "index"): a non-negative integer below kMaxElements.
+  uint64_t integer(const Token& t, std::string_view noun) {
+    std::string what(noun);
+    if (t.kind != Tok::Number) fail(t, "expected an " + what + ", found " + describe(t));
     uint64_t v = 0;
     auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-    if (ec == std::errc::result_out_of_range || (ec == std::errc() && p == t.text.data() + t.text.size() && v >= kMaxElements))
-      fail(t, std::string(what) + " " + std::string(t.text) + " is out of range");
-    if (ec != std::errc() || p != t.text.data() + t.text.size()) fail(t, "expected " + std::string(what) + ", found " + describe(t));
+    bool whole = p == t.text.data() + t.text.size();
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && whole && v >= kMaxElements))
+      fail(t, what + " " + std::string(t.text) + " is out of range (at most " + std::to_string(kMaxElements - 1) + ")");
+    if (ec != std::errc() || !whole) fail(t, "expected an " + what + " (a whole number), found " + describe(t));
     return v;
   }
   // NUMBER or '-' NUMBER.
@@ -164,7 +167,7 @@ class Parser {
       if (isPunct(peek(), '[')) {
         take();
         Token n = take();
-        count = integer(n, "an array size");
+        count = integer(n, "array size");
         if (count == 0) fail(n, "an array needs at least one element");
         array = true;
         expect(']', "after the array size");
@@ -281,7 +284,7 @@ class Parser {
     take();
     Token idx = peek();
     if (!n.array) fail(t, "'" + std::string(t.text) + "' is not an array");
-    uint64_t i = integer(take(), "an index");
+    uint64_t i = integer(take(), "index");
     if (i >= n.count)
       fail(idx, "index " + std::to_string(i) + " is out of range for '" + std::string(t.text) + "' (" +
                     std::to_string(n.count) + " elements)");
@@ -305,41 +308,46 @@ class Parser {
       fail(name, "unknown call '" + std::string(name.text) + "'");
     }
     std::vector<Value> args;
-    double bounds[2] = {0, 0};
+    double lo = 0, hi = 0;
+    bool bounded = false;
     for (;;) {
-      if (k == OpKind::Clamp && args.size() == 1 && bounds[0] == 0 && arity == 3) {
-        // clamp(x, lo, hi): lo and hi are numbers (part of the signature).
-        for (double& b : bounds) {
-          const Token& at = peek();
-          bool neg = isPunct(at, '-');
-          const Token& num = peek(neg ? 1 : 0);
-          const Token& after = peek(neg ? 2 : 1);
-          if (num.kind != Tok::Number || !(isPunct(after, ',') || isPunct(after, ')')))
-            fail(at, "clamp bounds must be numbers, found " + describe(at));
-          b = signedNumber("a clamp bound");
-          if (&b == &bounds[0]) {
-            if (!isPunct(peek(), ',')) break;
-            take();
-          }
-        }
-        arity = -2;  // done
-        break;
-      }
       args.push_back(expr());
       if (!isPunct(peek(), ',')) break;
       take();
+      if (k == OpKind::Clamp && args.size() == 1) {
+        // clamp(x, lo, hi): lo and hi are numbers (part of the signature).
+        lo = clampBound();
+        if (!isPunct(peek(), ',')) fail(name, "'clamp' takes 3 arguments (x, lo, hi), got 2");
+        take();
+        hi = clampBound();
+        bounded = true;
+        break;
+      }
     }
     if (!isPunct(peek(), ')'))
       fail(peek(), "unbalanced parentheses: expected ')' to close the call of '" + std::string(name.text) + "', found " +
                        describe(peek()));
     take();
-    if (k == OpKind::Clamp && arity != -2)
-      fail(name, "'clamp' takes 3 arguments (x, lo, hi), got " + std::to_string(args.size()));
-    if (arity >= 0 && int(args.size()) != arity)
+    if (k == OpKind::Clamp) {
+      if (!bounded)
+        fail(name, "'clamp' takes 3 arguments (x, lo, hi), got 1");
+    } else if (arity >= 0 && int(args.size()) != arity) {
       fail(name, "'" + std::string(name.text) + "' takes " + std::to_string(arity) + (arity == 1 ? " argument" : " arguments") +
                      ", got " + std::to_string(args.size()));
+    }
     if (k == OpKind::Custom) return g_.custom(uint32_t(custom), args);
-    return g_.op(k, args, bounds[0], bounds[1]);
+    return g_.op(k, args, lo, hi);
+  }
+
+  // A clamp bound: a number, or '-' and a number, followed by ',' or ')'.
+  double clampBound() {
+    const Token& at = peek();
+    bool neg = isPunct(at, '-');
+    const Token& num = peek(neg ? 1 : 0);
+    const Token& after = peek(neg ? 2 : 1);
+    if (num.kind != Tok::Number || !(isPunct(after, ',') || isPunct(after, ')')))
+      fail(at, "clamp bounds must be numbers, found " + describe(at));
+    return signedNumber("a clamp bound");
   }
 
   std::string_view text_;
