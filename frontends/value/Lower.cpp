@@ -47,12 +47,24 @@ ir::Value* lowerNode(Builder& b, const Node& n, std::span<ir::Value* const> in, 
     case OpKind::Atan: return op("atan", {in[0]});
     case OpKind::Tanh: return op("tanh", {in[0]});
     case OpKind::Sigmoid: return op("div", {k(1), op("add", {k(1), op("exp", {op("neg", {in[0]})})})});
-    case OpKind::Softplus:  // max(x, 0) + log1p(e^-|x|), as Eval.cpp
-      return op("add", {op("max", {in[0], k(0)}), op("log1p", {op("exp", {op("neg", {op("abs", {in[0]})})})})});
+    case OpKind::Softplus: {
+      // x > 0 ? xp + log1p(e^-xp) : log1p(e^xn), with xp = x or 0 and xn = 0 or x:
+      // the value of Eval.cpp's max(x, 0) + log1p(e^-|x|), no overflow in
+      // either branch, and a derivative of sigmoid(x) everywhere (0.5 at 0)
+      // when the autodiff pass differentiates this body.
+      ir::Value* pos = b.op("gt", {in[0], k(0)}, b.context().boolType());
+      ir::Value* xp = b.op("select", {pos, in[0], k(0)}, t);
+      ir::Value* xn = b.op("select", {pos, k(0), in[0]}, t);
+      ir::Value* up = op("add", {xp, op("log1p", {op("exp", {op("neg", {xp})})})});
+      return b.op("select", {pos, up, op("log1p", {op("exp", {xn})})}, t);
+    }
     case OpKind::Reciprocal: return op("div", {k(1), in[0]});
     case OpKind::Square: return op("mul", {in[0], in[0]});
     case OpKind::Cube: return op("mul", {op("mul", {in[0], in[0]}), in[0]});
-    case OpKind::Abs: return op("abs", {in[0]});
+    case OpKind::Abs: {  // x >= 0 ? x : -x, so that differentiating it gives abs'(0) = +1
+      ir::Value* nonneg = b.op("ge", {in[0], k(0)}, b.context().boolType());
+      return b.op("select", {nonneg, in[0], op("neg", {in[0]})}, t);
+    }
     case OpKind::Relu: {  // x > 0 ? x : 0 (NaN gives 0, as Eval.cpp)
       ir::Value* pos = b.op("gt", {in[0], k(0)}, b.context().boolType());
       return b.op("select", {pos, in[0], k(0)}, t);
