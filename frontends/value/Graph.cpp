@@ -113,20 +113,22 @@ Value Graph::op(OpKind k, std::span<const Value> args, double lo, double hi) {
   if (k == OpKind::Pow && args.size() == 2 && nodes_[args[1].id()].kind == OpKind::Literal &&
       nodes_[args[1].id()].value == 2.0)
     return op(OpKind::Square, args.first(1));
-  std::vector<NodeId> ids;
-  for (Value a : args) ids.push_back(a.id());
   Node n{k};
   n.value = lo;
   n.hi = hi;
-  return Value(this, add(n, ids));
+  NodeId id = add(n, {});
+  nodes_[id].argCount = uint32_t(args.size());
+  for (Value a : args) args_.push_back(a.id());
+  return Value(this, id);
 }
 
 Value Graph::custom(uint32_t customId, std::span<const Value> args) {
-  std::vector<NodeId> ids;
-  for (Value a : args) ids.push_back(a.id());
   Node n{OpKind::Custom};
   n.aux = customId;
-  return Value(this, add(n, ids));
+  NodeId id = add(n, {});
+  nodes_[id].argCount = uint32_t(args.size());
+  for (Value a : args) args_.push_back(a.id());
+  return Value(this, id);
 }
 
 void Graph::name(Value v, std::string n) {
