@@ -5,6 +5,7 @@
 // SPIR-V and LLVM for each.
 #include <gtest/gtest.h>
 
+#include "frontends/Frontend.h"
 #include "tests/unit/ValueTestUtil.h"
 
 namespace fs = std::filesystem;
@@ -95,6 +96,19 @@ TEST(ValueExamples, KernelCountIsTheNumberOfSignatures) {
   size_t dispatches = 0;
   for (size_t at = 0; (at = r.out.find(" dispatch ", at)) != std::string::npos; ++at) ++dispatches;
   EXPECT_EQ(dispatches, 1u);  // one kernel over the three instances
+}
+
+TEST(ValueExamples, TheFrontendIsFoundByExtension) {
+  const eph::frontends::Frontend* f = eph::frontends::forFile("dir/problem.vg");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->name, "value");
+  EXPECT_TRUE(f->formatRun);
+  EXPECT_EQ(eph::frontends::forFile("problem.vgx"), nullptr);
+  // A parse error through the seam: rendered, no module.
+  eph::ir::Context ctx;
+  std::string diags;
+  EXPECT_FALSE(f->compile(ctx, "param a = 1\nresidual a +\n", "p.vg", {}, diags));
+  EXPECT_EQ(diags, "p.vg:2:13: error: expected an expression, found the end of the line\n  residual a +\n              ^\n");
 }
 
 TEST(ValueExamples, OptionsAreChecked) {
