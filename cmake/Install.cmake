@@ -43,7 +43,7 @@ install(TARGETS ${EPH_INSTALL_TARGETS} ephc EXPORT ephcTargets
 foreach(dir ${EPH_INSTALL_HEADER_DIRS})
   get_filename_component(parent ${dir} DIRECTORY)
   install(DIRECTORY ${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ephc/${parent}
-          FILES_MATCHING PATTERN "*.h" PATTERN "stdlib" EXCLUDE)
+          FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "stdlib" EXCLUDE)
 endforeach()
 
 set(EPH_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/ephc)
