@@ -59,6 +59,33 @@ ir::Value* eigmin3Lower(ir::Builder& b, std::span<ir::Value* const> c, const ir:
   ir::Value* isotropic = b.op("eq", {p2, k(0)}, b.context().boolType());
   return b.op("select", {isotropic, q, lambda}, t);
 }
+// ∂λ/∂c in IR, as eigmin3Derivative: v is the longest of the cross products
+// of two rows of A - λI (normalised), chosen with selects; (1, 0, 0) when all
+// three vanish.
+std::vector<ir::Value*> eigmin3LowerDerivative(ir::Builder& b, std::span<ir::Value* const> c, ir::Value* lambda,
+                                               const ir::Type* t) {
+  auto k = [&](double v) { return b.constFloat(t, v); };
+  auto op = [&](std::string_view name, std::vector<ir::Value*> xs) { return b.op(name, std::move(xs), t); };
+  auto mul = [&](ir::Value* x, ir::Value* y) { return op("mul", {x, y}); };
+  auto sub = [&](ir::Value* x, ir::Value* y) { return op("sub", {x, y}); };
+  ir::Value* m[3][3] = {{sub(c[0], lambda), c[1], c[2]}, {c[1], sub(c[3], lambda), c[4]}, {c[2], c[4], sub(c[5], lambda)}};
+  ir::Value* best[3] = {k(1), k(0), k(0)};
+  ir::Value* bestN2 = k(0);
+  for (int i = 0; i < 3; ++i) {
+    ir::Value* const* x = m[i];
+    ir::Value* const* y = m[(i + 1) % 3];
+    ir::Value* w[3] = {sub(mul(x[1], y[2]), mul(x[2], y[1])), sub(mul(x[2], y[0]), mul(x[0], y[2])),
+                       sub(mul(x[0], y[1]), mul(x[1], y[0]))};
+    ir::Value* n2 = op("add", {op("add", {mul(w[0], w[0]), mul(w[1], w[1])}), mul(w[2], w[2])});
+    ir::Value* longer = b.op("gt", {n2, bestN2}, b.context().boolType());
+    ir::Value* n = op("sqrt", {n2});
+    for (int j = 0; j < 3; ++j) best[j] = b.op("select", {longer, op("div", {w[j], n}), best[j]}, t);
+    bestN2 = b.op("select", {longer, n2, bestN2}, t);
+  }
+  ir::Value* two = k(2);
+  return {mul(best[0], best[0]),           mul(two, mul(best[0], best[1])), mul(two, mul(best[0], best[2])),
+          mul(best[1], best[1]),           mul(two, mul(best[1], best[2])), mul(best[2], best[2])};
+}
 }  // namespace
 
 double eigmin3Value(const double c[6], double v[3]) {
@@ -81,7 +108,8 @@ double eigmin3Value(const double c[6], double v[3]) {
 }
 
 void registerBuiltinCustomOps(std::vector<std::unique_ptr<CustomOp>>& ops) {
-  ops.push_back(std::make_unique<CustomOp>(CustomOp{"eigmin3", 6, eigmin3Forward, eigmin3Derivative, eigmin3Lower}));
+  ops.push_back(std::make_unique<CustomOp>(
+      CustomOp{"eigmin3", 6, eigmin3Forward, eigmin3Derivative, eigmin3Lower, eigmin3LowerDerivative}));
 }
 
 uint32_t eigmin3Id() { return 0; }

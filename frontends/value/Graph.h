@@ -60,6 +60,11 @@ struct CustomOp {
   std::function<void(std::span<const double> in, double out, std::span<double> d)> derivative;
   // The op on IR values of type `t` (f32 or f64), emitted with `b`.
   std::function<ir::Value*(ir::Builder& b, std::span<ir::Value* const> in, const ir::Type* t)> lower;
+  // Optionally the partial derivatives in IR, for the autodiff pass: one
+  // value per input, ∂out/∂in[i], given the inputs and the op's result `out`.
+  std::function<std::vector<ir::Value*>(ir::Builder& b, std::span<ir::Value* const> in, ir::Value* out,
+                                        const ir::Type* t)>
+      lowerDerivative;
 };
 // Registers `op` by name (replacing one of the same name); returns its id.
 // `eigmin3` is registered before anything else (CustomOps.cpp).

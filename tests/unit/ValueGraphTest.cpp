@@ -14,6 +14,8 @@
 #include "frontends/value/Signature.h"
 #include "frontends/value/Text.h"
 #include "frontends/value/Vec.h"
+#include "ir/Builder.h"
+#include "ir/Verifier.h"
 #include "tests/support/DeviceRun.h"
 #include "tests/unit/ValueTestUtil.h"
 
@@ -206,6 +208,44 @@ TEST(ValueGraph, Eigmin3IsACustomOpWithItsDerivativeRule) {
   auto ci = id.params("c", std::vector<double>{3, 0, 0, 3, 0, 3});
   id.residual(eigmin3(ci[0], ci[1], ci[2], ci[3], ci[4], ci[5]));
   EXPECT_EQ(evaluate(id).residuals[0], 3);
+}
+
+// eigmin3's derivative rule in IR (for the autodiff pass) gives the C++ rule's
+// values on every target.
+TEST(ValueGraph, Eigmin3DerivativeInIrMatchesTheReference) {
+  const double mats[3][6] = {{2, 1, 0, 2, 1, 2}, {1.5, -0.3, 0.7, -2, 0.4, 0.9}, {3, 0, 0, 1, 0, 2}};
+  for (const auto& mat : mats) {
+    ir::Context ctx;
+    ir::Module m(ctx);
+    const ir::Type* t = ctx.f64();
+    ir::Function* k = m.addFunction("k", ir::FunctionKind::Kernel,
+                                    ctx.functionType({ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write)}, {}));
+    ir::Builder b(ctx, k->body());
+    std::vector<ir::Value*> in;
+    for (double v : mat) in.push_back(b.constFloat(t, v));
+    const CustomOp& op = customOp(eigmin3Id());
+    ASSERT_TRUE(op.lowerDerivative);
+    ir::Value* lambda = op.lower(b, in, t);
+    std::vector<ir::Value*> d = op.lowerDerivative(b, in, lambda, t);
+    ASSERT_EQ(d.size(), 6u);
+    for (unsigned i = 0; i < 7; ++i)
+      b.create("store", {k->param(0), b.constInt(ctx.u32(), i), i < 6 ? d[i] : lambda});
+    b.create("return");
+    ASSERT_TRUE(ir::verify(m)) << ir::verify(m).error().message;
+    std::vector<double> want(6);
+    op.derivative(mat, 0, want);
+    double v[3];
+    want.push_back(eigmin3Value(mat, v));
+    for (const std::string& target : test::targets()) {
+      SCOPED_TRACE(target);
+      auto dev = runtime::openDevice(target);
+      ASSERT_TRUE(dev) << dev.error().message;
+      auto out = eph::test::runKernelOn(**dev, m, "k", {1, 1, 1},
+                                        {eph::test::KernelArg::ofBuffer(t, std::vector<interp::RtValue>(7, interp::RtValue::ofFloat(t, 0)))});
+      ASSERT_TRUE(out) << out.error().message;
+      for (size_t i = 0; i < 7; ++i) EXPECT_NEAR((*out)[0].elems[i].f, want[i], 1e-12) << i;
+    }
+  }
 }
 
 TEST(ValueGraph, VectorsAndGeometry) {
