@@ -105,6 +105,7 @@ bool lowerResidualFunction(ir::Module& m, const Graph& g, const Group& grp, cons
   ir::Context& ctx = m.context();
   std::vector<const ir::Type*> params(grp.slots(), t);
   ir::Function* fn = m.addFunction(name, ir::FunctionKind::Device, ctx.functionType(params, {t}));
+  for (unsigned i = 0; i < params.size(); ++i) fn->param(i)->setName("x" + std::to_string(i));
   Builder b(ctx, fn->body());
   // IR values by position in the canonical order (leaves: the parameters).
   std::vector<ir::Value*> value(grp.form.nodes.size());
@@ -175,6 +176,8 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
         name, ir::FunctionKind::Kernel,
         ctx.functionType({devRead(t), devRead(t), devRead(u32), ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write), u32}, {}));
     kern->workgroupSize = {opts.workgroupSize, 1, 1};
+    const char* names[] = {"params", "consts", "table", "r", "n"};
+    for (unsigned i = 0; i < 5; ++i) kern->param(i)->setName(names[i]);
     Builder b(ctx, kern->body());
     ir::Value *params = kern->param(0), *consts = kern->param(1), *table = kern->param(2), *out = kern->param(3);
     ir::Value* i = b.op("global_id", {}, u32, {{"dim", ir::Attr::integer(0)}});
