@@ -107,7 +107,7 @@ TEST(ValueExamples, TheFrontendIsFoundByExtension) {
   // A parse error through the seam: rendered, no module.
   eph::ir::Context ctx;
   std::string diags;
-  EXPECT_FALSE(f->compile(ctx, "param a = 1\nresidual a +\n", "p.vg", {}, diags));
+  EXPECT_FALSE(f->compile(ctx, "param a = 1\nresidual a +\n", "p.vg", {}, {}, diags));
   EXPECT_EQ(diags, "p.vg:2:13: error: expected an expression, found the end of the line\n  residual a +\n              ^\n");
 }
 
