@@ -20,7 +20,7 @@ std::unique_ptr<ir::Module> compileText(ir::Context& ctx, std::string_view text,
   opts.f32 = f32;
   auto m = lowerGraph(ctx, g, groupResiduals(g), opts, why);
   if (!m) {
-    diagnostics += file + ": error: " + why + "\n";
+    diagnostics += file + ": error[E301]: " + why + "\n";
     return nullptr;
   }
   m->sourceName = file;
@@ -40,6 +40,10 @@ frontends::Frontend frontend() {
       {"--precision", "f64|f32", ".vg: the float type of the kernels (default f64)"},
       {"--format", "text|json", ".vg: how `run` prints residuals, sum, cost, gradient and kernels (default text)",
        /*forCheck=*/false},
+  };
+  f.errorCodes = {
+      {"E300", "a .vg file does not parse (syntax, names, indices, calls, arity, numbers)"},
+      {"E301", "a Value-graph op has no IR lowering (a custom op without `lower`)"},
   };
   f.checkOptions = [](const frontends::OptionValues& o) -> std::string {
     if (auto p = o.find("--precision"); p != o.end() && p->second != "f64" && p->second != "f32")

@@ -374,7 +374,7 @@ bool parse(std::string_view text, Graph& out, ParseError& err) {
 }
 
 std::string ParseError::render(std::string_view file, std::string_view text) const {
-  std::string out = std::string(file) + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: " + message + "\n";
+  std::string out = std::string(file) + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error[E300]: " + message + "\n";
   size_t start = 0;
   for (unsigned l = 1; l < line && start <= text.size(); ++l) {
     size_t nl = text.find('\n', start);

@@ -12,7 +12,7 @@ namespace eph::value {
 struct ParseError {
   unsigned line = 0, col = 0;
   std::string message;
-  // "file:line:col: error: message", the source line and a caret under the column.
+  // "file:line:col: error[E300]: message", the source line and a caret under the column.
   std::string render(std::string_view file, std::string_view text) const;
 };
 

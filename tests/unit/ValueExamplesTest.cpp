@@ -108,7 +108,7 @@ TEST(ValueExamples, TheFrontendIsFoundByExtension) {
   eph::ir::Context ctx;
   std::string diags;
   EXPECT_FALSE(f->compile(ctx, "param a = 1\nresidual a +\n", "p.vg", {}, {}, diags));
-  EXPECT_EQ(diags, "p.vg:2:13: error: expected an expression, found the end of the line\n  residual a +\n              ^\n");
+  EXPECT_EQ(diags, "p.vg:2:13: error[E300]: expected an expression, found the end of the line\n  residual a +\n              ^\n");
 }
 
 TEST(ValueExamples, OptionsAreChecked) {

@@ -303,7 +303,7 @@ TEST(ValueGraph, CustomOpWithoutLoweringIsACompileErrorNamingIt) {
   // In the .vg form it is a call like any other, and the same error.
   std::string diags;
   EXPECT_EQ(compileText(ctx, "param x = 4\nresidual twice_no_ir(x)\n", "t.vg", false, diags), nullptr);
-  EXPECT_EQ(diags, "t.vg: error: the op 'twice_no_ir' has no IR lowering (a custom op without `lower`), so residual 0 cannot be compiled\n");
+  EXPECT_EQ(diags, "t.vg: error[E301]: the op 'twice_no_ir' has no IR lowering (a custom op without `lower`), so residual 0 cannot be compiled\n");
 }
 
 // Every op compiled on every target against the float64 reference (f64:

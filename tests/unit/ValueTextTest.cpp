@@ -26,53 +26,53 @@ TEST(ValueText, ErrorsHaveLocationsAndMessages) {
   };
   const Case cases[] = {
       // unknown name
-      {"param a = 1\nresidual a + b\n", "t.vg:2:14: error: unknown name 'b'"},
-      {"residual a\nparam a = 1\n", "t.vg:1:10: error: unknown name 'a'"},
+      {"param a = 1\nresidual a + b\n", "t.vg:2:14: error[E300]: unknown name 'b'"},
+      {"residual a\nparam a = 1\n", "t.vg:1:10: error[E300]: unknown name 'a'"},
       // redeclaration
-      {"param a = 1\nconst a = 2\n", "t.vg:2:7: error: redeclaration of 'a' (declared on line 1)"},
-      {"param a = 1\nlet a = a * 2\n", "t.vg:2:5: error: redeclaration of 'a' (declared on line 1)"},
-      {"param sqrt = 1\n", "t.vg:1:7: error: 'sqrt' is the name of an op; pick another name"},
+      {"param a = 1\nconst a = 2\n", "t.vg:2:7: error[E300]: redeclaration of 'a' (declared on line 1)"},
+      {"param a = 1\nlet a = a * 2\n", "t.vg:2:5: error[E300]: redeclaration of 'a' (declared on line 1)"},
+      {"param sqrt = 1\n", "t.vg:1:7: error[E300]: 'sqrt' is the name of an op; pick another name"},
       // bad index
-      {"param p[2] = 1 2\nresidual p[2]\n", "t.vg:2:12: error: index 2 is out of range for 'p' (2 elements)"},
-      {"param a = 1\nresidual a[0]\n", "t.vg:2:10: error: 'a' is not an array"},
-      {"param p[2] = 1 2\nresidual p\n", "t.vg:2:10: error: 'p' is an array of 2: use p[0] .. p[1]"},
-      {"param p[2] = 1 2\nresidual p[x]\n", "t.vg:2:12: error: expected an index, found 'x'"},
-      {"param p[2] = 1 2\nresidual p[1.5]\n", "t.vg:2:12: error: expected an index (a whole number), found '1.5'"},
-      {"param p[0] =\n", "t.vg:1:9: error: an array needs at least one element"},
-      {"param p[3] = 1 2\n", "t.vg:1:17: error: 'p' needs 3 values, got 2"},
-      {"param a = 1 2\n", "t.vg:1:7: error: 'a' needs 1 value, got 2"},
+      {"param p[2] = 1 2\nresidual p[2]\n", "t.vg:2:12: error[E300]: index 2 is out of range for 'p' (2 elements)"},
+      {"param a = 1\nresidual a[0]\n", "t.vg:2:10: error[E300]: 'a' is not an array"},
+      {"param p[2] = 1 2\nresidual p\n", "t.vg:2:10: error[E300]: 'p' is an array of 2: use p[0] .. p[1]"},
+      {"param p[2] = 1 2\nresidual p[x]\n", "t.vg:2:12: error[E300]: expected an index, found 'x'"},
+      {"param p[2] = 1 2\nresidual p[1.5]\n", "t.vg:2:12: error[E300]: expected an index (a whole number), found '1.5'"},
+      {"param p[0] =\n", "t.vg:1:9: error[E300]: an array needs at least one element"},
+      {"param p[3] = 1 2\n", "t.vg:1:17: error[E300]: 'p' needs 3 values, got 2"},
+      {"param a = 1 2\n", "t.vg:1:7: error[E300]: 'a' needs 1 value, got 2"},
       // unknown call, wrong arity
-      {"param a = 1\nresidual foo(a)\n", "t.vg:2:10: error: unknown call 'foo'"},
-      {"param a = 1\nresidual atan2(a)\n", "t.vg:2:10: error: 'atan2' takes 2 arguments, got 1"},
-      {"param a = 1\nresidual sqrt(a, a)\n", "t.vg:2:10: error: 'sqrt' takes 1 argument, got 2"},
-      {"param a = 1\nresidual eigmin3(a, a)\n", "t.vg:2:10: error: 'eigmin3' takes 6 arguments, got 2"},
-      {"param a = 1\nresidual clamp(a)\n", "t.vg:2:10: error: 'clamp' takes 3 arguments (x, lo, hi), got 1"},
-      {"param a = 1\nresidual clamp(a, 0)\n", "t.vg:2:10: error: 'clamp' takes 3 arguments (x, lo, hi), got 2"},
-      {"param a = 1\nresidual sqrt + a\n", "t.vg:2:10: error: 'sqrt' is an op: call it with '('"},
+      {"param a = 1\nresidual foo(a)\n", "t.vg:2:10: error[E300]: unknown call 'foo'"},
+      {"param a = 1\nresidual atan2(a)\n", "t.vg:2:10: error[E300]: 'atan2' takes 2 arguments, got 1"},
+      {"param a = 1\nresidual sqrt(a, a)\n", "t.vg:2:10: error[E300]: 'sqrt' takes 1 argument, got 2"},
+      {"param a = 1\nresidual eigmin3(a, a)\n", "t.vg:2:10: error[E300]: 'eigmin3' takes 6 arguments, got 2"},
+      {"param a = 1\nresidual clamp(a)\n", "t.vg:2:10: error[E300]: 'clamp' takes 3 arguments (x, lo, hi), got 1"},
+      {"param a = 1\nresidual clamp(a, 0)\n", "t.vg:2:10: error[E300]: 'clamp' takes 3 arguments (x, lo, hi), got 2"},
+      {"param a = 1\nresidual sqrt + a\n", "t.vg:2:10: error[E300]: 'sqrt' is an op: call it with '('"},
       // unbalanced parentheses
-      {"param a = 1\nresidual (a + 1\n", "t.vg:2:16: error: unbalanced parentheses: expected ')' to close the '(' at column 10, found the end of the line"},
-      {"param a = 1\nresidual a + 1)\n", "t.vg:2:15: error: unbalanced parentheses: this ')' closes nothing"},
-      {"param a = 1\nresidual sqrt(a\n", "t.vg:2:16: error: unbalanced parentheses: expected ')' to close the call of 'sqrt', found the end of the line"},
-      {"param a = 1\nresidual )\n", "t.vg:2:10: error: unbalanced parentheses: this ')' closes nothing"},
+      {"param a = 1\nresidual (a + 1\n", "t.vg:2:16: error[E300]: unbalanced parentheses: expected ')' to close the '(' at column 10, found the end of the line"},
+      {"param a = 1\nresidual a + 1)\n", "t.vg:2:15: error[E300]: unbalanced parentheses: this ')' closes nothing"},
+      {"param a = 1\nresidual sqrt(a\n", "t.vg:2:16: error[E300]: unbalanced parentheses: expected ')' to close the call of 'sqrt', found the end of the line"},
+      {"param a = 1\nresidual )\n", "t.vg:2:10: error[E300]: unbalanced parentheses: this ')' closes nothing"},
       // non-numeric clamp bounds
-      {"param a = 1\nresidual clamp(a, a, 1)\n", "t.vg:2:19: error: clamp bounds must be numbers, found 'a'"},
-      {"param a = 1\nresidual clamp(a, 0, 1 + 1)\n", "t.vg:2:22: error: clamp bounds must be numbers, found '1'"},
-      {"param a = 1\nresidual clamp(a, -a, 1)\n", "t.vg:2:19: error: clamp bounds must be numbers, found '-'"},
+      {"param a = 1\nresidual clamp(a, a, 1)\n", "t.vg:2:19: error[E300]: clamp bounds must be numbers, found 'a'"},
+      {"param a = 1\nresidual clamp(a, 0, 1 + 1)\n", "t.vg:2:22: error[E300]: clamp bounds must be numbers, found '1'"},
+      {"param a = 1\nresidual clamp(a, -a, 1)\n", "t.vg:2:19: error[E300]: clamp bounds must be numbers, found '-'"},
       // numbers out of range
-      {"param a = 1e999\n", "t.vg:1:11: error: number '1e999' is out of range for a float64"},
-      {"param a = -1e999\n", "t.vg:1:12: error: number '-1e999' is out of range for a float64"},
-      {"param a = 1\nresidual a * 2e400\n", "t.vg:2:14: error: number '2e400' is out of range for a float64"},
-      {"param a = 1\nresidual clamp(a, 0, 1e309)\n", "t.vg:2:22: error: number '1e309' is out of range for a float64"},
-      {"param p[99999999999999999999] = 1\n", "t.vg:1:9: error: array size 99999999999999999999 is out of range (at most 67108863)"},
-      {"param p[2] = 1 2\nresidual p[4294967296]\n", "t.vg:2:12: error: index 4294967296 is out of range (at most 67108863)"},
+      {"param a = 1e999\n", "t.vg:1:11: error[E300]: number '1e999' is out of range for a float64"},
+      {"param a = -1e999\n", "t.vg:1:12: error[E300]: number '-1e999' is out of range for a float64"},
+      {"param a = 1\nresidual a * 2e400\n", "t.vg:2:14: error[E300]: number '2e400' is out of range for a float64"},
+      {"param a = 1\nresidual clamp(a, 0, 1e309)\n", "t.vg:2:22: error[E300]: number '1e309' is out of range for a float64"},
+      {"param p[99999999999999999999] = 1\n", "t.vg:1:9: error[E300]: array size 99999999999999999999 is out of range (at most 67108863)"},
+      {"param p[2] = 1 2\nresidual p[4294967296]\n", "t.vg:2:12: error[E300]: index 4294967296 is out of range (at most 67108863)"},
       // the rest of the grammar
-      {"param a = x\n", "t.vg:1:11: error: a value must be a number, found 'x'"},
-      {"param a 1\n", "t.vg:1:9: error: expected '=' before the values, found '1'"},
-      {"residual 1 $ 2\n", "t.vg:1:12: error: unexpected character '$'"},
-      {"residual 1 2\n", "t.vg:1:12: error: unexpected '2' after the expression"},
-      {"residual 1 +\n", "t.vg:1:13: error: expected an expression, found the end of the line"},
-      {"resid 1\n", "t.vg:1:1: error: expected 'param', 'const', 'let' or 'residual', found 'resid'"},
-      {"let param = 1\n", "t.vg:1:5: error: 'param' is a keyword; pick another name"},
+      {"param a = x\n", "t.vg:1:11: error[E300]: a value must be a number, found 'x'"},
+      {"param a 1\n", "t.vg:1:9: error[E300]: expected '=' before the values, found '1'"},
+      {"residual 1 $ 2\n", "t.vg:1:12: error[E300]: unexpected character '$'"},
+      {"residual 1 2\n", "t.vg:1:12: error[E300]: unexpected '2' after the expression"},
+      {"residual 1 +\n", "t.vg:1:13: error[E300]: expected an expression, found the end of the line"},
+      {"resid 1\n", "t.vg:1:1: error[E300]: expected 'param', 'const', 'let' or 'residual', found 'resid'"},
+      {"let param = 1\n", "t.vg:1:5: error[E300]: 'param' is a keyword; pick another name"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
@@ -80,18 +80,18 @@ TEST(ValueText, ErrorsHaveLocationsAndMessages) {
     EXPECT_EQ(rendered.substr(0, rendered.find('\n')), c.first);
   }
   // The source line and a caret under the column.
-  EXPECT_EQ(errorOf("param a = 1\nresidual a + b\n"), "t.vg:2:14: error: unknown name 'b'\n  residual a + b\n               ^\n");
+  EXPECT_EQ(errorOf("param a = 1\nresidual a + b\n"), "t.vg:2:14: error[E300]: unknown name 'b'\n  residual a + b\n               ^\n");
 }
 
 TEST(ValueText, DeepNestingIsAnErrorNotACrash) {
   std::string text = "param a = 1\nresidual " + std::string(5000, '(') + "a" + std::string(5000, ')') + "\n";
   std::string rendered = errorOf(text);
   EXPECT_EQ(rendered.substr(0, rendered.find('\n')),
-            "t.vg:2:1010: error: expression nested more than 1000 levels deep; name a part with 'let'");
+            "t.vg:2:1010: error[E300]: expression nested more than 1000 levels deep; name a part with 'let'");
   text = "param a = 1\nresidual " + std::string(5000, '-') + "a\n";
   rendered = errorOf(text);
   EXPECT_EQ(rendered.substr(0, rendered.find('\n')),
-            "t.vg:2:1010: error: expression nested more than 1000 levels deep; name a part with 'let'");
+            "t.vg:2:1010: error[E300]: expression nested more than 1000 levels deep; name a part with 'let'");
   // Long flat sums are loops, not nesting.
   text = "param a = 1\nresidual a";
   for (int i = 0; i < 20000; ++i) text += " + a";
