@@ -5,7 +5,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(EPH_INSTALL_TARGETS eph_ir eph_passes eph_ephapax_check eph_ephapax eph_frontends eph_runtime)
+set(EPH_INSTALL_TARGETS eph_ir eph_passes eph_ephapax_check eph_ephapax eph_value eph_frontends eph_runtime)
 set(EPH_INSTALL_HEADER_DIRS ir passes frontends runtime)
 set(EPH_PKG_HAVE_LLVM OFF)
 set(EPH_PKG_HAVE_VULKAN OFF)

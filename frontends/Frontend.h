@@ -46,6 +46,13 @@ struct Frontend {
   // registered here beside the IR's eph::irErrorCodes(); docs/errors.md lists
   // them all).
   std::vector<ErrorCodeInfo> errorCodes;
+  // Optional: what `ephc run` prints for this frontend's files instead of one
+  // result per line (`.vg`: FORMAT.md's report). Gets the source again and the
+  // entry's results, each as numbers (a buffer: its elements); false after
+  // appending an error to `diagnostics`.
+  std::function<bool(std::string_view text, const std::string& file, const OptionValues&,
+                     const std::vector<std::vector<double>>& results, std::string& out, std::string& diagnostics)>
+      formatRun;
 };
 
 // The frontends of this build, in registration order.

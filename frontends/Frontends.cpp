@@ -1,12 +1,14 @@
 // The frontends of this build: one line each.
 #include "frontends/Frontend.h"
 #include "frontends/ephapax/Frontend.h"
+#include "frontends/value/Frontend.h"
 
 namespace eph::frontends {
 
 const std::vector<Frontend>& all() {
   static const std::vector<Frontend> list = {
       ephapax::frontend(),
+      value::frontend(),
   };
   return list;
 }

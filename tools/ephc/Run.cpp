@@ -3,7 +3,9 @@
 #include <cstdlib>
 #include <ostream>
 
+#include "frontends/Frontend.h"
 #include "ir/interp/ForeignCall.h"
+#include "ir/interp/Interp.h"
 #include "runtime/Device.h"
 #include "tools/ephc/Driver.h"
 
@@ -114,6 +116,23 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   for (auto& d : devices) set.push_back(d.get());
   auto results = runtime::runHost(set, interp, *entry, std::move(*values), runOpts);
   if (!results) return s.report(results.error());
+  if (const frontends::Frontend* f = frontends::forFile(file); f && f->formatRun) {
+    // The frontend prints the results in its own form (a .vg report).
+    std::vector<std::vector<double>> numbers;
+    for (const interp::RtValue& r : *results) {
+      auto& row = numbers.emplace_back();
+      if (const interp::BufferData* b = r.type->isBuffer() ? interp.memory().get(r.buffer) : nullptr)
+        for (const interp::RtValue& e : b->elems) row.push_back(e.f);
+      else
+        row.push_back(r.f);
+    }
+    std::string text, out, diagnostics;
+    if (!s.readInput(file, text)) return 1;
+    bool ok = f->formatRun(text, file, s.frontendOptions, numbers, out, diagnostics);
+    s.io.out << out;
+    s.io.err << diagnostics;
+    return ok ? 0 : 1;
+  }
   for (const interp::RtValue& r : *results) s.io.out << interp::format(r, &interp.memory()) << "\n";
   return 0;
 }

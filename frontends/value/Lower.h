@@ -1,0 +1,46 @@
+// Lowering a Value graph to IR (docs/value.md, "Lowering"). Each signature
+// (Signature.h) becomes
+//   - a device function `@vgK.r(%x0: T, ..., %xn: T) -> T`: the residual from
+//     its canonical leaves (the autodiff pass turns it into a vector-Jacobian
+//     function, from which the gradient kernel will be built), and
+//   - a kernel `@vgK` over all instances of the signature: instance i reads its
+//     leaves through the signature's index table (slots()+1 u32 per instance:
+//     the leaf indices, then the residual's index) from one buffer of all
+//     parameter values and one of all constant values, calls @vgK.r and
+//     writes r[index].
+// A host `@main() -> buffer<T, host, linear>` uploads the leaves and tables,
+// dispatches each kernel once and returns the residuals. T is f64 or f32.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontends/value/Graph.h"
+#include "frontends/value/Signature.h"
+#include "ir/IR.h"
+
+namespace eph::value {
+
+struct LowerOptions {
+  bool f32 = false;            // T = f32 (else f64)
+  unsigned workgroupSize = 64;
+};
+
+// The parameter / constant buffer index of every leaf node (by node id; other
+// nodes get 0): trainable leaves in declaration order in one buffer, constant
+// leaves in another.
+std::vector<uint32_t> leafSlots(const Graph& g, uint32_t& numParams, uint32_t& numConsts);
+
+// Emits the device function of one signature into `m` (named `name`).
+// False with `error` naming the op when the residual uses an op without an IR
+// lowering (a custom op without `lower`).
+bool lowerResidualFunction(ir::Module& m, const Graph& g, const Group& grp, const std::string& name,
+                           const ir::Type* t, std::string& error);
+
+// The whole module (verified by the caller). Null with `error` set when an op
+// cannot be lowered.
+std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const std::vector<Group>& groups,
+                                       const LowerOptions& opts, std::string& error);
+
+}  // namespace eph::value
