@@ -62,7 +62,7 @@ std::string verifyView(const Op& op) {
     return "offset and count must be integers";
   if (!v->isBuffer() || v->elem() != b->elem() || v->space() != b->space() ||
       (v->ownership() != Ownership::Read && v->ownership() != Ownership::Write))
-    return "result must be a read or write borrow buffer<" + typeStr(b->elem()) + ", " +
+    return "result must be a read or write borrow buffer<" + b->elem()->str() + ", " +
            std::string(spaceName(b->space())) + ", read|write>, got " + typeStr(v);
   if (v->ownership() == Ownership::Write && b->ownership() == Ownership::Read)
     return "a write view of a read-only borrow " + typeStr(b);
