@@ -182,11 +182,11 @@ TEST(BufferView, LengthOfAViewIsItsCount) {
 }
 
 TEST(BufferView, OutOfRangeIsAnErrorAtTheView) {
-  // Line 36 of the program is the first line of the body.
+  // Line 34 of the program is the body's first line.
   expectErrorOnEveryTarget("  %v = buffer.view %d, %seven, %four : buffer<u32, device, write>\n",
-                           "view of elements [7, 7 + 4) is out of range for a buffer of 10 elements", 36);
+                           "view of elements [7, 7 + 4) is out of range for a buffer of 10 elements", 34);
   expectErrorOnEveryTarget("  %v = buffer.view %h, %n, %one : buffer<u32, host, read>\n",
-                           "view of elements [10, 10 + 1) is out of range for a buffer of 10 elements", 36);
+                           "view of elements [10, 10 + 1) is out of range for a buffer of 10 elements", 34);
 }
 
 // On Vulkan a view is a descriptor range: a byte offset the device cannot
@@ -209,7 +209,7 @@ TEST(BufferView, MisalignedViewOnVulkanIsAnError) {
                                              std::to_string(align) + " bytes)"),
             std::string::npos)
       << got.results.error().str();
-  EXPECT_EQ(got.results.error().loc.line, 37u) << got.results.error().str();
+  EXPECT_EQ(got.results.error().loc.line, 36u) << got.results.error().str();  // the dispatch
 }
 
 TEST(BufferView, AccessPastTheCountIsOutOfBounds) {
@@ -249,7 +249,7 @@ kernel @two(%x: buffer<u32, device, write>, %y: buffer<u32, device, write>) work
   ASSERT_FALSE(got.results);
   EXPECT_NE(got.results.error().message.find("the same buffer is passed as arguments 0 and 1"), std::string::npos)
       << got.results.error().str();
-  EXPECT_EQ(got.results.error().loc.line, 40u) << got.results.error().str();
+  EXPECT_EQ(got.results.error().loc.line, 39u) << got.results.error().str();  // the second dispatch
 }
 
 }  // namespace
