@@ -139,6 +139,16 @@ TEST(BufferView, ViewOfAViewIsAWindowOfTheWindow) {
                       {0, 1, 2, 3, 104, 105, 106, 7, 8, 9});
 }
 
+TEST(BufferView, AnEmptyViewAtTheEndReachesNothing) {
+  expectOnEveryTarget(R"(
+  %v = buffer.view %d, %n, %zero : buffer<u32, device, write>
+  dispatch %one, %one, %one, %v {kernel = @inc}
+  wait
+  d2h %h, %d
+)",
+                      {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+}
+
 TEST(BufferView, TransfersMoveTheViewsElements) {
   // h2d into d[2..5) from a host buffer of 3; copy d[6..8) into d2[1..3);
   // d2h of d2 into h[0..4); d2h of d[2..5) into h[7..10).
