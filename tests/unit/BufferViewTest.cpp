@@ -238,6 +238,36 @@ TEST(BufferView, AccessPastTheCountIsOutOfBounds) {
       << got.results.error().str();
 }
 
+// A kernel indexing past a view's count is out of bounds on every target
+// (Vulkan with bounds checks), even though the parent has that element.
+TEST(BufferView, KernelAccessPastTheCountIsOutOfBounds) {
+  std::string text = program(R"(
+  %v = buffer.view %d, %four, %four : buffer<u32, device, write>
+  dispatch %one, %one, %one, %v {kernel = @all}
+  wait
+)") + R"(
+kernel @all(%b: buffer<u32, device, write>) workgroup(8, 1, 1) {
+  %gid = global_id {dim = 0} : u32
+  store %b, %gid, %gid
+  return
+}
+)";
+  ir::Context ctx;
+  auto m = parse(ctx, text);
+  ASSERT_TRUE(m);
+  runtime::DeviceOptions checked;
+  checked.checkBounds = true;
+  for (const std::string& t : runtime::availableTargets()) {
+    auto dev = runtime::openDevice(t, -1, checked);
+    if (!dev) continue;
+    HostRun got = runMainOn(**dev, *m);
+    ASSERT_FALSE(got.results) << t;
+    EXPECT_NE(got.results.error().message.find("index 4 is out of bounds for a buffer of 4 elements"),
+              std::string::npos)
+        << t << ": " << got.results.error().str();
+  }
+}
+
 TEST(BufferView, OverlappingWrittenViewsInOneDispatchAreAnError) {
   std::string text = program(R"(
   %a = buffer.view %d, %zero, %four : buffer<u32, device, write>
