@@ -27,6 +27,9 @@ struct DeviceCaps {
   std::array<uint32_t, 3> maxWorkgroupSize{}, maxWorkgroupCount{};
   uint32_t maxWorkgroupMemoryBytes = 0;
   uint32_t maxPushConstantBytes = 0;
+  // Vulkan's minStorageBufferOffsetAlignment: a buffer view's byte offset in
+  // a dispatch must be a multiple of it (1 where any offset binds).
+  uint64_t storageBufferOffsetAlignment = 1;
   uint32_t vulkanApiVersion = 0;  // VK_MAKE_API_VERSION for Vulkan devices, else 0
 };
 

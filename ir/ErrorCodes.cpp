@@ -32,6 +32,7 @@ const std::vector<ErrorCodeInfo>& irErrorCodes() {
       {"L003", "a loop body consumes a value defined outside the loop"},
       {"L004", "a linear value never consumed (leak)"},
       {"L005", "branches disagree on consuming a linear value"},
+      {"L006", "a buffer view used after the buffer it views was consumed"},
       {"P001", "monomorphize: a function argument known only at run time"},
       {"P002", "monomorphize: a call or function reference whose types do not fit the callee"},
       {"P003", "monomorphize: a type variable no call site determines"},

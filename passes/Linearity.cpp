@@ -9,7 +9,9 @@
 // None) borrows the value, which must still be live.
 //
 // The checker walks each function once, in program order, with a state that
-// says for every tracked value whether it has been consumed and where. Nested
+// says for every tracked value whether it has been consumed and where.
+// A view (buffer.view) is a borrow and not tracked itself, but every use of it
+// needs the tracked buffer it views (through views of views) to be live. Nested
 // regions are checked on a copy of the state; what flows back depends on the
 // kind of region (branches of if/match, bodies of for/while). Each rule below
 // is one small function with the rule written beside it. Errors carry the
@@ -112,7 +114,10 @@ class Checker {
   void checkOp(Op& op, State& s, unsigned loopDepth) {
     for (unsigned i = 0; i < op.numOperands(); ++i) {
       Tracked* t = s.find(op.operand(i));
-      if (!t) continue;
+      if (!t) {
+        ruleViewNeedsLiveBuffer(op, op.operand(i), s);
+        continue;
+      }
       bool consumes = op.info().effect(op, i) == ir::Effect::Consume;
       if (consumes) {
         if (!ruleConsumeOnce(op, *t)) continue;
@@ -129,7 +134,15 @@ class Checker {
     }
     for (Value* r : op.results())
       if (isTracked(r)) s.define(r, loopDepth);
+    if (op.is(ir::OpId::BufferView)) {
+      auto parent = viewed_.find(op.operand(0));
+      viewed_[op.result(0)] = parent == viewed_.end() ? op.operand(0) : parent->second;
+    }
   }
+
+  // The buffer each view (buffer.view result) views: the first buffer that is
+  // not itself a view.
+  std::unordered_map<const Value*, const Value*> viewed_;
 
   // ---- rules -----------------------------------------------------------------
 
@@ -147,6 +160,17 @@ class Checker {
     if (!t.consumed) return;
     diag_.error(op.loc(), "use of " + describe(t.value) + " after it was consumed at " +
                               t.consumedAt.str(), "L002");
+  }
+
+  // VIEW OF A CONSUMED BUFFER. A view borrows the buffer it views: using the
+  // view after that buffer was consumed (freed, moved) is a use after consume.
+  void ruleViewNeedsLiveBuffer(const Op& op, const Value* v, State& s) {
+    auto it = viewed_.find(v);
+    Tracked* t = it == viewed_.end() ? nullptr : s.find(it->second);
+    if (!t || !t->consumed) return;
+    diag_.error(op.loc(), "use of view " + nameOf(v) + " (defined at " + definitionLoc(v).str() +
+                              ") of " + describe(t->value) + " after it was consumed at " +
+                              t->consumedAt.str(), "L006");
   }
 
   // LOOP. A loop body runs any number of times, so it may consume only values

@@ -99,6 +99,16 @@ Status CheckedDevice::download(interp::BufferData& dst, uint64_t src, Loc site) 
   return inner_.download(dst, src, site);
 }
 
+Status CheckedDevice::viewUpload(uint64_t dst, uint64_t offset, const interp::BufferData& src, Loc site) {
+  if (Status s = use(dst, site, "h2d"); !s) return s;
+  return inner_.viewUpload(dst, offset, src, site);
+}
+
+Status CheckedDevice::viewDownload(interp::BufferData& dst, uint64_t src, uint64_t offset, Loc site) {
+  if (Status s = use(src, site, "d2h"); !s) return s;
+  return inner_.viewDownload(dst, src, offset, site);
+}
+
 Status CheckedDevice::uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site) {
   if (Status s = use(dst, site, "h2d"); !s) return s;
   return inner_.uploadBytes(dst, bytes, site);

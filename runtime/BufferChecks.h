@@ -57,6 +57,9 @@ class CheckedDevice : public Device {
   Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) override;
   Status copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) override;
   bool tracksWrites() const override { return inner_.tracksWrites(); }
+  bool supportsViews() const override { return inner_.supportsViews(); }
+  Status viewUpload(uint64_t dst, uint64_t offset, const interp::BufferData& src, Loc site) override;
+  Status viewDownload(interp::BufferData& dst, uint64_t src, uint64_t offset, Loc site) override;
   // Checks the use, then the recorded count.
   Expected<uint64_t> length(uint64_t handle, Loc site) override;
 

@@ -70,6 +70,24 @@ Status DeviceSet::download(interp::BufferData& dst, uint64_t src, Loc site) {
   return d ? d->download(dst, src & kInnerMask, site) : err;
 }
 
+bool DeviceSet::supportsViews() const {
+  for (Device* d : devices_)
+    if (!d->supportsViews()) return false;
+  return true;
+}
+
+Status DeviceSet::viewUpload(uint64_t dst, uint64_t offset, const interp::BufferData& src, Loc site) {
+  Status err;
+  Device* d = route(dst, site, err);
+  return d ? d->viewUpload(dst & kInnerMask, offset, src, site) : err;
+}
+
+Status DeviceSet::viewDownload(interp::BufferData& dst, uint64_t src, uint64_t offset, Loc site) {
+  Status err;
+  Device* d = route(src, site, err);
+  return d ? d->viewDownload(dst, src & kInnerMask, offset, site) : err;
+}
+
 Status DeviceSet::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
                            std::span<const interp::RtValue> args, Loc site) {
   if (devices_.size() == 1) return devices_[0]->dispatch(kernel, groups, args, site);

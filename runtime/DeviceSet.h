@@ -49,6 +49,9 @@ class DeviceSet : public interp::DeviceHooks {
   Status free(uint64_t handle, Loc site) override;
   Status upload(uint64_t dst, const interp::BufferData& src, Loc site) override;
   Status download(interp::BufferData& dst, uint64_t src, Loc site) override;
+  bool supportsViews() const override;  // when every device does
+  Status viewUpload(uint64_t dst, uint64_t offset, const interp::BufferData& src, Loc site) override;
+  Status viewDownload(interp::BufferData& dst, uint64_t src, uint64_t offset, Loc site) override;
   Status dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
                   std::span<const interp::RtValue> args, Loc site) override;
   Status wait(Loc site) override;  // every device

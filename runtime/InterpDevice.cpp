@@ -1,5 +1,7 @@
 #include "runtime/InterpDevice.h"
 
+#include <algorithm>
+
 #include "ir/Layout.h"
 #include "ir/interp/Exec.h"
 
@@ -80,6 +82,36 @@ Status InterpDevice::download(interp::BufferData& dst, uint64_t src, Loc site) {
                            " elements into a buffer of " + std::to_string(dst.elems.size())};
   dst.elems = b->elems;
   dst.written = b->written;
+  dst.copiedFrom = b->copiedFrom.known() ? b->copiedFrom : b->allocSite;
+  return Status::ok();
+}
+
+// A view's window [offset, offset + n) must lie in the buffer.
+static Status checkWindow(const interp::BufferData& b, uint64_t offset, size_t n, Loc site) {
+  if (offset <= b.elems.size() && n <= b.elems.size() - offset) return Status::ok();
+  return Error{site, "view of elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+                         std::to_string(n) + ") is out of range for a buffer of " +
+                         std::to_string(b.elems.size()) + " elements"};
+}
+
+Status InterpDevice::viewUpload(uint64_t dst, uint64_t offset, const interp::BufferData& src, Loc site) {
+  Status err;
+  interp::BufferData* b = live(dst, site, err);
+  if (!b) return err;
+  if (Status s = interp::checkFullyWritten(src, site); !s) return s;
+  if (Status s = checkWindow(*b, offset, src.elems.size(), site); !s) return s;
+  std::copy(src.elems.begin(), src.elems.end(), b->elems.begin() + offset);
+  std::copy(src.written.begin(), src.written.end(), b->written.begin() + offset);
+  return Status::ok();
+}
+
+Status InterpDevice::viewDownload(interp::BufferData& dst, uint64_t src, uint64_t offset, Loc site) {
+  Status err;
+  interp::BufferData* b = live(src, site, err);
+  if (!b) return err;
+  if (Status s = checkWindow(*b, offset, dst.elems.size(), site); !s) return s;
+  std::copy_n(b->elems.begin() + offset, dst.elems.size(), dst.elems.begin());
+  std::copy_n(b->written.begin() + offset, dst.elems.size(), dst.written.begin());
   dst.copiedFrom = b->copiedFrom.known() ? b->copiedFrom : b->allocSite;
   return Status::ok();
 }

@@ -20,6 +20,10 @@ class InterpDevice : public Device {
   Status free(uint64_t handle, Loc site) override;
   Status upload(uint64_t dst, const interp::BufferData& src, Loc site) override;
   Status download(interp::BufferData& dst, uint64_t src, Loc site) override;
+  // Views (buffer.view): kernels see a view's window through RtValue.
+  bool supportsViews() const override { return true; }
+  Status viewUpload(uint64_t dst, uint64_t offset, const interp::BufferData& src, Loc site) override;
+  Status viewDownload(interp::BufferData& dst, uint64_t src, uint64_t offset, Loc site) override;
   Status dispatch(const ir::Function& kernel, std::array<uint32_t, 3> groups,
                   std::span<const interp::RtValue> args, Loc site) override;
   Status wait(Loc site) override { return Status::ok(); }

@@ -143,6 +143,10 @@ BufferData* Exec::buffer(const ir::Op& op, const RtValue& handle) {
   return b;
 }
 
+size_t viewLength(const RtValue& handle, const BufferData& b) {
+  return handle.isView() ? static_cast<size_t>(handle.viewCount) : b.elems.size();
+}
+
 bool Exec::checkIndex(const ir::Op& op, const RtValue& index, size_t length, size_t& out,
                       const char* what) {
   bool negative = index.type->isSigned() && index.i < 0;
@@ -156,7 +160,8 @@ bool Exec::checkIndex(const ir::Op& op, const RtValue& index, size_t length, siz
 bool Exec::readElement(const ir::Op& op, const RtValue& handle, const RtValue& index, RtValue& out) {
   BufferData* b = buffer(op, handle);
   size_t i = 0;
-  if (!b || !checkIndex(op, index, b->elems.size(), i, "a buffer")) return false;
+  if (!b || !checkIndex(op, index, viewLength(handle, *b), i, "a buffer")) return false;
+  i += handle.viewOffset;
   if (!b->written[i]) {
     std::string origin = b->copiedFrom.known() ? " allocated at " + b->copiedFrom.str() +
                                                      (b->allocSite.known() ? " (copied at " + b->allocSite.str() + ")" : "")
@@ -172,7 +177,8 @@ bool Exec::writeElement(const ir::Op& op, const RtValue& handle, const RtValue& 
                         RtValue value) {
   BufferData* b = buffer(op, handle);
   size_t i = 0;
-  if (!b || !checkIndex(op, index, b->elems.size(), i, "a buffer")) return false;
+  if (!b || !checkIndex(op, index, viewLength(handle, *b), i, "a buffer")) return false;
+  i += handle.viewOffset;
   value.type = b->elemType;
   b->elems[i] = std::move(value);
   b->written[i] = true;

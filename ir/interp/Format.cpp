@@ -78,8 +78,9 @@ std::string format(const RtValue& v, Memory* mem) {
       if (!b) return "buffer#" + std::to_string(v.buffer);
       if (b->freed) return "<freed buffer>";
       out = "[";
-      for (size_t i = 0; i < b->elems.size(); ++i) {
-        if (i) out += ", ";
+      size_t first = v.viewOffset, n = viewLength(v, *b);  // a view: its window
+      for (size_t i = first; i < first + n && i < b->elems.size(); ++i) {
+        if (i > first) out += ", ";
         out += b->written[i] ? format(b->elems[i], mem) : "?";
       }
       return out + "]";

@@ -35,6 +35,12 @@ struct RtValue {
   std::vector<RtValue> elems;
   // Buffer: an id in Memory (0 is no buffer).
   uint64_t buffer = 0;
+  // Buffer: a view (buffer.view) of elements [viewOffset, viewOffset +
+  // viewCount) of `buffer`; viewCount == kWhole for the whole buffer.
+  static constexpr uint64_t kWhole = UINT64_MAX;
+  uint64_t viewOffset = 0;
+  uint64_t viewCount = kWhole;
+  bool isView() const { return viewCount != kWhole; }
   // Box: the heap cell. Copies of a box value share the cell (reference
   // counted); it is freed when the last copy goes.
   std::shared_ptr<const BoxCell> box;
@@ -75,6 +81,9 @@ struct BufferData {
   Loc copiedFrom;
   bool freed = false;
 };
+
+// The number of elements `handle` reaches in `b`: a view's count, else all.
+size_t viewLength(const RtValue& handle, const BufferData& b);
 
 // h2d copies values, and an element never written has none: every element of
 // the source must be written. Error (at `site`) names the first that is not.
@@ -144,6 +153,20 @@ class DeviceHooks {
   // `device.count`: how many devices the program runs on (device numbers
   // 0..count-1 for `alloc {device = k}`).
   virtual unsigned deviceCount() const { return 1; }
+  // Whether these hooks take views (buffer.view): buffer arguments of
+  // dispatch with RtValue::isView(), and viewUpload/viewDownload. Hooks that
+  // do not make a dispatch or transfer through a view an error.
+  virtual bool supportsViews() const { return false; }
+  // h2d / d2h through a view: elements [offset, offset + src.size) of device
+  // buffer `dst`, or [offset, offset + dst.size) of `src`.
+  virtual Status viewUpload(uint64_t dst, uint64_t offset, const BufferData& src, Loc site) {
+    (void)dst, (void)offset, (void)src;
+    return Error{site, "these device hooks do not support buffer views"};
+  }
+  virtual Status viewDownload(BufferData& dst, uint64_t src, uint64_t offset, Loc site) {
+    (void)dst, (void)src, (void)offset;
+    return Error{site, "these device hooks do not support buffer views"};
+  }
   // A handle C code gives back (ir/interp/ForeignCall.h): it came out of the
   // program through an extern call, and may be stale or made up, so it must
   // be checked before a device sees it. `what` names the C function for

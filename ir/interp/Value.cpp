@@ -29,7 +29,7 @@ RtValue RtValue::ofBool(const ir::Type* t, bool v) {
 
 bool RtValue::operator==(const RtValue& o) const {
   return type == o.type && i == o.i && std::memcmp(&f, &o.f, sizeof f) == 0 &&
-         buffer == o.buffer && box == o.box && elems == o.elems;
+         buffer == o.buffer && viewOffset == o.viewOffset && viewCount == o.viewCount && box == o.box && elems == o.elems;
 }
 
 namespace {

@@ -1,6 +1,8 @@
 // Host ops: the program a host function runs against a device. Buffers are
 // allocated, filled, transferred, used by dispatches and freed; `wait` blocks
 // until all submitted work is done.
+#include <algorithm>
+
 #include "ir/interp/Exec.h"
 #include "ir/ops/Rules.h"
 #include "ir/ops/TypeVars.h"
@@ -47,6 +49,31 @@ std::string verifyTransfer(const Op& op, Space dst, Space src) {
 std::string verifyH2D(const Op& op) { return verifyTransfer(op, Space::Device, Space::Host); }
 std::string verifyCopy(const Op& op) { return verifyTransfer(op, Space::Device, Space::Device); }
 std::string verifyD2H(const Op& op) { return verifyTransfer(op, Space::Host, Space::Device); }
+
+// buffer.view %buf, %offset, %count : buffer<T, space, read|write>: a borrow
+// of elements [offset, offset + count) of %buf, of the same element type and
+// space; a write view needs a buffer that may be written.
+std::string verifyView(const Op& op) {
+  const Type* b = operandType(op, 0);
+  const Type* v = resultType(op);
+  if (!b->isBuffer() || b->space() == Space::Workgroup)
+    return "views a host or device buffer, not " + typeStr(b);
+  if (!operandType(op, 1)->isInt() || !operandType(op, 2)->isInt())
+    return "offset and count must be integers";
+  if (!v->isBuffer() || v->elem() != b->elem() || v->space() != b->space() ||
+      (v->ownership() != Ownership::Read && v->ownership() != Ownership::Write))
+    return "result must be a read or write borrow buffer<" + b->elem()->str() + ", " +
+           std::string(spaceName(b->space())) + ", read|write>, got " + typeStr(v);
+  if (v->ownership() == Ownership::Write && b->ownership() == Ownership::Read)
+    return "a write view of a read-only borrow " + typeStr(b);
+  return {};
+}
+
+// A view borrows its buffer as it is typed: a write view may write through it.
+Effect viewEffect(const Op& op, unsigned i) {
+  if (i > 0) return Effect::None;
+  return resultType(op)->ownership() == Ownership::Write ? Effect::Write : Effect::Read;
+}
 
 std::string verifyDeviceCount(const Op& op) {
   const Type* t = op.result(0)->type();
@@ -132,6 +159,39 @@ bool interpAlloc(interp::Exec& ex, const Op& op) {
   return ex.setResult(op, std::move(b));
 }
 
+// The length of the buffer (or view) `v`: a view's count; a device buffer's
+// from the hooks; else from Memory.
+bool lengthOf(interp::Exec& ex, const Op& op, const interp::RtValue& v, uint64_t& out) {
+  if (v.isView()) return out = v.viewCount, true;
+  if (interp::DeviceHooks* d = deviceFor(ex, v.type)) {
+    auto n = d->length(v.buffer, op.loc());
+    if (!n) return ex.fail(n.takeError());
+    return out = *n, true;
+  }
+  interp::BufferData* b = ex.buffer(op, v);
+  if (!b) return false;
+  return out = b->elems.size(), true;
+}
+
+// buffer.view: the same buffer id with a window; a view of a view is a
+// window of the parent's window.
+bool interpView(interp::Exec& ex, const Op& op) {
+  uint64_t offset = 0, count = 0, length = 0;
+  if (!countOperand(ex, op, 1, "the view's offset", offset) ||
+      !countOperand(ex, op, 2, "the view's count", count))
+    return false;
+  interp::RtValue v = ex.operand(op, 0);
+  if (!lengthOf(ex, op, v, length)) return false;
+  if (offset > length || count > length - offset)
+    return ex.fail(op, "view of elements [" + std::to_string(offset) + ", " + std::to_string(offset) +
+                           " + " + std::to_string(count) + ") is out of range for a buffer of " +
+                           std::to_string(length) + " elements");
+  v.type = resultType(op);
+  v.viewOffset += offset;
+  v.viewCount = count;
+  return ex.setResult(op, std::move(v));
+}
+
 bool interpFree(interp::Exec& ex, const Op& op) {
   if (interp::DeviceHooks* d = deviceFor(ex, operandType(op, 0)))
     return check(ex, d->free(ex.operand(op, 0).buffer, op.loc()));
@@ -144,8 +204,67 @@ bool interpFree(interp::Exec& ex, const Op& op) {
   return true;
 }
 
+// ---- transfers through views ------------------------------------------------
+
+// The hooks for a buffer value, failing when they cannot take a view.
+bool viewHooks(interp::Exec& ex, const Op& op, const interp::RtValue& v, interp::DeviceHooks*& d) {
+  d = deviceFor(ex, v.type);
+  if (d && !d->supportsViews())
+    return ex.fail(op, "this device does not support buffer views (buffer.view) yet; run on the interp target");
+  return true;
+}
+
+// Reads the elements `v` reaches (a view's window, else all) into `out`.
+bool readRange(interp::Exec& ex, const Op& op, const interp::RtValue& v, interp::BufferData& out) {
+  interp::DeviceHooks* d = nullptr;
+  uint64_t n = 0;
+  if (!viewHooks(ex, op, v, d) || !lengthOf(ex, op, v, n)) return false;
+  out.elemType = v.type->elem();
+  out.elems.assign(n, interp::RtValue{});
+  out.written.assign(n, false);
+  if (d) return check(ex, v.isView() ? d->viewDownload(out, v.buffer, v.viewOffset, op.loc())
+                                     : d->download(out, v.buffer, op.loc()));
+  interp::BufferData* b = ex.buffer(op, v);
+  if (!b) return false;
+  std::copy_n(b->elems.begin() + v.viewOffset, n, out.elems.begin());
+  std::copy_n(b->written.begin() + v.viewOffset, n, out.written.begin());
+  out.copiedFrom = b->copiedFrom.known() ? b->copiedFrom : b->allocSite;
+  return true;
+}
+
+// Writes `in` over the elements `v` reaches (same length, checked before).
+bool writeRange(interp::Exec& ex, const Op& op, const interp::RtValue& v, const interp::BufferData& in) {
+  interp::DeviceHooks* d = nullptr;
+  if (!viewHooks(ex, op, v, d)) return false;
+  if (d) return check(ex, v.isView() ? d->viewUpload(v.buffer, v.viewOffset, in, op.loc())
+                                     : d->upload(v.buffer, in, op.loc()));
+  interp::BufferData* b = ex.buffer(op, v);
+  if (!b) return false;
+  std::copy(in.elems.begin(), in.elems.end(), b->elems.begin() + v.viewOffset);
+  std::copy(in.written.begin(), in.written.end(), b->written.begin() + v.viewOffset);
+  return true;
+}
+
+// h2d, d2h or copy where either side is a view: the source's elements go
+// through a host-side BufferData into the destination's; lengths must match,
+// and (h2d, copy) every source element must have been written.
+bool interpViewCopy(interp::Exec& ex, const Op& op) {
+  const interp::RtValue& dst = ex.operand(op, 0);
+  const interp::RtValue& src = ex.operand(op, 1);
+  uint64_t nd = 0, ns = 0;
+  if (!lengthOf(ex, op, dst, nd) || !lengthOf(ex, op, src, ns)) return false;
+  if (nd != ns)
+    return ex.fail(op, "copies a buffer of " + std::to_string(ns) + " elements into a buffer of " +
+                           std::to_string(nd));
+  interp::BufferData tmp;
+  if (!readRange(ex, op, src, tmp)) return false;
+  if (!op.is(OpId::D2H) && !check(ex, interp::checkFullyWritten(tmp, op.loc()))) return false;
+  return writeRange(ex, op, dst, tmp);
+}
+
 // h2d / d2h: copy every element and its written flag; lengths must match.
 bool interpCopy(interp::Exec& ex, const Op& op) {
+  if (ex.operand(op, 0).isView() || ex.operand(op, 1).isView()) return interpViewCopy(ex, op);
   if (interp::DeviceHooks* d = ex.deviceHooks()) {
     bool up = op.is(OpId::H2D);
     interp::BufferData* host = ex.buffer(op, ex.operand(op, up ? 1 : 0));
@@ -171,6 +290,7 @@ bool interpCopy(interp::Exec& ex, const Op& op) {
 // runtime::DeviceSet (which copies through the host), every source element
 // must have been written.
 bool interpDeviceCopy(interp::Exec& ex, const Op& op) {
+  if (ex.operand(op, 0).isView() || ex.operand(op, 1).isView()) return interpViewCopy(ex, op);
   if (interp::DeviceHooks* d = ex.deviceHooks())
     return check(ex, d->copy(ex.operand(op, 0).buffer, ex.operand(op, 1).buffer, op.loc()));
   interp::BufferData* dst = ex.buffer(op, ex.operand(op, 0));
@@ -190,6 +310,14 @@ bool interpDeviceCopy(interp::Exec& ex, const Op& op) {
 // Kernels are compiled assuming their buffer parameters do not alias when
 // one of them is written (SPIR-V NonWritable, barrier semantics, LLVM noalias),
 // so a buffer passed twice with a write is an error, not a wrong answer.
+// Whether two buffer values reach a common element (views of one buffer
+// overlap when their windows do; an empty view reaches nothing).
+bool overlap(const interp::RtValue& a, const interp::RtValue& b) {
+  if (a.buffer != b.buffer) return false;
+  if (!a.isView() || !b.isView()) return true;
+  return a.viewOffset < b.viewOffset + b.viewCount && b.viewOffset < a.viewOffset + a.viewCount;
+}
+
 bool checkNoWrittenAlias(interp::Exec& ex, const Op& op, const Function& k) {
   auto params = k.paramTypes();
   for (unsigned i = 0; i < params.size(); ++i) {
@@ -197,7 +325,7 @@ bool checkNoWrittenAlias(interp::Exec& ex, const Op& op, const Function& k) {
     for (unsigned j = i + 1; j < params.size(); ++j) {
       if (!params[j]->isBuffer()) continue;
       bool written = params[i]->ownership() != Ownership::Read || params[j]->ownership() != Ownership::Read;
-      if (written && ex.operand(op, 3 + i).buffer == ex.operand(op, 3 + j).buffer)
+      if (written && overlap(ex.operand(op, 3 + i), ex.operand(op, 3 + j)))
         return ex.fail(op, "the same buffer is passed as arguments " + std::to_string(i) + " and " +
                                std::to_string(j) + " of @" + k.name() +
                                ", which writes it: a kernel's buffers may alias only when all of them are read");
@@ -217,8 +345,11 @@ bool interpDispatch(interp::Exec& ex, const Op& op) {
     if (n > UINT32_MAX) return ex.fail(op, "workgroup count " + std::to_string(n) + " is too large");
     groups[i] = static_cast<uint32_t>(n);
   }
-  if (interp::DeviceHooks* d = ex.deviceHooks())
+  if (interp::DeviceHooks* d = ex.deviceHooks()) {
+    for (unsigned i = 3; i < op.numOperands(); ++i)
+      if (ex.operand(op, i).isView() && !viewHooks(ex, op, ex.operand(op, i), d)) return false;
     return check(ex, d->dispatch(*k, groups, ex.operands(op, 3), op.loc()));
+  }
   return ex.dispatch(op, *k, groups, ex.operands(op, 3));
 }
 
@@ -251,6 +382,9 @@ OpInfo kOps[] = {
     {.name = "dispatch", .numOperands = kVariadic, .numResults = 0, .flags = kHostOnly | kTypeVarAware,
      .effectFn = dispatchEffect, .verify = verifyDispatch, .interp = interpDispatch,
      .summary = "dispatch %gx, %gy, %gz, %args... {kernel = @k}: run a grid of workgroups"},
+    {.name = "buffer.view", .numOperands = 3, .numResults = 1, .flags = kHostOnly | kReadOnly,
+     .effectFn = viewEffect, .verify = verifyView, .interp = interpView,
+     .summary = "buffer.view %buf, %offset, %count : buffer<T, space, read|write>: a borrow of elements [offset, offset + count) of %buf"},
     {.name = "wait", .numOperands = 0, .numResults = 0, .flags = kHostOnly, .interp = interpWait,
      .summary = "block until all submitted device work has finished"},
     // Read-only, not pure: the count is known only when the program runs, so

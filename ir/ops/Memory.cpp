@@ -95,6 +95,9 @@ bool interpStore(interp::Exec& ex, const Op& op) {
 }
 
 bool interpBufferLen(interp::Exec& ex, const Op& op) {
+  // A view (buffer.view) has its count, wherever its buffer lives.
+  if (const interp::RtValue& v = ex.operand(op, 0); v.isView())
+    return ex.setResult(op, interp::RtValue::ofInt(resultType(op), int64_t(v.viewCount)));
   // A device buffer of host code behind device hooks lives on the device:
   // the hooks know its length.
   if (interp::DeviceHooks* d = operandType(op, 0)->space() == Space::Device ? ex.deviceHooks() : nullptr) {

@@ -254,6 +254,38 @@ Status CpuDevice::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc si
   return Status::ok();
 }
 
+// The bytes of elements [offset, offset + n) of a live buffer; null after
+// setting `err` when the window is out of range.
+std::byte* CpuDevice::window(uint64_t handle, uint64_t offset, uint64_t n, Loc site, Status& err) {
+  Buffer* b = live(handle, site, err);
+  if (!b) return nullptr;
+  if (offset <= b->count && n <= b->count - offset) return b->data + offset * b->stride;
+  err = Error{site, "view of elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+                        std::to_string(n) + ") is out of range for a buffer of " + std::to_string(b->count) +
+                        " elements"};
+  return nullptr;
+}
+
+Status CpuDevice::viewUpload(uint64_t dst, uint64_t offset, const interp::BufferData& src, Loc site) {
+  Status err;
+  std::byte* at = window(dst, offset, src.elems.size(), site, err);
+  if (!at) return err;
+  std::vector<std::byte> bytes;
+  if (Status s = ir::encodeBuffer(src, bytes, site); !s) return s;
+  if (!bytes.empty()) std::memcpy(at, bytes.data(), bytes.size());
+  return Status::ok();
+}
+
+Status CpuDevice::viewDownload(interp::BufferData& dst, uint64_t src, uint64_t offset, Loc site) {
+  Status err;
+  std::byte* at = window(src, offset, dst.elems.size(), site, err);
+  if (!at) return err;
+  std::vector<std::byte> bytes(dst.elems.size() * ir::storageStride(dst.elemType));
+  if (!bytes.empty()) std::memcpy(bytes.data(), at, bytes.size());
+  ir::decodeBuffer(bytes, dst);
+  return Status::ok();
+}
+
 Status CpuDevice::copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) {
   Status err;
   Buffer* to = live(dst, site, err);
@@ -295,6 +327,14 @@ Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> g
     if (pl.offsets[i] == SIZE_MAX) {
       Buffer* b = live(args[i].buffer, site, err);
       if (!b) return err;
+      if (args[i].isView()) {  // buffer.view: the window (checked when the view was made)
+        if (args[i].viewOffset > b->count || args[i].viewCount > b->count - args[i].viewOffset)
+          return Error{site, "argument " + std::to_string(i) + " of @" + kernel.name() +
+                                 ": the view is out of range for its buffer"};
+        bufs_.push_back(b->data + args[i].viewOffset * b->stride);
+        lens_.push_back(args[i].viewCount);
+        continue;
+      }
       bufs_.push_back(b->data);
       lens_.push_back(b->count);
     } else {

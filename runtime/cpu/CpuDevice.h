@@ -75,6 +75,10 @@ class CpuDevice : public Device {
   Status uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site) override;
   Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) override;
   Status copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) override;
+  // Views (buffer.view): a kernel gets the window's address and count.
+  bool supportsViews() const override { return true; }
+  Status viewUpload(uint64_t dst, uint64_t offset, const interp::BufferData& src, Loc site) override;
+  Status viewDownload(interp::BufferData& dst, uint64_t src, uint64_t offset, Loc site) override;
 
   unsigned threads() const { return pool_.size(); }
   // The storage bytes of a live buffer (tests and benchmarks read them).
@@ -90,6 +94,7 @@ class CpuDevice : public Device {
     bool freed = false;
   };
   Buffer* live(uint64_t handle, Loc site, Status& err);
+  std::byte* window(uint64_t handle, uint64_t offset, uint64_t n, Loc site, Status& err);
   // What dispatch needs of a kernel, resolved at prepare().
   struct PreparedKernel {
     const llvmtarget::JitModule::Kernel* compiled = nullptr;  // null until first dispatched

@@ -135,6 +135,13 @@ class VulkanDevice : public Device {
   Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site = {}) override;
   // On the device (vkCmdCopyBuffer in the open batch), not through the host.
   Status copyBytes(uint64_t dst, uint64_t src, uint64_t bytes, Loc site) override;
+  // Views (buffer.view): a view is bound as a descriptor range of its
+  // buffer, so its byte offset must be a multiple of the device's
+  // minStorageBufferOffsetAlignment (DeviceCaps::storageBufferOffsetAlignment);
+  // else the dispatch is an error naming both.
+  bool supportsViews() const override { return true; }
+  Status viewUpload(uint64_t dst, uint64_t offset, const interp::BufferData& src, Loc site) override;
+  Status viewDownload(interp::BufferData& dst, uint64_t src, uint64_t offset, Loc site) override;
   // Size in bytes of a live buffer (0 for an unknown handle).
   uint64_t bufferBytes(uint64_t handle) const;
 
@@ -190,6 +197,8 @@ class VulkanDevice : public Device {
   std::vector<uint32_t> spirvOf(const ir::Function& kernel) const;
 
   struct Impl;
+  Status uploadAt(uint64_t dst, uint64_t at, std::span<const std::byte> bytes, Loc site);
+  Status downloadAt(std::span<std::byte> bytes, uint64_t src, uint64_t at, Loc site);
 
  private:
   explicit VulkanDevice(std::unique_ptr<Impl> impl);

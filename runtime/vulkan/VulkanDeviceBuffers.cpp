@@ -150,13 +150,21 @@ Status VulkanDevice::free(uint64_t handle, Loc site) {
 }
 
 Status VulkanDevice::uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site) {
-  Impl& I = *impl_;
   Status err;
-  Buffer* b = I.live(dst, site, err);
+  Buffer* b = impl_->live(dst, site, err);
   if (!b) return err;
   if (bytes.size() != b->bytes)
     return Error{site, "copies " + std::to_string(bytes.size()) + " bytes into a device buffer of " +
                            std::to_string(b->bytes) + " bytes"};
+  return uploadAt(dst, 0, bytes, site);
+}
+
+// Bytes [at, at + bytes.size()) of a live buffer (the callers check the range).
+Status VulkanDevice::uploadAt(uint64_t dst, uint64_t at, std::span<const std::byte> bytes, Loc site) {
+  Impl& I = *impl_;
+  Status err;
+  Buffer* b = I.live(dst, site, err);
+  if (!b) return err;
   if (bytes.empty()) return Status::ok();
   // Staging buffers live until their batch has run: submit the batch now and
   // then so that a long run of uploads neither holds all their memory nor
@@ -170,12 +178,12 @@ Status VulkanDevice::uploadBytes(uint64_t dst, std::span<const std::byte> bytes,
   auto stage = I.makeBuffer(bytes.size(), VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, false, site);
   if (!stage) return stage.error();
   std::memcpy(stage->mapped, bytes.data(), bytes.size());
-  if (I.xfer.queue && !I.inUse(b->buffer, true)) {
+  if (at == 0 && bytes.size() == b->bytes && I.xfer.queue && !I.inUse(b->buffer, true)) {
     if (Status s = I.uploadOnTransferQueue(*b, std::move(*stage), site); !s) return s;
   } else {
     if (Status s = I.beginRecording(site); !s) return s;
     I.access({}, {b->buffer});
-    VkBufferCopy region{0, 0, bytes.size()};
+    VkBufferCopy region{0, at, bytes.size()};
     int64_t q = I.stampStart("h2d", "", VK_PIPELINE_STAGE_TRANSFER_BIT);
     api().vkCmdCopyBuffer(I.batch().cmd, stage->buffer, b->buffer, 1, &region);
     I.stampEnd(q, VK_PIPELINE_STAGE_TRANSFER_BIT);
@@ -188,19 +196,27 @@ Status VulkanDevice::uploadBytes(uint64_t dst, std::span<const std::byte> bytes,
 }
 
 Status VulkanDevice::downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) {
-  Impl& I = *impl_;
   Status err;
-  Buffer* b = I.live(src, site, err);
+  Buffer* b = impl_->live(src, site, err);
   if (!b) return err;
   if (bytes.size() != b->bytes)
     return Error{site, "copies a device buffer of " + std::to_string(b->bytes) + " bytes into " +
                            std::to_string(bytes.size()) + " bytes"};
+  return downloadAt(bytes, src, 0, site);
+}
+
+// Bytes [at, at + bytes.size()) of a live buffer (the callers check the range).
+Status VulkanDevice::downloadAt(std::span<std::byte> bytes, uint64_t src, uint64_t at, Loc site) {
+  Impl& I = *impl_;
+  Status err;
+  Buffer* b = I.live(src, site, err);
+  if (!b) return err;
   if (bytes.empty()) return I.waitAll(site);
   auto stage = I.makeBuffer(bytes.size(), VK_BUFFER_USAGE_TRANSFER_DST_BIT, true, true, site);
   if (!stage) return stage.error();
   if (Status s = I.beginRecording(site); !s) return s;
   I.access({b->buffer}, {});
-  VkBufferCopy region{0, 0, bytes.size()};
+  VkBufferCopy region{at, 0, bytes.size()};
   int64_t q = I.stampStart("d2h", "", VK_PIPELINE_STAGE_TRANSFER_BIT);
   api().vkCmdCopyBuffer(I.batch().cmd, b->buffer, stage->buffer, 1, &region);
   I.stampEnd(q, VK_PIPELINE_STAGE_TRANSFER_BIT);
@@ -270,6 +286,34 @@ Status VulkanDevice::download(interp::BufferData& dst, uint64_t src, Loc site) {
                            " elements into a buffer of " + std::to_string(dst.elems.size())};
   std::vector<std::byte> bytes(b->bytes);
   if (Status s = downloadBytes(bytes, src, site); !s) return s;
+  ir::decodeBuffer(bytes, dst);
+  return Status::ok();
+}
+
+// Views (buffer.view): the window's bytes [offset x stride, + count x stride).
+Status VulkanDevice::viewUpload(uint64_t dst, uint64_t offset, const interp::BufferData& src, Loc site) {
+  Status err;
+  Buffer* b = impl_->live(dst, site, err);
+  if (!b) return err;
+  uint64_t stride = ir::storageStride(src.elemType), n = src.elems.size();
+  if (stride == 0 || offset > b->bytes / stride || n > b->bytes / stride - offset)
+    return Error{site, "view of elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+                           std::to_string(n) + ") is out of range for its device buffer"};
+  std::vector<std::byte> bytes;
+  if (Status s = ir::encodeBuffer(src, bytes, site); !s) return s;
+  return uploadAt(dst, offset * stride, bytes, site);
+}
+
+Status VulkanDevice::viewDownload(interp::BufferData& dst, uint64_t src, uint64_t offset, Loc site) {
+  Status err;
+  Buffer* b = impl_->live(src, site, err);
+  if (!b) return err;
+  uint64_t stride = ir::storageStride(dst.elemType), n = dst.elems.size();
+  if (stride == 0 || offset > b->bytes / stride || n > b->bytes / stride - offset)
+    return Error{site, "view of elements [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+                           std::to_string(n) + ") is out of range for its device buffer"};
+  std::vector<std::byte> bytes(n * stride);
+  if (Status s = downloadAt(bytes, src, offset * stride, site); !s) return s;
   ir::decodeBuffer(bytes, dst);
   return Status::ok();
 }

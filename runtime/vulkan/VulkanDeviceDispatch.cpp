@@ -251,6 +251,20 @@ Status VulkanDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3
     // The descriptor covers exactly the buffer's elements (buffer.len is
     // OpArrayLength); an empty buffer gets one byte, shorter than any element.
     infos[b] = {buf->buffer, 0, buf->bytes ? buf->bytes : 1};
+    if (args[p].isView()) {
+      // A view is the range of its window (an empty view: one byte at 0).
+      uint64_t stride = ir::storageStride(args[p].type->elem());
+      uint64_t at = args[p].viewCount ? args[p].viewOffset * stride : 0;
+      if (at % c.storageBufferOffsetAlignment != 0)
+        return Error{site, "dispatch of '@" + k.name + "', argument " + std::to_string(p) + ": a view at element " +
+                               std::to_string(args[p].viewOffset) + " starts at byte " + std::to_string(at) +
+                               ", not a multiple of the device's minStorageBufferOffsetAlignment (" +
+                               std::to_string(c.storageBufferOffsetAlignment) + " bytes) on " + c.name};
+      if (at + args[p].viewCount * stride > buf->bytes)
+        return Error{site, "dispatch of '@" + k.name + "', argument " + std::to_string(p) +
+                               ": the view is out of range for its buffer"};
+      infos[b] = {buf->buffer, at, args[p].viewCount ? args[p].viewCount * stride : 1};
+    }
     (k.bindingWrites[b] ? writes : reads).push_back(buf->buffer);
   }
   if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0) return Status::ok();

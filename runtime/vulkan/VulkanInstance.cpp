@@ -268,6 +268,7 @@ Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
     }
     c.maxWorkgroupMemoryBytes = lim.maxComputeSharedMemorySize;
     c.maxPushConstantBytes = lim.maxPushConstantsSize;
+    c.storageBufferOffsetAlignment = lim.minStorageBufferOffsetAlignment;
     c.vulkanApiVersion = VK_MAKE_API_VERSION(0, VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api), 0);
     d.maxStorageBuffersPerStage = lim.maxPerStageDescriptorStorageBuffers;
     d.index = int(out.size());
