@@ -17,6 +17,13 @@ std::vector<uint32_t> leafSlots(const Graph& g, uint32_t& numParams, uint32_t& n
   return slot;
 }
 
+std::vector<uint64_t> jacobianLayout(const std::vector<Group>& groups) {
+  std::vector<uint64_t> out{0};
+  for (const Group& grp : groups)
+    out.push_back(out.back() + uint64_t(std::count(grp.trainable.begin(), grp.trainable.end(), 1)) * grp.residuals.size());
+  return out;
+}
+
 namespace {
 
 using ir::Builder;
@@ -169,7 +176,7 @@ ir::Value* upload(Builder& b, const ir::Type* elem, const std::vector<double>& f
 struct Instance {
   ir::Builder body;
   std::vector<ir::Value*> leaves;
-  ir::Value *out, *table, *base;
+  ir::Value *out, *table, *base, *id;  // id: the instance
   // table[base + s]: slot s's leaf index (s = slots(): the residual's index).
   ir::Value* index(size_t s) {
     const ir::Type* u32 = body.context().u32();
@@ -193,7 +200,7 @@ Instance instanceKernel(ir::Module& m, const Group& grp, const std::string& name
   ir::Op* guard = b.create("if", {inside}, {}, {}, 2);
   Builder(ctx, guard->region(1)).create("yield");
   b.create("return");
-  Instance inst{Builder(ctx, guard->region(0)), {}, kern->param(3), kern->param(2), nullptr};
+  Instance inst{Builder(ctx, guard->region(0)), {}, kern->param(3), kern->param(2), nullptr, i};
   inst.base = inst.body.op("mul", {i, inst.body.constInt(u32, int64_t(grp.slots() + 1))}, u32);
   for (size_t s = 0; s < grp.slots(); ++s)
     inst.leaves.push_back(inst.body.op("load", {grp.trainable[s] ? kern->param(0) : kern->param(1), inst.index(s)}, t));
@@ -211,6 +218,7 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
   // Per signature: the residual function, the kernel over its instances and,
   // when a slot is trainable, the gradient kernel from the residual's .vjp.
   std::vector<bool> hasGradient(groups.size(), false);
+  uint64_t jacobianOffset = 0;  // Jacobian values before this signature's
   for (size_t k = 0; k < groups.size(); ++k) {
     const Group& grp = groups[k];
     std::string name = "vg" + std::to_string(k);
@@ -231,9 +239,15 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
     }
     hasGradient[k] = true;
     // @vgK.g: grad[param index of slot s] += ∂r/∂x_s, per instance, with seed 1
-    // (the gradient of Σr); atomics, since instances share leaves.
-    Instance inst = instanceKernel(*m, grp, name + ".g", ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write),
-                                   "grad", t, opts.workgroupSize);
+    // (the gradient of Σr); atomics, since instances share leaves. With
+    // opts.jacobian, @vgK.j instead: J[rowOffset + i·trainable + j] = ∂r_i/∂(j-th trainable slot).
+    Instance inst = instanceKernel(*m, grp, name + (opts.jacobian ? ".j" : ".g"),
+                                   ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write),
+                                   opts.jacobian ? "jac" : "grad", t, opts.workgroupSize);
+    int64_t trainableSlots = std::count(wrt.begin(), wrt.end(), true);
+    ir::Value* row = inst.body.op(
+        "add", {inst.body.constInt(u32, int64_t(jacobianOffset)), inst.body.op("mul", {inst.id, inst.body.constInt(u32, trainableSlots)}, u32)}, u32);
+    jacobianOffset += uint64_t(trainableSlots) * grp.residuals.size();
     std::vector<ir::Value*> args = inst.leaves;
     args.push_back(inst.body.constFloat(t, 1));
     const ir::Type* st = (*vjp)->resultTypes()[0];
@@ -242,7 +256,10 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
     for (size_t s = 0; s < grp.slots(); ++s) {
       if (!grp.trainable[s]) continue;
       ir::Value* d = inst.body.op("struct.extract", {res}, t, {{"index", ir::Attr::integer(field++)}});
-      inst.body.op("atomic.add", {inst.out, inst.index(s), d}, t);
+      if (opts.jacobian)
+        inst.body.create("store", {inst.out, inst.body.op("add", {row, inst.body.constInt(u32, field - 2)}, u32), d});
+      else
+        inst.body.op("atomic.add", {inst.out, inst.index(s), d}, t);
     }
     inst.body.create("yield");
   }
@@ -250,15 +267,20 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
   // Host: upload the leaves and the index tables, run every kernel, download
   // the residuals and the gradient (one element per trainable leaf, at least one).
   const ir::Type* hostOut = ctx.bufferType(t, ir::Space::Host, ir::Ownership::Linear);
-  ir::Function* main = m->addFunction("main", ir::FunctionKind::Host, ctx.functionType({}, {hostOut, hostOut}));
+  const ir::Type* hostIn = ctx.bufferType(t, ir::Space::Host, ir::Ownership::Read);
+  ir::Function* main = m->addFunction(
+      "main", ir::FunctionKind::Host,
+      ctx.functionType(opts.jacobian ? std::vector<const ir::Type*>{hostIn} : std::vector<const ir::Type*>{}, {hostOut, hostOut}));
+  if (opts.jacobian) main->param(0)->setName("x");
   Builder b(ctx, main->body());
   const size_t numResiduals = g.residuals().size();
   uint32_t numParams, numConsts;
   std::vector<uint32_t> slot = leafSlots(g, numParams, numConsts);
-  ir::Value* gradCount = b.constInt(u32, int64_t(std::max<uint32_t>(numParams, 1)));
+  const uint64_t gradLen = opts.jacobian ? std::max<uint64_t>(jacobianOffset, 1) : std::max<uint32_t>(numParams, 1);
+  ir::Value* gradCount = b.constInt(u32, int64_t(gradLen));
   if (numResiduals == 0) {
     ir::Value* zeros = b.op("alloc", {gradCount}, hostOut);
-    for (uint32_t i = 0; i < std::max<uint32_t>(numParams, 1); ++i)
+    for (uint64_t i = 0; i < gradLen; ++i)
       b.create("store", {zeros, b.constInt(u32, int64_t(i)), b.constFloat(t, 0)});
     b.create("return", {b.op("alloc", {b.constInt(u32, 0)}, hostOut), zeros});
     return m;
@@ -266,9 +288,17 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
   std::vector<double> paramValues, constValues;
   for (const LeafDecl& d : g.decls())
     for (uint32_t e = 0; e < d.count; ++e) (d.trainable ? paramValues : constValues).push_back(g.node(d.first + e).value);
-  ir::Value* params = upload(b, t, paramValues, nullptr);
+  ir::Value* params;
+  if (opts.jacobian) {  // x: max(numParams, 1) values from the caller
+    params = b.op("alloc", {b.constInt(u32, int64_t(std::max<uint32_t>(numParams, 1)))},
+                  ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear));
+    b.create("h2d", {params, main->param(0)});
+  } else {
+    params = upload(b, t, paramValues, nullptr);
+  }
   ir::Value* consts = upload(b, t, constValues, nullptr);
-  ir::Value* grad = upload(b, t, std::vector<double>(numParams, 0.0), nullptr);
+  ir::Value* grad = opts.jacobian ? b.op("alloc", {gradCount}, ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear))
+                                  : upload(b, t, std::vector<double>(numParams, 0.0), nullptr);
   ir::Value* count = b.constInt(u32, int64_t(numResiduals));
   ir::Value* out = b.op("alloc", {count}, ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear));
   std::vector<ir::Value*> tables;
@@ -291,7 +321,7 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
              {{"kernel", ir::Attr::symbol(name)}});
     if (hasGradient[k])
       b.create("dispatch", {groupsX, one, one, params, consts, dev, grad, instances},
-               {}, {{"kernel", ir::Attr::symbol(name + ".g")}});
+               {}, {{"kernel", ir::Attr::symbol(name + (opts.jacobian ? ".j" : ".g"))}});
   }
   b.create("wait");
   ir::Value* host = b.op("alloc", {count}, hostOut);

@@ -30,7 +30,17 @@ namespace eph::value {
 struct LowerOptions {
   bool f32 = false;            // T = f32 (else f64)
   unsigned workgroupSize = 64;
+  // For the solvers: `@main(%x: buffer<T, host, read>)` takes the parameter
+  // values (max(params, 1) of them) and returns the residuals and the
+  // Jacobian's values instead of the gradient: kernels `@vgK.j` write, per
+  // instance i of signature K, its trainable slots' ∂r/∂x in slot order at
+  // jacobianLayout's offset for K plus i·(trainable slots of K).
+  bool jacobian = false;
 };
+
+// Where signature K's Jacobian values start in that buffer (one more entry:
+// the total).
+std::vector<uint64_t> jacobianLayout(const std::vector<Group>& groups);
 
 // The parameter / constant buffer index of every leaf node (by node id; other
 // nodes get 0): trainable leaves in declaration order in one buffer, constant

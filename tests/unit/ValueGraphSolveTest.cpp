@@ -1,7 +1,8 @@
 // `ephc solve F.vg` and GraphProblem (frontends/value/solve/GraphProblem.h):
-// s01_linear reaches x = 5, y = 3 with lm and gn, L-BFGS finds a small
-// energy's minimum, and the Jacobian rows match central differences and, summed, the
-// reference gradient.
+// s01_linear reaches x = 5, y = 3 with lm and gn on the host and with the
+// compiled kernels on every target, a curve fit and an L-BFGS energy agree
+// between the host and every target (f64 and f32), and the host Jacobian rows
+// match central differences and, summed, the reference gradient.
 #include <gtest/gtest.h>
 
 #include "frontends/value/Eval.h"
@@ -16,9 +17,14 @@ using test::close;
 
 TEST(ValueGraphSolve, LinearCaseReachesItsSolution) {
   std::string vg = (test::examplesDir() / "s01_linear.vg").string();
+  std::vector<std::string> where = {""};
+  for (const std::string& t : test::targets()) where.push_back("--target=" + t);
+  for (const std::string& target : where)
   for (const char* method : {"lm", "gn"}) {
-    SCOPED_TRACE(method);
-    test::Ephc r = test::ephc({"solve", vg, std::string("--method=") + method, "--format=json"});
+    SCOPED_TRACE(target + " " + method);
+    std::vector<std::string> argv = {"solve", vg, std::string("--method=") + method, "--format=json"};
+    if (!target.empty()) argv.push_back(target);
+    test::Ephc r = test::ephc(argv);
     ASSERT_EQ(r.status, 0) << r.err;
     test::Json have;
     ASSERT_TRUE(test::parseJson(r.out, have)) << r.out;
@@ -27,6 +33,26 @@ TEST(ValueGraphSolve, LinearCaseReachesItsSolution) {
     EXPECT_NEAR(have["params"]["y"].number, 3, 1e-4) << r.out;
     EXPECT_NE(r.err.find("iter 1: cost "), std::string::npos) << r.err;
   }
+}
+
+// The same problems solved from the device's residuals and Jacobian (the
+// kernels' .vjp per instance) as from the host's reference evaluator.
+TEST(ValueGraphSolve, DeviceKernelsGiveTheHostsSolution) {
+  std::filesystem::path inputs = std::filesystem::path(EPH_SOURCE_DIR) / "tests" / "lit" / "value" / "Inputs";
+  struct Case { const char* file; const char* method; std::map<std::string, double> want; };
+  for (const Case& c : {Case{"fit.vg", "lm", {{"a", 2}, {"b", -0.7}}}, Case{"fit.vg", "gn", {{"a", 2}, {"b", -0.7}}},
+                        Case{"energy.vg", "lbfgs", {{"x", 1.6}, {"y", -2.4}}}})
+    for (const std::string& target : test::targets())
+      for (const char* precision : {"f64", "f32"}) {
+        SCOPED_TRACE(std::string(c.file) + " " + c.method + " on " + target + " " + precision);
+        test::Ephc r = test::ephc({"solve", (inputs / c.file).string(), std::string("--method=") + c.method,
+                                   "--target=" + target, std::string("--precision=") + precision, "--format=json"});
+        ASSERT_EQ(r.status, 0) << r.out << r.err;
+        test::Json have;
+        ASSERT_TRUE(test::parseJson(r.out, have)) << r.out;
+        for (auto& [name, value] : c.want)
+          EXPECT_NEAR(have["params"][name].number, value, std::string(precision) == "f64" ? 1e-6 : 1e-4) << name << ": " << r.out;
+      }
 }
 
 TEST(ValueGraphSolve, LbfgsMinimisesTheSumOfResiduals) {
