@@ -1,5 +1,6 @@
 #include "frontends/value/Frontend.h"
 
+#include "frontends/value/Eval.h"
 #include "frontends/value/Lower.h"
 #include "frontends/value/Signature.h"
 #include "frontends/value/Text.h"
@@ -64,10 +65,11 @@ frontends::Frontend frontend() {
     Graph g;
     ParseError err;
     if (!parse(text, g, err)) return diagnostics += err.render(file, text), false;
-    if (results.size() != 1 || results[0].size() != g.residuals().size())
-      return diagnostics += file + ": error: internal error: @main did not return the residuals\n", false;
+    if (results.size() != 2 || results[0].size() != g.residuals().size() ||
+        results[1].size() < gradientLeaves(g).size())
+      return diagnostics += file + ": error: internal error: @main did not return the residuals and gradient\n", false;
     auto fmt = o.find("--format");
-    out += runReport(g, results[0], groupResiduals(g).size(), fmt != o.end() && fmt->second == "json");
+    out += runReport(g, results[0], results[1], groupResiduals(g).size(), fmt != o.end() && fmt->second == "json");
     return true;
   };
   return f;

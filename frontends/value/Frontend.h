@@ -19,10 +19,11 @@ std::unique_ptr<ir::Module> compileText(ir::Context& ctx, std::string_view text,
                                         std::string& diagnostics);
 
 // FORMAT.md's `ephc run` report for `g`, with the residuals computed by a
-// target and the number of kernels compiled. The gradient comes from the
-// float64 reference evaluator (Eval.h) until the device gradient kernels
-// (the autodiff pass) replace it. `json`: one JSON object, else text.
-std::string runReport(const Graph& g, const std::vector<double>& residuals, size_t kernels, bool json);
+// target, the gradient of Σr by trainable leaf (the device gradient kernels'
+// result, docs/value.md) and the number of signatures compiled. `json`: one
+// JSON object, else text.
+std::string runReport(const Graph& g, const std::vector<double>& residuals, const std::vector<double>& gradient,
+                      size_t kernels, bool json);
 
 frontends::Frontend frontend();
 

@@ -1,9 +1,11 @@
 #include "frontends/value/Lower.h"
 
+#include <algorithm>
 #include <numbers>
 #include <unordered_map>
 
 #include "ir/Builder.h"
+#include "passes/Autodiff.h"
 
 namespace eph::value {
 
@@ -13,6 +15,13 @@ std::vector<uint32_t> leafSlots(const Graph& g, uint32_t& numParams, uint32_t& n
   for (const LeafDecl& d : g.decls())
     for (uint32_t i = 0; i < d.count; ++i) slot[d.first + i] = d.trainable ? numParams++ : numConsts++;
   return slot;
+}
+
+std::vector<uint64_t> jacobianLayout(const std::vector<Group>& groups) {
+  std::vector<uint64_t> out{0};
+  for (const Group& grp : groups)
+    out.push_back(out.back() + uint64_t(std::count(grp.trainable.begin(), grp.trainable.end(), 1)) * grp.residuals.size());
+  return out;
 }
 
 namespace {
@@ -77,7 +86,10 @@ ir::Value* lowerNode(Builder& b, const Node& n, std::span<ir::Value* const> in, 
     case OpKind::Min: return op("min", {in[0], in[1]});
     case OpKind::Max: return op("max", {in[0], in[1]});
     case OpKind::Clamp: return op("max", {k(n.value), op("min", {in[0], k(n.hi)})});
-    case OpKind::Mod: return op("sub", {in[0], op("mul", {in[1], op("trunc", {op("div", {in[0], in[1]})})})});
+    // a − b·trunc(a/b) is the float `rem` (fmod); its derivative rule gives 1
+    // to a and 0 to b, as FORMAT.md says (the expanded form would give
+    // −trunc(a/b) to b).
+    case OpKind::Mod: return op("rem", {in[0], in[1]});
     case OpKind::Sum: case OpKind::Mean: {
       ir::Value* s = in[0];
       for (size_t i = 1; i < in.size(); ++i) s = op("add", {s, in[i]});
@@ -158,6 +170,43 @@ ir::Value* upload(Builder& b, const ir::Type* elem, const std::vector<double>& f
   return dev;
 }
 
+// A kernel `@name(params, consts, table, out, n)` over a signature's
+// instances: instance i (guarded by i < n) has its leaves loaded through the
+// index table; the caller fills the guarded body and yields.
+struct Instance {
+  ir::Builder body;
+  std::vector<ir::Value*> leaves;
+  ir::Value *out, *table, *base, *id;  // id: the instance
+  // table[base + s]: slot s's leaf index (s = slots(): the residual's index).
+  ir::Value* index(size_t s) {
+    const ir::Type* u32 = body.context().u32();
+    return body.op("load", {table, body.op("add", {base, body.constInt(u32, int64_t(s))}, u32)}, u32);
+  }
+};
+
+Instance instanceKernel(ir::Module& m, const Group& grp, const std::string& name, const ir::Type* outType,
+                        const char* outName, const ir::Type* t, unsigned workgroupSize) {
+  ir::Context& ctx = m.context();
+  const ir::Type* u32 = ctx.u32();
+  auto devRead = [&](const ir::Type* e) { return ctx.bufferType(e, ir::Space::Device, ir::Ownership::Read); };
+  ir::Function* kern =
+      m.addFunction(name, ir::FunctionKind::Kernel, ctx.functionType({devRead(t), devRead(t), devRead(u32), outType, u32}, {}));
+  kern->workgroupSize = {workgroupSize, 1, 1};
+  const char* names[] = {"params", "consts", "table", outName, "n"};
+  for (unsigned i = 0; i < 5; ++i) kern->param(i)->setName(names[i]);
+  Builder b(ctx, kern->body());
+  ir::Value* i = b.op("global_id", {}, u32, {{"dim", ir::Attr::integer(0)}});
+  ir::Value* inside = b.op("lt", {i, kern->param(4)}, ctx.boolType());
+  ir::Op* guard = b.create("if", {inside}, {}, {}, 2);
+  Builder(ctx, guard->region(1)).create("yield");
+  b.create("return");
+  Instance inst{Builder(ctx, guard->region(0)), {}, kern->param(3), kern->param(2), nullptr, i};
+  inst.base = inst.body.op("mul", {i, inst.body.constInt(u32, int64_t(grp.slots() + 1))}, u32);
+  for (size_t s = 0; s < grp.slots(); ++s)
+    inst.leaves.push_back(inst.body.op("load", {grp.trainable[s] ? kern->param(0) : kern->param(1), inst.index(s)}, t));
+  return inst;
+}
+
 }  // namespace
 
 std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const std::vector<Group>& groups,
@@ -165,56 +214,91 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
   auto m = std::make_unique<ir::Module>(ctx);
   const ir::Type* t = opts.f32 ? ctx.f32() : ctx.f64();
   const ir::Type* u32 = ctx.u32();
-  auto devRead = [&](const ir::Type* e) { return ctx.bufferType(e, ir::Space::Device, ir::Ownership::Read); };
 
-  // Per signature: the residual function and the kernel over its instances.
+  // Per signature: the residual function, the kernel over its instances and,
+  // when a slot is trainable, the gradient kernel from the residual's .vjp.
+  std::vector<bool> hasGradient(groups.size(), false);
+  uint64_t jacobianOffset = 0;  // Jacobian values before this signature's
   for (size_t k = 0; k < groups.size(); ++k) {
     const Group& grp = groups[k];
     std::string name = "vg" + std::to_string(k);
     if (!lowerResidualFunction(*m, g, grp, name + ".r", t, error)) return nullptr;
-    ir::Function* kern = m->addFunction(
-        name, ir::FunctionKind::Kernel,
-        ctx.functionType({devRead(t), devRead(t), devRead(u32), ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write), u32}, {}));
-    kern->workgroupSize = {opts.workgroupSize, 1, 1};
-    const char* names[] = {"params", "consts", "table", "r", "n"};
-    for (unsigned i = 0; i < 5; ++i) kern->param(i)->setName(names[i]);
-    Builder b(ctx, kern->body());
-    ir::Value *params = kern->param(0), *consts = kern->param(1), *table = kern->param(2), *out = kern->param(3);
-    ir::Value* i = b.op("global_id", {}, u32, {{"dim", ir::Attr::integer(0)}});
-    ir::Value* inside = b.op("lt", {i, kern->param(4)}, ctx.boolType());
-    ir::Op* guard = b.create("if", {inside}, {}, {}, 2);
-    Builder body(ctx, guard->region(0));
-    ir::Value* base = body.op("mul", {i, body.constInt(u32, int64_t(grp.slots() + 1))}, u32);
-    std::vector<ir::Value*> leaves;
-    for (size_t s = 0; s < grp.slots(); ++s) {
-      ir::Value* at = body.op("add", {base, body.constInt(u32, int64_t(s))}, u32);
-      ir::Value* index = body.op("load", {table, at}, u32);
-      leaves.push_back(body.op("load", {grp.trainable[s] ? params : consts, index}, t));
+    {
+      Instance inst = instanceKernel(*m, grp, name, ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write), "r",
+                                     t, opts.workgroupSize);
+      ir::Value* r = inst.body.op("call", inst.leaves, t, {{"callee", ir::Attr::symbol(name + ".r")}});
+      inst.body.create("store", {inst.out, inst.index(grp.slots()), r});
+      inst.body.create("yield");
     }
-    ir::Value* r = body.op("call", leaves, t, {{"callee", ir::Attr::symbol(name + ".r")}});
-    ir::Value* slotOfR = body.op("add", {base, body.constInt(u32, int64_t(grp.slots()))}, u32);
-    body.create("store", {out, body.op("load", {table, slotOfR}, u32), r});
-    body.create("yield");
-    Builder(ctx, guard->region(1)).create("yield");
-    b.create("return");
+    std::vector<bool> wrt(grp.trainable.begin(), grp.trainable.end());
+    if (std::find(wrt.begin(), wrt.end(), true) == wrt.end()) continue;
+    auto vjp = passes::reverseDerivative(*m, *m->lookup(name + ".r"), wrt);
+    if (!vjp) {
+      error = "differentiating residual " + std::to_string(grp.residuals[0]) + " failed: " + vjp.error().message;
+      return nullptr;
+    }
+    hasGradient[k] = true;
+    // @vgK.g: grad[param index of slot s] += ∂r/∂x_s, per instance, with seed 1
+    // (the gradient of Σr); atomics, since instances share leaves. With
+    // opts.jacobian, @vgK.j instead: J[rowOffset + i·trainable + j] = ∂r_i/∂(j-th trainable slot).
+    Instance inst = instanceKernel(*m, grp, name + (opts.jacobian ? ".j" : ".g"),
+                                   ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write),
+                                   opts.jacobian ? "jac" : "grad", t, opts.workgroupSize);
+    int64_t trainableSlots = std::count(wrt.begin(), wrt.end(), true);
+    ir::Value* row = inst.body.op(
+        "add", {inst.body.constInt(u32, int64_t(jacobianOffset)), inst.body.op("mul", {inst.id, inst.body.constInt(u32, trainableSlots)}, u32)}, u32);
+    jacobianOffset += uint64_t(trainableSlots) * grp.residuals.size();
+    std::vector<ir::Value*> args = inst.leaves;
+    args.push_back(inst.body.constFloat(t, 1));
+    const ir::Type* st = (*vjp)->resultTypes()[0];
+    ir::Value* res = inst.body.op("call", args, st, {{"callee", ir::Attr::symbol((*vjp)->name())}});
+    int64_t field = 1;
+    for (size_t s = 0; s < grp.slots(); ++s) {
+      if (!grp.trainable[s]) continue;
+      ir::Value* d = inst.body.op("struct.extract", {res}, t, {{"index", ir::Attr::integer(field++)}});
+      if (opts.jacobian)
+        inst.body.create("store", {inst.out, inst.body.op("add", {row, inst.body.constInt(u32, field - 2)}, u32), d});
+      else
+        inst.body.op("atomic.add", {inst.out, inst.index(s), d}, t);
+    }
+    inst.body.create("yield");
   }
 
-  // Host: upload the leaves and the index tables, run every kernel, download r.
+  // Host: upload the leaves and the index tables, run every kernel, download
+  // the residuals and the gradient (one element per trainable leaf, at least one).
   const ir::Type* hostOut = ctx.bufferType(t, ir::Space::Host, ir::Ownership::Linear);
-  ir::Function* main = m->addFunction("main", ir::FunctionKind::Host, ctx.functionType({}, {hostOut}));
+  const ir::Type* hostIn = ctx.bufferType(t, ir::Space::Host, ir::Ownership::Read);
+  ir::Function* main = m->addFunction(
+      "main", ir::FunctionKind::Host,
+      ctx.functionType(opts.jacobian ? std::vector<const ir::Type*>{hostIn} : std::vector<const ir::Type*>{}, {hostOut, hostOut}));
+  if (opts.jacobian) main->param(0)->setName("x");
   Builder b(ctx, main->body());
   const size_t numResiduals = g.residuals().size();
-  if (numResiduals == 0) {
-    b.create("return", {b.op("alloc", {b.constInt(u32, 0)}, hostOut)});
-    return m;
-  }
   uint32_t numParams, numConsts;
   std::vector<uint32_t> slot = leafSlots(g, numParams, numConsts);
+  const uint64_t gradLen = opts.jacobian ? std::max<uint64_t>(jacobianOffset, 1) : std::max<uint32_t>(numParams, 1);
+  ir::Value* gradCount = b.constInt(u32, int64_t(gradLen));
+  if (numResiduals == 0) {
+    ir::Value* zeros = b.op("alloc", {gradCount}, hostOut);
+    for (uint64_t i = 0; i < gradLen; ++i)
+      b.create("store", {zeros, b.constInt(u32, int64_t(i)), b.constFloat(t, 0)});
+    b.create("return", {b.op("alloc", {b.constInt(u32, 0)}, hostOut), zeros});
+    return m;
+  }
   std::vector<double> paramValues, constValues;
   for (const LeafDecl& d : g.decls())
     for (uint32_t e = 0; e < d.count; ++e) (d.trainable ? paramValues : constValues).push_back(g.node(d.first + e).value);
-  ir::Value* params = upload(b, t, paramValues, nullptr);
+  ir::Value* params;
+  if (opts.jacobian) {  // x: max(numParams, 1) values from the caller
+    params = b.op("alloc", {b.constInt(u32, int64_t(std::max<uint32_t>(numParams, 1)))},
+                  ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear));
+    b.create("h2d", {params, main->param(0)});
+  } else {
+    params = upload(b, t, paramValues, nullptr);
+  }
   ir::Value* consts = upload(b, t, constValues, nullptr);
+  ir::Value* grad = opts.jacobian ? b.op("alloc", {gradCount}, ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear))
+                                  : upload(b, t, std::vector<double>(numParams, 0.0), nullptr);
   ir::Value* count = b.constInt(u32, int64_t(numResiduals));
   ir::Value* out = b.op("alloc", {count}, ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear));
   std::vector<ir::Value*> tables;
@@ -231,17 +315,25 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
     uint64_t n = grp.residuals.size();
     ir::Value* one = b.constInt(u32, 1);
     ir::Value* groupsX = b.constInt(u32, int64_t((n + opts.workgroupSize - 1) / opts.workgroupSize));
-    b.create("dispatch", {groupsX, one, one, params, consts, dev, out, b.constInt(u32, int64_t(n))},
-             {}, {{"kernel", ir::Attr::symbol("vg" + std::to_string(k))}});
+    std::string name = "vg" + std::to_string(k);
+    ir::Value* instances = b.constInt(u32, int64_t(n));
+    b.create("dispatch", {groupsX, one, one, params, consts, dev, out, instances}, {},
+             {{"kernel", ir::Attr::symbol(name)}});
+    if (hasGradient[k])
+      b.create("dispatch", {groupsX, one, one, params, consts, dev, grad, instances},
+               {}, {{"kernel", ir::Attr::symbol(name + (opts.jacobian ? ".j" : ".g"))}});
   }
   b.create("wait");
   ir::Value* host = b.op("alloc", {count}, hostOut);
   b.create("d2h", {host, out});
+  ir::Value* hostGrad = b.op("alloc", {gradCount}, hostOut);
+  b.create("d2h", {hostGrad, grad});
   for (ir::Value* dev : tables) b.create("free", {dev});
   b.create("free", {params});
   b.create("free", {consts});
+  b.create("free", {grad});
   b.create("free", {out});
-  b.create("return", {host});
+  b.create("return", {host, hostGrad});
   return m;
 }
 

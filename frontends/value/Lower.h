@@ -1,15 +1,20 @@
 // Lowering a Value graph to IR (docs/value.md, "Lowering"). Each signature
 // (Signature.h) becomes
 //   - a device function `@vgK.r(%x0: T, ..., %xn: T) -> T`: the residual from
-//     its canonical leaves (the autodiff pass turns it into a vector-Jacobian
-//     function, from which the gradient kernel will be built), and
+//     its canonical leaves,
 //   - a kernel `@vgK` over all instances of the signature: instance i reads its
 //     leaves through the signature's index table (slots()+1 u32 per instance:
 //     the leaf indices, then the residual's index) from one buffer of all
 //     parameter values and one of all constant values, calls @vgK.r and
-//     writes r[index].
-// A host `@main() -> buffer<T, host, linear>` uploads the leaves and tables,
-// dispatches each kernel once and returns the residuals. T is f64 or f32.
+//     writes r[index], and
+//   - when a slot is trainable, `@vgK.r.vjp` (passes/Autodiff.h, with respect
+//     to the trainable slots) and a kernel `@vgK.g` that calls it with seed 1
+//     per instance and atomically adds each trainable slot's adjoint into
+//     grad[the leaf's parameter index].
+// A host `@main() -> (buffer<T, host, linear>, buffer<T, host, linear>)`
+// uploads the leaves and tables, dispatches each kernel once and returns the
+// residuals and the gradient of their sum (one element per trainable leaf in
+// declaration order; one 0 when there is none). T is f64 or f32.
 #pragma once
 
 #include <memory>
@@ -25,7 +30,17 @@ namespace eph::value {
 struct LowerOptions {
   bool f32 = false;            // T = f32 (else f64)
   unsigned workgroupSize = 64;
+  // For the solvers: `@main(%x: buffer<T, host, read>)` takes the parameter
+  // values (max(params, 1) of them) and returns the residuals and the
+  // Jacobian's values instead of the gradient: kernels `@vgK.j` write, per
+  // instance i of signature K, its trainable slots' ∂r/∂x in slot order at
+  // jacobianLayout's offset for K plus i·(trainable slots of K).
+  bool jacobian = false;
 };
+
+// Where signature K's Jacobian values start in that buffer (one more entry:
+// the total).
+std::vector<uint64_t> jacobianLayout(const std::vector<Group>& groups);
 
 // The parameter / constant buffer index of every leaf node (by node id; other
 // nodes get 0): trainable leaves in declaration order in one buffer, constant

@@ -51,7 +51,7 @@ TEST(ValueExamples, RunMatchesTheExpectedJsonOnEveryTarget) {
       Json have;
       ASSERT_TRUE(parseJson(r.out, have)) << r.out;
       EXPECT_EQ(compareReports(have, want, 1e-12, 0), "");
-      // f32 kernels: the residuals to f32 accuracy (the gradient is float64 for now).
+      // f32 kernels: the residuals and the gradient to f32 accuracy.
       Ephc f = ephc({"run", vg.string(), "--target=" + target, "--format=json", "--precision=f32"});
       ASSERT_EQ(f.status, 0) << f.err;
       Json single;
@@ -68,10 +68,10 @@ TEST(ValueExamples, LowerEmitsEveryForm) {
     ASSERT_EQ(ir.status, 0) << ir.err;
     EXPECT_NE(ir.out.find("device @vg0.r("), std::string::npos) << ir.out;
     EXPECT_NE(ir.out.find("kernel @vg0("), std::string::npos);
-    EXPECT_NE(ir.out.find("host @main() -> buffer<f64, host, linear>"), std::string::npos);
+    EXPECT_NE(ir.out.find("host @main() -> (buffer<f64, host, linear>, buffer<f64, host, linear>)"), std::string::npos);
     Ephc f32 = ephc({"lower", vg.string(), "--emit=ir", "--precision=f32"});
     ASSERT_EQ(f32.status, 0) << f32.err;
-    EXPECT_NE(f32.out.find("host @main() -> buffer<f32, host, linear>"), std::string::npos);
+    EXPECT_NE(f32.out.find("host @main() -> (buffer<f32, host, linear>, buffer<f32, host, linear>)"), std::string::npos);
     EXPECT_EQ(f32.out.find("f64"), std::string::npos);
     for (const std::string& target : targets()) {
       if (target == "interp") continue;
@@ -87,15 +87,17 @@ TEST(ValueExamples, KernelCountIsTheNumberOfSignatures) {
   // c14 has four ops (four kernels); c15's three distances share one.
   Ephc r = ephc({"lower", (examplesDir() / "c14_kinks.vg").string(), "--emit=ir"});
   ASSERT_EQ(r.status, 0) << r.err;
-  size_t kernels = 0;
-  for (size_t at = 0; (at = r.out.find("\nkernel @", at)) != std::string::npos; ++at) ++kernels;
+  size_t kernels = 0, gradientKernels = 0;
+  for (size_t at = 0; (at = r.out.find("\nkernel @", at)) != std::string::npos; ++at)
+    ++(r.out.compare(r.out.find('(', at) - 2, 2, ".g") == 0 ? gradientKernels : kernels);
   EXPECT_EQ(kernels, 4u);
+  EXPECT_EQ(gradientKernels, 4u);  // every signature reads a parameter
   r = ephc({"lower", (examplesDir() / "c15_distance_sum.vg").string(), "--emit=ir"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.find("kernel @vg1"), std::string::npos);
   size_t dispatches = 0;
   for (size_t at = 0; (at = r.out.find(" dispatch ", at)) != std::string::npos; ++at) ++dispatches;
-  EXPECT_EQ(dispatches, 1u);  // one kernel over the three instances
+  EXPECT_EQ(dispatches, 2u);  // one kernel (and its gradient kernel) over the three instances
 }
 
 TEST(ValueExamples, TheFrontendIsFoundByExtension) {

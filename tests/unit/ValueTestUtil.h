@@ -115,6 +115,9 @@ class JsonReader {
       }
     }
     if (s_.compare(i_, 4, "null") == 0) return i_ += 4, out.kind = Json::Null, true;
+    // true / false read as the numbers 1 / 0 (ephc solve's "converged").
+    if (s_.compare(i_, 4, "true") == 0) return i_ += 4, out.kind = Json::Number, out.number = 1, true;
+    if (s_.compare(i_, 5, "false") == 0) return i_ += 5, out.kind = Json::Number, out.number = 0, true;
     char* end = nullptr;
     out.number = std::strtod(s_.c_str() + i_, &end);
     if (end == s_.c_str() + i_) return false;

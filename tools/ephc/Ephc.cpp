@@ -26,6 +26,7 @@ const Command kCommands[] = {
     {lowerSpec, runLowerCommand},
     {devicesSpec, runDevicesCommand},
     {diffSpec, runDiffCommand},
+    {solveSpec, runSolveCommand},
 };
 
 std::string commandNames() {
