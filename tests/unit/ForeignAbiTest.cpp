@@ -117,18 +117,18 @@ TEST(ForeignAbiOp, TheVerifierUsesTheClassification) {
   EXPECT_EQ(verifyError("  %r = call.c %x {symbol = \"labs\"} : i64"), "");
   EXPECT_EQ(verifyError("  call.c %x, %x {symbol = \"f\"}"), "");
   EXPECT_EQ(verifyError("  %r = call.c %x, %y {symbol = \"f\"} : f64"),
-            "c.eir:2:3: error: 'call.c': mixes integer and float arguments/results, which extern calls do not "
+            "c.eir:2:3: error[V009]: 'call.c': mixes integer and float arguments/results, which extern calls do not "
             "support");
   EXPECT_EQ(verifyError("  %r = call.c %z {symbol = \"f\"} : f64"),
-            "c.eir:2:3: error: 'call.c': F32 arguments are not supported in extern calls (use F64)");
+            "c.eir:2:3: error[V009]: 'call.c': F32 arguments are not supported in extern calls (use F64)");
   EXPECT_EQ(verifyError("  %r = call.c %x : i64"),
-            "c.eir:2:3: error: 'call.c': needs a {symbol = \"name\"} string attribute");
+            "c.eir:2:3: error[V009]: 'call.c': needs a {symbol = \"name\"} string attribute");
   EXPECT_EQ(verifyError("  %r = call.c %x {symbol = \"\"} : i64"),
-            "c.eir:2:3: error: 'call.c': needs a {symbol = \"name\"} string attribute");
+            "c.eir:2:3: error[V009]: 'call.c': needs a {symbol = \"name\"} string attribute");
   EXPECT_EQ(verifyError("  %r = call.c %x {symbol = 3} : i64"),
-            "c.eir:2:3: error: 'call.c': needs a {symbol = \"name\"} string attribute");
+            "c.eir:2:3: error[V009]: 'call.c': needs a {symbol = \"name\"} string attribute");
   EXPECT_EQ(verifyError("  %r, %s = call.c %x {symbol = \"f\"} : i64, i64"),
-            "c.eir:2:3: error: 'call.c': has at most one result");
+            "c.eir:2:3: error[V009]: 'call.c': has at most one result");
 }
 
 }  // namespace
