@@ -70,4 +70,17 @@ class Clock {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+// Ends a solve: the reason, whether it converged, the final cost and
+// gradient norm and the time (Gauss–Newton, Levenberg–Marquardt, L-BFGS).
+SolveResult finished(SolveResult res, StopReason why, double cost, double gradientNorm, const Clock& clock);
+
+// Where Gauss–Newton and Levenberg–Marquardt start: r and J at x, g = Jᵀr,
+// ½‖r‖² and ‖g‖∞; counts the evaluation in res and sets its initial cost.
+struct LeastSquaresPoint {
+  std::vector<double> r, g;
+  SparseRows J;
+  double cost = 0, gnorm = 0;
+};
+Status firstPoint(LeastSquaresProblem& p, std::span<const double> x, LeastSquaresPoint& at, SolveResult& res);
+
 }  // namespace eph::value::detail

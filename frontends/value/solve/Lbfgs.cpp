@@ -143,14 +143,7 @@ Expected<SolveResult> lbfgs(EnergyProblem& p, std::span<double> x, const SolverO
   res.initialCost = f;
   double gnorm = infNorm(g);
 
-  auto finish = [&](StopReason why) {
-    res.reason = why;
-    res.converged = isConverged(why);
-    res.cost = f;
-    res.gradientNorm = gnorm;
-    res.seconds = clock.seconds();
-    return res;
-  };
+  auto finish = [&](StopReason why) { return finished(res, why, f, gnorm, clock); };
   if (gnorm <= o.gradientTolerance) return finish(StopReason::GradientTolerance);
 
   for (int iter = 1; iter <= o.maxIterations; ++iter) {

@@ -18,25 +18,16 @@ using namespace detail;
 Expected<SolveResult> levenbergMarquardt(LeastSquaresProblem& p, std::span<double> x, const SolverOptions& o) {
   Clock clock;
   const size_t n = p.numParams(), m = p.numResiduals();
-  std::vector<double> r(m), rNew(m), Jh(m), g(n), h(n), D(n), damp(n), xNew(n);
-  SparseRows J, Jnew;
+  std::vector<double> rNew(m), Jh(m), h(n), D(n), damp(n), xNew(n);
+  SparseRows Jnew;
   NormalSolver normal;
   SolveResult res;
-  if (Status s = evaluateChecked(p, x, r, &J); !s) return s.error();
-  res.evaluations = 1;
-  double cost = halfSquaredNorm(r);
-  res.initialCost = cost;
-  J.multiplyTransposed(r, g);
-  double gnorm = infNorm(g);
-
-  auto finish = [&](StopReason why) {
-    res.reason = why;
-    res.converged = isConverged(why);
-    res.cost = cost;
-    res.gradientNorm = gnorm;
-    res.seconds = clock.seconds();
-    return res;
-  };
+  LeastSquaresPoint at;
+  if (Status s = firstPoint(p, x, at, res); !s) return s.error();
+  std::vector<double> &r = at.r, &g = at.g;
+  SparseRows& J = at.J;
+  double &cost = at.cost, &gnorm = at.gnorm;
+  auto finish = [&](StopReason why) { return finished(res, why, cost, gnorm, clock); };
   if (gnorm <= o.gradientTolerance) return finish(StopReason::GradientTolerance);
 
   double lambda = o.initialDamping, nu = 2;

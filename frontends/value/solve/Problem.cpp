@@ -110,6 +110,26 @@ void report(const SolverOptions& o, const Clock& clock, IterationInfo it) {
   o.progress(it);
 }
 
+SolveResult finished(SolveResult res, StopReason why, double cost, double gradientNorm, const Clock& clock) {
+  res.reason = why;
+  res.converged = isConverged(why);
+  res.cost = cost;
+  res.gradientNorm = gradientNorm;
+  res.seconds = clock.seconds();
+  return res;
+}
+
+Status firstPoint(LeastSquaresProblem& p, std::span<const double> x, LeastSquaresPoint& at, SolveResult& res) {
+  at.r.assign(p.numResiduals(), 0.0);
+  at.g.assign(p.numParams(), 0.0);
+  if (Status s = evaluateChecked(p, x, at.r, &at.J); !s) return s;
+  res.evaluations = 1;
+  at.cost = res.initialCost = halfSquaredNorm(at.r);
+  at.J.multiplyTransposed(at.r, at.g);
+  at.gnorm = infNorm(at.g);
+  return Status::ok();
+}
+
 }  // namespace detail
 
 Expected<double> SumOfResiduals::evaluate(std::span<const double> x, std::span<double> grad) {
