@@ -13,6 +13,7 @@
 #include "runtime/Compare.h"
 #include "runtime/Device.h"
 #include "tests/support/DeviceRun.h"
+#include "tests/support/VulkanTest.h"
 
 namespace eph::test {
 namespace {
@@ -202,8 +203,9 @@ TEST(BufferView, OutOfRangeIsAnErrorAtTheView) {
 // On Vulkan a view is a descriptor range: a byte offset the device cannot
 // bind is an error naming its alignment (the interpreter and cpu take any).
 TEST(BufferView, MisalignedViewOnVulkanIsAnError) {
+  REQUIRE_VULKAN();
   auto dev = runtime::openDevice("vulkan");
-  if (!dev) GTEST_SKIP() << "no Vulkan device";
+  ASSERT_TRUE(dev) << dev.error().message;
   uint64_t align = (*dev)->caps().storageBufferOffsetAlignment;
   if (align <= 4) GTEST_SKIP() << "every u32 offset is aligned on " << (*dev)->caps().name;
   ir::Context ctx;
