@@ -1,0 +1,42 @@
+// Element types of tensors, their IR types, and numpy's promotion rules.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/Types.h"
+
+namespace eph::tensor {
+
+enum class DType : uint8_t { Bool, U8, I8, U16, I16, U32, I32, U64, I64, F16, F32, F64 };
+
+std::string_view dtypeName(DType t);             // "f32", "bool", ...
+std::optional<DType> dtypeFromName(std::string_view name);
+bool isFloat(DType t);
+bool isInt(DType t);  // signed or unsigned, not bool
+bool isSigned(DType t);
+unsigned bits(DType t);        // bool: 8 (its size in host bytes)
+size_t hostBytes(DType t);     // size of one element in a HostTensor
+// The IR type a tensor of `t` is stored as (bool: the IR's bool, stored as u32 on devices).
+const ir::Type* irType(ir::Context& ctx, DType t);
+// The type kernels compute in: f16 computes in f32; the others in themselves.
+const ir::Type* computeType(ir::Context& ctx, DType t);
+// numpy's result type of a binary op on two arrays: bool < integers < floats;
+// two integers of one signedness: the wider; signed and unsigned: a signed
+// type wide enough for both (i64 for u64 with a signed type); a float and an
+// integer: the float.
+DType promote(DType a, DType b);
+
+// A shape: one extent per dimension (a scalar has none).
+using Shape = std::vector<int64_t>;
+int64_t numel(const Shape& s);
+std::string shapeText(const Shape& s);  // "[2, 3]", "[]" for a scalar
+// Row-major strides of a contiguous tensor of shape s.
+std::vector<int64_t> contiguousStrides(const Shape& s);
+// numpy broadcasting of two shapes; nullopt when a pair of extents differs and neither is 1.
+std::optional<Shape> broadcastShapes(const Shape& a, const Shape& b);
+
+}  // namespace eph::tensor

@@ -1,0 +1,256 @@
+#include "frontends/tensor/Lower.h"
+
+#include <algorithm>
+
+#include "ir/Verifier.h"
+
+namespace eph::tensor {
+
+namespace {
+
+// The cache key of an operand: dtype, shape, strides, offset.
+std::string layoutKey(DType dt, const Shape& shape, const std::vector<int64_t>& strides, int64_t offset) {
+  std::string k(dtypeName(dt));
+  k += shapeText(shape);
+  for (int64_t s : strides) k += "," + std::to_string(s);
+  return k + "+" + std::to_string(offset);
+}
+
+const ir::Type* deviceBuffer(ir::Context& ctx, DType dt, ir::Ownership own) {
+  return ctx.bufferType(irType(ctx, dt), ir::Space::Device, own);
+}
+
+std::string kernelName(const std::string& op, size_t n) {
+  std::string s = "t" + std::to_string(n) + "_";
+  for (char c : op) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s;
+}
+
+constexpr int64_t kMaxGroupsX = 32768;
+
+}  // namespace
+
+ir::Value* Kernel::constant(DType dt, double v) {
+  const ir::Type* t = computeType(ctx, dt);
+  if (t->isBool()) return b.constBool(v != 0);
+  if (t->isFloat()) return b.constFloat(t, v);
+  return b.constInt(t, int64_t(v));
+}
+
+ir::Value* Kernel::offsetOf(size_t k, const std::vector<ir::Value*>& idx) {
+  const Operand& o = ins_[k];
+  ir::Value* off = nullptr;
+  for (size_t d = 0; d < o.shape.size(); ++d) {
+    if (o.shape[d] == 1 || o.strides[d] == 0) continue;
+    ir::Value* term = o.strides[d] == 1 ? idx[d] : b.mul(idx[d], i32(o.strides[d]));
+    off = off ? b.add(off, term) : term;
+  }
+  if (!off) return i32(o.offset);
+  return o.offset ? b.add(off, i32(o.offset)) : off;
+}
+
+ir::Value* Kernel::load(size_t k, const std::vector<ir::Value*>& idx) {
+  const Operand& o = ins_[k];
+  ir::Value* v = b.load(bufs_[k], offsetOf(k, idx));
+  if (o.dtype == DType::F16) v = b.cast(v, ctx.f32());
+  return v;
+}
+
+ir::Value* Kernel::loadBroadcast(size_t k) {
+  const Operand& o = ins_[k];
+  std::vector<ir::Value*> idx(o.shape.size());
+  size_t shift = index.size() - o.shape.size();
+  for (size_t d = 0; d < o.shape.size(); ++d) idx[d] = o.shape[d] == 1 ? i32(0) : index[d + shift];
+  return load(k, idx);
+}
+
+ir::Value* Kernel::loadLinear(size_t k, ir::Value* pos) {
+  const Operand& o = ins_[k];
+  std::vector<ir::Value*> idx(o.shape.size());
+  std::vector<int64_t> cs = contiguousStrides(o.shape);
+  for (size_t d = 0; d < o.shape.size(); ++d) {
+    ir::Value* q = cs[d] == 1 ? pos : b.div(pos, i32(cs[d]));
+    idx[d] = d == 0 ? q : b.rem(q, i32(o.shape[d]));
+  }
+  return load(k, idx);
+}
+
+ir::Value* Kernel::convert(ir::Value* v, DType from, DType to) {
+  const ir::Type* ft = computeType(ctx, from);
+  const ir::Type* tt = computeType(ctx, to);
+  if (ft == tt) return v;
+  if (tt->isBool()) {
+    ir::Value* zero = ft->isFloat() ? b.constFloat(ft, 0) : b.constInt(ft, 0);
+    return b.ne(v, zero);
+  }
+  if (ft->isBool()) {
+    ir::Value* one = tt->isFloat() ? b.constFloat(tt, 1) : b.constInt(tt, 1);
+    ir::Value* zero = tt->isFloat() ? b.constFloat(tt, 0) : b.constInt(tt, 0);
+    return b.select(v, one, zero);
+  }
+  return b.cast(v, tt);
+}
+
+ir::Value* Lowering::alloc(DType dt, int64_t count) {
+  ir::Value* n = host.constInt(ctx.u32(), std::max<int64_t>(count, 1));
+  return host.alloc(n, deviceBuffer(ctx, dt, ir::Ownership::Linear));
+}
+
+ir::Value* Lowering::map(const Node& n, std::span<const Operand> in, const KernelBody& body, const std::string& key) {
+  return map(n.op, n.dtype, n.shape, in, body, n.attrs.key() + "|" + key);
+}
+
+ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape, std::span<const Operand> in,
+                         const KernelBody& body, const std::string& key) {
+  const int64_t total = numel(shape);
+  const int64_t wg = opts.workgroupSize;
+  const int64_t groups = (total + wg - 1) / wg;
+  const int64_t gx = std::min(groups, kMaxGroupsX);
+  const int64_t gy = gx ? (groups + gx - 1) / gx : 0;
+  std::string full = op + "|" + key + "|" + layoutKey(dtype, shape, contiguousStrides(shape), 0) + "|gx" + std::to_string(gx);
+  for (const Operand& o : in) full += "|" + layoutKey(o.dtype, o.shape, o.strides, o.offset);
+
+  const ir::Function*& kern = kernels_[full];
+  if (!kern) {
+    std::vector<const ir::Type*> params;
+    for (const Operand& o : in) params.push_back(deviceBuffer(ctx, o.dtype, ir::Ownership::Read));
+    params.push_back(deviceBuffer(ctx, dtype, ir::Ownership::Write));
+    ir::Function* f = module.addFunction(kernelName(op, kernels_.size()), ir::FunctionKind::Kernel,
+                                         ctx.functionType(params, {}));
+    f->workgroupSize = {unsigned(wg), 1, 1};
+    for (size_t i = 0; i < in.size(); ++i) f->param(unsigned(i))->setName("in" + std::to_string(i));
+    f->param(unsigned(in.size()))->setName("out");
+    ir::Builder b(ctx, f->body());
+    ir::Value* x = b.globalId(0, ctx.i32());
+    ir::Value* lin = x;
+    if (gy > 1) lin = b.add(b.mul(b.globalId(1, ctx.i32()), b.constInt(ctx.i32(), gx * wg)), x);
+    ir::Value* inside = b.lt(lin, b.constInt(ctx.i32(), total));
+    std::vector<ir::Value*> bufs;
+    for (size_t i = 0; i < in.size(); ++i) bufs.push_back(f->param(unsigned(i)));
+    ir::Value* out = f->param(unsigned(in.size()));
+    b.ifOp(inside, {}, [&](ir::Builder& ib) {
+      Kernel k(ib, ctx, std::vector<Operand>(in.begin(), in.end()), bufs);
+      k.linear = lin;
+      std::vector<int64_t> cs = contiguousStrides(shape);
+      for (size_t d = 0; d < shape.size(); ++d) {
+        ir::Value* q = cs[d] == 1 ? lin : ib.div(lin, k.i32(cs[d]));
+        k.index.push_back(d == 0 ? q : ib.rem(q, k.i32(shape[d])));
+      }
+      ir::Value* v = body(k);
+      const ir::Type* storage = irType(ctx, dtype);
+      if (v->type() != storage) v = ib.cast(v, storage);
+      ib.store(out, lin, v);
+    });
+    b.ret();
+    kern = f;
+  }
+  ir::Value* out = alloc(dtype, total);
+  if (total == 0) return out;
+  ir::Values args;
+  for (const Operand& o : in) args.push_back(o.buf);
+  args.push_back(out);
+  ir::Value* one = host.constInt(ctx.u32(), 1);
+  host.dispatch(*kern, {host.constInt(ctx.u32(), gx), host.constInt(ctx.u32(), gy), one}, args);
+  return out;
+}
+
+Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions& opts) {
+  if (p.error()) return *p.error();
+  if (p.outputs().empty()) return Error{{}, "the tensor program has no outputs"};
+  const auto& nodes = p.nodes();
+  // Which nodes the outputs need, and where each root's storage is last read.
+  std::vector<bool> needed(nodes.size(), false);
+  for (const auto& [name, id] : p.outputs()) needed[id] = true;
+  for (size_t i = nodes.size(); i-- > 0;)
+    if (needed[i])
+      for (uint32_t in : nodes[i].inputs) needed[in] = true;
+  std::vector<size_t> lastUse(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (needed[i]) {
+      lastUse[i] = std::max(lastUse[i], i);
+      for (uint32_t in : nodes[i].inputs) lastUse[p.root(in)] = std::max(lastUse[p.root(in)], i);
+    }
+  for (const auto& [name, id] : p.outputs()) lastUse[p.root(id)] = nodes.size();
+
+  Compiled c;
+  c.module = std::make_unique<ir::Module>(ctx);
+  std::vector<const ir::Type*> params, results;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (needed[i] && (nodes[i].op == "input" || nodes[i].op == "const")) {
+      c.params.push_back(uint32_t(i));
+      params.push_back(ctx.bufferType(irType(ctx, nodes[i].dtype), ir::Space::Host, ir::Ownership::Read));
+    }
+  for (const auto& [name, id] : p.outputs()) {
+    c.results.push_back(id);
+    results.push_back(ctx.bufferType(irType(ctx, nodes[id].dtype), ir::Space::Host, ir::Ownership::Linear));
+  }
+  ir::Function* main = c.module->addFunction("main", ir::FunctionKind::Host, ctx.functionType(params, results));
+  ir::Builder host(ctx, main->body());
+  Lowering l(ctx, *c.module, host, opts);
+
+  std::vector<ir::Value*> storage(nodes.size(), nullptr);  // roots' device buffers
+  auto operand = [&](uint32_t id) {
+    const Node& n = nodes[id];
+    return Operand{storage[p.root(id)], n.dtype, n.shape, p.strides(id), n.isView ? n.offset : 0};
+  };
+  size_t param = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!needed[i]) continue;
+    const Node& n = nodes[i];
+    if (n.op == "input" || n.op == "const") {
+      main->param(unsigned(param))->setName(n.op == "input" ? n.name : "c" + std::to_string(i));
+      storage[i] = l.alloc(n.dtype, numel(n.shape));
+      host.h2d(storage[i], main->param(unsigned(param++)));
+    } else if (!n.isView) {
+      const OpDef* def = findOp(n.op);
+      if (!def || !def->lower) return Error{{}, n.site + ": " + n.op + ": no lowering"};
+      std::vector<Operand> in;
+      for (uint32_t x : n.inputs) in.push_back(operand(x));
+      auto buf = def->lower(l, n, in);
+      if (!buf) return Error{{}, n.site + ": " + n.op + ": " + buf.error().message};
+      storage[i] = *buf;
+    }
+    // Free what this node read last (its own storage too, when nothing reads it).
+    for (uint32_t x : n.inputs)
+      if (ir::Value*& s = storage[p.root(x)]; s && lastUse[p.root(x)] == i) {
+        host.free(s);
+        s = nullptr;
+      }
+    if (storage[i] && lastUse[i] == i) {
+      host.free(storage[i]);
+      storage[i] = nullptr;
+    }
+  }
+  // Outputs: a view that is not its root's whole storage is copied out first.
+  std::vector<ir::Value*> out;
+  std::vector<ir::Value*> copies;
+  for (const auto& [name, id] : p.outputs()) {
+    const Node& n = nodes[id];
+    ir::Value* dev = storage[p.root(id)];
+    bool whole = !n.isView || (p.contiguous(id) && n.offset == 0 && numel(n.shape) == numel(nodes[p.root(id)].shape));
+    if (!whole) {
+      Operand o = operand(id);
+      dev = l.map("copy", n.dtype, n.shape, std::span(&o, 1), [](Kernel& k) { return k.loadBroadcast(0); }, "");
+      copies.push_back(dev);
+    }
+    out.push_back(dev);
+  }
+  host.wait();
+  std::vector<ir::Value*> hostOut;
+  for (size_t k = 0; k < out.size(); ++k) {
+    const Node& n = nodes[p.outputs()[k].second];
+    ir::Value* h = host.alloc(host.constInt(ctx.u32(), std::max<int64_t>(numel(n.shape), 1)), results[k]);
+    host.d2h(h, out[k]);
+    hostOut.push_back(h);
+  }
+  for (ir::Value* d : copies) host.free(d);
+  for (ir::Value*& s : storage)
+    if (s) host.free(s);
+  host.ret(hostOut);
+  c.module->sourceName = "tensor program";
+  if (Status st = ir::verify(*c.module); !st)
+    return Error{{}, "internal error: the lowered tensor program does not verify: " + st.error().message};
+  return c;
+}
+
+}  // namespace eph::tensor

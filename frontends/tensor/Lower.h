@@ -1,0 +1,112 @@
+// Lowers a tensor program (Program.h) to one IR module:
+//
+//   host @main(inputs..., constants...) -> (outputs...)
+//
+// takes every input and constant as a host buffer (in the order of
+// Compiled::params), uploads each, runs one or more kernels per op, frees
+// each device buffer after its last use (every buffer is linear, so the
+// linearity pass proves it), downloads the outputs and returns them as host
+// buffers. Kernels are specialised to the static shapes and layouts of their
+// operands and are generated once per content (op, attributes, dtypes,
+// shapes, layouts): two nodes that agree share one kernel.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "frontends/tensor/Ops.h"
+#include "frontends/tensor/Program.h"
+#include "ir/Builder.h"
+#include "ir/IR.h"
+
+namespace eph::tensor {
+
+struct Compiled {
+  std::unique_ptr<ir::Module> module;
+  // @main's parameters: the nodes ("input" or "const") they carry, in order.
+  std::vector<uint32_t> params;
+  // @main's results: the output nodes, in Program::outputs() order.
+  std::vector<uint32_t> results;
+};
+
+struct LowerOptions {
+  unsigned workgroupSize = 64;
+};
+
+// The module for `p`, verified; or the program's first error, or why it cannot be lowered.
+Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions& opts = {});
+
+// Inside one invocation of a kernel made by Lowering::map: the output element
+// it computes and access to the inputs.
+class Kernel {
+ public:
+  ir::Builder& b;
+  ir::Context& ctx;
+  // The output element's index, one i32 per dimension, and its linear index.
+  std::vector<ir::Value*> index;
+  ir::Value* linear = nullptr;
+
+  const Operand& in(size_t k) const { return ins_[k]; }
+  size_t numInputs() const { return ins_.size(); }
+  ir::Value* i32(int64_t v) { return b.constInt(ctx.i32(), v); }
+  // Constant `v` of `dt`'s compute type.
+  ir::Value* constant(DType dt, double v);
+  // Input k's element at `idx` (one i32 per dimension of input k), in its compute type.
+  ir::Value* load(size_t k, const std::vector<ir::Value*>& idx);
+  // Input k broadcast to the output (numpy: shapes aligned at the right, extent-1 dimensions repeat).
+  ir::Value* loadBroadcast(size_t k);
+  // Input k's element at linear (row-major) position `pos` of its own shape.
+  ir::Value* loadLinear(size_t k, ir::Value* pos);
+  // Converts `v` from `from`'s compute type to `to`'s (bool through 0/1).
+  ir::Value* convert(ir::Value* v, DType from, DType to);
+  // The input buffer k (device, read) and the element offset of `idx` in it.
+  ir::Value* buffer(size_t k) const { return bufs_[k]; }
+  ir::Value* offsetOf(size_t k, const std::vector<ir::Value*>& idx);
+
+  Kernel(ir::Builder& b, ir::Context& ctx, std::vector<Operand> ins, std::vector<ir::Value*> bufs)
+      : b(b), ctx(ctx), ins_(std::move(ins)), bufs_(std::move(bufs)) {}
+
+ private:
+  std::vector<Operand> ins_;
+  std::vector<ir::Value*> bufs_;
+};
+
+using KernelBody = std::function<ir::Value*(Kernel& k)>;
+
+// The state of lowering one program, given to each op's `lower`.
+class Lowering {
+ public:
+  Lowering(ir::Context& ctx, ir::Module& m, ir::Builder& host, const LowerOptions& opts)
+      : ctx(ctx), module(m), host(host), opts(opts) {}
+  ir::Context& ctx;
+  ir::Module& module;
+  ir::Builder& host;  // inside @main
+  const LowerOptions& opts;
+
+  // One invocation per element of n's output (n.shape, n.dtype): `body`
+  // returns the element's value in n.dtype's compute type. `key` names what
+  // the body computes beyond the op, its attributes and the operands'
+  // dtypes, shapes and layouts (which are always part of the cache key).
+  // Returns the output's fresh buffer.
+  ir::Value* map(const Node& n, std::span<const Operand> in, const KernelBody& body, const std::string& key = "");
+  // The same for an output of `shape` and `dtype` (an op lowered as several kernels).
+  ir::Value* map(const std::string& op, DType dtype, const Shape& shape, std::span<const Operand> in,
+                 const KernelBody& body, const std::string& key);
+  // A device buffer of max(count, 1) elements of `dt`, linear.
+  ir::Value* alloc(DType dt, int64_t count);
+  // Frees a buffer made by alloc or map (a temporary of a several-kernel op).
+  void free(ir::Value* buf) { host.free(buf); }
+  // An operand for a fresh contiguous buffer.
+  static Operand contiguous(ir::Value* buf, DType dt, const Shape& shape) {
+    return {buf, dt, shape, contiguousStrides(shape), 0};
+  }
+
+ private:
+  std::map<std::string, const ir::Function*> kernels_;
+};
+
+}  // namespace eph::tensor

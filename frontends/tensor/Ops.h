@@ -1,0 +1,63 @@
+// The tensor op table: one entry per op, giving its arity, its dtype and
+// shape rule (`infer`, which runs when the op is applied, so a wrong shape is
+// an error at the call site before anything runs), and its lowering to IR
+// kernels (Lower.h). A family of ops is one file under ops/ with an add*Ops
+// function, called from Ops.cpp: a new op is a table entry plus tests.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frontends/tensor/Program.h"
+
+namespace eph::ir {
+class Value;
+}
+
+namespace eph::tensor {
+
+class Lowering;
+
+// A lowered tensor: the device buffer holding its root's storage and the
+// layout of the tensor in it.
+struct Operand {
+  ir::Value* buf = nullptr;
+  DType dtype = DType::F32;
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+struct OpDef {
+  std::string name;
+  int minInputs = 1, maxInputs = 1;  // maxInputs < 0: no limit
+  // Sets n.dtype and n.shape (a view: also n.strides and n.offset, in the
+  // input's root's storage, from p.strides(input) and the input's offset)
+  // from the inputs and attributes; returns what is wrong, or "" when fine.
+  // Messages name shapes with shapeText, dtypes with dtypeName.
+  std::function<std::string(const Program& p, Node& n)> infer;
+  // A view makes no kernel (Program.h); `infer` sets its layout.
+  bool view = false;
+  // The lowering of a node that is not a view: returns a fresh contiguous
+  // device buffer of max(numel, 1) elements of the node's dtype, holding it.
+  std::function<Expected<ir::Value*>(Lowering& l, const Node& n, std::span<const Operand> in)> lower;
+};
+
+const OpDef* findOp(std::string_view name);
+const std::vector<OpDef>& allOps();
+
+// The families, one per file in ops/.
+void addElementwiseOps(std::vector<OpDef>& ops);
+void addViewOps(std::vector<OpDef>& ops);
+void addReduceOps(std::vector<OpDef>& ops);   // reductions, softmax, norms, cumsum, top-k, sort
+void addLinalgOps(std::vector<OpDef>& ops);   // matmul, gemm, conv, pooling, einsum, attention
+void addIndexOps(std::vector<OpDef>& ops);    // concat, tile, pad, gather/scatter, one-hot, trilu, resize, random
+
+// Shared by families: the axis `a` of a rank-r tensor, counted from the end
+// when negative; false when out of range.
+bool normaliseAxis(int64_t& a, size_t rank);
+
+}  // namespace eph::tensor

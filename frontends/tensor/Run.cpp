@@ -1,0 +1,85 @@
+#include "frontends/tensor/Run.h"
+
+#include "ir/interp/Interp.h"
+#include "runtime/Device.h"
+
+namespace eph::tensor {
+
+namespace {
+
+interp::RtValue toBuffer(interp::Memory& mem, ir::Context& ctx, const HostTensor& h) {
+  const ir::Type* t = irType(ctx, h.dtype);
+  std::vector<interp::RtValue> elems(size_t(std::max<int64_t>(h.size(), 1)));
+  for (int64_t i = 0; i < h.size(); ++i)
+    elems[size_t(i)] = t->isFloat() ? interp::RtValue::ofFloat(t, h.get(i))
+                     : t->isBool() ? interp::RtValue::ofBool(t, h.getInt(i) != 0)
+                                   : interp::RtValue::ofInt(t, h.getInt(i));
+  if (h.size() == 0) elems[0] = t->isFloat() ? interp::RtValue::ofFloat(t, 0) : t->isBool() ? interp::RtValue::ofBool(t, false) : interp::RtValue::ofInt(t, 0);
+  interp::RtValue v;
+  v.type = ctx.bufferType(t, ir::Space::Host, ir::Ownership::Read);
+  v.buffer = mem.adopt(t, ir::Space::Host, std::move(elems));
+  return v;
+}
+
+}  // namespace
+
+Status checkInput(const Node& declared, const HostTensor& given) {
+  if (given.dtype != declared.dtype)
+    return Error{{}, "input '" + declared.name + "' wants dtype " + std::string(dtypeName(declared.dtype)) + ", got " +
+                         std::string(dtypeName(given.dtype))};
+  if (given.shape != declared.shape)
+    return Error{{}, "input '" + declared.name + "' wants shape " + shapeText(declared.shape) + ", got " +
+                         shapeText(given.shape)};
+  if (given.bytes.size() != size_t(given.size()) * hostBytes(given.dtype))
+    return Error{{}, "input '" + declared.name + "' has " + std::to_string(given.bytes.size()) + " bytes for " +
+                         std::to_string(given.size()) + " elements of " + std::string(dtypeName(given.dtype))};
+  return Status::ok();
+}
+
+Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p, const Compiled& c,
+                                      const std::vector<HostTensor>& inputs) {
+  if (inputs.size() != p.inputs().size())
+    return Error{{}, "the program has " + std::to_string(p.inputs().size()) + " inputs, but " +
+                         std::to_string(inputs.size()) + " were given"};
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (Status st = checkInput(p.node(p.inputs()[i]), inputs[i]); !st) return st.error();
+  ir::Context& ctx = c.module->context();
+  interp::Interpreter in(*c.module);
+  std::vector<interp::RtValue> args;
+  for (uint32_t id : c.params) {
+    const Node& n = p.node(id);
+    if (n.op == "const") {
+      args.push_back(toBuffer(in.memory(), ctx, *n.data));
+    } else {
+      size_t k = size_t(std::find(p.inputs().begin(), p.inputs().end(), id) - p.inputs().begin());
+      args.push_back(toBuffer(in.memory(), ctx, inputs[k]));
+    }
+  }
+  auto results = runtime::runHost(device, in, *c.module->lookup("main"), std::move(args));
+  if (!results) return results.error();
+  std::vector<HostTensor> out;
+  for (size_t k = 0; k < results->size(); ++k) {
+    const Node& n = p.node(c.results[k]);
+    HostTensor h(n.dtype, n.shape);
+    const interp::BufferData* b = in.memory().get((*results)[k].buffer);
+    if (!b) return Error{{}, "internal error: output " + std::to_string(k) + " is not a buffer"};
+    for (int64_t i = 0; i < h.size(); ++i) {
+      const interp::RtValue& e = b->elems[size_t(i)];
+      if (isFloat(n.dtype)) h.set(i, e.f);
+      else h.setInt(i, e.i);
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target, const std::vector<HostTensor>& inputs) {
+  ir::Context ctx;
+  auto c = lower(ctx, p);
+  if (!c) return c.error();
+  auto dev = runtime::openDevice(target);
+  if (!dev) return dev.error();
+  return run(**dev, p, *c, inputs);
+}
+
+}  // namespace eph::tensor

@@ -1,0 +1,33 @@
+// Runs a lowered tensor program (Lower.h) on a device: HostTensors in, HostTensors out.
+//
+//   tensor::Program p;
+//   auto x = p.input("x", DType::F32, {2, 3});
+//   p.output("y", relu(x * 2.0f + 1.0f));
+//   auto y = tensor::run(p, "vulkan", {HostTensor::of(DType::F32, {2, 3}, {...})});
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "frontends/tensor/HostTensor.h"
+#include "frontends/tensor/Lower.h"
+#include "frontends/tensor/Program.h"
+
+namespace eph::runtime {
+class Device;
+}
+
+namespace eph::tensor {
+
+// Runs `c` (lowered from `p`) on `device` with one HostTensor per input of
+// `p`, in declaration order; a missing input, or one of the wrong dtype or
+// shape, is an error naming the input, what it wants and what it got.
+Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p, const Compiled& c,
+                                      const std::vector<HostTensor>& inputs);
+// Lowers `p` and runs it on a device of `target` ("interp", "cpu", "vulkan").
+Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target, const std::vector<HostTensor>& inputs);
+
+// Checks one input against what the program declared (dtype and shape).
+Status checkInput(const Node& declared, const HostTensor& given);
+
+}  // namespace eph::tensor

@@ -1,0 +1,6 @@
+// The C++ API of the linalg ops (included by Tensor.h).
+#pragma once
+
+#include "frontends/tensor/Program.h"
+
+namespace eph::tensor {}  // namespace eph::tensor

@@ -1,0 +1,3 @@
+#include "frontends/tensor/Tensor.h"
+
+namespace eph::tensor {}  // namespace eph::tensor

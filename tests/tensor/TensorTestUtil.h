@@ -1,0 +1,71 @@
+// Shared by the tensor tests: run a program on every target this build has
+// (vulkan must open under EPH_REQUIRE_VULKAN=1) and compare with a float64
+// reference.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "frontends/tensor/Run.h"
+#include "frontends/tensor/Tensor.h"
+#include "runtime/Device.h"
+
+namespace eph::tensor::test {
+
+inline std::vector<std::string> targets() {
+  std::vector<std::string> out;
+  for (const std::string& t : runtime::availableTargets()) {
+    if (t == "vulkan") {
+      auto dev = runtime::openDevice("vulkan");
+      const char* req = std::getenv("EPH_REQUIRE_VULKAN");
+      if (!dev && !(req && std::string(req) == "1")) continue;
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+// Runs p on every target; each output is checked against `want` (one vector per
+// output, as doubles) within `tol` (absolute + relative), and the dtypes and shapes
+// against the program's.
+inline void expectOnAllTargets(const Program& p, const std::vector<HostTensor>& inputs,
+                               const std::vector<std::vector<double>>& want, double tol = 1e-5) {
+  ASSERT_FALSE(p.error()) << p.error()->message;
+  for (const std::string& t : targets()) {
+    SCOPED_TRACE("target " + t);
+    auto got = run(p, t, inputs);
+    ASSERT_TRUE(got) << got.error().message;
+    ASSERT_EQ(got->size(), want.size());
+    for (size_t o = 0; o < want.size(); ++o) {
+      const HostTensor& h = (*got)[o];
+      EXPECT_EQ(h.shape, p.node(p.outputs()[o].second).shape);
+      ASSERT_EQ(size_t(h.size()), want[o].size()) << "output " << o;
+      for (size_t i = 0; i < want[o].size(); ++i) {
+        double g = h.get(int64_t(i)), w = want[o][i];
+        if (std::isnan(w)) {
+          EXPECT_TRUE(std::isnan(g)) << "output " << o << " element " << i;
+          continue;
+        }
+        EXPECT_NEAR(g, w, tol * (1 + std::abs(w))) << "output " << o << " element " << i;
+      }
+    }
+  }
+}
+
+// Deterministic pseudo-random values in [lo, hi).
+inline std::vector<double> randomValues(size_t n, uint64_t seed, double lo = -1, double hi = 1) {
+  std::vector<double> v(n);
+  uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
+  for (double& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = lo + (hi - lo) * double(s >> 11) / double(1ull << 53);
+  }
+  return v;
+}
+
+}  // namespace eph::tensor::test
