@@ -8,6 +8,7 @@
 #include "runtime/BufferChecks.h"
 #include "runtime/DeviceSet.h"
 #include "runtime/InterpDevice.h"
+#include "runtime/RunStats.h"
 #ifdef EPH_HAVE_LLVM
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/cpu/HostAbi.h"
@@ -83,6 +84,12 @@ Expected<std::vector<interp::RtValue>> runHost(std::span<Device* const> devices,
       std::string name = used.size() == 1 ? "" : "device " + std::to_string(k) + " (" + std::string(used[k]->target()) + ")";
       checked.push_back(std::make_unique<CheckedDevice>(*used[k], std::move(name)));
       used[k] = checked.back().get();
+    }
+  std::vector<std::unique_ptr<StatsDevice>> counted;
+  if (opts.stats)
+    for (Device*& d : used) {
+      counted.push_back(std::make_unique<StatsDevice>(*d, *opts.stats));
+      d = counted.back().get();
     }
   DeviceSet set(std::move(used));
   if (const ir::Module* m = entry.module(); m)

@@ -86,6 +86,9 @@ struct RunOptions {
   // when it cannot; Interp always interprets.
   enum class Host { Auto, Interp, Jit };
   Host host = Host::Auto;
+  // When set, every device is seen through a StatsDevice (runtime/RunStats.h)
+  // that counts dispatches and kernels and follows peak device memory here.
+  struct RunStats* stats = nullptr;
   // From the environment: checkBuffers when EPH_CHECK_BUFFERS is set and
   // not "0"; host from EPH_HOST=auto|interp|jit.
   static RunOptions fromEnvironment();

@@ -7,6 +7,7 @@
 #include "ir/interp/ForeignCall.h"
 #include "ir/interp/Interp.h"
 #include "runtime/Device.h"
+#include "runtime/RunStats.h"
 #include "tools/ephc/Driver.h"
 
 namespace eph::ephc {
@@ -46,6 +47,7 @@ CommandSpec runSpec() {
               {"--link", "LIB.so", "load a shared library first: call.c (Ephapax extern functions, __ffi) resolves in it", true},
               {"--check-buffers", "", "track every device buffer: use after free, double free and leaks are errors naming its allocation site (also EPH_CHECK_BUFFERS=1)"},
               {"--check-bounds", "", "check every buffer access in kernels: out of bounds is an error naming the access, the index, the length and the invocation (always on for interp and cpu; also EPH_CHECK_BOUNDS=1)"},
+              {"--stats", "", "print to stderr after the run: dispatches, distinct kernels dispatched, and peak device bytes (the most device memory live buffers held at once)"},
               {"--host", "MODE", "where host code runs: auto (compiled by LLVM on the cpu target when the module's host code can be, else interpreted), jit (always compiled; an error naming the op when it cannot be), interp (also EPH_HOST)"},
           },
       .minOperands = 1,
@@ -112,9 +114,12 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
     else if (host == "interp") runOpts.host = runtime::RunOptions::Host::Interp;
     else return s.fail("run: --host must be auto, jit or interp, not '" + host + "'");
   }
+  runtime::RunStats stats;
+  if (args->has("--stats")) runOpts.stats = &stats;
   std::vector<runtime::Device*> set;
   for (auto& d : devices) set.push_back(d.get());
   auto results = runtime::runHost(set, interp, *entry, std::move(*values), runOpts);
+  if (runOpts.stats) s.io.err << stats.text();
   if (!results) return s.report(results.error());
   if (const frontends::Frontend* f = frontends::forFile(file); f && f->formatRun) {
     // The frontend prints the results in its own form (a .vg report).
