@@ -48,9 +48,13 @@ DType promote(DType a, DType b) {
   if (a == b) return a;
   if (a == DType::Bool) return b;
   if (b == DType::Bool) return a;
+  auto widerFloat = [](DType x, DType y) { return bits(x) >= bits(y) ? x : y; };
   if (isFloat(a) || isFloat(b)) {
-    if (isFloat(a) && isFloat(b)) return bits(a) >= bits(b) ? a : b;
-    return isFloat(a) ? a : b;
+    if (isFloat(a) && isFloat(b)) return widerFloat(a, b);
+    DType f = isFloat(a) ? a : b, i = isFloat(a) ? b : a;
+    // The smallest float that holds every value of the integer type.
+    DType holds = bits(i) == 8 ? DType::F16 : bits(i) == 16 ? DType::F32 : DType::F64;
+    return widerFloat(f, holds);
   }
   if (isSigned(a) == isSigned(b)) return bits(a) >= bits(b) ? a : b;
   DType s = isSigned(a) ? a : b, u = isSigned(a) ? b : a;
@@ -58,7 +62,8 @@ DType promote(DType a, DType b) {
   switch (bits(u)) {
     case 8: return DType::I16;
     case 16: return DType::I32;
-    default: return DType::I64;
+    case 32: return DType::I64;
+    default: return DType::F64;  // no integer type holds both i64 and u64
   }
 }
 

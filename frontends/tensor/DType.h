@@ -24,10 +24,13 @@ size_t hostBytes(DType t);     // size of one element in a HostTensor
 const ir::Type* irType(ir::Context& ctx, DType t);
 // The type kernels compute in: f16 computes in f32; the others in themselves.
 const ir::Type* computeType(ir::Context& ctx, DType t);
-// numpy's result type of a binary op on two arrays: bool < integers < floats;
-// two integers of one signedness: the wider; signed and unsigned: a signed
-// type wide enough for both (i64 for u64 with a signed type); a float and an
-// integer: the float.
+// numpy's result type of a binary op on two arrays (numpy.result_type;
+// tests/tensor/fixtures/promotion.txt is numpy's table): bool < integers <
+// floats; two integers of one signedness: the wider; a signed and an
+// unsigned: a signed type wide enough for both (f64 for u64 and a signed
+// type); an integer and a float: the wider of the float and the smallest
+// float holding every value of the integer (f16 for 8 bits, f32 for 16, f64
+// for 32 and 64).
 DType promote(DType a, DType b);
 
 // A shape: one extent per dimension (a scalar has none).

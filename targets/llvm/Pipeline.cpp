@@ -157,8 +157,32 @@ Expected<std::string> emitLlvmText(const ir::Module& m, const LowerOptions& opts
   return os.str();
 }
 
+namespace {
+
+size_t countOps(const ir::Region& r) {
+  size_t n = 0;
+  for (const auto& op : r.ops()) {
+    ++n;
+    for (unsigned i = 0; i < op->numRegions(); ++i) n += countOps(op->region(i));
+  }
+  return n;
+}
+
+// Host code past this many ops is compiled with LLVM's fast code generator
+// (its IR is still optimised at opts.optLevel): the default one's machine
+// passes take minutes on a host function of thousands of straight-line
+// calls (a tensor program of hundreds of ops, a .vg file's @main storing
+// every leaf), and host code is glue around the kernels.
+constexpr size_t kLargeHostOps = 2000;
+
+}  // namespace
+
 Expected<CompiledObject> compileObject(const ir::Module& m, const LowerOptions& opts) {
-  auto tm = hostTargetMachine(opts.optLevel);
+  size_t hostOps = 0;
+  if (opts.lowerHost)
+    for (const auto& f : m.functions())
+      if (f->isHost()) hostOps += countOps(f->body());
+  auto tm = hostTargetMachine(hostOps > kLargeHostOps ? 0 : opts.optLevel);
   if (!tm) return tm.error();
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> mod;

@@ -55,8 +55,8 @@ TEST(TensorCore, PromotionCastsAndComparisons) {
   Program p;
   Tensor a = p.input("a", DType::I32, {5});
   Tensor b = p.input("b", DType::F32, {5});
-  Tensor sum = a + b;  // i32 + f32 -> f32
-  EXPECT_EQ(sum.dtype(), DType::F32);
+  Tensor sum = a + b;  // i32 + f32 -> f64, as numpy
+  EXPECT_EQ(sum.dtype(), DType::F64);
   Tensor m = gt(a, 2.0);
   EXPECT_EQ(m.dtype(), DType::Bool);
   p.output("w", where(m, sum, b));

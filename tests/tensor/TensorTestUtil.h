@@ -17,9 +17,12 @@
 
 namespace eph::tensor::test {
 
+// EPH_TENSOR_TARGETS=interp,cpu limits them (for a quick local run).
 inline std::vector<std::string> targets() {
   std::vector<std::string> out;
+  const char* only = std::getenv("EPH_TENSOR_TARGETS");
   for (const std::string& t : runtime::availableTargets()) {
+    if (only && ("," + std::string(only) + ",").find("," + t + ",") == std::string::npos) continue;
     if (t == "vulkan") {
       auto dev = runtime::openDevice("vulkan");
       const char* req = std::getenv("EPH_REQUIRE_VULKAN");
