@@ -411,9 +411,22 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
   std::vector<ir::Value*> temporaries = {params, consts, out};
   uint32_t np, nc;
   std::vector<uint32_t> slot = leafSlots(g, np, nc);
-  std::vector<ir::Value*> tables;
   ir::Value* one = b.constInt(u32, 1);
   auto groupsFor = [&](uint64_t n) { return b.constInt(u32, int64_t((n + wg - 1) / wg)); };
+  // Per output: where @main's result is (zeroed where kernels add into it)
+  // and where the kernels put their contributions (a scratch buffer when
+  // @vg.reduce sums them).
+  std::vector<ir::Value*> results, parts;
+  for (Kind kind : kinds) {
+    bool store = stores(kind, opts.deterministic), reduce = store && kind != Kind::Jacobian;
+    ir::Value* dest = store && targets(kind) ? b.op("alloc", {len(targets(kind))}, devBuf)
+                                             : upload(b, t, std::vector<double>(targets(kind), 0.0), nullptr);
+    temporaries.push_back(dest);
+    results.push_back(dest);
+    parts.push_back(dest);
+    if (reduce) temporaries.push_back(parts.back() = b.op("alloc", {len(contributions(kind))}, devBuf));
+  }
+  // Per signature: its table, its residual kernel, then its derivative kernels.
   for (size_t k = 0; k < groups.size(); ++k) {
     const Group& grp = groups[k];
     std::vector<uint32_t> table;
@@ -422,39 +435,33 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
       for (size_t s = 0; s < grp.slots(); ++s) table.push_back(slot[grp.leaves[inst * grp.slots() + s]]);
       table.push_back(grp.residuals[inst]);
     }
-    tables.push_back(upload(b, table));
-    temporaries.push_back(tables.back());
-    b.create("dispatch", {groupsFor(grp.residuals.size()), one, one, params, consts, tables[k], out, b.constInt(u32, int64_t(grp.residuals.size()))},
-             {}, {{"kernel", ir::Attr::symbol("vg" + std::to_string(k))}});
+    ir::Value* dev = upload(b, table);
+    temporaries.push_back(dev);
+    ir::Value* instances = b.constInt(u32, int64_t(grp.residuals.size()));
+    ir::Value* groupsX = groupsFor(grp.residuals.size());
+    std::string name = "vg" + std::to_string(k);
+    b.create("dispatch", {groupsX, one, one, params, consts, dev, out, instances}, {}, {{"kernel", ir::Attr::symbol(name)}});
+    if (!hasGradient[k]) continue;
+    for (size_t o = 0; o < kinds.size(); ++o) {
+      std::vector<ir::Value*> args = {groupsX, one, one, params, consts, dev, parts[o]};
+      if (kinds[o] == Kind::Normal && !stores(kinds[o], opts.deterministic))
+        temporaries.push_back(args.emplace_back(upload(b, layout.pairTable[k])));
+      args.push_back(instances);
+      b.create("dispatch", args, {}, {{"kernel", ir::Attr::symbol(name + info(kinds[o]).suffix)}});
+    }
   }
-  std::vector<ir::Value*> results;
-  const CsrIndex* uploadedSources = nullptr;  // the gradients share theirs
+  // Deterministic sums, one invocation per output element.
+  const CsrIndex* uploadedSources = nullptr;  // the two gradients share theirs
   ir::Value *start = nullptr, *list = nullptr;
-  for (Kind kind : kinds) {
-    bool store = stores(kind, opts.deterministic), reduce = store && kind != Kind::Jacobian;
-    ir::Value* dest = store && targets(kind) ? b.op("alloc", {len(targets(kind))}, devBuf)
-                                             : upload(b, t, std::vector<double>(targets(kind), 0.0), nullptr);
-    temporaries.push_back(dest);
-    ir::Value* parts = dest;
-    if (reduce) temporaries.push_back(parts = b.op("alloc", {len(contributions(kind))}, devBuf));
-    for (size_t k = 0; k < groups.size(); ++k) {
-      if (!hasGradient[k]) continue;
-      const Group& grp = groups[k];
-      std::vector<ir::Value*> args = {groupsFor(grp.residuals.size()), one, one, params, consts, tables[k], parts};
-      if (kind == Kind::Normal && !store) temporaries.push_back(args.emplace_back(upload(b, layout.pairTable[k])));
-      args.push_back(b.constInt(u32, int64_t(grp.residuals.size())));
-      b.create("dispatch", args, {}, {{"kernel", ir::Attr::symbol("vg" + std::to_string(k) + info(kind).suffix)}});
+  for (size_t o = 0; o < kinds.size(); ++o) {
+    if (parts[o] == results[o] || !targets(kinds[o])) continue;
+    if (uploadedSources != &sources(kinds[o])) {
+      uploadedSources = &sources(kinds[o]);
+      temporaries.push_back(start = upload(b, uploadedSources->start));
+      temporaries.push_back(list = upload(b, uploadedSources->index));
     }
-    if (reduce && targets(kind)) {
-      if (uploadedSources != &sources(kind)) {
-        uploadedSources = &sources(kind);
-        temporaries.push_back(start = upload(b, uploadedSources->start));
-        temporaries.push_back(list = upload(b, uploadedSources->index));
-      }
-      b.create("dispatch", {groupsFor(targets(kind)), one, one, parts, start, list, dest, b.constInt(u32, int64_t(targets(kind)))},
-               {}, {{"kernel", ir::Attr::symbol("vg.reduce")}});
-    }
-    results.push_back(dest);
+    b.create("dispatch", {groupsFor(targets(kinds[o])), one, one, parts[o], start, list, results[o], b.constInt(u32, int64_t(targets(kinds[o])))},
+             {}, {{"kernel", ir::Attr::symbol("vg.reduce")}});
   }
   b.create("wait");
   ir::Value* host = b.op("alloc", {count}, hostOut);
