@@ -328,8 +328,15 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
   if (opts.outputs.costGradient) kinds.push_back(Kind::CostGradient);
   if (opts.outputs.jacobian) kinds.push_back(Kind::Jacobian);
   if (opts.outputs.normal) kinds.push_back(Kind::Normal);
+  // The transposes and JᵀJ's tables only where a kernel reads them.
   DerivativeLayout layout;
-  if (!derivativeLayout(g, groups, opts.outputs.normal, layout, error)) return nullptr;
+  if (opts.outputs.normal || opts.deterministic) {
+    if (!derivativeLayout(g, groups, opts.outputs.normal, layout, error)) return nullptr;
+  } else {
+    uint32_t numConsts;
+    leafSlots(g, layout.numParams, numConsts);
+    layout.jacobianOffset = jacobianLayout(groups);
+  }
   auto m = std::make_unique<ir::Module>(ctx);
   const ir::Type* t = opts.f32 ? ctx.f32() : ctx.f64();
   const ir::Type* u32 = ctx.u32();
