@@ -74,9 +74,10 @@ bool derivativeLayout(const Graph& g, const std::vector<Group>& groups, bool wit
 
   // JᵀJ's pattern: per parameter row, the columns its residuals read with it.
   std::vector<std::vector<uint32_t>> cols(out.numParams);
+  const std::vector<uint32_t>& col = out.jacobianRows.index;
   for (size_t r = 0; r < rows.rows(); ++r)
     for (uint32_t a = rows.start[r]; a < rows.start[r + 1]; ++a)
-      for (uint32_t b = rows.start[r]; b < rows.start[r + 1]; ++b) cols[out.jacobianRows.index[a]].push_back(out.jacobianRows.index[b]);
+      for (uint32_t b = rows.start[r]; b < rows.start[r + 1]; ++b) cols[col[a]].push_back(col[b]);
   out.normal.start.assign(out.numParams + 1, 0);
   for (uint32_t p = 0; p < out.numParams; ++p) {
     std::sort(cols[p].begin(), cols[p].end());
@@ -114,7 +115,8 @@ bool derivativeLayout(const Graph& g, const std::vector<Group>& groups, bool wit
         for (size_t s = 0; s < grp.slots(); ++s)
           if (grp.trainable[s]) instCols.push_back(slot[grp.leaves[i * grp.slots() + s]]);
         for (uint32_t a = 0; a < t; ++a)
-          for (uint32_t b = a; b < t; ++b, ++q) f(k, i, a, b, entry(instCols[a], instCols[b]), entry(instCols[b], instCols[a]), q);
+          for (uint32_t b = a; b < t; ++b, ++q)
+            f(k, i, a, b, entry(instCols[a], instCols[b]), entry(instCols[b], instCols[a]), q);
       }
     }
   };

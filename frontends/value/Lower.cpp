@@ -300,7 +300,8 @@ void reduceKernel(ir::Module& m, const ir::Type* t, unsigned workgroupSize) {
   auto devRead = [&](const ir::Type* e) { return ctx.bufferType(e, ir::Space::Device, ir::Ownership::Read); };
   ir::Function* kern = m.addFunction(
       "vg.reduce", ir::FunctionKind::Kernel,
-      ctx.functionType({devRead(t), devRead(u32), devRead(u32), ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write), u32}, {}));
+      ctx.functionType(
+          {devRead(t), devRead(u32), devRead(u32), ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write), u32}, {}));
   kern->workgroupSize = {workgroupSize, 1, 1};
   const char* names[] = {"parts", "start", "list", "out", "n"};
   for (unsigned i = 0; i < 5; ++i) kern->param(i)->setName(names[i]);
@@ -309,9 +310,10 @@ void reduceKernel(ir::Module& m, const ir::Type* t, unsigned workgroupSize) {
   b.ifOp(b.lt(e, kern->param(4)), {}, [&](Builder& b) {
     ir::Value* lo = b.load(kern->param(1), e);
     ir::Value* hi = b.load(kern->param(1), b.add(e, b.constInt(u32, 1)));
-    ir::Op* loop = b.forOp(lo, hi, b.constInt(u32, 1), {b.constFloat(t, 0)}, [&](Builder& b, ir::Value* k, const ir::Values& acc) {
+    auto step = [&](Builder& b, ir::Value* k, const ir::Values& acc) {
       return b.add(acc[0], b.load(kern->param(0), b.load(kern->param(2), k)));
-    });
+    };
+    ir::Op* loop = b.forOp(lo, hi, b.constInt(u32, 1), {b.constFloat(t, 0)}, step);
     b.store(kern->param(3), e, loop->result(0));
   });
   b.ret();
@@ -467,7 +469,8 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
       temporaries.push_back(start = upload(b, uploadedSources->start));
       temporaries.push_back(list = upload(b, uploadedSources->index));
     }
-    b.create("dispatch", {groupsFor(targets(kinds[o])), one, one, parts[o], start, list, results[o], b.constInt(u32, int64_t(targets(kinds[o])))},
+    uint64_t n = targets(kinds[o]);
+    b.create("dispatch", {groupsFor(n), one, one, parts[o], start, list, results[o], b.constInt(u32, int64_t(n))},
              {}, {{"kernel", ir::Attr::symbol("vg.reduce")}});
   }
   b.create("wait");
