@@ -8,8 +8,8 @@
 
 namespace eph::value {
 
-std::unique_ptr<ir::Module> compileText(ir::Context& ctx, std::string_view text, const std::string& file, bool f32,
-                                        std::string& diagnostics) {
+std::unique_ptr<ir::Module> compileText(ir::Context& ctx, std::string_view text, const std::string& file,
+                                        const LowerOptions& opts, std::string& diagnostics) {
   Graph g;
   ParseError err;
   if (!parse(text, g, err)) {
@@ -17,8 +17,6 @@ std::unique_ptr<ir::Module> compileText(ir::Context& ctx, std::string_view text,
     return nullptr;
   }
   std::string why;
-  LowerOptions opts;
-  opts.f32 = f32;
   auto m = lowerGraph(ctx, g, groupResiduals(g), opts, why);
   if (!m) {
     diagnostics += file + ": error[E301]: " + why + "\n";
@@ -39,6 +37,7 @@ frontends::Frontend frontend() {
   f.extensions = {".vg"};
   f.options = {
       {"--precision", "f64|f32", ".vg: the float type of the kernels (default f64)"},
+      {"--deterministic", "", ".vg: sum the gradient without atomics, in a fixed order (bit-identical from run to run)"},
       {"--format", "text|json", ".vg: how `run` prints residuals, sum, cost, gradient and kernels (default text)",
        /*forCheck=*/false},
   };
@@ -58,7 +57,10 @@ frontends::Frontend frontend() {
   f.compile = [](ir::Context& ctx, std::string_view text, const std::string& file, const frontends::OptionValues& o,
                  const passes::PipelineOptions&, std::string& out) -> std::unique_ptr<ir::Module> {
     auto p = o.find("--precision");
-    return compileText(ctx, text, file, p != o.end() && p->second == "f32", out);
+    LowerOptions opts;
+    opts.f32 = p != o.end() && p->second == "f32";
+    opts.deterministic = o.count("--deterministic") != 0;
+    return compileText(ctx, text, file, opts, out);
   };
   f.formatRun = [](std::string_view text, const std::string& file, const frontends::OptionValues& o,
                    const std::vector<std::vector<double>>& results, std::string& out, std::string& diagnostics) {

@@ -10,13 +10,20 @@
 
 #include "frontends/Frontend.h"
 #include "frontends/value/Graph.h"
+#include "frontends/value/Lower.h"
 #include "ir/IR.h"
 
 namespace eph::value {
 
 // Parse + group + lower + verify; null after appending rendered errors to `diagnostics`.
-std::unique_ptr<ir::Module> compileText(ir::Context& ctx, std::string_view text, const std::string& file, bool f32,
-                                        std::string& diagnostics);
+std::unique_ptr<ir::Module> compileText(ir::Context& ctx, std::string_view text, const std::string& file,
+                                        const LowerOptions& opts, std::string& diagnostics);
+inline std::unique_ptr<ir::Module> compileText(ir::Context& ctx, std::string_view text, const std::string& file,
+                                               bool f32, std::string& diagnostics) {
+  LowerOptions opts;
+  opts.f32 = f32;
+  return compileText(ctx, text, file, opts, diagnostics);
+}
 
 // FORMAT.md's `ephc run` report for `g`, with the residuals computed by a
 // target, the gradient of Σr by trainable leaf (the device gradient kernels'

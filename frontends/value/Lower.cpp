@@ -4,6 +4,7 @@
 #include <numbers>
 #include <unordered_map>
 
+#include "frontends/value/Layout.h"
 #include "ir/Builder.h"
 #include "passes/Autodiff.h"
 
@@ -170,138 +171,271 @@ ir::Value* upload(Builder& b, const ir::Type* elem, const std::vector<double>& f
   return dev;
 }
 
-// A kernel `@name(params, consts, table, out, n)` over a signature's
+ir::Value* upload(Builder& b, const std::vector<uint32_t>& ints) { return upload(b, b.context().u32(), {}, &ints); }
+
+// A kernel `@name(params, consts, table, outs..., n)` over a signature's
 // instances: instance i (guarded by i < n) has its leaves loaded through the
 // index table; the caller fills the guarded body and yields.
 struct Instance {
   ir::Builder body;
   std::vector<ir::Value*> leaves;
-  ir::Value *out, *table, *base, *id;  // id: the instance
+  std::vector<ir::Value*> outs;
+  ir::Value *table, *base, *id;  // id: the instance
   // table[base + s]: slot s's leaf index (s = slots(): the residual's index).
   ir::Value* index(size_t s) {
     const ir::Type* u32 = body.context().u32();
     return body.op("load", {table, body.op("add", {base, body.constInt(u32, int64_t(s))}, u32)}, u32);
   }
+  // a + id·stride + b in u32 (the host checked that it fits).
+  ir::Value* at(uint64_t a, uint64_t stride, uint64_t b) {
+    const ir::Type* u32 = body.context().u32();
+    ir::Value* scaled = body.op("mul", {id, body.constInt(u32, int64_t(stride))}, u32);
+    return body.op("add", {scaled, body.constInt(u32, int64_t(a + b))}, u32);
+  }
 };
 
-Instance instanceKernel(ir::Module& m, const Group& grp, const std::string& name, const ir::Type* outType,
-                        const char* outName, const ir::Type* t, unsigned workgroupSize) {
+using Params = std::vector<std::pair<const ir::Type*, std::string>>;
+
+Instance instanceKernel(ir::Module& m, const Group& grp, const std::string& name, const Params& outs,
+                        const ir::Type* t, unsigned workgroupSize) {
   ir::Context& ctx = m.context();
   const ir::Type* u32 = ctx.u32();
   auto devRead = [&](const ir::Type* e) { return ctx.bufferType(e, ir::Space::Device, ir::Ownership::Read); };
-  ir::Function* kern =
-      m.addFunction(name, ir::FunctionKind::Kernel, ctx.functionType({devRead(t), devRead(t), devRead(u32), outType, u32}, {}));
+  Params all = {{devRead(t), "params"}, {devRead(t), "consts"}, {devRead(u32), "table"}};
+  all.insert(all.end(), outs.begin(), outs.end());
+  all.push_back({u32, "n"});
+  std::vector<const ir::Type*> types;
+  for (auto& p : all) types.push_back(p.first);
+  ir::Function* kern = m.addFunction(name, ir::FunctionKind::Kernel, ctx.functionType(types, {}));
   kern->workgroupSize = {workgroupSize, 1, 1};
-  const char* names[] = {"params", "consts", "table", outName, "n"};
-  for (unsigned i = 0; i < 5; ++i) kern->param(i)->setName(names[i]);
+  for (unsigned i = 0; i < all.size(); ++i) kern->param(i)->setName(all[i].second);
   Builder b(ctx, kern->body());
   ir::Value* i = b.op("global_id", {}, u32, {{"dim", ir::Attr::integer(0)}});
-  ir::Value* inside = b.op("lt", {i, kern->param(4)}, ctx.boolType());
+  ir::Value* inside = b.op("lt", {i, kern->param(unsigned(all.size() - 1))}, ctx.boolType());
   ir::Op* guard = b.create("if", {inside}, {}, {}, 2);
   Builder(ctx, guard->region(1)).create("yield");
   b.create("return");
-  Instance inst{Builder(ctx, guard->region(0)), {}, kern->param(3), kern->param(2), nullptr, i};
+  Instance inst{Builder(ctx, guard->region(0)), {}, {}, kern->param(2), nullptr, i};
+  for (size_t o = 0; o < outs.size(); ++o) inst.outs.push_back(kern->param(unsigned(3 + o)));
   inst.base = inst.body.op("mul", {i, inst.body.constInt(u32, int64_t(grp.slots() + 1))}, u32);
   for (size_t s = 0; s < grp.slots(); ++s)
     inst.leaves.push_back(inst.body.op("load", {grp.trainable[s] ? kern->param(0) : kern->param(1), inst.index(s)}, t));
   return inst;
 }
 
+// The derivative outputs, in @main's order.
+enum class Kind { Gradient, CostGradient, Jacobian, Normal };
+struct KindInfo {
+  const char *suffix, *buffer;
+};
+KindInfo info(Kind k) {
+  switch (k) {
+    case Kind::Gradient: return {".g", "grad"};
+    case Kind::CostGradient: return {".c", "cgrad"};
+    case Kind::Jacobian: return {".j", "jac"};
+    case Kind::Normal: return {".n", "jtj"};
+  }
+  return {"", ""};
+}
+
+// Whether the kernels of `k` store their contributions at fixed positions
+// (the Jacobian, and everything in deterministic mode) rather than add them.
+bool stores(Kind k, bool deterministic) { return deterministic || k == Kind::Jacobian; }
+
+// @vgK<suffix>: per instance, the residual's .vjp with seed 1 gives r and the
+// Jacobian row d; the contributions are d_j (Gradient, Jacobian), r·d_j
+// (CostGradient) or d_a·d_b for a ≤ b (Normal). Stored at `offset` +
+// i·(contributions per instance) + q, or atomically added into the output
+// element: the leaf's parameter for a gradient, pairs[i·t² + a·t + b] (and
+// b·t + a) for JᵀJ.
+void derivativeKernel(ir::Module& m, const Group& grp, const std::string& name, const ir::Function& vjp, Kind kind,
+                      bool deterministic, uint64_t offset, const ir::Type* t, unsigned workgroupSize) {
+  ir::Context& ctx = m.context();
+  const ir::Type* u32 = ctx.u32();
+  bool store = stores(kind, deterministic);
+  Params outs = {{ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write), info(kind).buffer}};
+  if (kind == Kind::Normal && !store) outs.push_back({ctx.bufferType(u32, ir::Space::Device, ir::Ownership::Read), "pairs"});
+  Instance inst = instanceKernel(m, grp, name + info(kind).suffix, outs, t, workgroupSize);
+  Builder& b = inst.body;
+  std::vector<ir::Value*> args = inst.leaves;
+  args.push_back(b.constFloat(t, 1));
+  ir::Value* res = b.op("call", args, vjp.resultTypes()[0], {{"callee", ir::Attr::symbol(vjp.name())}});
+  auto field = [&](int64_t k) { return b.op("struct.extract", {res}, t, {{"index", ir::Attr::integer(k)}}); };
+  std::vector<ir::Value*> d;
+  std::vector<size_t> slotOf;
+  for (size_t s = 0; s < grp.slots(); ++s)
+    if (grp.trainable[s]) slotOf.push_back(s), d.push_back(field(int64_t(d.size() + 1)));
+  const uint64_t tr = d.size();
+  auto add = [&](ir::Value* at, ir::Value* v) { b.op("atomic.add", {inst.outs[0], at, v}, t); };
+  if (kind != Kind::Normal) {
+    ir::Value* r = kind == Kind::CostGradient ? field(0) : nullptr;
+    for (size_t j = 0; j < tr; ++j) {
+      ir::Value* c = r ? b.op("mul", {r, d[j]}, t) : d[j];
+      if (store) b.create("store", {inst.outs[0], inst.at(offset, tr, j), c});
+      else add(inst.index(slotOf[j]), c);
+    }
+  } else {
+    uint64_t q = 0, pairs = tr * (tr + 1) / 2;
+    auto pairAt = [&](uint64_t a, uint64_t bb) { return b.op("load", {inst.outs[1], inst.at(0, tr * tr, a * tr + bb)}, u32); };
+    for (uint64_t a = 0; a < tr; ++a)
+      for (uint64_t c = a; c < tr; ++c, ++q) {
+        ir::Value* p = b.op("mul", {d[a], d[c]}, t);
+        if (store) {
+          b.create("store", {inst.outs[0], inst.at(offset, pairs, q), p});
+          continue;
+        }
+        add(pairAt(a, c), p);
+        if (a != c) add(pairAt(c, a), p);
+      }
+  }
+  b.create("yield");
+}
+
+// kernel @vg.reduce(%parts, %start, %list, %out, %n): out[e] = the sum of
+// parts[list[k]] for k in start[e] .. start[e+1], in that order (one
+// invocation per output element, so the order never depends on the schedule).
+void reduceKernel(ir::Module& m, const ir::Type* t, unsigned workgroupSize) {
+  ir::Context& ctx = m.context();
+  const ir::Type* u32 = ctx.u32();
+  auto devRead = [&](const ir::Type* e) { return ctx.bufferType(e, ir::Space::Device, ir::Ownership::Read); };
+  ir::Function* kern = m.addFunction(
+      "vg.reduce", ir::FunctionKind::Kernel,
+      ctx.functionType(
+          {devRead(t), devRead(u32), devRead(u32), ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write), u32}, {}));
+  kern->workgroupSize = {workgroupSize, 1, 1};
+  const char* names[] = {"parts", "start", "list", "out", "n"};
+  for (unsigned i = 0; i < 5; ++i) kern->param(i)->setName(names[i]);
+  Builder b(ctx, kern->body());
+  ir::Value* e = b.globalId(0);
+  b.ifOp(b.lt(e, kern->param(4)), {}, [&](Builder& b) {
+    ir::Value* lo = b.load(kern->param(1), e);
+    ir::Value* hi = b.load(kern->param(1), b.add(e, b.constInt(u32, 1)));
+    auto step = [&](Builder& b, ir::Value* k, const ir::Values& acc) {
+      return b.add(acc[0], b.load(kern->param(0), b.load(kern->param(2), k)));
+    };
+    ir::Op* loop = b.forOp(lo, hi, b.constInt(u32, 1), {b.constFloat(t, 0)}, step);
+    b.store(kern->param(3), e, loop->result(0));
+  });
+  b.ret();
+}
+
 }  // namespace
 
 std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const std::vector<Group>& groups,
-                                       const LowerOptions& opts, std::string& error) {
+                                       const LowerOptions& options, std::string& error) {
+  LowerOptions opts = options;
+  if (opts.jacobian) opts.parameterInput = true, opts.outputs = Outputs{.gradient = false, .jacobian = true};
+  std::vector<Kind> kinds;
+  if (opts.outputs.gradient) kinds.push_back(Kind::Gradient);
+  if (opts.outputs.costGradient) kinds.push_back(Kind::CostGradient);
+  if (opts.outputs.jacobian) kinds.push_back(Kind::Jacobian);
+  if (opts.outputs.normal) kinds.push_back(Kind::Normal);
+  // The transposes and JᵀJ's tables only where a kernel reads them.
+  DerivativeLayout layout;
+  if (opts.outputs.normal || opts.deterministic) {
+    if (!derivativeLayout(g, groups, opts.outputs.normal, layout, error)) return nullptr;
+  } else {
+    uint32_t numConsts;
+    leafSlots(g, layout.numParams, numConsts);
+    layout.jacobianOffset = jacobianLayout(groups);
+  }
   auto m = std::make_unique<ir::Module>(ctx);
   const ir::Type* t = opts.f32 ? ctx.f32() : ctx.f64();
   const ir::Type* u32 = ctx.u32();
+  const unsigned wg = opts.workgroupSize;
 
   // Per signature: the residual function, the kernel over its instances and,
-  // when a slot is trainable, the gradient kernel from the residual's .vjp.
+  // when a slot is trainable, a derivative kernel per output from the
+  // residual's .vjp.
   std::vector<bool> hasGradient(groups.size(), false);
-  uint64_t jacobianOffset = 0;  // Jacobian values before this signature's
   for (size_t k = 0; k < groups.size(); ++k) {
     const Group& grp = groups[k];
     std::string name = "vg" + std::to_string(k);
     if (!lowerResidualFunction(*m, g, grp, name + ".r", t, error)) return nullptr;
     {
-      Instance inst = instanceKernel(*m, grp, name, ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write), "r",
-                                     t, opts.workgroupSize);
+      Instance inst = instanceKernel(*m, grp, name, {{ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write), "r"}}, t, wg);
       ir::Value* r = inst.body.op("call", inst.leaves, t, {{"callee", ir::Attr::symbol(name + ".r")}});
-      inst.body.create("store", {inst.out, inst.index(grp.slots()), r});
+      inst.body.create("store", {inst.outs[0], inst.index(grp.slots()), r});
       inst.body.create("yield");
     }
     std::vector<bool> wrt(grp.trainable.begin(), grp.trainable.end());
-    if (std::find(wrt.begin(), wrt.end(), true) == wrt.end()) continue;
+    if (std::find(wrt.begin(), wrt.end(), true) == wrt.end() || kinds.empty()) continue;
     auto vjp = passes::reverseDerivative(*m, *m->lookup(name + ".r"), wrt);
     if (!vjp) {
       error = "differentiating residual " + std::to_string(grp.residuals[0]) + " failed: " + vjp.error().message;
       return nullptr;
     }
     hasGradient[k] = true;
-    // @vgK.g: grad[param index of slot s] += ∂r/∂x_s, per instance, with seed 1
-    // (the gradient of Σr); atomics, since instances share leaves. With
-    // opts.jacobian, @vgK.j instead: J[rowOffset + i·trainable + j] = ∂r_i/∂(j-th trainable slot).
-    Instance inst = instanceKernel(*m, grp, name + (opts.jacobian ? ".j" : ".g"),
-                                   ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write),
-                                   opts.jacobian ? "jac" : "grad", t, opts.workgroupSize);
-    int64_t trainableSlots = std::count(wrt.begin(), wrt.end(), true);
-    ir::Value* row = inst.body.op(
-        "add", {inst.body.constInt(u32, int64_t(jacobianOffset)), inst.body.op("mul", {inst.id, inst.body.constInt(u32, trainableSlots)}, u32)}, u32);
-    jacobianOffset += uint64_t(trainableSlots) * grp.residuals.size();
-    std::vector<ir::Value*> args = inst.leaves;
-    args.push_back(inst.body.constFloat(t, 1));
-    const ir::Type* st = (*vjp)->resultTypes()[0];
-    ir::Value* res = inst.body.op("call", args, st, {{"callee", ir::Attr::symbol((*vjp)->name())}});
-    int64_t field = 1;
-    for (size_t s = 0; s < grp.slots(); ++s) {
-      if (!grp.trainable[s]) continue;
-      ir::Value* d = inst.body.op("struct.extract", {res}, t, {{"index", ir::Attr::integer(field++)}});
-      if (opts.jacobian)
-        inst.body.create("store", {inst.out, inst.body.op("add", {row, inst.body.constInt(u32, field - 2)}, u32), d});
-      else
-        inst.body.op("atomic.add", {inst.out, inst.index(s), d}, t);
-    }
-    inst.body.create("yield");
+    for (Kind kind : kinds)
+      derivativeKernel(*m, grp, name, **vjp, kind, opts.deterministic,
+                       kind == Kind::Normal ? layout.pairOffset[k] : layout.jacobianOffset[k], t, wg);
   }
+  bool reduces = opts.deterministic && std::any_of(kinds.begin(), kinds.end(), [](Kind k) { return k != Kind::Jacobian; });
+  if (reduces) reduceKernel(*m, t, wg);
 
   // Host: upload the leaves and the index tables, run every kernel, download
-  // the residuals and the gradient (one element per trainable leaf, at least one).
+  // the residuals and the outputs.
   const ir::Type* hostOut = ctx.bufferType(t, ir::Space::Host, ir::Ownership::Linear);
-  const ir::Type* hostIn = ctx.bufferType(t, ir::Space::Host, ir::Ownership::Read);
+  const ir::Type* devBuf = ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear);
   ir::Function* main = m->addFunction(
       "main", ir::FunctionKind::Host,
-      ctx.functionType(opts.jacobian ? std::vector<const ir::Type*>{hostIn} : std::vector<const ir::Type*>{}, {hostOut, hostOut}));
-  if (opts.jacobian) main->param(0)->setName("x");
+      ctx.functionType(opts.parameterInput ? std::vector<const ir::Type*>{ctx.bufferType(t, ir::Space::Host, ir::Ownership::Read)}
+                                           : std::vector<const ir::Type*>{},
+                       std::vector<const ir::Type*>(1 + kinds.size(), hostOut)));
+  if (opts.parameterInput) main->param(0)->setName("x");
   Builder b(ctx, main->body());
   const size_t numResiduals = g.residuals().size();
-  uint32_t numParams, numConsts;
-  std::vector<uint32_t> slot = leafSlots(g, numParams, numConsts);
-  const uint64_t gradLen = opts.jacobian ? std::max<uint64_t>(jacobianOffset, 1) : std::max<uint32_t>(numParams, 1);
-  ir::Value* gradCount = b.constInt(u32, int64_t(gradLen));
+  const uint32_t numParams = layout.numParams;
+  // Output elements (targets of the reduction) and contributions per kind.
+  auto targets = [&](Kind k) -> uint64_t {
+    return k == Kind::Normal ? layout.normal.index.size() : k == Kind::Jacobian ? layout.jacobianOffset.back() : numParams;
+  };
+  auto contributions = [&](Kind k) { return k == Kind::Normal ? layout.pairOffset.back() : layout.jacobianOffset.back(); };
+  auto sources = [&](Kind k) -> const CsrIndex& { return k == Kind::Normal ? layout.normalSources : layout.gradientSources; };
+  auto len = [&](uint64_t n) { return b.constInt(u32, int64_t(std::max<uint64_t>(n, 1))); };
   if (numResiduals == 0) {
-    ir::Value* zeros = b.op("alloc", {gradCount}, hostOut);
-    for (uint64_t i = 0; i < gradLen; ++i)
-      b.create("store", {zeros, b.constInt(u32, int64_t(i)), b.constFloat(t, 0)});
-    b.create("return", {b.op("alloc", {b.constInt(u32, 0)}, hostOut), zeros});
+    std::vector<ir::Value*> results = {b.op("alloc", {b.constInt(u32, 0)}, hostOut)};
+    for (Kind k : kinds) {
+      ir::Value* zeros = b.op("alloc", {len(targets(k))}, hostOut);
+      for (uint64_t i = 0; i < std::max<uint64_t>(targets(k), 1); ++i)
+        b.create("store", {zeros, b.constInt(u32, int64_t(i)), b.constFloat(t, 0)});
+      results.push_back(zeros);
+    }
+    b.create("return", results);
     return m;
   }
   std::vector<double> paramValues, constValues;
   for (const LeafDecl& d : g.decls())
     for (uint32_t e = 0; e < d.count; ++e) (d.trainable ? paramValues : constValues).push_back(g.node(d.first + e).value);
   ir::Value* params;
-  if (opts.jacobian) {  // x: max(numParams, 1) values from the caller
-    params = b.op("alloc", {b.constInt(u32, int64_t(std::max<uint32_t>(numParams, 1)))},
-                  ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear));
+  if (opts.parameterInput) {  // x: max(numParams, 1) values from the caller
+    params = b.op("alloc", {len(numParams)}, devBuf);
     b.create("h2d", {params, main->param(0)});
   } else {
     params = upload(b, t, paramValues, nullptr);
   }
   ir::Value* consts = upload(b, t, constValues, nullptr);
-  ir::Value* grad = opts.jacobian ? b.op("alloc", {gradCount}, ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear))
-                                  : upload(b, t, std::vector<double>(numParams, 0.0), nullptr);
   ir::Value* count = b.constInt(u32, int64_t(numResiduals));
-  ir::Value* out = b.op("alloc", {count}, ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear));
-  std::vector<ir::Value*> tables;
+  ir::Value* out = b.op("alloc", {count}, devBuf);
+  std::vector<ir::Value*> temporaries = {params, consts, out};
+  uint32_t np, nc;
+  std::vector<uint32_t> slot = leafSlots(g, np, nc);
+  ir::Value* one = b.constInt(u32, 1);
+  auto groupsFor = [&](uint64_t n) { return b.constInt(u32, int64_t((n + wg - 1) / wg)); };
+  // Per output: where @main's result is (zeroed where kernels add into it)
+  // and where the kernels put their contributions (a scratch buffer when
+  // @vg.reduce sums them).
+  std::vector<ir::Value*> results, parts;
+  for (Kind kind : kinds) {
+    bool store = stores(kind, opts.deterministic), reduce = store && kind != Kind::Jacobian;
+    ir::Value* dest = store && targets(kind) ? b.op("alloc", {len(targets(kind))}, devBuf)
+                                             : upload(b, t, std::vector<double>(targets(kind), 0.0), nullptr);
+    temporaries.push_back(dest);
+    results.push_back(dest);
+    parts.push_back(dest);
+    if (reduce) temporaries.push_back(parts.back() = b.op("alloc", {len(contributions(kind))}, devBuf));
+  }
+  // Per signature: its table, its residual kernel, then its derivative kernels.
   for (size_t k = 0; k < groups.size(); ++k) {
     const Group& grp = groups[k];
     std::vector<uint32_t> table;
@@ -310,30 +444,46 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
       for (size_t s = 0; s < grp.slots(); ++s) table.push_back(slot[grp.leaves[inst * grp.slots() + s]]);
       table.push_back(grp.residuals[inst]);
     }
-    ir::Value* dev = upload(b, u32, {}, &table);
-    tables.push_back(dev);
-    uint64_t n = grp.residuals.size();
-    ir::Value* one = b.constInt(u32, 1);
-    ir::Value* groupsX = b.constInt(u32, int64_t((n + opts.workgroupSize - 1) / opts.workgroupSize));
+    ir::Value* dev = upload(b, table);
+    temporaries.push_back(dev);
+    ir::Value* instances = b.constInt(u32, int64_t(grp.residuals.size()));
+    ir::Value* groupsX = groupsFor(grp.residuals.size());
     std::string name = "vg" + std::to_string(k);
-    ir::Value* instances = b.constInt(u32, int64_t(n));
-    b.create("dispatch", {groupsX, one, one, params, consts, dev, out, instances}, {},
-             {{"kernel", ir::Attr::symbol(name)}});
-    if (hasGradient[k])
-      b.create("dispatch", {groupsX, one, one, params, consts, dev, grad, instances},
-               {}, {{"kernel", ir::Attr::symbol(name + (opts.jacobian ? ".j" : ".g"))}});
+    b.create("dispatch", {groupsX, one, one, params, consts, dev, out, instances}, {}, {{"kernel", ir::Attr::symbol(name)}});
+    if (!hasGradient[k]) continue;
+    for (size_t o = 0; o < kinds.size(); ++o) {
+      std::vector<ir::Value*> args = {groupsX, one, one, params, consts, dev, parts[o]};
+      if (kinds[o] == Kind::Normal && !stores(kinds[o], opts.deterministic))
+        temporaries.push_back(args.emplace_back(upload(b, layout.pairTable[k])));
+      args.push_back(instances);
+      b.create("dispatch", args, {}, {{"kernel", ir::Attr::symbol(name + info(kinds[o]).suffix)}});
+    }
+  }
+  // Deterministic sums, one invocation per output element.
+  const CsrIndex* uploadedSources = nullptr;  // the two gradients share theirs
+  ir::Value *start = nullptr, *list = nullptr;
+  for (size_t o = 0; o < kinds.size(); ++o) {
+    if (parts[o] == results[o] || !targets(kinds[o])) continue;
+    if (uploadedSources != &sources(kinds[o])) {
+      uploadedSources = &sources(kinds[o]);
+      temporaries.push_back(start = upload(b, uploadedSources->start));
+      temporaries.push_back(list = upload(b, uploadedSources->index));
+    }
+    uint64_t n = targets(kinds[o]);
+    b.create("dispatch", {groupsFor(n), one, one, parts[o], start, list, results[o], b.constInt(u32, int64_t(n))},
+             {}, {{"kernel", ir::Attr::symbol("vg.reduce")}});
   }
   b.create("wait");
   ir::Value* host = b.op("alloc", {count}, hostOut);
   b.create("d2h", {host, out});
-  ir::Value* hostGrad = b.op("alloc", {gradCount}, hostOut);
-  b.create("d2h", {hostGrad, grad});
-  for (ir::Value* dev : tables) b.create("free", {dev});
-  b.create("free", {params});
-  b.create("free", {consts});
-  b.create("free", {grad});
-  b.create("free", {out});
-  b.create("return", {host, hostGrad});
+  for (size_t o = 0; o < kinds.size(); ++o) {
+    ir::Value* h = b.op("alloc", {len(targets(kinds[o]))}, hostOut);
+    b.create("d2h", {h, results[o]});
+    results[o] = h;
+  }
+  for (ir::Value* dev : temporaries) b.create("free", {dev});
+  results.insert(results.begin(), host);
+  b.create("return", results);
   return m;
 }
 

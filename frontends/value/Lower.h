@@ -8,13 +8,16 @@
 //     parameter values and one of all constant values, calls @vgK.r and
 //     writes r[index], and
 //   - when a slot is trainable, `@vgK.r.vjp` (passes/Autodiff.h, with respect
-//     to the trainable slots) and a kernel `@vgK.g` that calls it with seed 1
-//     per instance and atomically adds each trainable slot's adjoint into
-//     grad[the leaf's parameter index].
-// A host `@main() -> (buffer<T, host, linear>, buffer<T, host, linear>)`
-// uploads the leaves and tables, dispatches each kernel once and returns the
-// residuals and the gradient of their sum (one element per trainable leaf in
-// declaration order; one 0 when there is none). T is f64 or f32.
+//     to the trainable slots) and, per output asked for (Outputs), a kernel
+//     that calls it with seed 1 per instance: `@vgK.g` adds each trainable
+//     slot's adjoint into grad[the leaf's parameter index] (atomically, or
+//     stores it for `@vg.reduce` in deterministic mode), `@vgK.c` the same
+//     times r (Jᵀr), `@vgK.j` stores the Jacobian row and `@vgK.n` adds the
+//     products of its entries into JᵀJ.
+// A host `@main() -> (buffer<T, host, linear>, ...)` uploads the leaves and
+// tables, dispatches each kernel once and returns the residuals and the
+// outputs (by default the gradient of their sum: one element per trainable
+// leaf in declaration order; one 0 when there is none). T is f64 or f32.
 #pragma once
 
 #include <memory>
@@ -27,6 +30,15 @@
 
 namespace eph::value {
 
+// What @main returns after the residuals, in this order (those set), each a
+// buffer<T, host, linear> with at least one element (a single 0 when empty).
+struct Outputs {
+  bool gradient = true;       // ∂(Σr)/∂x: one per parameter (trainable leaf), declaration order
+  bool costGradient = false;  // ∂(½Σr²)/∂x = Jᵀr, likewise
+  bool jacobian = false;      // J's values in jacobianLayout order (DerivativeLayout maps them to rows)
+  bool normal = false;        // JᵀJ's values in DerivativeLayout::normal's order
+};
+
 struct LowerOptions {
   bool f32 = false;            // T = f32 (else f64)
   unsigned workgroupSize = 64;
@@ -34,8 +46,18 @@ struct LowerOptions {
   // values (max(params, 1) of them) and returns the residuals and the
   // Jacobian's values instead of the gradient: kernels `@vgK.j` write, per
   // instance i of signature K, its trainable slots' ∂r/∂x in slot order at
-  // jacobianLayout's offset for K plus i·(trainable slots of K).
+  // jacobianLayout's offset for K plus i·(trainable slots of K). Shorthand for
+  // parameterInput and outputs = {jacobian}.
   bool jacobian = false;
+  // `@main(%x: buffer<T, host, read>)`: the parameter values come from the
+  // caller (else the declared values are compiled in).
+  bool parameterInput = false;
+  Outputs outputs;
+  // Shared parameters accumulate without atomics: each instance stores its
+  // contributions (Layout.h) and `@vg.reduce` sums each output element's in a
+  // fixed order, so the results are bit-identical from run to run and for any
+  // thread count. Else the kernels `atomic.add` into the outputs.
+  bool deterministic = false;
 };
 
 // Where signature K's Jacobian values start in that buffer (one more entry:
