@@ -36,6 +36,11 @@ struct LowerOptions {
   // instance i of signature K, its trainable slots' ∂r/∂x in slot order at
   // jacobianLayout's offset for K plus i·(trainable slots of K).
   bool jacobian = false;
+  // False: no host `@main`, only the functions and kernels, for a caller that
+  // allocates the buffers and dispatches the kernels itself through the
+  // runtime's Device API (examples/value/DeviceEnergy.h), keeping constants
+  // and tables on the device across evaluations.
+  bool hostMain = true;
 };
 
 // Where signature K's Jacobian values start in that buffer (one more entry:
