@@ -75,6 +75,25 @@ std::vector<std::array<uint32_t, 2>> edges(const Mesh& m) {
   return out;
 }
 
+Mesh jittered(const Mesh& m, double amount) {
+  Mesh out = m;
+  double mean = 0;
+  std::vector<std::array<uint32_t, 2>> es = edges(m);
+  for (auto [i, j] : es)
+    mean += std::sqrt(std::pow(m.xyz[3 * i] - m.xyz[3 * j], 2) + std::pow(m.xyz[3 * i + 1] - m.xyz[3 * j + 1], 2) +
+                      std::pow(m.xyz[3 * i + 2] - m.xyz[3 * j + 2], 2));
+  mean /= double(std::max<size_t>(es.size(), 1));
+  uint64_t state = 0x9E3779B97F4A7C15ull;  // splitmix64: the same offsets everywhere
+  for (double& c : out.xyz) {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    c += amount * mean * (double(z >> 11) * 0x1.0p-53 * 2 - 1);
+  }
+  return out;
+}
+
 Graph developableGraph(const Mesh& m, Weights weights, double w) {
   Graph g;
   std::vector<std::array<uint32_t, 2>> es = edges(m);
@@ -130,8 +149,9 @@ double seconds(std::chrono::steady_clock::time_point since) {
 }
 }  // namespace
 
-Expected<FlowResult> runFlow(const Mesh& m, const FlowOptions& o) {
+Expected<FlowResult> runFlow(const Mesh& sphere, const FlowOptions& o) {
   auto start = std::chrono::steady_clock::now();
+  const Mesh m = jittered(sphere, o.jitter);
   FlowResult res;
   const size_t nv = m.vertices();
   res.vertices = nv, res.faces = m.faces.size();
@@ -145,6 +165,7 @@ Expected<FlowResult> runFlow(const Mesh& m, const FlowOptions& o) {
     res.threshold = o.developableRatio * mean;
   }
   std::vector<double> x(m.xyz);
+  res.start = m.xyz;
   // The problem: compiled kernels on a device, or the host's reference evaluator.
   std::unique_ptr<runtime::Device> dev;
   std::unique_ptr<DeviceEnergy> kernels;

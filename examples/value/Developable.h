@@ -44,6 +44,11 @@ struct FlowOptions {
   Weights weights = Weights::Angle;
   double stretch = 1.0;             // the edge term's weight relative to the sphere's mean λ
   double developableRatio = 1e-2;   // a vertex is developable when λ_v < ratio · mean λ on the sphere
+  // Each vertex moves by up to jitter · (mean edge length) first, the same
+  // pseudo-random way on every target: on the exact icosphere the valence-5
+  // vertices have a double smallest eigenvalue, where λ is not differentiable
+  // and the gradient's direction there would be picked by rounding.
+  double jitter = 1e-3;
 };
 
 struct FlowResult {
@@ -55,13 +60,17 @@ struct FlowResult {
   double maxStretch = 0;                     // max_e | |e|/|e₀| − 1 | at the end
   SolveResult solve;
   double setupSeconds = 0;                   // graph, grouping, lowering and kernel compilation
+  std::vector<double> start;                 // the jittered starting positions
   std::vector<double> x;                     // the final positions
   std::vector<double> lambda;                // per vertex, at the end
 };
 
+// `m` with every vertex moved by a deterministic pseudo-random offset of at
+// most `amount` times the mean edge length in each coordinate.
+Mesh jittered(const Mesh& m, double amount);
 // Builds the graph of `m` (params x[3V], consts rest[E]) with edge weight `w`.
 Graph developableGraph(const Mesh& m, Weights weights, double w);
-// Runs the flow from `m`'s positions.
+// Runs the flow from `m`'s positions, jittered by o.jitter (FlowResult::start).
 Expected<FlowResult> runFlow(const Mesh& m, const FlowOptions& o);
 
 // Wavefront OBJ: `v x y z` lines then `f a b c` (1-based).
