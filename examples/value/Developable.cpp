@@ -124,9 +124,7 @@ Graph developableGraph(const Mesh& m, Weights weights, double w) {
   std::vector<std::vector<uint32_t>> rings = oneRings(m);
   std::vector<Value> leaves;
   for (size_t v = 0; v < rings.size(); ++v) {
-    leaves.clear();
-    for (uint32_t u : {uint32_t(v)})
-      for (int k = 0; k < 3; ++k) leaves.push_back(x[3 * u + k]);
+    leaves.assign(x.begin() + 3 * v, x.begin() + 3 * v + 3);  // the vertex, then its ring
     for (uint32_t u : rings[v])
       for (int k = 0; k < 3; ++k) leaves.push_back(x[3 * u + k]);
     g.trace(leaves, vertexEnergy);

@@ -9,7 +9,7 @@
 //   DeviceLeastSquares  r(x) and its sparse Jacobian from the kernels @vgK.j
 //                 (a LeastSquaresProblem for Levenberg–Marquardt: the sketch)
 //
-// T is float64. Construction errors (an op without an IR lowering, a device
+// T is float64. The graph and the device must outlive the problem. Construction errors (an op without an IR lowering, a device
 // that cannot run the kernels) are reported by create().
 #pragma once
 
