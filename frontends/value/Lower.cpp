@@ -111,6 +111,40 @@ ir::Value* lowerNode(Builder& b, const Node& n, std::span<ir::Value* const> in, 
   return nullptr;
 }
 
+// A custom op with `lowerDerivative` becomes a call to a device function
+// `@vg.custom.NAME.T` holding its `lower` body, with a hand-made
+// `@vg.custom.NAME.T.vjp` (its inputs and a seed -> struct<out, seed·∂out/∂in_i...>)
+// beside it, which the autodiff pass reuses for the call instead of
+// differentiating the body: the op's own derivative reaches the kernels
+// (eigmin3's body has acos and sqrt, whose derivatives are infinite where two
+// eigenvalues meet, but its derivative rule is finite there).
+ir::Value* lowerCustomCall(Builder& b, ir::Module& m, const CustomOp& op, std::span<ir::Value* const> in,
+                           const ir::Type* t) {
+  ir::Context& ctx = m.context();
+  std::string name = "vg.custom." + op.name + "." + t->str();
+  if (!m.lookup(name)) {
+    std::vector<const ir::Type*> params(op.arity, t);
+    ir::Function* f = m.addFunction(name, ir::FunctionKind::Device, ctx.functionType(params, {t}));
+    Builder fb(ctx, f->body());
+    std::vector<ir::Value*> args;
+    for (unsigned i = 0; i < op.arity; ++i) args.push_back(f->param(i));
+    fb.create("return", {op.lower(fb, args, t)});
+    params.push_back(t);  // the seed
+    std::vector<const ir::Type*> fields(op.arity + 1, t);
+    ir::Function* vjp = m.addFunction(name + ".vjp", ir::FunctionKind::Device,
+                                      ctx.functionType(params, {ctx.structType(fields)}));
+    Builder vb(ctx, vjp->body());
+    args.clear();
+    for (unsigned i = 0; i < op.arity; ++i) args.push_back(vjp->param(i));
+    ir::Value* out = op.lower(vb, args, t);
+    std::vector<ir::Value*> d = op.lowerDerivative(vb, args, out, t);
+    std::vector<ir::Value*> result{out};
+    for (ir::Value* di : d) result.push_back(vb.op("mul", {vjp->param(op.arity), di}, t));
+    vb.create("return", {vb.op("struct.make", result, ctx.structType(fields))});
+  }
+  return b.op("call", std::vector<ir::Value*>(in.begin(), in.end()), t, {{"callee", ir::Attr::symbol(name)}});
+}
+
 }  // namespace
 
 bool lowerResidualFunction(ir::Module& m, const Graph& g, const Group& grp, const std::string& name,
@@ -144,7 +178,10 @@ bool lowerResidualFunction(ir::Module& m, const Graph& g, const Group& grp, cons
     }
     in.clear();
     for (NodeId a : g.args(id)) in.push_back(value[position.at(a)]);
-    value[i] = lowerNode(b, n, in, t);
+    if (n.kind == OpKind::Custom && customOp(n.aux).lowerDerivative)
+      value[i] = lowerCustomCall(b, m, customOp(n.aux), in, t);
+    else
+      value[i] = lowerNode(b, n, in, t);
   }
   b.create("return", {value.back()});
   return true;
@@ -373,6 +410,7 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
   bool reduces = opts.deterministic && std::any_of(kinds.begin(), kinds.end(), [](Kind k) { return k != Kind::Jacobian; });
   if (reduces) reduceKernel(*m, t, wg);
 
+  if (!opts.hostMain) return m;
   // Host: upload the leaves and the index tables, run every kernel, download
   // the residuals and the outputs.
   const ir::Type* hostOut = ctx.bufferType(t, ir::Space::Host, ir::Ownership::Linear);

@@ -58,6 +58,11 @@ struct LowerOptions {
   // fixed order, so the results are bit-identical from run to run and for any
   // thread count. Else the kernels `atomic.add` into the outputs.
   bool deterministic = false;
+  // False: no host `@main`, only the functions and kernels, for a caller that
+  // allocates the buffers and dispatches the kernels itself through the
+  // runtime's Device API (examples/value/DeviceEnergy.h), keeping constants
+  // and tables on the device across evaluations.
+  bool hostMain = true;
 };
 
 // Where signature K's Jacobian values start in that buffer (one more entry:
