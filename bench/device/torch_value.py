@@ -38,7 +38,7 @@ except ImportError:  # --numpy-check needs only numpy
 def make_mesh(family, n):
     if family == "edge":
         W = int(math.sqrt(n / 3.0)) + 2
-        H = n // (3 * W) + 2
+        H = n // (3 * (W - 1)) + 3
     else:
         W = int(math.sqrt(float(n))) + 2
         H = n // (W - 1) + 2

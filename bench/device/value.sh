@@ -11,7 +11,8 @@
 # static builds eph_value_bench and eph_value_group_bench in .gl/bin
 # (RESULTS.md, "How to run it", builds them as eph_gpu_bench is built).
 # Under $OUT: log.txt (everything printed), ephc_edge.json,
-# ephc_edge_jacobian.json, ephc_hinge.json, torch_edge.json, torch_hinge.json.
+# ephc_edge_jacobian.json, ephc_edge_wg256.json, ephc_hinge.json, torch_edge.json,
+# torch_hinge.json.
 #
 #   bash bench/device/value.sh       SIZES (edge, default 1000000,4000000),
 #                                    HINGE (default 1000000), RUNS, BATCH
@@ -43,6 +44,9 @@ python3 bench/device/torch_value.py --family edge --sizes "$SIZES" --runs "$RUNS
   --eph-json "$OUT/ephc_edge.json" --json "$OUT/torch_edge.json" || status=1
 "$BIN/eph_value_bench" --target vulkan --family edge --sizes "$SIZES" --runs "$RUNS" --batch "$BATCH" --jacobian \
   --json "$OUT/ephc_edge_jacobian.json" || status=1
+# The workgroup size of the lowering (64 by default): 256 at the largest size.
+"$BIN/eph_value_bench" --target vulkan --family edge --sizes "${SIZES##*,}" --runs "$RUNS" --batch "$BATCH" \
+  --workgroup 256 --no-check --json "$OUT/ephc_edge_wg256.json" || status=1
 "$BIN/eph_value_bench" --target vulkan --family hinge --sizes "$HINGE" --runs "$RUNS" --batch "$BATCH" \
   --json "$OUT/ephc_hinge.json" || status=1
 python3 bench/device/torch_value.py --family hinge --sizes "$HINGE" --runs "$RUNS" --iters "$BATCH" --no-compile \

@@ -31,7 +31,7 @@ Mesh makeMesh(Family f, size_t n) {
   // edge: about 3 edges per vertex; hinge: one per quad.
   if (f == Family::Edge) {
     m.W = uint32_t(std::sqrt(double(n) / 3.0)) + 2;
-    m.H = uint32_t(n / (3 * size_t(m.W))) + 2;
+    m.H = uint32_t(n / (3 * size_t(m.W - 1))) + 3;
   } else {
     m.W = uint32_t(std::sqrt(double(n))) + 2;
     m.H = uint32_t(n / (m.W - 1)) + 2;

@@ -44,7 +44,8 @@ struct Row {
   double traceMs = 0, compileMs = 0, checkMs = 0;
   double resErr = 0, gradErr = 0;
   double sumR = 0, sumAbsG = 0, dotGW = 0;
-  std::vector<double> wall, gpu;
+  std::vector<double> wall, gpu, profiledWall;
+  std::vector<std::pair<std::string, std::vector<double>>> kernels;  // per dispatch of an evaluation
 };
 
 }  // namespace
@@ -75,16 +76,21 @@ int main(int argc, char** argv) {
   Family fam;
   if (!parseFamily(family, fam)) fail("--family wants edge or hinge");
 
+  // On vulkan, two devices: wall times on one without GPU timestamps (a
+  // timestamp is a command and a query to read back per dispatch), GPU times
+  // on one with them.
   std::unique_ptr<eph::runtime::Device> dev;
 #ifdef EPH_VALUE_BENCH_VULKAN
-  eph::runtime::VulkanDevice* vk = nullptr;
+  std::unique_ptr<eph::runtime::VulkanDevice> prof;
   if (target == "vulkan") {
     eph::runtime::VulkanOptions vo;
-    vo.profile = true;  // GPU timestamps per dispatch
     auto d = eph::runtime::VulkanDevice::open(vo);
     if (!d) fail(d.error().str());
-    vk = d->get();
     dev = std::move(*d);
+    vo.profile = true;
+    auto p = eph::runtime::VulkanDevice::open(vo);
+    if (!p) fail(p.error().str());
+    prof = std::move(*p);
   }
 #endif
   if (!dev) {
@@ -92,6 +98,23 @@ int main(int argc, char** argv) {
     if (!d) fail(d.error().str());
     dev = std::move(*d);
   }
+  // Warm-up (at least 300 ms of evaluations: the GPU's clocks climb), then
+  // `runs` batches; per-evaluation wall ms of each batch.
+  auto timeBatches = [&](eph::runtime::Device& d, KernelRunner& k) {
+    auto t0 = Clock::now();
+    while (msSince(t0) < 300) {
+      for (int b = 0; b < batch; ++b) k.dispatch();
+      check(d.wait({}));
+    }
+    std::vector<double> wall;
+    for (int run = 0; run < runs; ++run) {
+      t0 = Clock::now();
+      for (int b = 0; b < batch; ++b) k.dispatch();
+      check(d.wait({}));
+      wall.push_back(msSince(t0) / batch);
+    }
+    return wall;
+  };
   std::string devName = dev->caps().name;
   std::fprintf(stderr, "device: %s (%s)\n", devName.c_str(), dev->caps().driver.c_str());
 
@@ -126,39 +149,34 @@ int main(int argc, char** argv) {
     for (double v : r) row.sumR += v;
     if (!jacobian)
       for (size_t k = 0; k < out.size(); ++k) row.sumAbsG += std::abs(out[k]), row.dotGW += out[k] * std::sin(double(k));
-    g = eph::value::Graph();
-
-    // Warm-up: at least 300 ms of evaluations (the GPU's clocks climb).
-    t0 = Clock::now();
-    while (msSince(t0) < 300) {
-      for (int b = 0; b < batch; ++b) ours.dispatch();
-      check(dev->wait({}));
-    }
+    row.wall = timeBatches(*dev, ours);
 #ifdef EPH_VALUE_BENCH_VULKAN
-    if (vk) vk->takeDispatchTimes();
-#endif
-    for (int run = 0; run < runs; ++run) {
-      t0 = Clock::now();
-      for (int b = 0; b < batch; ++b) ours.dispatch();
-      check(dev->wait({}));
-      row.wall.push_back(msSince(t0) / batch);
-    }
-#ifdef EPH_VALUE_BENCH_VULKAN
-    if (vk) {
-      auto times = vk->takeDispatchTimes();
-      int per = ours.dispatchesPerEval();
-      if (times.size() == size_t(runs * batch * per))
+    if (prof) {
+      KernelRunner timed(*prof, g, m, jacobian, wg);
+      prof->takeDispatchTimes();
+      row.profiledWall = timeBatches(*prof, timed);
+      auto times = prof->takeDispatchTimes();  // the warm-up's too: the last runs·batch evaluations count
+      int per = timed.dispatchesPerEval();
+      size_t last = size_t(runs * batch * per);
+      if (times.size() >= last) {
+        times.erase(times.begin(), times.end() - long(last));
         for (size_t e = 0; e < times.size() / per; ++e) {
           double s = 0;
-          for (int d = 0; d < per; ++d) s += times[e * per + d].ms;
+          for (int d = 0; d < per; ++d) {
+            s += times[e * per + d].ms;
+            if (e == 0) row.kernels.push_back({times[d].kernel, {}});
+            row.kernels[d].second.push_back(times[e * per + d].ms);
+          }
           row.gpu.push_back(s);
         }
-      else
-        std::fprintf(stderr, "warning: %zu dispatch times for %d dispatches\n", times.size(), runs * batch * per);
+      } else {
+        std::fprintf(stderr, "warning: %zu dispatch times for %zu dispatches\n", times.size(), last);
+      }
     }
 #endif
     std::fprintf(stderr, "%s %zu: wall %.4f ms, gpu %.4f ms per evaluation (trace %.0f ms, compile %.0f ms, check %.0f ms)\n",
                  family.c_str(), row.n, median(row.wall), median(row.gpu), row.traceMs, row.compileMs, row.checkMs);
+    for (auto& [name, t] : row.kernels) std::fprintf(stderr, "  %s: %.4f ms\n", name.c_str(), median(t));
     rows.push_back(std::move(row));
   }
 
@@ -180,9 +198,12 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       o << "    {\"residuals\": " << r.n << ", \"params\": " << r.params << ", \"wall_ms\": " << median(r.wall)
-        << ", \"gpu_ms\": " << median(r.gpu) << ", \"trace_ms\": " << r.traceMs << ", \"compile_ms\": " << r.compileMs
+        << ", \"gpu_ms\": " << median(r.gpu) << ", \"profiled_wall_ms\": " << median(r.profiledWall) << ", \"trace_ms\": " << r.traceMs << ", \"compile_ms\": " << r.compileMs
         << ", \"residual_error\": " << r.resErr << ", \"gradient_error\": " << r.gradErr << ", \"sum_r\": " << r.sumR
-        << ", \"sum_abs_grad\": " << r.sumAbsG << ", \"grad_dot_sin\": " << r.dotGW << ", \"wall_runs_ms\": [";
+        << ", \"sum_abs_grad\": " << r.sumAbsG << ", \"grad_dot_sin\": " << r.dotGW << ", \"kernels_gpu_ms\": {";
+      for (size_t k = 0; k < r.kernels.size(); ++k)
+        o << (k ? ", " : "") << "\"" << r.kernels[k].first << "\": " << median(r.kernels[k].second);
+      o << "}, \"wall_runs_ms\": [";
       for (size_t k = 0; k < r.wall.size(); ++k) o << (k ? ", " : "") << r.wall[k];
       o << "]}" << (i + 1 < rows.size() ? "," : "") << "\n";
     }
