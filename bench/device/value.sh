@@ -49,7 +49,7 @@ python3 bench/device/torch_value.py --family edge --sizes "$SIZES" --runs "$RUNS
   --workgroup 256 --no-check --json "$OUT/ephc_edge_wg256.json" || status=1
 "$BIN/eph_value_bench" --target vulkan --family hinge --sizes "$HINGE" --runs "$RUNS" --batch "$BATCH" \
   --json "$OUT/ephc_hinge.json" || status=1
-python3 bench/device/torch_value.py --family hinge --sizes "$HINGE" --runs "$RUNS" --iters "$BATCH" --no-compile \
+python3 bench/device/torch_value.py --family hinge --sizes "$HINGE" --runs "$RUNS" --iters "$BATCH" \
   --eph-json "$OUT/ephc_hinge.json" --json "$OUT/torch_hinge.json" || status=1
 for i in 1 2 3; do "$BIN/eph_value_group_bench" 1000000; done
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv

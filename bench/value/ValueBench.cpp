@@ -6,7 +6,7 @@
 #include <ctime>
 
 #include "frontends/value/Lower.h"
-#include "ir/Parser.h"
+#include "ir/Builder.h"
 #include "ir/Verifier.h"
 
 namespace vbench {
@@ -134,20 +134,27 @@ std::string utcNow() {
 
 namespace {
 
-const char* kZeroKernel = R"(
-kernel @vbench.zero(%g: buffer<f64, device, write>, %n: u32) workgroup(256, 1, 1) {
-  %i = global_id {dim = 0} : u32
-  %inside = lt %i, %n : bool
-  if %inside {
-    %z = const {value = 0.0} : f64
-    store %g, %i, %z
-    yield
-  } {
-    yield
-  }
-  return
+// `@vbench.zero(%g, %n)`: g[i] = 0 for i < n, added to the lowered module:
+// a device runs the kernels of one module at a time (VulkanDevice prepares
+// the module again when a dispatch names a kernel of another), so the zero
+// kernel must live beside @vg0.
+const ir::Function* addZeroKernel(ir::Module& m) {
+  ir::Context& ctx = m.context();
+  const ir::Type *u32 = ctx.u32(), *f64 = ctx.f64();
+  ir::Function* k = m.addFunction(
+      "vbench.zero", ir::FunctionKind::Kernel,
+      ctx.functionType({ctx.bufferType(f64, ir::Space::Device, ir::Ownership::Write), u32}, {}));
+  k->workgroupSize = {256, 1, 1};
+  ir::Builder b(ctx, k->body());
+  ir::Value* i = b.op("global_id", {}, u32, {{"dim", ir::Attr::integer(0)}});
+  ir::Op* guard = b.create("if", {b.op("lt", {i, k->param(1)}, ctx.boolType())}, {}, {}, 2);
+  ir::Builder(ctx, guard->region(1)).create("yield");
+  b.create("return");
+  ir::Builder body(ctx, guard->region(0));
+  body.create("store", {k->param(0), i, body.constFloat(f64, 0)});
+  body.create("yield");
+  return k;
 }
-)";
 
 interp::RtValue bufArg(const ir::Function& k, unsigned param, uint64_t handle) {
   interp::RtValue v;
@@ -181,18 +188,12 @@ KernelRunner::KernelRunner(eph::runtime::Device& dev, const value::Graph& g, con
   std::string error;
   mod_ = value::lowerGraph(ctx_, small, smallGroups, lo, error);
   if (!mod_) fail("lowering: " + error);
+  if (!jacobian) zeroKernel_ = addZeroKernel(*mod_);
   check(ir::verify(*mod_));
   rKernel_ = mod_->lookup("vg0");
   dKernel_ = mod_->lookup(jacobian ? "vg0.j" : "vg0.g");
   if (!rKernel_ || !dKernel_) fail("the lowered module has no vg0 / vg0.j / vg0.g kernel");
   check(dev_.prepare(*mod_));
-  if (!jacobian) {
-    auto z = ir::parseModule(ctx_, kZeroKernel, "zero.eir");
-    if (!z) fail(z.error().str());
-    zeroMod_ = std::move(*z);
-    zeroKernel_ = zeroMod_->lookup("vbench.zero");
-    check(dev_.prepare(*zeroMod_));
-  }
   compileMs = msSince(t0);
 
   // The index table as lowerGraph's @main builds it.

@@ -128,7 +128,7 @@ class KernelRunner {
  private:
   eph::runtime::Device& dev_;
   eph::ir::Context ctx_;
-  std::unique_ptr<eph::ir::Module> mod_, zeroMod_;
+  std::unique_ptr<eph::ir::Module> mod_;
   const eph::ir::Function *rKernel_ = nullptr, *dKernel_ = nullptr, *zeroKernel_ = nullptr;
   bool jacobian_;
   unsigned wg_;

@@ -116,7 +116,9 @@ int main(int argc, char** argv) {
     return wall;
   };
   std::string devName = dev->caps().name;
-  std::fprintf(stderr, "device: %s (%s)\n", devName.c_str(), dev->caps().driver.c_str());
+  bool f64Atomics = dev->caps().atomicFloat64Add;
+  std::fprintf(stderr, "device: %s (%s), float64 atomic add: %s\n", devName.c_str(), dev->caps().driver.c_str(),
+               f64Atomics ? "yes" : "no");
 
   std::vector<Row> rows;
   std::stringstream in(sizes);
@@ -192,7 +194,7 @@ int main(int argc, char** argv) {
     std::ofstream o(json);
     o.precision(17);
     o << "{\n  \"bench\": \"eph_value_bench\",\n  \"device\": \"" << jsonEscape(devName) << "\",\n  \"driver\": \""
-      << jsonEscape(dev->caps().driver) << "\",\n  \"target\": \"" << target << "\",\n  \"date\": \"" << date
+      << jsonEscape(dev->caps().driver) << "\",\n  \"float64_atomic_add\": " << (f64Atomics ? "true" : "false") << ",\n  \"target\": \"" << target << "\",\n  \"date\": \"" << date
       << "\",\n  \"family\": \"" << family << "\",\n  \"what\": \"" << what << "\",\n  \"runs\": " << runs
       << ",\n  \"batch\": " << batch << ",\n  \"workgroup\": " << wg << ",\n  \"results\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
