@@ -19,7 +19,9 @@
 // Both sides are checked against each other (residuals, every Jacobian entry)
 // and the residuals against the template on doubles before anything is
 // timed. Each time is the median of --runs runs, each run the mean of as many
-// evaluations as fill --min-ms (after a warm-up evaluation).
+// evaluations as fill --min-ms (after a warm-up evaluation); the runs of the
+// four are interleaved (ephc, kernels, Evaluate, loop, ephc, ...). The JSON
+// has every run, and the fastest run of each (best-of, for loaded machines).
 //
 //   eph_value_ceres_bench [--sizes 10000,100000,1000000] [--families edge,hinge]
 //                         [--threads N] [--runs 7] [--min-ms 100] [--json FILE]
@@ -60,21 +62,27 @@ struct HingeCost {
   }
 };
 
-// Per-call milliseconds of fn: one warm-up call, then `runs` runs of as many
-// calls as fill minMs (estimated from the warm-up), each run's mean.
-std::vector<double> timeCalls(const std::function<void()>& fn, int runs, double minMs) {
-  auto t0 = Clock::now();
-  fn();
-  double one = std::max(msSince(t0), 1e-3);
-  int reps = std::max(1, int(minMs / one));
-  std::vector<double> out;
-  for (int r = 0; r < runs; ++r) {
-    auto t = Clock::now();
-    for (int i = 0; i < reps; ++i) fn();
-    out.push_back(msSince(t) / reps);
+// Per-call milliseconds of each of fns, interleaved so that a loaded machine
+// slows each alike: one warm-up call each (which sets how many calls fill
+// minMs), then `runs` rounds, each timing every fn over its calls in turn.
+std::vector<std::vector<double>> timeCalls(const std::vector<std::function<void()>>& fns, int runs, double minMs) {
+  std::vector<int> reps;
+  for (auto& fn : fns) {
+    auto t0 = Clock::now();
+    fn();
+    reps.push_back(std::max(1, int(minMs / std::max(msSince(t0), 1e-3))));
   }
+  std::vector<std::vector<double>> out(fns.size());
+  for (int r = 0; r < runs; ++r)
+    for (size_t f = 0; f < fns.size(); ++f) {
+      auto t = Clock::now();
+      for (int i = 0; i < reps[f]; ++i) fns[f]();
+      out[f].push_back(msSince(t) / reps[f]);
+    }
   return out;
 }
+
+double minOf(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
 
 struct Row {
   std::string family;
@@ -231,10 +239,8 @@ int main(int argc, char** argv) {
              ", against the template on doubles " + std::to_string(row.refErr) + ", Jacobian " +
              std::to_string(row.jacErr));
 
-      row.ours = timeCalls(oursEval, runs, minMs);
-      row.oursKernels = timeCalls([&] { ours.dispatch(); }, runs, minMs);
-      row.evaluate = timeCalls(ceresEvaluate, runs, minMs);
-      row.loop = timeCalls(ceresLoop, runs, minMs);
+      auto times = timeCalls({oursEval, [&] { ours.dispatch(); }, ceresEvaluate, ceresLoop}, runs, minMs);
+      row.ours = times[0], row.oursKernels = times[1], row.evaluate = times[2], row.loop = times[3];
       std::fprintf(stderr, "%s %zu: ephc %.3f ms (kernels %.3f), Ceres Evaluate %.3f ms, Ceres loop %.3f ms\n",
                    fname.c_str(), n, median(row.ours), median(row.oursKernels), median(row.evaluate),
                    median(row.loop));
@@ -246,12 +252,15 @@ int main(int argc, char** argv) {
   std::printf("eph_value_ceres_bench on %s, %s; Ceres %s, %d thread(s); median of %d runs\n", cpu.c_str(),
               date.c_str(), CERES_VERSION_STRING, threads, runs);
   std::printf("residual + Jacobian evaluations (ms per evaluation of all N residuals; M/s = million residuals per s)\n");
-  std::printf("%-6s %9s %10s %10s %8s %12s %10s %9s %9s %9s\n", "family", "N", "ephc ms", "kernels", "M/s",
-              "Ceres Eval", "Ceres loop", "x Eval", "x loop", "max err");
+  std::printf("%-6s %9s %10s %10s %8s %12s %10s %9s %9s %9s %9s %9s\n", "family", "N", "ephc ms", "kernels", "M/s",
+              "Ceres Eval", "Ceres loop", "x Eval", "x loop", "best xEv", "best xlp", "max err");
+  // (best: the ratios of the fastest runs)
   for (const Row& r : rows) {
     double o = median(r.ours), e = median(r.evaluate), l = median(r.loop);
-    std::printf("%-6s %9zu %10.3f %10.3f %8.1f %12.3f %10.3f %8.2fx %8.2fx %9.1e\n", r.family.c_str(), r.n, o,
-                median(r.oursKernels), double(r.n) / o / 1e3, e, l, e / o, l / o, std::max(r.resErr, r.jacErr));
+    double bo = minOf(r.ours);
+    std::printf("%-6s %9zu %10.3f %10.3f %8.1f %12.3f %10.3f %8.2fx %8.2fx %8.2fx %8.2fx %9.1e\n", r.family.c_str(),
+                r.n, o, median(r.oursKernels), double(r.n) / o / 1e3, e, l, e / o, l / o, minOf(r.evaluate) / bo,
+                minOf(r.loop) / bo, std::max(r.resErr, r.jacErr));
   }
   if (!json.empty()) {
     std::ofstream out(json);
@@ -269,7 +278,9 @@ int main(int argc, char** argv) {
           << ", \"ephc_ms\": " << median(r.ours) << ", \"ephc_kernels_ms\": " << median(r.oursKernels)
           << ", \"ceres_evaluate_ms\": " << median(r.evaluate) << ", \"ceres_loop_ms\": " << median(r.loop)
           << ", \"ratio_vs_evaluate\": " << median(r.evaluate) / median(r.ours)
-          << ", \"ratio_vs_loop\": " << median(r.loop) / median(r.ours) << ", \"trace_ms\": " << r.traceMs
+          << ", \"ratio_vs_loop\": " << median(r.loop) / median(r.ours) << ", \"ephc_min_ms\": " << minOf(r.ours)
+          << ", \"ceres_evaluate_min_ms\": " << minOf(r.evaluate) << ", \"ceres_loop_min_ms\": " << minOf(r.loop)
+          << ", \"trace_ms\": " << r.traceMs
           << ", \"compile_ms\": " << r.compileMs << ", \"ceres_setup_ms\": " << r.ceresSetupMs
           << ", \"residual_error\": " << r.resErr << ", \"jacobian_error\": " << r.jacErr
           << ",\n     \"ephc_runs_ms\": " << arr(r.ours) << ", \"ephc_kernels_runs_ms\": " << arr(r.oursKernels)
