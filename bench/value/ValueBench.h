@@ -105,8 +105,10 @@ void check(const eph::Status& s);
 // gradient of Σr (one per parameter).
 class KernelRunner {
  public:
+  // fused (an experiment, gradient only): one kernel of the bench's own that
+  // calls @vg0.r.vjp once and writes r and the gradient (addFusedKernel).
   KernelRunner(eph::runtime::Device& dev, const eph::value::Graph& g, const Mesh& m, bool jacobian,
-               unsigned workgroupSize = 64);
+               unsigned workgroupSize = 64, bool fused = false);
   ~KernelRunner();
   // Dispatches the residual kernel and the Jacobian (or gradient) kernel; with
   // the gradient, first the zero kernel over grad.
@@ -123,14 +125,14 @@ class KernelRunner {
   size_t numParams() const { return numParams_; }
   size_t numResiduals() const { return numResiduals_; }
   double compileMs = 0;  // lowering the kernels and prepare()
-  int dispatchesPerEval() const { return jacobian_ ? 2 : 3; }
+  int dispatchesPerEval() const { return jacobian_ || fused_ ? 2 : 3; }
 
  private:
   eph::runtime::Device& dev_;
   eph::ir::Context ctx_;
   std::unique_ptr<eph::ir::Module> mod_;
-  const eph::ir::Function *rKernel_ = nullptr, *dKernel_ = nullptr, *zeroKernel_ = nullptr;
-  bool jacobian_;
+  const eph::ir::Function *rKernel_ = nullptr, *dKernel_ = nullptr, *zeroKernel_ = nullptr, *fusedKernel_ = nullptr;
+  bool jacobian_, fused_;
   unsigned wg_;
   size_t numParams_ = 0, numConsts_ = 0, numResiduals_ = 0, trainable_ = 0, outLen_ = 0;
   uint64_t params_ = 0, consts_ = 0, table_ = 0, r_ = 0, out_ = 0;
