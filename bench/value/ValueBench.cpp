@@ -251,10 +251,10 @@ KernelRunner::KernelRunner(eph::runtime::Device& dev, const value::Graph& g, con
   slots_ = grp.slots();
   trainableSlot_ = grp.trainable;
   trainable_ = size_t(std::count(grp.trainable.begin(), grp.trainable.end(), 1));
-  table_host_.reserve(grp.residuals.size() * (slots_ + 1));
+  tableHost_.reserve(grp.residuals.size() * (slots_ + 1));
   for (size_t inst = 0; inst < grp.residuals.size(); ++inst) {
-    for (size_t s = 0; s < slots_; ++s) table_host_.push_back(slot[grp.leaves[inst * slots_ + s]]);
-    table_host_.push_back(grp.residuals[inst]);
+    for (size_t s = 0; s < slots_; ++s) tableHost_.push_back(slot[grp.leaves[inst * slots_ + s]]);
+    tableHost_.push_back(grp.residuals[inst]);
   }
   rowOf_ = grp.residuals;
   std::vector<double> paramValues, constValues;
@@ -270,12 +270,12 @@ KernelRunner::KernelRunner(eph::runtime::Device& dev, const value::Graph& g, con
   };
   params_ = alloc(c.f64(), numParams_);
   consts_ = alloc(c.f64(), numConsts_);
-  table_ = alloc(c.u32(), table_host_.size());
+  table_ = alloc(c.u32(), tableHost_.size());
   r_ = alloc(c.f64(), numResiduals_);
   out_ = alloc(c.f64(), outLen_);
   check(dev_.uploadBytes(params_, bytesOf(paramValues), {}));
   check(dev_.uploadBytes(consts_, bytesOf(constValues), {}));
-  check(dev_.uploadBytes(table_, bytesOf(table_host_), {}));
+  check(dev_.uploadBytes(table_, bytesOf(tableHost_), {}));
   check(dev_.wait({}));
 }
 
@@ -324,7 +324,7 @@ std::vector<uint32_t> KernelRunner::jacobianColumns() const {
   cols.reserve(numResiduals_ * trainable_);
   for (size_t inst = 0; inst < rowOf_.size(); ++inst)
     for (size_t s = 0; s < slots_; ++s)
-      if (trainableSlot_[s]) cols.push_back(table_host_[inst * (slots_ + 1) + s]);
+      if (trainableSlot_[s]) cols.push_back(tableHost_[inst * (slots_ + 1) + s]);
   return cols;
 }
 

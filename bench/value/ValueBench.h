@@ -21,7 +21,9 @@
 // the full problem's index tables, built from groupResiduals as lowerGraph's
 // @main builds them. (That @main uploads every leaf and table entry with one
 // IR store each, so lowering a million residuals through it would build an
-// IR of tens of millions of ops: the host side is the bench's.)
+// IR of tens of millions of ops: the host side is the bench's.) With
+// `fused`, an experiment, the residual and gradient come from one kernel of
+// the bench's own that calls lowerGraph's @vg0.r.vjp once per residual.
 #pragma once
 
 #include <chrono>
@@ -110,21 +112,22 @@ class KernelRunner {
   KernelRunner(eph::runtime::Device& dev, const eph::value::Graph& g, const Mesh& m, bool jacobian,
                unsigned workgroupSize = 64, bool fused = false);
   ~KernelRunner();
-  // Dispatches the residual kernel and the Jacobian (or gradient) kernel; with
-  // the gradient, first the zero kernel over grad.
+  // One evaluation: with the gradient, the zero kernel over grad first; then
+  // the residual kernel and the Jacobian (or gradient) kernel, or the fused one.
   void dispatch();
   void uploadParams(const std::vector<double>& x);
   // Downloads r (one per residual) and the Jacobian values or the gradient
   // into the vectors (resized once, then reused).
   void download(std::vector<double>& r, std::vector<double>& out);
-  // The Jacobian as (row, column, value) rows: columns of residual r's row, in
-  // slot order (the parameter index of each trainable slot).
-  std::vector<uint32_t> jacobianColumns() const;  // per instance, slots columns; rows via rowOf
+  // The Jacobian's columns: per instance, the parameter index of each
+  // trainable slot in slot order (the order of its values in out); the
+  // instance's residual (its row) is rowOf()[instance].
+  std::vector<uint32_t> jacobianColumns() const;
   const std::vector<uint32_t>& rowOf() const { return rowOf_; }
   size_t trainableSlots() const { return trainable_; }
   size_t numParams() const { return numParams_; }
   size_t numResiduals() const { return numResiduals_; }
-  double compileMs = 0;  // lowering the kernels and prepare()
+  double compileMs = 0;  // grouping the full graph, lowering the kernels and prepare()
   int dispatchesPerEval() const { return jacobian_ || fused_ ? 2 : 3; }
 
  private:
@@ -136,7 +139,7 @@ class KernelRunner {
   unsigned wg_;
   size_t numParams_ = 0, numConsts_ = 0, numResiduals_ = 0, trainable_ = 0, outLen_ = 0;
   uint64_t params_ = 0, consts_ = 0, table_ = 0, r_ = 0, out_ = 0;
-  std::vector<uint32_t> table_host_, rowOf_;
+  std::vector<uint32_t> tableHost_, rowOf_;
   size_t slots_ = 0;
   std::vector<char> trainableSlot_;
 };
