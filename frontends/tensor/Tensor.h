@@ -18,8 +18,8 @@
 
 namespace eph::tensor {
 
-using Loc = std::source_location;
-#define EPH_TENSOR_LOC Loc loc = Loc::current()
+using CallSite = std::source_location;
+#define EPH_TENSOR_LOC CallSite loc = CallSite::current()
 
 // A scalar constant of `like`'s dtype in `like`'s program.
 Tensor scalarLike(const Tensor& like, double v, EPH_TENSOR_LOC);
@@ -68,8 +68,8 @@ Tensor contiguous(const Tensor& x, EPH_TENSOR_LOC);
 // converts to Here, whose default argument captures the call site.
 struct Here {
   const Tensor& t;
-  Loc loc;
-  Here(const Tensor& t, Loc loc = Loc::current()) : t(t), loc(loc) {}  // NOLINT: implicit on purpose
+  CallSite loc;
+  Here(const Tensor& t, CallSite loc = CallSite::current()) : t(t), loc(loc) {}  // NOLINT: implicit on purpose
 };
 inline Tensor operator+(Here a, const Tensor& b) { return add(a.t, b, a.loc); }
 inline Tensor operator-(Here a, const Tensor& b) { return sub(a.t, b, a.loc); }

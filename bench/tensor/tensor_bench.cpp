@@ -1,0 +1,381 @@
+// Per-op time of tensor programs (issue 13 item 7): add, a broadcast chain,
+// softmax, layer norm, matmul and conv2d at several sizes, on the cpu target
+// and through Vulkan, against numpy (bench/tensor/numpy_peer.py, run in the
+// same call). Each case is first checked against a float64 reference
+// (sampled entries for matmul and conv2d); then the program runs --runs
+// times after a warm-up and the kernels' time is the sum of its dispatches:
+// wall time of each dispatch on cpu (dispatches are synchronous there), GPU
+// timestamps on Vulkan. Uploads and downloads are not counted (numpy's
+// arrays are in memory already). Prints a table and writes JSON (--json).
+//
+//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small] [--json F] [--no-peer]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "frontends/tensor/Run.h"
+#include "frontends/tensor/Tensor.h"
+#include "ir/interp/Interp.h"
+#include "runtime/Device.h"
+#ifdef EPH_TENSOR_BENCH_VULKAN
+#include "runtime/vulkan/VulkanDevice.h"
+#endif
+
+using namespace eph;
+using namespace eph::tensor;
+
+namespace {
+
+std::vector<double> randoms(size_t n, uint64_t seed) {
+  std::vector<double> v(n);
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (double& x : v) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    x = double(s >> 11) / double(1ull << 53);
+  }
+  return v;
+}
+
+// One case at one size: the program, its inputs, and a check of its output
+// against float64 (returns the largest relative error over the entries it checks).
+struct Built {
+  std::unique_ptr<Program> p;
+  std::vector<HostTensor> inputs;
+  std::function<double(const HostTensor&)> check;
+  double bytes = 0, flops = 0;  // moved / computed, for the units
+};
+
+std::vector<int64_t> dims(const std::string& size) {
+  std::vector<int64_t> d;
+  std::stringstream ss(size);
+  for (std::string part; std::getline(ss, part, 'x');) d.push_back(std::stoll(part));
+  return d;
+}
+
+double relErr(double got, double want) { return std::abs(got - want) / (1e-6 + std::abs(want)); }
+
+Built build(const std::string& name, const std::string& size) {
+  Built b;
+  b.p = std::make_unique<Program>();
+  Program& p = *b.p;
+  std::vector<int64_t> d = dims(size);
+  auto input = [&](const std::string& n, Shape s, uint64_t seed) {
+    b.inputs.push_back(HostTensor::of(DType::F32, s, randoms(size_t(numel(s)), seed)));
+    return p.input(n, DType::F32, s);
+  };
+  if (name == "add") {
+    Tensor x = input("x", {d[0]}, 1), y = input("y", {d[0]}, 2);
+    p.output("z", x + y);
+    b.bytes = 12.0 * double(d[0]);
+    b.check = [&b](const HostTensor& z) {
+      double e = 0;
+      for (int64_t i = 0; i < z.size(); i += 97) e = std::max(e, relErr(z.get(i), b.inputs[0].get(i) + b.inputs[1].get(i)));
+      return e;
+    };
+  } else if (name == "chain") {
+    Tensor x = input("x", {d[0], d[1]}, 1), y = input("y", {d[1]}, 2);
+    p.output("z", relu(x * 2.0 + y));
+    b.bytes = 8.0 * double(d[0] * d[1]);
+    int64_t c = d[1];
+    b.check = [&b, c](const HostTensor& z) {
+      double e = 0;
+      for (int64_t i = 0; i < z.size(); i += 97)
+        e = std::max(e, relErr(z.get(i), std::max(0.0, double(float(b.inputs[0].get(i) * 2)) + b.inputs[1].get(i % c))));
+      return e;
+    };
+  } else if (name == "softmax" || name == "layer_norm") {
+    int64_t r = d[0], c = d[1];
+    Tensor x = input("x", {r, c}, 1);
+    if (name == "softmax") {
+      p.output("z", p.apply("softmax", {x}, {{"axis", int64_t(-1)}}));
+    } else {
+      Tensor s = input("scale", {c}, 2), bias = input("bias", {c}, 3);
+      p.output("z", p.apply("layer_norm", {x, s, bias}, {{"axis", int64_t(-1)}, {"epsilon", 1e-5}}));
+    }
+    b.bytes = 8.0 * double(r * c);
+    bool soft = name == "softmax";
+    b.check = [&b, r, c, soft](const HostTensor& z) {
+      double e = 0;
+      for (int64_t i = 0; i < r; i += std::max<int64_t>(1, r / 16)) {
+        const HostTensor& x = b.inputs[0];
+        double mx = -INFINITY, sum = 0, mean = 0, var = 0;
+        for (int64_t j = 0; j < c; ++j) mx = std::max(mx, x.get(i * c + j)), mean += x.get(i * c + j);
+        mean /= double(c);
+        for (int64_t j = 0; j < c; ++j) sum += std::exp(x.get(i * c + j) - mx), var += std::pow(x.get(i * c + j) - mean, 2);
+        var /= double(c);
+        for (int64_t j = 0; j < c; j += 7) {
+          double want = soft ? std::exp(x.get(i * c + j) - mx) / sum
+                             : (x.get(i * c + j) - mean) / std::sqrt(var + 1e-5) * b.inputs[1].get(j) + b.inputs[2].get(j);
+          e = std::max(e, std::abs(z.get(i * c + j) - want) / (1e-3 + std::abs(want)));
+        }
+      }
+      return e;
+    };
+  } else if (name == "matmul") {
+    int64_t n = d[0];
+    Tensor x = input("a", {n, n}, 1), y = input("b", {n, n}, 2);
+    p.output("c", p.apply("matmul", {x, y}));
+    b.flops = 2.0 * double(n * n * n);
+    b.check = [&b, n](const HostTensor& c) {
+      double e = 0;
+      for (int k = 0; k < 64; ++k) {
+        int64_t i = (k * 7919) % n, j = (k * 104729) % n;
+        double want = 0;
+        for (int64_t t = 0; t < n; ++t) want += b.inputs[0].get(i * n + t) * b.inputs[1].get(t * n + j);
+        e = std::max(e, relErr(c.get(i * n + j), want));
+      }
+      return e;
+    };
+  } else if (name == "conv2d") {  // N C H W K, 3x3, pad 1
+    int64_t N = d[0], C = d[1], H = d[2], W = d[3], K = d[4];
+    Tensor x = input("x", {N, C, H, W}, 1), w = input("w", {K, C, 3, 3}, 2);
+    p.output("y", p.apply("conv", {x, w},
+                          {{"strides", std::vector<int64_t>{1, 1}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                           {"dilations", std::vector<int64_t>{1, 1}}, {"group", int64_t(1)}}));
+    b.flops = 2.0 * double(N * K * H * W * C * 9);
+    b.check = [&b, N, C, H, W, K](const HostTensor& y) {
+      double e = 0;
+      for (int k = 0; k < 64; ++k) {
+        int64_t n = k % N, o = (k * 31) % K, i = (k * 17) % H, j = (k * 13) % W;
+        double want = 0;
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t a = 0; a < 3; ++a)
+            for (int64_t q = 0; q < 3; ++q) {
+              int64_t ii = i + a - 1, jj = j + q - 1;
+              if (ii < 0 || jj < 0 || ii >= H || jj >= W) continue;
+              want += b.inputs[0].get(((n * C + c) * H + ii) * W + jj) * b.inputs[1].get(((o * C + c) * 3 + a) * 3 + q);
+            }
+        e = std::max(e, relErr(y.get(((n * K + o) * H + i) * W + j), want));
+      }
+      return e;
+    };
+  }
+  return b;
+}
+
+// Times the dispatches of one run: wall time inside each dispatch (cpu), or
+// the GPU timestamps the Vulkan device took (profile on).
+class Timed : public runtime::Device {
+ public:
+  explicit Timed(runtime::Device& d) : d_(d) {}
+  double ms = 0;
+  std::string_view target() const override { return d_.target(); }
+  const DeviceCaps& caps() const override { return d_.caps(); }
+  Status prepare(const ir::Module& m) override { return d_.prepare(m); }
+  Expected<uint64_t> alloc(const ir::Type* t, uint64_t n, Loc s) override { return d_.alloc(t, n, s); }
+  Status free(uint64_t h, Loc s) override { return d_.free(h, s); }
+  Status upload(uint64_t dst, const interp::BufferData& src, Loc s) override { return d_.upload(dst, src, s); }
+  Status download(interp::BufferData& dst, uint64_t src, Loc s) override { return d_.download(dst, src, s); }
+  Status uploadBytes(uint64_t dst, std::span<const std::byte> b, Loc s) override { return d_.uploadBytes(dst, b, s); }
+  Status downloadBytes(std::span<std::byte> b, uint64_t src, Loc s) override { return d_.downloadBytes(b, src, s); }
+  Status wait(Loc s) override { return d_.wait(s); }
+  bool supportsViews() const override { return d_.supportsViews(); }
+  Status dispatch(const ir::Function& k, std::array<uint32_t, 3> g, std::span<const interp::RtValue> a, Loc s) override {
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = d_.dispatch(k, g, a, s);
+    ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return st;
+  }
+
+ private:
+  runtime::Device& d_;
+};
+
+struct Row {
+  std::string name, size, target;
+  double ms = NAN, peerMs = NAN, err = NAN;
+  int dispatches = 0;
+  std::string error;
+  double bytes = 0, flops = 0;
+};
+
+std::map<std::string, std::map<std::string, double>> runPeer(const std::vector<std::pair<std::string, std::vector<std::string>>>& cases,
+                                                              int runs) {
+  std::string cmd = "/usr/bin/python3 " + std::string(EPH_TENSOR_BENCH_DIR) + "/numpy_peer.py --runs=" + std::to_string(runs);
+  for (const auto& [name, sizes] : cases) {
+    cmd += " " + name + ":";
+    for (size_t i = 0; i < sizes.size(); ++i) cmd += (i ? "," : "") + sizes[i];
+  }
+  std::map<std::string, std::map<std::string, double>> out;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return out;
+  std::string text;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, f)) text.append(buf, n);
+  if (pclose(f) != 0) return out;
+  // {"case": {"size": ms, ...}, ...}: a small hand parse of what numpy_peer.py prints.
+  size_t pos = 0;
+  while ((pos = text.find('"', pos)) != std::string::npos) {
+    size_t end = text.find('"', pos + 1);
+    std::string name = text.substr(pos + 1, end - pos - 1);
+    size_t close = text.find('}', end);
+    size_t q = text.find('"', end + 1);
+    while (q != std::string::npos && q < close) {
+      size_t qe = text.find('"', q + 1);
+      std::string size = text.substr(q + 1, qe - q - 1);
+      out[name][size] = std::strtod(text.c_str() + text.find(':', qe) + 1, nullptr);
+      q = text.find('"', qe + 1);
+    }
+    pos = close + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> targets = {"cpu", "vulkan"};
+  int runs = 7;
+  bool small = false, peer = true;
+  std::string jsonPath;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (a == "--targets") {
+      targets.clear();
+      std::stringstream ss(next());
+      for (std::string t; std::getline(ss, t, ',');) targets.push_back(t);
+    } else if (a == "--runs") runs = std::atoi(next().c_str());
+    else if (a == "--small") small = true;
+    else if (a == "--no-peer") peer = false;
+    else if (a == "--json") jsonPath = next();
+    else {
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small] [--json F] [--no-peer]\n";
+      return 2;
+    }
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> cases =
+      small ? std::vector<std::pair<std::string, std::vector<std::string>>>{
+                  {"add", {"1000", "4099"}}, {"chain", {"33x65"}}, {"softmax", {"17x129"}}, {"layer_norm", {"17x129"}},
+                  {"matmul", {"33"}}, {"conv2d", {"1x3x9x11x4"}}}
+            : std::vector<std::pair<std::string, std::vector<std::string>>>{
+                  {"add", {"1048576", "16777216"}},
+                  {"chain", {"1024x1024", "4096x4096"}},
+                  {"softmax", {"1024x1024", "4096x4096"}},
+                  {"layer_norm", {"1024x1024", "4096x4096"}},
+                  {"matmul", {"256", "1024"}},
+                  {"conv2d", {"8x32x64x64x32"}}};
+  auto peerMs = peer ? runPeer(cases, runs) : decltype(runPeer(cases, runs)){};
+  if (peer && peerMs.empty()) std::cerr << "numpy peer: no results (is python3-numpy installed?)\n";
+
+  std::vector<Row> rows;
+  int failures = 0;
+  for (const std::string& target : targets) {
+#ifdef EPH_TENSOR_BENCH_VULKAN
+    std::unique_ptr<runtime::VulkanDevice> vk;
+#endif
+    std::unique_ptr<runtime::Device> dev;
+    if (target == "vulkan") {
+#ifdef EPH_TENSOR_BENCH_VULKAN
+      runtime::VulkanOptions o;
+      o.profile = true;
+      auto d = runtime::VulkanDevice::open(o);
+      if (!d) {
+        std::cerr << "vulkan: " << d.error().message << "\n";
+        return 1;
+      }
+      vk = std::move(*d);
+#endif
+    } else {
+      auto d = runtime::openDevice(target);
+      if (!d) {
+        std::cerr << target << ": " << d.error().message << "\n";
+        return 1;
+      }
+      dev = std::move(*d);
+    }
+    runtime::Device* base = dev ? dev.get() : nullptr;
+#ifdef EPH_TENSOR_BENCH_VULKAN
+    if (vk) base = vk.get();
+#endif
+    if (!base) continue;
+    for (const auto& [name, sizes] : cases)
+      for (const std::string& size : sizes) {
+        Row r{name, size, target};
+        Built b = build(name, size);
+        r.bytes = b.bytes, r.flops = b.flops;
+        ir::Context ctx;
+        auto c = lower(ctx, *b.p);
+        if (!c) {
+          r.error = c.error().message;
+          rows.push_back(r);
+          ++failures;
+          continue;
+        }
+        for (const auto& f : c->module->functions()) r.dispatches += f->kind() == ir::FunctionKind::Kernel;
+        Timed timed(*base);
+        auto out = run(timed, *b.p, *c, b.inputs);  // warm-up (compiles) and check
+        if (!out) {
+          r.error = out.error().message;
+          rows.push_back(r);
+          ++failures;
+          continue;
+        }
+        r.err = b.check((*out)[0]);
+        if (!(r.err < 1e-3)) ++failures;
+        std::vector<double> times;
+        for (int k = 0; k < runs; ++k) {
+          timed.ms = 0;
+#ifdef EPH_TENSOR_BENCH_VULKAN
+          if (vk) vk->takeDispatchTimes();
+#endif
+          if (auto again = run(timed, *b.p, *c, b.inputs); !again) {
+            r.error = again.error().message;
+            break;
+          }
+          double ms = timed.ms;
+#ifdef EPH_TENSOR_BENCH_VULKAN
+          if (vk) {
+            ms = 0;
+            for (const auto& t : vk->takeDispatchTimes()) ms += t.ms;
+          }
+#endif
+          times.push_back(ms);
+        }
+        if (!times.empty()) {
+          std::sort(times.begin(), times.end());
+          r.ms = times[times.size() / 2];
+        }
+        if (auto pc = peerMs.find(name); pc != peerMs.end())
+          if (auto ps = pc->second.find(size); ps != pc->second.end()) r.peerMs = ps->second;
+        rows.push_back(r);
+      }
+  }
+
+  std::printf("| op | size | target | kernels | ephc ms | numpy ms | numpy / ephc | rate | max rel. error |\n");
+  std::printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (const Row& r : rows) {
+    if (!r.error.empty()) {
+      std::printf("| %s | %s | %s | — | error: %s | | | | |\n", r.name.c_str(), r.size.c_str(), r.target.c_str(),
+                  r.error.c_str());
+      continue;
+    }
+    char rate[32];
+    std::snprintf(rate, sizeof rate, r.flops > 0 ? "%.1f GFLOP/s" : "%.1f GB/s", (r.flops > 0 ? r.flops : r.bytes) / r.ms / 1e6);
+    std::printf("| %s | %s | %s | %d | %.4f | %.4f | %.2f× | %s | %.1e |\n", r.name.c_str(), r.size.c_str(),
+                r.target.c_str(), r.dispatches, r.ms, r.peerMs, r.peerMs / r.ms, rate, r.err);
+  }
+  if (!jsonPath.empty()) {
+    std::ofstream js(jsonPath);
+    js << "[\n";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      js << "  {\"op\": \"" << r.name << "\", \"size\": \"" << r.size << "\", \"target\": \"" << r.target
+         << "\", \"kernels\": " << r.dispatches << ", \"ephc_ms\": " << (std::isnan(r.ms) ? -1 : r.ms)
+         << ", \"numpy_ms\": " << (std::isnan(r.peerMs) ? -1 : r.peerMs) << ", \"max_rel_error\": "
+         << (std::isnan(r.err) ? -1 : r.err) << ", \"error\": \"" << (r.error.empty() ? "" : "failed") << "\"}"
+         << (i + 1 < rows.size() ? ",\n" : "\n");
+    }
+    js << "]\n";
+  }
+  return failures ? 1 : 0;
+}
