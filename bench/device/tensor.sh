@@ -1,0 +1,23 @@
+#!/bin/bash
+# Issue 13 item 7 on the GPU machine, in one device call: eph_tensor_bench
+# through Vulkan (each case checked against float64, then timed with GPU
+# timestamps) and PyTorch CUDA eager on the same ops and sizes
+# (bench/device/torch_tensor.py). Needs .gl carried: the Vulkan loader and
+# libglvnd .debs in .gl/ and the static eph_tensor_bench in .gl/bin
+# (bench/RESULTS.md, "How to run it"). Under $OUT: log.txt, ephc_tensor.json,
+# torch_tensor.json.
+set -u
+OUT=${OUT:-/tmp/eph-tensor-out}
+mkdir -p "$OUT"
+BIN=${BIN:-.gl/bin}
+for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
+ldconfig
+exec > >(tee "$OUT/log.txt") 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+if ! "$BIN/eph_tensor_bench" --small --runs 1 --no-peer --targets vulkan > /tmp/probe.txt 2>&1; then
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+fi
+status=0
+"$BIN/eph_tensor_bench" --targets vulkan --runs "${RUNS:-20}" --no-peer --json "$OUT/ephc_tensor.json" || status=1
+python3 bench/device/torch_tensor.py --eph-json "$OUT/ephc_tensor.json" --json "$OUT/torch_tensor.json" || status=1
+exit $status
