@@ -1,6 +1,7 @@
 #include "frontends/tensor/Lower.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "ir/Verifier.h"
 
@@ -172,6 +173,12 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
     }
   for (const auto& [name, id] : p.outputs()) lastUse[p.root(id)] = nodes.size();
 
+  // Kernels index with i32: every tensor (and every root a view reads) must fit.
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (needed[i] && numel(nodes[i].shape) > int64_t(INT32_MAX))
+      return Error{{}, nodes[i].site + ": " + nodes[i].op + ": a tensor of shape " + shapeText(nodes[i].shape) + " has " +
+                           std::to_string(numel(nodes[i].shape)) +
+                           " elements; kernels index with 32 bits, so a tensor may have at most 2147483647"};
   Compiled c;
   c.module = std::make_unique<ir::Module>(ctx);
   std::vector<const ir::Type*> params, results;

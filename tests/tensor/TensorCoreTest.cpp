@@ -125,6 +125,18 @@ TEST(TensorCore, WrongInputsAreErrorsNotCrashes) {
   EXPECT_EQ(missing.error().message, "the program has 1 inputs, but 0 were given");
 }
 
+TEST(TensorCore, TensorsBeyond32BitIndicesAreAnErrorBeforeAnythingRuns) {
+  Program p;
+  Tensor x = p.input("x", DType::F32, {1});
+  p.output("y", expand(x, {65536, 32768}) + 1.0);  int line = __LINE__;
+  ir::Context ctx;
+  auto c = lower(ctx, p);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message, "TensorCoreTest.cpp:" + std::to_string(line) +
+                                   ": expand: a tensor of shape [65536, 32768] has 2147483648 elements; kernels index "
+                                   "with 32 bits, so a tensor may have at most 2147483647");
+}
+
 TEST(TensorCore, KernelsAreSharedByContent) {
   Program p;
   Tensor x = p.input("x", DType::F32, {8});
