@@ -57,6 +57,7 @@ class Dataset:
         self.measurements = []
         self.ratios = []
         self.ratio_note = ''
+        self.x_label = 'size'
 
     def measure(self, op, size, series, ms, fusion=None):
         if isinstance(ms, (int, float)) and not isinstance(ms, bool) and math.isfinite(ms) and ms > 0:
@@ -98,14 +99,14 @@ def size_key(s):
     m = re.match(r'\D*?(\d+(?:\.\d+)?)', str(s))
     if m:
         return (1, float(m.group(1)), str(s))
-    return (2, 0.0, str(s))
+    return (2, 0.0, '')  # names (a config): the file's order
 
 
 def size_label(s):
     if isinstance(s, int):
-        if s >= 1024 and s & (s - 1) == 0:
+        if s >= 65536 and s & (s - 1) == 0:
             return '2^%d' % (s.bit_length() - 1)
-        return '{:,}'.format(s)
+        return str(s) if s < 10000 else '{:,}'.format(s)
     return str(s)
 
 
@@ -143,6 +144,9 @@ def parse_cpu_bench(name, data):
     d.ratio_note = 'eph_vs_X = X time / ephc time: above 1, ephc is faster.'
     for r in data['rows']:
         op, _, size = str(r['benchmark']).partition(' ')
+        m = re.fullmatch(r'n=(\d+)(?:\^(\d+))?', size)
+        if m:  # "n=2^20", "n=1024": the same sizes as the other files
+            size = int(m.group(1)) ** int(m.group(2)) if m.group(2) else int(m.group(1))
         d.rows.append([op, size, r.get('eph_cpu_ns'), r.get('plain_ns'), r.get('openblas_ns'),
                        r.get('eph_vs_plain'), r.get('eph_vs_openblas')])
         for key, series in (('eph_cpu_ns', 'ephc cpu'), ('plain_ns', 'plain C++'), ('openblas_ns', 'OpenBLAS')):
@@ -233,6 +237,7 @@ def parse_overlap(name, data):
             and all(isinstance(r, dict) and 'mib' in r and 'overlap_ms' in r for r in data['rows'])):
         return None
     d = Dataset(name, 'upload/compute overlap (eph_overlap_bench)', str(data.get('device', '?')), file_date(name))
+    d.x_label = 'buffer size'
     d.columns = ['op', 'size', 'upload ms', 'compute ms', 'overlapped ms', 'serial ms', 'hidden']
     d.ratio_note = 'hidden = share of the upload hidden behind compute (1: all of it).'
     for r in data['rows']:
@@ -258,6 +263,7 @@ def parse_value_ephc(name, data):
     file_fu = ('fused' if file_fu else 'unfused') if file_fu is not None else ('fused' if 'fused' in what else None)
     d = Dataset(name, 'Value graphs (eph_value_bench)', str(data.get('device', '?')), file_date(name), what)
     op = value_op(data.get('family', '?'), what)
+    d.x_label = 'residuals'
     target = str(data.get('target', '?'))
     d.columns = ['op', 'size (residuals)', 'params', 'target', 'wall ms', 'GPU ms', 'residual error', 'gradient error']
     for r in data['results']:
@@ -275,6 +281,7 @@ def parse_value_torch(name, data):
         return None
     d = Dataset(name, 'Value graphs: PyTorch autograd (torch_value.py)', str(data.get('device', '?')), file_date(name))
     op = value_op(data.get('family', '?'), 'residuals + gradient of the sum')
+    d.x_label = 'residuals'
     d.columns = ['op', 'size (residuals)', 'eager ms', 'compiled ms', 'ephc wall ms', 'ephc GPU ms',
                  'wall vs eager', 'GPU vs eager', 'wall vs compiled']
     d.ratio_note = 'speedup_X = PyTorch time / ephc time: above 1, ephc is faster.'
@@ -298,6 +305,7 @@ def parse_value_ceres(name, data):
         return None
     d = Dataset(name, 'Value graphs vs Ceres (eph_value_ceres_bench)', str(data.get('device', '?')), file_date(name),
                 str(data.get('unit', '')))
+    d.x_label = 'residuals'
     d.columns = ['op', 'size (residuals)', 'ephc ms', 'ephc kernels ms', 'Ceres Evaluate ms', 'Ceres loop ms',
                  'Evaluate / ephc', 'loop / ephc']
     d.ratio_note = 'ratio_vs_X = Ceres time / ephc time: above 1, ephc is faster.'
@@ -323,6 +331,7 @@ def parse_startup(name, data):
     d = Dataset(name, 'start-up (startup_bench.py)', 'host %s, %s cpus' % (data.get('host', '?'), data.get('cpus', '?')),
                 file_date(name), str(data.get('label', '')))
     op = 'ephc run %s' % os.path.basename(str(data.get('program', '?')))
+    d.x_label = 'config'
     d.columns = ['op', 'config', 'wall ms', 'CPU ms', 'runs', 'wall / interp']
     d.ratio_note = 'wall_vs_interp = wall time / the interpreter\'s: above 1, slower to start than interp.'
     for r in data['rows']:
@@ -455,11 +464,16 @@ class Chart:
         vals = [v for v in self.values.values() if v > 0]
         n_series = max(1, len(self.series))
         group_w = max(48, 14 * n_series + 16)
-        left, right, top, legend_h = 78, 16, 34, 18 * ((len(self.series) + 2) // 3)
+        longest = max([len(s) for s in self.series] + [1])
+        left, right, top = 78, 16, 34
+        width = max(520, left + right + group_w * len(self.groups), int(7.9 * len(self.title)) + left + right,
+                    int(6.6 * longest) + 40 + left + right)
+        cols = max(1, min(3, int((width - left - right) // (6.6 * longest + 24))))
+        legend_h = 18 * ((len(self.series) + cols - 1) // cols)
         plot_h = 220
         x_rot = any(len(str(g)) > 9 for g in self.groups) or len(self.groups) * group_w < 8 * max(len(str(g)) for g in self.groups)
         bottom = (110 if x_rot else 56) + legend_h
-        width = max(520, left + right + group_w * len(self.groups))
+        group_w = (width - left - right) / len(self.groups)
         height = top + plot_h + bottom
         lo, hi = min(vals), max(vals)
         if self.ref_line:
@@ -497,9 +511,9 @@ class Chart:
             a('<line class="ref" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>' % (left, y, width - right, y))
         a('<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>' % (left, top, left, base))
         a('<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>' % (left, base, width - right, base))
-        bar_w = (group_w - 12) / n_series
+        bar_w = min(28.0, (group_w - 12) / n_series)
         for gi, g in enumerate(self.groups):
-            gx = left + gi * group_w + 6
+            gx = left + gi * group_w + (group_w - bar_w * n_series) / 2
             for si, s in enumerate(self.series):
                 v = self.values.get((g, s))
                 if v is None or v <= 0:
@@ -509,7 +523,7 @@ class Chart:
                   'data-series="%s" data-value="%s"><title>%s, %s: %s</title></rect>'
                   % (gx + si * bar_w, y, max(bar_w - 1, 1), max(base - y, 0.5), PALETTE[si % len(PALETTE)],
                      esc(g), esc(s), repr(v), esc(g), esc(s), fmt(v)))
-            cx = gx + (group_w - 12) / 2
+            cx = gx + bar_w * n_series / 2
             if x_rot:
                 a('<text class="tick" x="%.1f" y="%d" text-anchor="end" transform="rotate(-35 %.1f %d)">%s</text>'
                   % (cx, base + 14, cx, base + 14, esc(g)))
@@ -521,8 +535,8 @@ class Chart:
         a('<text class="axis-label y-label" x="16" y="%.1f" text-anchor="middle" transform="rotate(-90 16 %.1f)">%s%s</text>'
           % (top + plot_h / 2, top + plot_h / 2, esc(self.y_label), ' (log scale)' if log else ''))
         for si, s in enumerate(self.series):
-            lx = left + (si % 3) * ((width - left - right) / 3)
-            ly = xl_y + 16 + 18 * (si // 3)
+            lx = left + (si % cols) * ((width - left - right) / cols)
+            ly = xl_y + 16 + 18 * (si // cols)
             a('<rect class="swatch" x="%.1f" y="%d" width="10" height="10" fill="%s"/>' % (lx, ly - 9, PALETTE[si % len(PALETTE)]))
             a('<text class="legend" x="%.1f" y="%d">%s</text>' % (lx + 14, ly, esc(s)))
         a('</svg>')
@@ -549,7 +563,7 @@ def op_charts(d, prefix):
         sizes = sorted(ordered(m.size for m in ms), key=size_key)
         series = ordered(m.series for m in ms)
         values = {(size_label(m.size), m.series): m.ms for m in ms}
-        charts.append(Chart('%s-%s' % (prefix, slug(op)), '%s: time per size' % op, 'size', 'time (ms)',
+        charts.append(Chart('%s-%s' % (prefix, slug(op)), '%s: time per %s' % (op, d.x_label), d.x_label, 'time (ms)',
                             [size_label(s) for s in sizes], series, values))
     return charts
 
@@ -564,7 +578,7 @@ def ratio_chart(d, prefix):
     for r in d.ratios:
         g = '%s %s' % (r.op, size_label(r.size)) if len(set(x.op for x in d.ratios)) > 1 else size_label(r.size)
         values[(g, r.label)] = r.value
-    return Chart('%s-ratios' % prefix, '%s: ratios' % d.name, 'op and size', 'ratio', groups, labels, values,
+    return Chart('%s-ratios' % prefix, '%s: ratios' % d.name, 'op and %s' % d.x_label, 'ratio', groups, labels, values,
                  ref_line=1.0, note=d.ratio_note)
 
 
@@ -577,7 +591,7 @@ def cpu_gpu_charts(datasets):
     by_op = OrderedDict()
     for d in datasets:
         for m in d.measurements:
-            if m.series.startswith('ephc') and ('GPU' not in m.series or not is_cpu(d.device)):
+            if m.series.startswith('ephc') and 'kernels' not in m.series:
                 by_op.setdefault(m.op, []).append((d, m))
     charts = []
     for op, items in sorted(by_op.items()):
