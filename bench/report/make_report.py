@@ -353,7 +353,7 @@ def parse_tensor(name, data):
     if not (isinstance(data, list) and data and not name.endswith('.jsonl')
             and all(isinstance(r, dict) and 'op' in r and 'ephc_ms' in r for r in data)):
         return None
-    d = Dataset(name, 'tensor ops (eph_tensor_bench)', 'GPU' if name.startswith(('h100', 'h200')) else '?', file_date(name))
+    d = Dataset(name, 'tensor ops (eph_tensor_bench)', '', file_date(name))
     has_torch = any('torch_ms' in r for r in data)
     d.columns = ['op', 'size', 'target', 'fusion', 'kernels', 'ephc ms', 'numpy ms'] + (['PyTorch ms'] if has_torch else []) + \
         ['peer / ephc', 'error']
@@ -368,14 +368,12 @@ def parse_tensor(name, data):
         d.rows.append([op, size, target, fu or '', r.get('kernels'), r.get('ephc_ms'), r.get('numpy_ms')] +
                       ([r.get('torch_ms')] if has_torch else []) + [ratio, r.get('error', '')])
         d.measure(op, size, with_fusion('ephc %s' % target, fu), r.get('ephc_ms'), fu)
-        if fu != 'fused':  # the peer's time, once per op and size
-            d.measure(op, size, 'numpy', r.get('numpy_ms'))
-            if has_torch:
-                d.measure(op, size, 'PyTorch', r.get('torch_ms'))
+        d.measure(op, size, 'numpy', r.get('numpy_ms'))  # the peer's time: once per op and size (below)
+        if has_torch:
+            d.measure(op, size, 'PyTorch', r.get('torch_ms'))
         d.ratio(op, size, with_fusion('%s / ephc %s' % ('PyTorch' if has_torch else 'numpy', target), fu), ratio)
     d.measurements = list(OrderedDict(((m.op, m.size, m.series), m) for m in d.measurements).values())
-    if targets and all(t in ('cpu', 'interp') for t in targets):
-        d.device = 'cpu'
+    d.device = '%s, targets %s' % (name.split('-')[0], ', '.join(sorted(targets)))
     return d
 
 
@@ -471,9 +469,9 @@ class Chart:
         cols = max(1, min(3, int((width - left - right) // (6.6 * longest + 24))))
         legend_h = 18 * ((len(self.series) + cols - 1) // cols)
         plot_h = 220
-        x_rot = any(len(str(g)) > 9 for g in self.groups) or len(self.groups) * group_w < 8 * max(len(str(g)) for g in self.groups)
-        bottom = (110 if x_rot else 56) + legend_h
         group_w = (width - left - right) / len(self.groups)
+        x_rot = any(len(str(g)) > 12 for g in self.groups) or group_w < 7 * max(len(str(g)) for g in self.groups) + 6
+        bottom = (110 if x_rot else 56) + legend_h
         height = top + plot_h + bottom
         lo, hi = min(vals), max(vals)
         if self.ref_line:
