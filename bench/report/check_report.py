@@ -87,6 +87,9 @@ def fusion_pairs(results):
     return n
 
 
+VOID = ('meta', 'link', 'br', 'img', 'input', 'hr', 'line')  # no end tag (our <line/>s close themselves)
+
+
 class Page(HTMLParser):
     def __init__(self):
         super().__init__()
@@ -140,7 +143,7 @@ class Page(HTMLParser):
                 else:
                     self.errors.append('chart %s: a bar with bad geometry %s' % (c['id'], a))
                 c['series'].add(a.get('data-series', ''))
-        if tag not in ('meta', 'line', 'rect', 'br', 'input') or tag == 'rect':
+        if tag not in VOID:
             self.stack.append(tag)
 
     def handle_startendtag(self, tag, attrs):
@@ -148,7 +151,7 @@ class Page(HTMLParser):
         self.handle_endtag(tag)
 
     def handle_endtag(self, tag):
-        if tag in ('meta', 'line'):
+        if tag in VOID:
             return
         if not self.stack or self.stack[-1] != tag:
             self.errors.append('unbalanced </%s> (open: %s)' % (tag, self.stack[-3:]))

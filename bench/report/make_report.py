@@ -724,7 +724,9 @@ def build(results_dir):
         if rc:
             charts.append(rc)
         n_charts += len(charts)
-        toc.append('<li><a href="#%s">%s</a></li>' % (prefix, esc(d.name)))
+        toc.append('<tr><td class="t"><a href="#%s">%s</a></td><td class="t">%s</td><td class="t">%s</td>'
+                   '<td class="t">%s</td><td>%d</td><td>%d</td></tr>'
+                   % (prefix, esc(d.name), esc(d.schema), esc(d.device), esc(d.date or '—'), len(d.rows), len(charts)))
         s = ['<section class="bench-file" id="%s" data-file="%s" data-charts="%d">' % (prefix, esc(d.name), len(charts)),
              '<h2>%s</h2>' % esc(d.name),
              '<p class="meta">schema: %s · device: %s · date: %s%s</p>'
@@ -742,7 +744,8 @@ def build(results_dir):
             ('Before/after fusion', 'fusion', fusion_charts(datasets),
              'Unfused and fused times of the same op and size (rows marked fused/unfused, or files X and X_fused).')):
         n_charts += len(charts)
-        toc.append('<li><a href="#%s">%s</a></li>' % (sid, title))
+        toc.append('<tr><td class="t"><a href="#%s">%s</a></td><td class="t" colspan="4">%s</td><td>%d</td></tr>'
+                   % (sid, title, esc(what), len(charts)))
         extra.append('<section class="cross" id="%s" data-charts="%d"><h2>%s</h2><p class="note">%s</p>'
                      '<div class="charts">%s</div>%s</section>'
                      % (sid, len(charts), title, esc(what), '\n'.join(c.svg() for c in charts),
@@ -758,7 +761,8 @@ def build(results_dir):
             '<code>bench/report/make_report.py</code>. Times are in milliseconds; bars are medians as the benches '
             'wrote them. The raw numbers and the conditions of each run are in bench/RESULTS.md.</p>'
             % (len(datasets), n_charts),
-            '<ul class="toc">%s</ul>' % ''.join(toc)]
+            '<table class="summary"><tr><th>file</th><th>schema</th><th>device</th><th>date (file name)</th>'
+            '<th>rows</th><th>charts</th></tr>%s</table>' % ''.join(toc)]
     page += sections + extra
     page.append('<section id="unknown" data-files="%d"><h2>Files not charted</h2>%s</section>'
                 % (len(unknown), '<ul>%s</ul>' % unk if unk else '<p>None.</p>'))
