@@ -657,7 +657,7 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 
 h3 { font-size: 1.05em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
-th { background: #f0f0f0; } td.t { text-align: left; }
+th { background: #f0f0f0; text-align: center; } td.t { text-align: left; }
 .meta { color: #555; font-size: 0.9em; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; }
 svg.chart { background: #fff; border: 1px solid #ddd; }
