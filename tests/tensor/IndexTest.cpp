@@ -232,6 +232,290 @@ TEST(IndexPad, EmptyInputsAxesAndIntegerValues) {
   expectOnAllTargets(p, in, {std::vector<double>(8, 7), padRef(x, {0, 2, 0, 1}, "constant", 9).v, {}}, 0);
 }
 
+// ---- gather, gather_elements, gather_nd ---------------------------------------------
+
+// An index as the ops read it: negative counts from the end; -1 when out of range.
+int64_t norm(double raw, int64_t dim) {
+  int64_t i = int64_t(raw);
+  if (i < 0) i += dim;
+  return i >= 0 && i < dim ? i : -1;
+}
+
+Ref gatherRef(const Ref& data, const Ref& ind, size_t axis) {
+  Shape s(data.shape.begin(), data.shape.begin() + ptrdiff_t(axis));
+  s.insert(s.end(), ind.shape.begin(), ind.shape.end());
+  s.insert(s.end(), data.shape.begin() + ptrdiff_t(axis) + 1, data.shape.end());
+  const size_t q = ind.shape.size();
+  return build(s, [&](const std::vector<int64_t>& o) {
+    std::vector<int64_t> ii(o.begin() + ptrdiff_t(axis), o.begin() + ptrdiff_t(axis + q));
+    int64_t j = norm(at(ind, ii), data.shape[axis]);
+    if (j < 0) return 0.0;
+    std::vector<int64_t> di(o.begin(), o.begin() + ptrdiff_t(axis));
+    di.push_back(j);
+    di.insert(di.end(), o.begin() + ptrdiff_t(axis + q), o.end());
+    return at(data, di);
+  });
+}
+
+TEST(IndexGather, AxesNegativeAndOutOfRangeIndicesScalarAndEmpty) {
+  Program p;
+  std::vector<HostTensor> in;
+  Ref d = rnd({4, 3}, 31);
+  Tensor td = viewOf(p, "d", DType::F32, d, in);
+  Ref i0{{2, 2}, {-1, 0, 3, 5}}, i1{{5}, {2, -3, 0, 3, -4}}, is{{}, {-2}}, ie{{0}, {}};
+  Tensor t0 = inputOf(p, "i0", DType::I64, i0, in), t1 = inputOf(p, "i1", DType::I32, i1, in);
+  Tensor ts = inputOf(p, "is", DType::I32, is, in), te = inputOf(p, "ie", DType::I64, ie, in);
+  p.output("a0", gather(td, t0, 0));
+  p.output("a1", gather(td, t1, -1));
+  p.output("as", gather(td, ts, 1));
+  p.output("ae", gather(td, te, 0));
+  Ref z{{2, 0}, {}};
+  Tensor tz = inputOf(p, "z", DType::F32, z, in);
+  Tensor gz = gather(tz, t1, 1);  // every index is out of range of an empty axis: zeros
+  EXPECT_EQ(gz.shape(), (Shape{2, 5}));
+  p.output("z", gz);
+  Ref table = rndInt({5, 3}, 32, -1000, 1000), ids{{2, 3}, {0, 4, 4, -5, 2, 1}};
+  Tensor tt = inputOf(p, "t", DType::I64, table, in), tids = inputOf(p, "ids", DType::I32, ids, in);
+  p.output("emb", embedding(tt, tids));
+  p.output("sel", index_select(tt, 1, t1));
+  expectOnAllTargets(p, in,
+                     {gatherRef(d, i0, 0).v, gatherRef(d, i1, 1).v, gatherRef(d, is, 1).v, {}, std::vector<double>(10, 0),
+                      gatherRef(table, ids, 0).v, gatherRef(table, i1, 1).v},
+                     0);
+}
+
+Ref gatherElementsRef(const Ref& data, const Ref& ind, size_t axis) {
+  return build(ind.shape, [&](std::vector<int64_t> o) {
+    int64_t j = norm(at(ind, o), data.shape[axis]);
+    if (j < 0) return 0.0;
+    o[axis] = j;
+    return at(data, o);
+  });
+}
+
+Ref gatherNDRef(const Ref& data, const Ref& ind, size_t b) {
+  const size_t q = ind.shape.size();
+  const int64_t m = ind.shape.back();
+  Shape s(ind.shape.begin(), ind.shape.end() - 1);
+  s.insert(s.end(), data.shape.begin() + ptrdiff_t(b) + m, data.shape.end());
+  return build(s, [&](const std::vector<int64_t>& o) {
+    std::vector<int64_t> di(o.begin(), o.begin() + ptrdiff_t(b));
+    std::vector<int64_t> ii(o.begin(), o.begin() + ptrdiff_t(q - 1));
+    ii.push_back(0);
+    for (int64_t c = 0; c < m; ++c) {
+      ii.back() = c;
+      int64_t j = norm(at(ind, ii), data.shape[b + size_t(c)]);
+      if (j < 0) return 0.0;
+      di.push_back(j);
+    }
+    di.insert(di.end(), o.begin() + ptrdiff_t(q - 1), o.end());
+    return at(data, di);
+  });
+}
+
+TEST(IndexGather, ElementsAndNDWithBatchDims) {
+  Program p;
+  std::vector<HostTensor> in;
+  Ref d = rnd({3, 4}, 41);
+  Tensor td = viewOf(p, "d", DType::F64, d, in);
+  Ref e0{{2, 3}, {2, -1, 0, 3, 1, -4}}, e1{{3, 2}, {3, 0, -1, 4, 1, 1}};
+  Tensor te0 = inputOf(p, "e0", DType::I32, e0, in), te1 = inputOf(p, "e1", DType::I64, e1, in);
+  p.output("e0", gather_elements(td, te0, 0));
+  p.output("e1", gather_elements(td, te1, -1));
+  Ref d3 = rnd({2, 3, 5}, 42);
+  Tensor td3 = inputOf(p, "d3", DType::F32, d3, in);
+  Ref n0{{2, 2}, {1, -1, 0, 4}}, n1{{3, 1}, {1, -2, 2}}, n2{{2, 3}, {1, 2, 4, 0, 0, -6}}, nb{{2, 2, 1}, {2, -1, 0, 3}};
+  Tensor tn0 = inputOf(p, "n0", DType::I64, n0, in), tn1 = inputOf(p, "n1", DType::I32, n1, in);
+  Tensor tn2 = inputOf(p, "n2", DType::I32, n2, in), tnb = inputOf(p, "nb", DType::I64, nb, in);
+  p.output("n0", gather_nd(td3, tn0));
+  p.output("n1", gather_nd(td3, tn1));
+  p.output("n2", gather_nd(td3, tn2));
+  Tensor gb = gather_nd(td3, tnb, 1);
+  EXPECT_EQ(gb.shape(), (Shape{2, 2, 5}));
+  p.output("nb", gb);
+  expectOnAllTargets(p, in,
+                     {gatherElementsRef(d, e0, 0).v, gatherElementsRef(d, e1, 1).v, gatherNDRef(d3, n0, 0).v,
+                      gatherNDRef(d3, n1, 0).v, gatherNDRef(d3, n2, 0).v, gatherNDRef(d3, nb, 1).v},
+                     0);
+}
+
+// ---- scatter_elements, scatter_nd ----------------------------------------------------
+
+double reduceRef(const std::string& red, double acc, double u) {
+  if (red == "add") return acc + u;
+  if (red == "mul") return acc * u;
+  if (red == "max") return std::max(acc, u);
+  if (red == "min") return std::min(acc, u);
+  return u;
+}
+
+// ONNX's reference: the updates in row-major order, each applied in turn.
+Ref scatterElementsRef(const Ref& data, const Ref& ind, const Ref& upd, size_t axis, const std::string& red) {
+  Ref out = data;
+  for (int64_t i = 0; i < numel(ind.shape); ++i) {
+    std::vector<int64_t> q = unravel(i, ind.shape);
+    int64_t j = norm(ind.v[size_t(i)], data.shape[axis]);
+    if (j < 0) continue;
+    q[axis] = j;
+    double& x = out.v[size_t(ravel(q, data.shape))];
+    x = reduceRef(red, x, upd.v[size_t(i)]);
+  }
+  return out;
+}
+
+Ref scatterNDRef(const Ref& data, const Ref& ind, const Ref& upd, const std::string& red) {
+  Ref out = data;
+  const int64_t m = ind.shape.back();
+  const int64_t tuples = numel(ind.shape) / m, slab = numel(data.shape) / numel(Shape(data.shape.begin(), data.shape.begin() + m));
+  for (int64_t t = 0; t < tuples; ++t) {
+    std::vector<int64_t> pos;
+    bool ok = true;
+    for (int64_t c = 0; c < m; ++c) {
+      int64_t j = norm(ind.v[size_t(t * m + c)], data.shape[size_t(c)]);
+      ok &= j >= 0;
+      pos.push_back(j);
+    }
+    if (!ok) continue;
+    pos.resize(data.shape.size(), 0);
+    int64_t base = ravel(pos, data.shape);
+    for (int64_t e = 0; e < slab; ++e) {
+      double& x = out.v[size_t(base + e)];
+      x = reduceRef(red, x, upd.v[size_t(t * slab + e)]);
+    }
+  }
+  return out;
+}
+
+// scatter_elements with each reduction of `reds` (one program, so that a test stays short on lavapipe).
+void scatterElementsCase(const std::vector<std::string>& reds, bool integers) {
+  Program p;
+  std::vector<HostTensor> in;
+  Ref d = rndInt({3, 4}, 51, -5, 5);
+  Tensor td = viewOf(p, "d", DType::F32, d, in);
+  // Axis 0: column 0 gets rows 1, 1, -2 (= 1): three updates of one element; 7 and -4 are skipped.
+  Ref i0{{3, 3}, {1, 0, 7, 1, 2, 2, -2, -4, 2}}, u0 = rndInt({3, 3}, 52, -3, 3);
+  Ref i1{{3, 2}, {3, 3, 0, -1, 1, 9}}, u1 = rndInt({3, 2}, 53, -3, 3);
+  Tensor ti0 = inputOf(p, "i0", DType::I64, i0, in), tu0 = inputOf(p, "u0", DType::F32, u0, in);
+  Tensor ti1 = inputOf(p, "i1", DType::I32, i1, in), tu1 = viewOf(p, "u1", DType::F32, u1, in);
+  std::vector<std::vector<double>> want;
+  for (const std::string& red : reds) {
+    p.output(red + "0", scatter_elements(td, ti0, tu0, 0, red));
+    want.push_back(scatterElementsRef(d, i0, u0, 0, red).v);
+    p.output(red + "1", scatter_elements(td, ti1, tu1, -1, red));
+    want.push_back(scatterElementsRef(d, i1, u1, 1, red).v);
+  }
+  if (!integers) return expectOnAllTargets(p, in, want, 0);
+  // Integers, and no updates at all.
+  Ref di = rndInt({2, 3}, 54, -100, 100), ii{{2, 1}, {2, 2}}, ui{{2, 1}, {1000000, 7}};
+  Tensor tdi = inputOf(p, "di", DType::I32, di, in);
+  p.output("i", scatter_elements(tdi, inputOf(p, "ii", DType::I32, ii, in), inputOf(p, "ui", DType::I32, ui, in), 1, "add"));
+  want.push_back(scatterElementsRef(di, ii, ui, 1, "add").v);
+  Ref ie{{2, 0}, {}};
+  p.output("e", scatter_elements(tdi, inputOf(p, "ie", DType::I64, ie, in), inputOf(p, "ue", DType::I32, ie, in), 1));
+  want.push_back(di.v);
+  expectOnAllTargets(p, in, want, 0);
+}
+
+TEST(IndexScatter, ElementsWithDuplicatesAndSkippedIndicesNoneAddMul) { scatterElementsCase({"none", "add", "mul"}, false); }
+TEST(IndexScatter, ElementsWithDuplicatesAndSkippedIndicesMaxMinAndIntegers) {
+  scatterElementsCase({"max", "min"}, true);
+}
+
+void scatterNDCase(const std::vector<std::string>& reds) {
+  Program p;
+  std::vector<HostTensor> in;
+  Ref d = rndInt({4, 3}, 61, -5, 5);
+  Tensor td = viewOf(p, "d", DType::F64, d, in);
+  Ref i0{{5, 1}, {1, 3, 1, -1, 7}}, u0 = rndInt({5, 3}, 62, -3, 3);  // rows 1 and 3 twice each; 7 skipped
+  Ref i1{{2, 2, 2}, {0, 2, -4, -1, 0, 2, 3, 3}}, u1 = rndInt({2, 2}, 63, -3, 3);
+  Tensor ti0 = inputOf(p, "i0", DType::I32, i0, in), tu0 = inputOf(p, "u0", DType::F64, u0, in);
+  Tensor ti1 = inputOf(p, "i1", DType::I64, i1, in), tu1 = inputOf(p, "u1", DType::F64, u1, in);
+  std::vector<std::vector<double>> want;
+  for (const std::string& red : reds) {
+    p.output(red + "0", scatter_nd(td, ti0, tu0, red));
+    want.push_back(scatterNDRef(d, i0, u0, red).v);
+    p.output(red + "1", scatter_nd(td, ti1, tu1, red));
+    want.push_back(scatterNDRef(d, i1, u1, red).v);
+  }
+  expectOnAllTargets(p, in, want, 0);
+}
+
+TEST(IndexScatter, NDWithDuplicatesAndSkippedIndicesNoneAddMul) { scatterNDCase({"none", "add", "mul"}); }
+TEST(IndexScatter, NDWithDuplicatesAndSkippedIndicesMaxMin) { scatterNDCase({"max", "min"}); }
+
+// ---- one_hot, trilu, range ----------------------------------------------------------
+
+TEST(IndexOneHot, AxesNegativeAndOutOfRangeIndices) {
+  Program p;
+  std::vector<HostTensor> in;
+  Ref i{{2, 3}, {0, 3, -1, -4, 4, 2}};  // depth 4: -1 → 3, -4 → 0, 4 → none
+  Tensor ti = inputOf(p, "i", DType::I64, i, in);
+  auto ref = [&](int64_t axis, double on, double off) {
+    Shape s = i.shape;
+    s.insert(s.begin() + axis, 4);
+    return build(s, [&](std::vector<int64_t> o) {
+      int64_t j = o[size_t(axis)];
+      o.erase(o.begin() + axis);
+      return norm(at(i, o), 4) == j ? on : off;
+    }).v;
+  };
+  p.output("a", one_hot(ti, 4));
+  p.output("b", one_hot(ti, 4, 0, 5, -2, DType::I32));
+  p.output("c", one_hot(ti, 4, -2, 1, 0, DType::Bool));
+  Tensor e = one_hot(inputOf(p, "e", DType::I32, Ref{{0}, {}}, in), 3);
+  EXPECT_EQ(e.shape(), (Shape{0, 3}));
+  p.output("e", e);
+  expectOnAllTargets(p, in, {ref(2, 1, 0), ref(0, 5, -2), ref(1, 1, 0), {}}, 0);
+}
+
+TEST(IndexTrilu, UpperAndLowerWithOffsetsBatchesAndViews) {
+  Program p;
+  std::vector<HostTensor> in;
+  Ref a = rnd({3, 5}, 71), b = rnd({2, 4, 3}, 72), one = rnd({1, 1}, 73);
+  Tensor ta = inputOf(p, "a", DType::F32, a, in), tb = viewOf(p, "b", DType::F32, b, in);
+  Tensor to = inputOf(p, "o", DType::F32, one, in);
+  auto ref = [](const Ref& x, bool upper, int64_t k) {
+    return build(x.shape, [&](const std::vector<int64_t>& i) {
+      int64_t diff = i[i.size() - 1] - i[i.size() - 2];
+      return (upper ? diff >= k : diff <= k) ? at(x, i) : 0.0;
+    }).v;
+  };
+  std::vector<std::vector<double>> want;
+  for (int64_t k : {-2, 1, 7}) {
+    p.output("u" + std::to_string(k), triu(ta, k));
+    want.push_back(ref(a, true, k));
+    p.output("l" + std::to_string(k), tril(tb, k));
+    want.push_back(ref(b, false, k));
+  }
+  p.output("o", trilu(to, false, -1));
+  want.push_back({0});
+  p.output("o2", trilu(ta, false, -100));  // k far beyond the matrix
+  want.push_back(std::vector<double>(15, 0));
+  p.output("e", triu(inputOf(p, "e", DType::F32, Ref{{0, 3}, {}}, in)));
+  want.push_back({});
+  expectOnAllTargets(p, in, want, 0);
+}
+
+TEST(IndexRange, FloatIntegerNegativeAndEmpty) {
+  Program p;
+  auto ref = [](double start, double limit, double delta) {
+    std::vector<double> v;
+    for (int64_t i = 0; i < int64_t(std::ceil((limit - start) / delta)); ++i) v.push_back(start + double(i) * delta);
+    return v;
+  };
+  Tensor a = range(p, 0.5, 3.7, 0.3);
+  EXPECT_EQ(a.shape(), (Shape{11}));
+  p.output("a", a);
+  p.output("b", range(p, 10, -3, -4, DType::I64));
+  p.output("c", range(p, 5, 5, 1, DType::I32));
+  p.output("d", range(p, 1, 2, 0.25, DType::F64));
+  Tensor h = range(p, 3, -2, -0.5, DType::F16);
+  p.output("h", h);
+  std::vector<double> av = ref(0.5, 3.7, 0.3);
+  for (double& x : av) x = double(float(x));
+  expectOnAllTargets(p, {}, {av, ref(10, -3, -4), {}, ref(1, 2, 0.25), ref(3, -2, -0.5)}, 0);
+}
+
 TEST(IndexErrors, ConcatTilePadNameTheOpAndTheShapes) {
   {
     Program p;
