@@ -585,5 +585,67 @@ TEST(IndexErrors, ConcatTilePadNameTheOpAndTheShapes) {
   }
 }
 
+TEST(IndexErrors, GatherScatterOneHotTriluRange) {
+  auto check = [](const std::function<void(Program&)>& make, const std::string& text) {
+    SCOPED_TRACE(text);
+    Program p;
+    make(p);
+    EXPECT_ERROR(p, text);
+  };
+  check([](Program& p) { gather(p.input("d", DType::F32, {2, 3}), p.input("i", DType::F32, {2})); },
+        "gather: indices must be i32 or i64, not f32");
+  check([](Program& p) { gather(p.input("d", DType::F32, {2, 3}), p.input("i", DType::I32, {2}), 2); },
+        "gather: axis 2 is out of range for data of shape [2, 3]");
+  check([](Program& p) { gather(p.input("d", DType::F32, {}), p.input("i", DType::I32, {2})); },
+        "gather: data must have rank >= 1");
+  check([](Program& p) { gather_elements(p.input("d", DType::F32, {2, 3}), p.input("i", DType::I64, {1, 4})); },
+        "gather_elements: indices [1, 4] must have the rank of data [2, 3] and no larger extent outside axis 0");
+  check([](Program& p) { gather_elements(p.input("d", DType::F32, {2, 3}), p.input("i", DType::I64, {2})); },
+        "gather_elements: indices [2] must have the rank of data [2, 3]");
+  check([](Program& p) { gather_nd(p.input("d", DType::F32, {2, 3}), p.input("i", DType::I64, {4, 3})); },
+        "gather_nd: the last dimension of indices [4, 3] is 3; it must be in [1, 2] for data [2, 3] and batch_dims 0");
+  check([](Program& p) { gather_nd(p.input("d", DType::F32, {2, 3}), p.input("i", DType::I64, {3, 1}), 1); },
+        "gather_nd: the first 1 (batch) dimensions of data [2, 3] and indices [3, 1] differ");
+  check([](Program& p) { gather_nd(p.input("d", DType::F32, {2, 3}), p.input("i", DType::I64, {2, 1}), 2); },
+        "gather_nd: batch_dims 2 must be in [0, 2)");
+  check([](Program& p) {
+          scatter_elements(p.input("d", DType::F32, {2, 3}), p.input("i", DType::I32, {2, 2}), p.input("u", DType::F32, {2, 3}));
+        },
+        "scatter_elements: updates [2, 3] must have the shape of indices [2, 2]");
+  check([](Program& p) {
+          scatter_elements(p.input("d", DType::F32, {2, 3}), p.input("i", DType::I32, {2, 2}), p.input("u", DType::F64, {2, 2}));
+        },
+        "scatter_elements: updates (f64) must have the dtype of data (f32)");
+  check([](Program& p) {
+          scatter_elements(p.input("d", DType::F32, {2}), p.input("i", DType::I32, {2}), p.input("u", DType::F32, {2}), 0, "sum");
+        },
+        "scatter_elements: unknown reduction 'sum' (none, add, mul, max or min)");
+  check([](Program& p) {
+          scatter_elements(p.input("d", DType::Bool, {2}), p.input("i", DType::I32, {2}), p.input("u", DType::Bool, {2}), 0, "add");
+        },
+        "scatter_elements: reduction 'add' wants a numeric tensor, not bool");
+  check([](Program& p) {
+          scatter_nd(p.input("d", DType::F32, {4, 3}), p.input("i", DType::I32, {2, 1}), p.input("u", DType::F32, {2, 4}));
+        },
+        "scatter_nd: updates [2, 4] must have shape [2, 3] (indices [2, 1], data [4, 3])");
+  check([](Program& p) {
+          scatter_nd(p.input("d", DType::F32, {4}), p.input("i", DType::I32, {2, 2}), p.input("u", DType::F32, {2}));
+        },
+        "scatter_nd: the last dimension of indices [2, 2] is 2; it must be in [1, 1] for data [4]");
+  check([](Program& p) { one_hot(p.input("i", DType::U8, {2}), 3); }, "one_hot: indices must be i32 or i64, not u8");
+  check([](Program& p) { one_hot(p.input("i", DType::I32, {2}), -1); }, "one_hot: depth -1 is negative");
+  check([](Program& p) { one_hot(p.input("i", DType::I32, {2}), 3, 2); },
+        "one_hot: axis 2 is out of range for a result of rank 2");
+  check([](Program& p) { p.apply("one_hot", {p.input("i", DType::I32, {2})}, {}); }, "one_hot: the depth attribute is required");
+  check([](Program& p) { triu(p.input("x", DType::F32, {3})); }, "trilu: the input must have rank >= 2, not [3]");
+  check([](Program& p) { range(p, 0, 1, 0); }, "range: delta is 0");
+  check([](Program& p) { range(p, 0, 1, 0.5, DType::I32); }, "range: start and delta must be integers for dtype i32");
+  check([](Program& p) { range(p, 0, 1e12, 1); }, "range: 1000000000000 elements; at most 2147483647");
+  check([](Program& p) { index_select(p.input("x", DType::F32, {3}), 0, p.input("i", DType::I32, {1, 1})); },
+        "index_select: indices must be 1-D, not [1, 1]");
+  check([](Program& p) { embedding(p.input("x", DType::F32, {3}), p.input("i", DType::I32, {2})); },
+        "embedding: the table must be 2-D [rows, dim], not [3]");
+}
+
 }  // namespace
 }  // namespace eph::tensor::test

@@ -546,7 +546,8 @@ std::string inferRange(const Program&, Node& n) {
   if (!isFloat(*t) && (start != std::floor(start) || delta != std::floor(delta)))
     return "range: start and delta must be integers for dtype " + dt(*t);
   const double count = std::max(0.0, std::ceil((limit - start) / delta));
-  if (count > double(INT32_MAX)) return "range: " + std::to_string(count) + " elements; at most 2147483647";
+  if (count > double(INT32_MAX))
+    return "range: " + (count < 1e18 ? num(int64_t(count)) : std::string("more than 10^18")) + " elements; at most 2147483647";
   n.dtype = *t;
   n.shape = {int64_t(count)};
   return "";
