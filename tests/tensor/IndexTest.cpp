@@ -516,6 +516,256 @@ TEST(IndexRange, FloatIntegerNegativeAndEmpty) {
   expectOnAllTargets(p, {}, {av, ref(10, -3, -4), {}, ref(1, 2, 0.25), ref(3, -2, -0.5)}, 0);
 }
 
+// ---- resize ---------------------------------------------------------------------------
+
+// ONNX's Resize in float64, after onnx/reference/ops/op_resize.py: each axis
+// interpolated in turn (the outer axis over the inner axes' results), the
+// neighbours of x_original found among the edge-padded input by distance
+// (ties to the lower index), coefficients by mode, exclude_outside zeroing
+// and renormalising. Where the reference uses the float output width
+// scale * in, this uses the integer output extent, as ONNX's operator text
+// and onnxruntime do (they agree whenever scale = out / in is exact).
+struct ResizeRef {
+  ResizeOptions o;
+  Shape sizes;
+  std::vector<double> scales;  // one per axis (given, or out / in)
+  std::vector<double> roi;     // [starts..., ends...]
+};
+
+double interp1d(const std::vector<double>& data, const ResizeRef& r, size_t axis, int64_t outLen, int64_t x) {
+  const int64_t in = int64_t(data.size());
+  const double scale = r.scales[axis];
+  const std::string& ctm = r.o.coordinate_transformation_mode;
+  double xo = 0;
+  if (ctm == "half_pixel") {
+    xo = (double(x) + 0.5) / scale - 0.5;
+  } else if (ctm == "half_pixel_symmetric") {
+    double adjustment = double(outLen) / (scale * double(in)), center = double(in) / 2, offset = center * (1 - adjustment);
+    xo = offset + (double(x) + 0.5) / scale - 0.5;
+  } else if (ctm == "pytorch_half_pixel") {
+    xo = outLen > 1 ? (double(x) + 0.5) / scale - 0.5 : 0;
+  } else if (ctm == "align_corners") {
+    xo = outLen > 1 ? double(x) * double(in - 1) / double(outLen - 1) : 0;
+  } else if (ctm == "asymmetric") {
+    xo = double(x) / scale;
+  } else {  // tf_crop_and_resize
+    const size_t k = r.sizes.size();
+    const double s = r.roi[axis], e = r.roi[axis + k];
+    xo = outLen > 1 ? double(x) * (e - s) * double(in - 1) / double(outLen - 1) : (e - s) * double(in - 1) / 2;
+    xo += s * double(in - 1);
+    if (xo < 0 || xo > double(in - 1)) return r.o.extrapolation_value;
+  }
+  const double ratio = xo == std::floor(xo) ? 1 : xo - std::floor(xo);
+  std::vector<double> c;
+  if (r.o.mode == "nearest") {
+    const std::string& m = r.o.nearest_mode;
+    if (ratio == 1) c = {0, 1};
+    else if (m == "round_prefer_floor") c = {double(ratio <= 0.5), double(ratio > 0.5)};
+    else if (m == "round_prefer_ceil") c = {double(ratio < 0.5), double(ratio >= 0.5)};
+    else if (m == "floor") c = {1, 0};
+    else c = {0, 1};
+  } else if (r.o.mode == "linear") {
+    c = {1 - ratio, ratio};
+  } else {
+    const double A = r.o.cubic_coeff_a;
+    c = {((A * (ratio + 1) - 5 * A) * (ratio + 1) + 8 * A) * (ratio + 1) - 4 * A,
+         ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1,
+         ((A + 2) * (1 - ratio) - (A + 3)) * (1 - ratio) * (1 - ratio) + 1,
+         ((A * ((1 - ratio) + 1) - 5 * A) * ((1 - ratio) + 1) + 8 * A) * ((1 - ratio) + 1) - 4 * A};
+  }
+  const int64_t n = int64_t(c.size()), padw = (n + 1) / 2, limit = in + 2 * padw;
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < limit; ++i) order.push_back(i);
+  const double xp = xo + double(padw);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return std::abs(xp - double(a)) < std::abs(xp - double(b)); });
+  std::vector<int64_t> idx(order.begin(), order.begin() + n);
+  std::sort(idx.begin(), idx.end());
+  double sum = 0, v = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t j = idx[size_t(i)] - padw;  // in the unpadded input
+    if (r.o.exclude_outside && (j < 0 || j >= in)) c[size_t(i)] = 0;
+    sum += c[size_t(i)];
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t j = std::clamp<int64_t>(idx[size_t(i)] - padw, 0, in - 1);  // edge padding
+    v += (r.o.exclude_outside ? c[size_t(i)] / sum : c[size_t(i)]) * data[size_t(j)];
+  }
+  return v;
+}
+
+double resizeAt(const Ref& x, const ResizeRef& r, size_t d, std::vector<int64_t>& idx, const std::vector<int64_t>& out) {
+  if (d == x.shape.size()) return at(x, idx);
+  std::vector<double> line;
+  for (int64_t j = 0; j < x.shape[d]; ++j) {
+    idx[d] = j;
+    line.push_back(resizeAt(x, r, d + 1, idx, out));
+  }
+  return interp1d(line, r, d, r.sizes[d], out[d]);
+}
+
+Ref resizeRef(const Ref& x, Shape sizes, const ResizeOptions& o) {
+  ResizeRef r{o, sizes, o.scales, o.roi};
+  const size_t k = sizes.size();
+  if (r.scales.empty())
+    for (size_t d = 0; d < k; ++d) r.scales.push_back(x.shape[d] ? double(sizes[d]) / double(x.shape[d]) : 1);
+  if (r.roi.empty()) {
+    r.roi.assign(k, 0);
+    r.roi.resize(2 * k, 1);
+  }
+  return build(sizes, [&](const std::vector<int64_t>& out) {
+    std::vector<int64_t> idx(k);
+    return resizeAt(x, r, 0, idx, out);
+  });
+}
+
+ResizeOptions opts(std::string mode, std::string ctm, std::string nearest = "round_prefer_floor") {
+  ResizeOptions o;
+  o.mode = std::move(mode);
+  o.coordinate_transformation_mode = std::move(ctm);
+  o.nearest_mode = std::move(nearest);
+  return o;
+}
+
+// resize of x to each of `cases` in one program (x given as a transposed view when `view`), against resizeRef.
+void resizeCase(const Ref& x, DType t, const std::vector<std::pair<Shape, ResizeOptions>>& cases, bool view = false,
+                double tol = 1e-5) {
+  Program p;
+  std::vector<HostTensor> in;
+  Tensor tx = view ? viewOf(p, "x", t, x, in) : inputOf(p, "x", t, x, in);
+  std::vector<std::vector<double>> want;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [sizes, o] = cases[i];
+    Tensor y = resize(tx, sizes, o);
+    EXPECT_EQ(y.shape(), sizes);
+    p.output("y" + std::to_string(i), y);
+    Ref w = resizeRef(x, sizes, o);
+    if (isInt(t))
+      for (double& v : w.v) v = std::round(v);
+    want.push_back(w.v);
+  }
+  expectOnAllTargets(p, in, want, tol);
+}
+
+TEST(IndexResize, NearestEveryRoundingAndCoordinateMode) {
+  Ref x = rnd({1, 1, 3, 4}, 81);
+  Shape up = {1, 1, 5, 7}, down = {1, 1, 2, 3};
+  resizeCase(x, DType::F32,
+             {{up, opts("nearest", "half_pixel")},
+              {up, opts("nearest", "half_pixel", "round_prefer_ceil")},
+              {up, opts("nearest", "asymmetric", "floor")},
+              {up, opts("nearest", "align_corners", "ceil")},
+              {up, opts("nearest", "pytorch_half_pixel")},
+              {down, opts("nearest", "half_pixel")},
+              {down, opts("nearest", "asymmetric", "round_prefer_ceil")},
+              {{1, 1, 6, 8}, opts("nearest", "half_pixel", "round_prefer_ceil")},  // exact halves
+              {{1, 1, 6, 8}, opts("nearest", "half_pixel_symmetric")}},
+             true, 0);
+}
+
+TEST(IndexResize, LinearEveryCoordinateMode) {
+  Ref x = rnd({1, 1, 3, 4}, 82);
+  Shape up = {1, 1, 5, 7}, down = {1, 1, 2, 3};
+  resizeCase(x, DType::F32,
+             {{up, opts("linear", "half_pixel")},
+              {up, opts("linear", "asymmetric")},
+              {up, opts("linear", "align_corners")},
+              {up, opts("linear", "pytorch_half_pixel")},
+              {up, opts("linear", "half_pixel_symmetric")}});
+}
+
+TEST(IndexResize, LinearDownsamplingAndSizeOne) {
+  Ref x = rnd({1, 1, 3, 4}, 88);
+  Shape down = {1, 1, 2, 3};
+  resizeCase(x, DType::F32,
+             {{down, opts("linear", "half_pixel")},
+              {down, opts("linear", "align_corners")},
+              {{1, 1, 1, 1}, opts("linear", "pytorch_half_pixel")},
+              {{1, 1, 3, 1}, opts("linear", "align_corners")}},
+             true);
+}
+
+TEST(IndexResize, CubicWithCoefficientAndExcludeOutside) {
+  Ref x = rnd({1, 1, 4, 5}, 83);
+  ResizeOptions half = opts("cubic", "half_pixel"), a5 = opts("cubic", "align_corners"), ex = opts("cubic", "half_pixel");
+  a5.cubic_coeff_a = -0.5;
+  ex.exclude_outside = true;
+  ex.cubic_coeff_a = -0.5;
+  resizeCase(x, DType::F32,
+             {{{1, 1, 7, 9}, half}, {{1, 1, 7, 9}, a5}, {{1, 1, 7, 9}, ex}}, true);
+}
+
+TEST(IndexResize, CubicDownsamplingAndSizeOne) {
+  Ref x = rnd({1, 1, 4, 5}, 89);
+  ResizeOptions ex = opts("cubic", "half_pixel");
+  ex.exclude_outside = true;
+  resizeCase(x, DType::F32,
+             {{{1, 1, 3, 2}, ex}, {{1, 1, 8, 3}, opts("cubic", "asymmetric")}, {{1, 1, 5, 1}, opts("cubic", "pytorch_half_pixel")}});
+}
+
+TEST(IndexResize, ScalesAndEveryAxis) {
+  Ref x = rnd({3, 2, 5}, 84);
+  ResizeOptions sc = opts("linear", "half_pixel");
+  sc.scales = {1.5, 2.5, 0.7};  // sizes floor(in * scale): [4, 5, 3]
+  resizeCase(x, DType::F64,
+             {{{4, 5, 3}, sc}, {{4, 1, 3}, opts("linear", "align_corners")}, {{5, 3, 2}, opts("cubic", "half_pixel")}}, false,
+             1e-12);
+}
+
+TEST(IndexResize, TfCropAndResizeExtrapolates) {
+  Ref x = rnd({3, 2, 5}, 84);
+  ResizeOptions crop = opts("linear", "tf_crop_and_resize");
+  crop.roi = {0, 0.2, -0.1, 1, 0.9, 1.3};  // beyond the input on the last axis: extrapolation_value
+  crop.extrapolation_value = 10;
+  ResizeOptions cropN = crop;
+  cropN.mode = "nearest";
+  ResizeOptions cropC = crop;
+  cropC.mode = "cubic";
+  resizeCase(x, DType::F64, {{{2, 3, 7}, crop}, {{2, 3, 7}, cropN}, {{2, 1, 4}, cropC}}, true, 1e-12);
+}
+
+// Expected outputs of ONNX's backend tests (onnx/backend/test/case/node/resize.py), which anchor the reference too.
+TEST(IndexResize, MatchesOnnxBackendTestOutputs) {
+  Ref x2{{1, 1, 2, 2}, {1, 2, 3, 4}};
+  std::vector<double> x16;
+  for (int i = 1; i <= 16; ++i) x16.push_back(i);
+  Ref x4{{1, 1, 4, 4}, x16};
+  ResizeOptions nearest = opts("nearest", "half_pixel"), linear = opts("linear", "half_pixel"), cubic = opts("cubic", "half_pixel");
+  nearest.scales = {1, 1, 2, 3};
+  linear.scales = {1, 1, 2, 2};
+  cubic.scales = {1, 1, 2, 2};
+  // test_resize_upsample_scales_nearest, _linear, and the first row of _cubic.
+  std::vector<double> wantN = {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4};
+  std::vector<double> wantL = {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4};
+  std::vector<double> wantC = {0.47265625, 0.76953125, 1.24609375, 1.875, 2.28125, 2.91015625, 3.38671875, 3.68359375};
+  EXPECT_EQ(resizeRef(x2, {1, 1, 4, 6}, nearest).v, wantN);
+  EXPECT_EQ(resizeRef(x2, {1, 1, 4, 4}, linear).v, wantL);
+  std::vector<double> refC = resizeRef(x4, {1, 1, 8, 8}, cubic).v;
+  for (size_t i = 0; i < 8; ++i) EXPECT_NEAR(refC[i], wantC[i], 1e-12) << i;
+  Program p;
+  std::vector<HostTensor> in;
+  Tensor t2 = inputOf(p, "x2", DType::F32, x2, in), t4 = inputOf(p, "x4", DType::F32, x4, in);
+  p.output("n", resize(t2, {1, 1, 4, 6}, nearest));
+  p.output("l", resize(t2, {1, 1, 4, 4}, linear));
+  p.output("c", slice(resize(t4, {1, 1, 8, 8}, cubic), 2, 0, 1));
+  expectOnAllTargets(p, in, {wantN, wantL, wantC}, 1e-6);
+}
+
+TEST(IndexResize, IntegerBoolAndEmptyTensors) {
+  Ref x = rndInt({2, 3}, 85, 0, 255);
+  resizeCase(x, DType::U8, {{{3, 5}, opts("linear", "half_pixel")}, {{4, 7}, opts("cubic", "align_corners")}}, false, 0);
+  resizeCase(rndInt({2, 3}, 86, -1000, 1000), DType::I32, {{{4, 4}, opts("nearest", "asymmetric")}, {{3, 2}, opts("linear", "half_pixel")}},
+             true, 0);
+  Program p;
+  std::vector<HostTensor> in;
+  Ref m = rndInt({2, 2}, 87, 0, 1);
+  Tensor tm = inputOf(p, "m", DType::Bool, m, in);
+  p.output("m", resize(tm, {3, 4}));
+  Tensor e = inputOf(p, "e", DType::F32, Ref{{0, 3}, {}}, in);
+  p.output("e", resize(e, {0, 6}, opts("linear", "half_pixel")));
+  p.output("z", resize(tm, {2, 0}));
+  expectOnAllTargets(p, in, {resizeRef(m, {3, 4}, opts("nearest", "half_pixel")).v, {}, {}}, 0);
+}
+
 TEST(IndexErrors, ConcatTilePadNameTheOpAndTheShapes) {
   {
     Program p;
@@ -641,6 +891,30 @@ TEST(IndexErrors, GatherScatterOneHotTriluRange) {
   check([](Program& p) { range(p, 0, 1, 0); }, "range: delta is 0");
   check([](Program& p) { range(p, 0, 1, 0.5, DType::I32); }, "range: start and delta must be integers for dtype i32");
   check([](Program& p) { range(p, 0, 1e12, 1); }, "range: 1000000000000 elements; at most 2147483647");
+  check([](Program& p) { resize(p.input("x", DType::Bool, {2, 2}), {4, 4}, opts("linear", "half_pixel")); },
+        "resize: mode 'linear' wants a numeric tensor, not bool");
+  check([](Program& p) { resize(p.input("x", DType::F32, {2, 2}), {4}); },
+        "resize: sizes [4] has 1 entries for an input of shape [2, 2]");
+  check([](Program& p) { resize(p.input("x", DType::F32, {0, 2}), {3, 2}); },
+        "resize: cannot resize the empty axis 0 of [0, 2] to 3");
+  check([](Program& p) { resize(p.input("x", DType::F32, {2}), {3}, opts("bilinear", "half_pixel")); },
+        "resize: unknown mode 'bilinear' (nearest, linear or cubic)");
+  check([](Program& p) { resize(p.input("x", DType::F32, {2}), {3}, opts("nearest", "half_pixel", "round")); },
+        "resize: unknown nearest_mode 'round'");
+  check([](Program& p) { resize(p.input("x", DType::F32, {2}), {3}, opts("nearest", "tf_half_pixel_for_nn")); },
+        "resize: unknown coordinate_transformation_mode 'tf_half_pixel_for_nn'");
+  check([](Program& p) { p.apply("resize", {p.input("x", DType::F32, {2})}, {}); },
+        "resize: the sizes attribute (the output shape) is required");
+  check([](Program& p) {
+          ResizeOptions o;
+          o.scales = {2, 0};
+          resize(p.input("x", DType::F32, {2, 2}), {4, 0}, o);
+        },
+        "resize: scales [2, 0] must be positive and finite");
+  check([](Program& p) {
+          p.apply("resize", {p.input("x", DType::F32, {2})}, {{"sizes", std::vector<int64_t>{4}}, {"antialias", int64_t(1)}});
+        },
+        "resize: antialias is not supported");
   check([](Program& p) { index_select(p.input("x", DType::F32, {3}), 0, p.input("i", DType::I32, {1, 1})); },
         "index_select: indices must be 1-D, not [1, 1]");
   check([](Program& p) { embedding(p.input("x", DType::F32, {3}), p.input("i", DType::I32, {2})); },
