@@ -766,6 +766,151 @@ TEST(IndexResize, IntegerBoolAndEmptyTensors) {
   expectOnAllTargets(p, in, {resizeRef(m, {3, 4}, opts("nearest", "half_pixel")).v, {}, {}}, 0);
 }
 
+// ---- random_uniform, random_normal, bernoulli ------------------------------------------
+
+// The generator as docs/tensor.md states it, on the host.
+uint64_t splitmix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+uint32_t triple32(uint32_t x) {
+  x ^= x >> 17;
+  x *= 0xed5ad4bbu;
+  x ^= x >> 11;
+  x *= 0xac4c1b51u;
+  x ^= x >> 15;
+  x *= 0x31848babu;
+  x ^= x >> 14;
+  return x;
+}
+uint32_t draw(uint32_t i, int64_t seed, uint64_t stream) {
+  uint64_t key = splitmix64(splitmix64(uint64_t(seed)) + stream);
+  return triple32(triple32(i ^ uint32_t(key)) + uint32_t(key >> 32));
+}
+
+// Runs p on every target; returns each target's outputs (the first target's first).
+std::vector<std::vector<HostTensor>> runEverywhere(const Program& p, const std::vector<HostTensor>& in) {
+  std::vector<std::vector<HostTensor>> out;
+  EXPECT_FALSE(p.error()) << errorOf(p);
+  for (const std::string& t : targets()) {
+    auto got = run(p, t, in);
+    EXPECT_TRUE(got) << t << ": " << (got ? "" : got.error().message);
+    if (got) out.push_back(*got);
+  }
+  return out;
+}
+
+struct Moments {
+  double mean = 0, var = 0, lo = INFINITY, hi = -INFINITY;
+};
+Moments moments(const HostTensor& h) {
+  Moments m;
+  for (double v : h.values()) {
+    m.mean += v;
+    m.lo = std::min(m.lo, v);
+    m.hi = std::max(m.hi, v);
+  }
+  m.mean /= double(h.size());
+  for (double v : h.values()) m.var += (v - m.mean) * (v - m.mean);
+  m.var /= double(h.size());
+  return m;
+}
+
+TEST(IndexRandom, SameBitsOnEveryTargetAndTheDocumentedGenerator) {
+  Program p;
+  p.output("u32", random_uniform(p, {64, 33}, DType::F32, -2, 3, 7));
+  p.output("u64", random_uniform(p, {65}, DType::F64, 0, 1, 7));
+  p.output("u16", random_uniform(p, {3, 5}, DType::F16, -1, 1, 123456789));
+  p.output("n32", random_normal(p, {64, 33}, DType::F32, 1, 2, -5));
+  p.output("n64", random_normal(p, {17}, DType::F64, 0, 1, 5));
+  Ref probs = rnd({40, 50}, 91, 0, 1);
+  std::vector<HostTensor> in;
+  Tensor tp = inputOf(p, "p", DType::F32, probs, in);
+  p.output("b", bernoulli(tp, 3));
+  p.output("bv", bernoulli(transpose(tp), 3));  // a view: the counter is the output's element index
+  auto outs = runEverywhere(p, in);
+  ASSERT_FALSE(outs.empty());
+  const auto& first = outs[0];
+  for (size_t t = 1; t < outs.size(); ++t)
+    for (size_t o = 0; o < first.size(); ++o) {
+      SCOPED_TRACE("target " + targets()[t] + ", output " + p.outputs()[o].first);
+      if (p.outputs()[o].first == "n64") {  // Vulkan's own f64 log and cos: within a few ulp
+        for (int64_t i = 0; i < first[o].size(); ++i) EXPECT_NEAR(outs[t][o].get(i), first[o].get(i), 1e-14 * (1 + std::abs(first[o].get(i))));
+        continue;
+      }
+      EXPECT_TRUE(outs[t][o].bytes == first[o].bytes);
+    }
+  // The values are the documented generator's, exactly.
+  for (int64_t i = 0; i < first[0].size(); ++i) {
+    double u = double(draw(uint32_t(i), 7, 0) >> 8) * 0x1p-24;
+    ASSERT_EQ(first[0].get(i), double(float(std::fma(5.0, u, -2.0)))) << i;
+  }
+  for (int64_t i = 0; i < first[1].size(); ++i) {
+    double u = (double(draw(uint32_t(i), 7, 0) >> 5) * 0x1p26 + double(draw(uint32_t(i), 7, 1) >> 6)) * 0x1p-53;
+    ASSERT_EQ(first[1].get(i), u) << i;
+  }
+  for (int64_t i = 0; i < first[5].size(); ++i) {
+    double u = double(draw(uint32_t(i), 3, 0) >> 8) * 0x1p-24;
+    ASSERT_EQ(first[5].get(i), u < probs.v[size_t(i)] ? 1 : 0) << i;
+  }
+  Ref pt = reversed(probs);
+  for (int64_t i = 0; i < first[6].size(); ++i) {
+    double u = double(draw(uint32_t(i), 3, 0) >> 8) * 0x1p-24;
+    ASSERT_EQ(first[6].get(i), u < pt.v[size_t(i)] ? 1 : 0) << i;
+  }
+}
+
+TEST(IndexRandom, MomentsAreRightAndSeedsDiffer) {
+  Program p;
+  const Shape s = {100, 100};
+  p.output("u", random_uniform(p, s, DType::F32, -2, 3, 11));
+  p.output("u2", random_uniform(p, s, DType::F32, -2, 3, 12));
+  p.output("u3", random_uniform(p, s, DType::F32, -2, 3, 11));
+  p.output("n", random_normal(p, s, DType::F32, 1, 2, 11));
+  p.output("n64", random_normal(p, s, DType::F64, -3, 0.5, 13));
+  Ref probs = build({3, 4000}, [](const std::vector<int64_t>& i) { return i[0] == 0 ? 0.0 : i[0] == 1 ? 0.3 : 1.0; });
+  std::vector<HostTensor> in;
+  Tensor tp = inputOf(p, "p", DType::F64, probs, in);
+  p.output("b", bernoulli(tp, 11));
+  auto outs = runEverywhere(p, in);
+  ASSERT_FALSE(outs.empty());
+  for (const auto& o : outs) {
+    Moments u = moments(o[0]);
+    EXPECT_NEAR(u.mean, 0.5, 0.05);
+    EXPECT_NEAR(u.var, 25.0 / 12, 0.1);
+    EXPECT_GE(u.lo, -2);
+    EXPECT_LE(u.hi, 3);
+    int same = 0, again = 0;
+    for (int64_t i = 0; i < o[0].size(); ++i) {
+      same += o[0].get(i) == o[1].get(i);
+      again += o[0].get(i) == o[2].get(i);
+    }
+    EXPECT_LT(same, 10);            // another seed: other numbers
+    EXPECT_EQ(again, 10000);        // the same seed: the same numbers
+    Moments n = moments(o[3]);
+    EXPECT_NEAR(n.mean, 1, 0.1);
+    EXPECT_NEAR(n.var, 4, 0.25);
+    int within = 0;
+    for (double v : o[3].values()) within += std::abs(v - 1) < 2;
+    EXPECT_NEAR(within / 10000.0, 0.6827, 0.02);
+    Moments n64 = moments(o[4]);
+    EXPECT_NEAR(n64.mean, -3, 0.025);
+    EXPECT_NEAR(n64.var, 0.25, 0.02);
+    std::vector<double> b = o[5].values();
+    EXPECT_EQ(o[5].dtype, DType::F64);
+    double ones[3] = {0, 0, 0};
+    for (size_t i = 0; i < b.size(); ++i) {
+      ASSERT_TRUE(b[i] == 0 || b[i] == 1);
+      ones[i / 4000] += b[i];
+    }
+    EXPECT_EQ(ones[0], 0);
+    EXPECT_NEAR(ones[1] / 4000, 0.3, 0.03);
+    EXPECT_EQ(ones[2], 4000);
+  }
+}
+
 TEST(IndexErrors, ConcatTilePadNameTheOpAndTheShapes) {
   {
     Program p;
@@ -915,6 +1060,11 @@ TEST(IndexErrors, GatherScatterOneHotTriluRange) {
           p.apply("resize", {p.input("x", DType::F32, {2})}, {{"sizes", std::vector<int64_t>{4}}, {"antialias", int64_t(1)}});
         },
         "resize: antialias is not supported");
+  check([](Program& p) { random_uniform(p, {2}, DType::I32); }, "random_uniform: dtype must be a float type, not i32");
+  check([](Program& p) { random_normal(p, {2, -1}); }, "random_normal: a negative extent in shape [2, -1]");
+  check([](Program& p) { p.apply("random_normal", {}, {}); }, "random_normal: the shape attribute is required");
+  check([](Program& p) { bernoulli(p.input("p", DType::I32, {2})); },
+        "bernoulli: the probabilities must be a float tensor, not i32");
   check([](Program& p) { index_select(p.input("x", DType::F32, {3}), 0, p.input("i", DType::I32, {1, 1})); },
         "index_select: indices must be 1-D, not [1, 1]");
   check([](Program& p) { embedding(p.input("x", DType::F32, {3}), p.input("i", DType::I32, {2})); },
