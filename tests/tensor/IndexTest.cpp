@@ -127,6 +127,9 @@ TEST(IndexConcat, IntegerAndBoolTensorsAndStackAndSplit) {
   Tensor cm = concat({tm, tm}, 0);
   EXPECT_EQ(cm.dtype(), DType::Bool);
   p.output("m", cm);
+  std::vector<Tensor> many;  // many inputs: a deep chain of ifs
+  for (int k = 0; k < 12; ++k) many.push_back(slice(tb, 1, k % 2, k % 2 + 1));
+  p.output("many", concat(many, 1));
   // stack of three [2, 3] views at axis 1 → [2, 3, 3]; split back.
   Ref x = rnd({2, 3}, 7);
   Tensor tx = inputOf(p, "x", DType::F64, x, in);
@@ -144,7 +147,10 @@ TEST(IndexConcat, IntegerAndBoolTensorsAndStackAndSplit) {
   EXPECT_EQ(ch[2].shape(), (Shape{1, 2}));
   Ref st3 = build({2, 3, 3}, [&](const std::vector<int64_t>& i) { return at(x, {i[0], i[2]}) * double(i[1] + 1); });
   Ref p2 = build({2, 2}, [&](const std::vector<int64_t>& i) { return at(x, {i[0], i[1] + 1}); });
-  expectOnAllTargets(p, in, {concatRef({a, b, a}, 1).v, concatRef({m, m}, 0).v, st3.v, p2.v}, 0);
+  std::vector<Ref> rows;
+  for (int k = 0; k < 12; ++k)
+    rows.push_back(build({3, 1, 2}, [&](const std::vector<int64_t>& i) { return at(b, {i[0], k % 2, i[2]}); }));
+  expectOnAllTargets(p, in, {concatRef({a, b, a}, 1).v, concatRef({m, m}, 0).v, concatRef(rows, 1).v, st3.v, p2.v}, 0);
 }
 
 // ---- tile, pad ---------------------------------------------------------------------
@@ -870,11 +876,7 @@ TEST(IndexRandom, MomentsAreRightAndSeedsDiffer) {
   p.output("u3", random_uniform(p, s, DType::F32, -2, 3, 11));
   p.output("n", random_normal(p, s, DType::F32, 1, 2, 11));
   p.output("n64", random_normal(p, s, DType::F64, -3, 0.5, 13));
-  Ref probs = build({3, 4000}, [](const std::vector<int64_t>& i) { return i[0] == 0 ? 0.0 : i[0] == 1 ? 0.3 : 1.0; });
-  std::vector<HostTensor> in;
-  Tensor tp = inputOf(p, "p", DType::F64, probs, in);
-  p.output("b", bernoulli(tp, 11));
-  auto outs = runEverywhere(p, in);
+  auto outs = runEverywhere(p, {});
   ASSERT_FALSE(outs.empty());
   for (const auto& o : outs) {
     Moments u = moments(o[0]);
@@ -898,8 +900,23 @@ TEST(IndexRandom, MomentsAreRightAndSeedsDiffer) {
     Moments n64 = moments(o[4]);
     EXPECT_NEAR(n64.mean, -3, 0.025);
     EXPECT_NEAR(n64.var, 0.25, 0.02);
-    std::vector<double> b = o[5].values();
-    EXPECT_EQ(o[5].dtype, DType::F64);
+  }
+}
+
+TEST(IndexRandom, BernoulliFrequencies) {
+  Program p;
+  Ref probs = build({3, 4000}, [](const std::vector<int64_t>& i) { return i[0] == 0 ? 0.0 : i[0] == 1 ? 0.3 : 1.0; });
+  std::vector<HostTensor> in;
+  Tensor tp = inputOf(p, "p", DType::F64, probs, in);
+  p.output("b", bernoulli(tp, 11));
+  Tensor bi = p.apply("bernoulli", {tp}, {{"seed", int64_t(11)}, {"dtype", std::string("i32")}});
+  EXPECT_EQ(bi.dtype(), DType::I32);
+  p.output("bi", bi);
+  auto outs = runEverywhere(p, in);
+  ASSERT_FALSE(outs.empty());
+  for (const auto& o : outs) {
+    std::vector<double> b = o[0].values();
+    EXPECT_EQ(o[0].dtype, DType::F64);
     double ones[3] = {0, 0, 0};
     for (size_t i = 0; i < b.size(); ++i) {
       ASSERT_TRUE(b[i] == 0 || b[i] == 1);
@@ -908,7 +925,34 @@ TEST(IndexRandom, MomentsAreRightAndSeedsDiffer) {
     EXPECT_EQ(ones[0], 0);
     EXPECT_NEAR(ones[1] / 4000, 0.3, 0.03);
     EXPECT_EQ(ones[2], 4000);
+    EXPECT_EQ(o[1].values(), b);  // another output dtype: the same draws
   }
+}
+
+// f16 tensors (stored as f16, computed in f32) and index tensors that are views.
+TEST(IndexFloat16, ConcatPadGatherScatterResizeAndIndexViews) {
+  Program p;
+  std::vector<HostTensor> in;
+  Ref a = rnd({3, 4}, 101), b = rnd({3, 1}, 102);
+  for (double& v : a.v) v = double(_Float16(v));
+  for (double& v : b.v) v = double(_Float16(v));
+  Tensor ta = inputOf(p, "a", DType::F16, a, in), tb = inputOf(p, "b", DType::F16, b, in);
+  p.output("c", concat({tb, ta}, 1));
+  p.output("p", pad(ta, {1, 2, 0, 1}, "reflect"));
+  Ref i{{2, 3}, {0, -1, 2, 1, 1, 3}};  // given as a transposed view [3, 2] → its transpose
+  Tensor ti = viewOf(p, "i", DType::I64, i, in);
+  p.output("g", gather(ta, ti, 1));
+  Ref ie{{2, 4}, {2, 0, 1, 1, 2, 0, -3, 1}}, ue = rnd({2, 4}, 103);
+  for (double& v : ue.v) v = double(_Float16(v));
+  Tensor tie = inputOf(p, "ie", DType::I32, ie, in), tue = inputOf(p, "ue", DType::F16, ue, in);
+  p.output("s", scatter_elements(ta, tie, tue, 0, "add"));
+  p.output("r", resize(ta, {5, 7}, opts("linear", "half_pixel")));
+  std::vector<std::vector<double>> want = {concatRef({b, a}, 1).v, padRef(a, {1, 2, 0, 1}, "reflect", 0).v,
+                                           gatherRef(a, i, 1).v, scatterElementsRef(a, ie, ue, 0, "add").v,
+                                           resizeRef(a, {5, 7}, opts("linear", "half_pixel")).v};
+  for (auto& w : want)
+    for (double& v : w) v = double(_Float16(v));
+  expectOnAllTargets(p, in, want, 1e-3);
 }
 
 TEST(IndexErrors, ConcatTilePadNameTheOpAndTheShapes) {
