@@ -955,6 +955,41 @@ TEST(IndexFloat16, ConcatPadGatherScatterResizeAndIndexViews) {
   expectOnAllTargets(p, in, want, 1e-3);
 }
 
+TEST(IndexBool, GatherScatterPadTriluOnBoolAndUnsignedData) {
+  Program p;
+  std::vector<HostTensor> in;
+  Ref m = rndInt({3, 4}, 111, 0, 1), u = rndInt({3, 4}, 112, 0, 60000);
+  Tensor tm = inputOf(p, "m", DType::Bool, m, in), tu = viewOf(p, "u", DType::U16, u, in);
+  Ref i{{2}, {-1, 5}}, ni{{2, 1}, {2, 0}}, nu = rndInt({2, 4}, 113, 0, 1);
+  Tensor ti = inputOf(p, "i", DType::I32, i, in), tni = inputOf(p, "ni", DType::I64, ni, in);
+  p.output("g", gather(tm, ti, 1));
+  p.output("s", scatter_nd(tm, tni, inputOf(p, "nu", DType::Bool, nu, in)));
+  p.output("p", pad(tm, {1, 0, 0, 1}, "constant", 1));
+  p.output("t", tril(tm));
+  p.output("gu", gather(tu, ti, 0));
+  p.output("su", scatter_nd(tu, tni, inputOf(p, "nuu", DType::U16, nu, in), "max"));
+  auto tri = build(m.shape, [&](const std::vector<int64_t>& x) { return x[1] <= x[0] ? at(m, x) : 0.0; });
+  expectOnAllTargets(p, in,
+                     {gatherRef(m, i, 1).v, scatterNDRef(m, ni, nu, "none").v, padRef(m, {1, 0, 0, 1}, "constant", 1).v, tri.v,
+                      gatherRef(u, i, 0).v, scatterNDRef(u, ni, nu, "max").v},
+                     0);
+}
+
+TEST(IndexResize, AxesAndSymmetricHalfPixelWithScales) {
+  Ref x = rnd({2, 3, 5}, 114);
+  ResizeOptions sym = opts("linear", "half_pixel_symmetric");
+  sym.scales = {1.5, 2.5, 0.7};  // sizes [3, 7, 3]: the symmetric offset is not 0
+  resizeCase(x, DType::F32, {{{3, 7, 3}, sym}, {{3, 7, 3}, opts("nearest", "half_pixel_symmetric", "round_prefer_ceil")}});
+  Program p;
+  std::vector<HostTensor> in;
+  Tensor tx = inputOf(p, "x", DType::F32, x, in);
+  Tensor y = p.apply("resize", {tx},
+                     {{"sizes", std::vector<int64_t>{7}}, {"axes", std::vector<int64_t>{-1}}, {"mode", std::string("cubic")}});
+  EXPECT_EQ(y.shape(), (Shape{2, 3, 7}));
+  p.output("y", y);
+  expectOnAllTargets(p, in, {resizeRef(x, {2, 3, 7}, opts("cubic", "half_pixel")).v});
+}
+
 TEST(IndexErrors, ConcatTilePadNameTheOpAndTheShapes) {
   {
     Program p;
