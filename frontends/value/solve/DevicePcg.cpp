@@ -63,8 +63,8 @@ struct KernelBuilder {
 
 }  // namespace
 
-Expected<std::unique_ptr<DeviceLinalg>> DeviceLinalg::create(runtime::Device& dev, bool f32Jacobian) {
-  std::unique_ptr<DeviceLinalg> la(new DeviceLinalg(dev, f32Jacobian));
+Expected<std::unique_ptr<DeviceLinalg>> DeviceLinalg::create(runtime::Device& dev, bool f32Jacobian, ir::Context* ctx) {
+  std::unique_ptr<DeviceLinalg> la(new DeviceLinalg(dev, f32Jacobian, ctx));
   if (Status s = la->build(); !s) return s.error();
   return la;
 }

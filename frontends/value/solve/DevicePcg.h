@@ -43,7 +43,11 @@ class DeviceLinalg {
   static constexpr uint32_t kReduceThreads = 256;
 
   // `f32Jacobian`: the Jacobian values (and narrow/widen's other side) are f32.
-  static Expected<std::unique_ptr<DeviceLinalg>> create(runtime::Device& dev, bool f32Jacobian = false);
+  // `ctx`: the IR context of the buffers' element types, when other kernels
+  // (the graph's) share the buffers (the interpreter's device checks types by
+  // identity); else its own.
+  static Expected<std::unique_ptr<DeviceLinalg>> create(runtime::Device& dev, bool f32Jacobian = false,
+                                                        ir::Context* ctx = nullptr);
   ~DeviceLinalg();
   runtime::Device& device() const { return dev_; }
   bool f32() const { return f32_; }
@@ -88,7 +92,8 @@ class DeviceLinalg {
   Expected<double> valuesSquared(const DeviceJacobian& J);                 // Σ J_ij² (non-finite: some entry is)
 
  private:
-  DeviceLinalg(runtime::Device& dev, bool f32) : dev_(dev), f32_(f32) {}
+  DeviceLinalg(runtime::Device& dev, bool f32, ir::Context* ctx)
+      : dev_(dev), f32_(f32), own_(ctx ? nullptr : std::make_unique<ir::Context>()), ctx_(ctx ? *ctx : *own_) {}
   Status build();
   Status run(const char* kernel, size_t threads, std::vector<interp::RtValue> args);
   Expected<double> reduce(const char* kernel, std::vector<interp::RtValue> args, bool isMax);
@@ -98,7 +103,8 @@ class DeviceLinalg {
 
   runtime::Device& dev_;
   bool f32_;
-  ir::Context ctx_;
+  std::unique_ptr<ir::Context> own_;
+  ir::Context& ctx_;
   std::unique_ptr<ir::Module> m_;
   std::vector<uint64_t> owned_;
   uint64_t partials_ = 0;

@@ -40,7 +40,7 @@ Status DeviceProblem::init(bool f32) {
   if (Status st = ir::verify(*m_); !st)
     return makeError({}, "internal error: the lowered IR does not verify: " + st.error().message);
   if (Status st = dev_.prepare(*m_); !st) return st;
-  auto la = DeviceLinalg::create(dev_, f32);
+  auto la = DeviceLinalg::create(dev_, f32, &ctx_);
   if (!la) return la.error();
   la_ = std::move(*la);
 
