@@ -79,7 +79,7 @@ ResidualNote GraphProblem::explainResidual(size_t i, std::span<const double> x) 
     std::string name = n.kind == OpKind::Custom ? customOp(n.aux).name : std::string(opInfo(n.kind).name);
     std::string from;
     for (size_t k = 0; k < args.size(); ++k) from += (k ? ", " : "") + formatNumber(values_[args[k]]);
-    note.note = "op " + name + " gives " + kind(v) + " from " + from;
+    note.note = name + " of " + from + " (op " + name + ")";
     return note;
   }
   return note;

@@ -19,7 +19,7 @@ class GraphProblem : public LeastSquaresProblem {
   size_t numResiduals() const override { return g_.residuals().size(); }
   Status evaluate(std::span<const double> x, std::span<double> r, SparseRows* J) override;
   // Re-evaluates at x and names the first op of residual i's DAG whose value
-  // is NaN or infinite from finite arguments ("op log gives NaN from -1"), or
+  // is NaN or infinite from finite arguments ("log of -1 (op log)"), or
   // the leaf that already is.
   ResidualNote explainResidual(size_t i, std::span<const double> x) override;
   // The graph's leaves as they are now (the declared values until evaluate()).
