@@ -20,6 +20,7 @@
 #include "frontends/value/solve/GraphProblem.h"
 #include "frontends/value/solve/Pcg.h"
 #include "runtime/Device.h"
+#include "runtime/RunStats.h"
 
 namespace eph::value {
 namespace {
@@ -279,6 +280,74 @@ TEST(DeviceSolve, InfiniteTrialPoint) {
     EXPECT_TRUE(msg == "residual 1 is NaN: div of 1, 0 (op div)" ||
                 msg == "∂(residual 1)/∂(parameter 0) is NaN: div of 1, 0 (op div)")
         << msg;
+  }
+}
+
+// Counts the transfers larger than `big` bytes.
+class CountingDevice : public runtime::StatsDevice {
+ public:
+  CountingDevice(runtime::Device& inner, runtime::RunStats& stats, size_t big) : StatsDevice(inner, stats), big_(big) {}
+  Status uploadBytes(uint64_t dst, std::span<const std::byte> bytes, Loc site) override {
+    bigUploads += bytes.size() > big_;
+    return StatsDevice::uploadBytes(dst, bytes, site);
+  }
+  Status downloadBytes(std::span<std::byte> bytes, uint64_t src, Loc site) override {
+    bigDownloads += bytes.size() > big_;
+    return StatsDevice::downloadBytes(bytes, src, site);
+  }
+  int bigUploads = 0, bigDownloads = 0;
+
+ private:
+  size_t big_;
+};
+
+// 500 extended-Rosenbrock pairs (1000 parameters, 1000 residuals): between
+// the first and the last iteration nothing of parameter or residual size
+// crosses between host and device (only the reductions' 256 partials), and
+// the minimum is the host's.
+TEST(DeviceSolve, ParametersStayOnTheDevice) {
+  const int pairs = 500;
+  std::string text = "param p[" + std::to_string(2 * pairs) + "] =";
+  for (int i = 0; i < pairs; ++i) text += " -1.2 1";
+  text += "\n";
+  for (int i = 0; i < pairs; ++i) {
+    std::string x = "p[" + std::to_string(2 * i) + "]", y = "p[" + std::to_string(2 * i + 1) + "]";
+    text += "residual 10 * (" + y + " - " + x + " * " + x + ")\nresidual 1 - " + x + "\n";
+  }
+  Graph g;
+  ParseError err;
+  ASSERT_TRUE(parse(text, g, err)) << err.message;
+  for (const std::string& target : targets()) {
+    SCOPED_TRACE(target);
+    auto inner = open(target);
+    ASSERT_TRUE(inner);
+    runtime::RunStats stats;
+    CountingDevice dev(*inner, stats, DeviceLinalg::kReduceThreads * sizeof(double));
+    auto p = DeviceProblem::create(g, dev);
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_EQ((*p)->kernels(), 2u);
+    std::vector<double> x = (*p)->initial();
+    SolverOptions o;
+    o.linearSolver = LinearSolver::Pcg;
+    int iterations = 0, upAtFirst = 0, downAtFirst = 0, upAtLast = 0, downAtLast = 0;
+    o.progress = [&](const IterationInfo& it) {
+      if (++iterations == 1) upAtFirst = dev.bigUploads, downAtFirst = dev.bigDownloads;
+      upAtLast = dev.bigUploads, downAtLast = dev.bigDownloads;
+    };
+    int upBefore = dev.bigUploads, downBefore = dev.bigDownloads;
+    auto r = solve(**p, x, o);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_TRUE(r->converged) << stopReasonName(r->reason);
+    EXPECT_GT(iterations, 3);
+    EXPECT_EQ(upAtLast, upAtFirst);
+    EXPECT_EQ(downAtLast, downAtFirst);
+    EXPECT_EQ(dev.bigDownloads - downBefore, 1);  // x, once at the end
+    // Uploads: x once, and the zeros that each new buffer starts with.
+    EXPECT_LE(dev.bigUploads - upBefore, 20);
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], 1.0, 1e-6) << i;
+    Solved host = solveHost(g, Method::LevenbergMarquardt);
+    EXPECT_NEAR(r->cost, host.res.cost, 1e-12);
+    EXPECT_EQ(r->iterations, host.res.iterations);
   }
 }
 
