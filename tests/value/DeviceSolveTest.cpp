@@ -283,6 +283,47 @@ TEST(DeviceSolve, InfiniteTrialPoint) {
   }
 }
 
+// evaluate() (the host interface: Cholesky, L-BFGS) against the reference
+// evaluator, with a residual that reads no parameter and a parameter that no
+// residual reads (an empty row and an empty column).
+TEST(DeviceSolve, EvaluateMatchesTheReferenceRows) {
+  Graph g;
+  ParseError err;
+  ASSERT_TRUE(parse("param p[4] = 0.3 -0.7 1.1 5\nconst c = 2\nlet s = p[0] * p[1]\n"
+                    "residual tanh(s + p[2]) * c\nresidual s + s\nresidual c * c\nresidual atan2(p[2], p[0] + 3) - p[1]\n",
+                    g, err)) << err.message;
+  GraphProblem host(g);
+  std::vector<double> x = host.initial(), rh(4);
+  SparseRows Jh;
+  ASSERT_TRUE(host.evaluate(x, rh, &Jh));
+  for (const std::string& target : targets()) {
+    SCOPED_TRACE(target);
+    auto dev = open(target);
+    ASSERT_TRUE(dev);
+    auto p = DeviceProblem::create(g, *dev);
+    ASSERT_TRUE(p) << p.error().message;
+    std::vector<double> r(4);
+    SparseRows J;
+    ASSERT_TRUE((*p)->evaluate(x, r, &J));
+    ASSERT_EQ(J.rows(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_NEAR(r[i], rh[i], 1e-14) << i;
+      std::vector<double> a(5, 0.0), b(5, 0.0);
+      for (size_t k = J.rowStart[i]; k < J.rowStart[i + 1]; ++k) a[J.cols[k]] += J.vals[k];
+      for (size_t k = Jh.rowStart[i]; k < Jh.rowStart[i + 1]; ++k) b[Jh.cols[k]] += Jh.vals[k];
+      for (size_t c = 0; c < 5; ++c) EXPECT_NEAR(a[c], b[c], 1e-14) << i << "," << c;
+    }
+    EXPECT_EQ(J.rowStart[3] - J.rowStart[2], 0u);
+    // Solved on the device: p[3] (in no residual) keeps its value.
+    std::vector<double> xs = x;
+    SolverOptions o;
+    o.linearSolver = LinearSolver::Pcg;
+    auto res = solve(**p, xs, o);
+    ASSERT_TRUE(res) << res.error().message;
+    EXPECT_EQ(xs[3], 5.0);
+  }
+}
+
 // Counts the transfers larger than `big` bytes.
 class CountingDevice : public runtime::StatsDevice {
  public:
