@@ -254,6 +254,26 @@ TEST(ReduceOps, IntegersKeepTheirDtypeAndNaNPropagates) {
                       {1, NAN, 9, 4, 25, 0.25}});
 }
 
+TEST(ReduceOps, SmallAndUnsignedIntegersUseTheirTypesLimits) {
+  Program p;
+  Tensor u8 = p.input("u8", DType::U8, {2, 0});
+  Tensor u64 = p.input("u64", DType::U64, {2, 0});
+  Tensor i8 = p.input("i8", DType::I8, {2, 0});
+  Tensor v = p.input("v", DType::U8, {2, 3});
+  p.output("minu8", min(u8, {1}));
+  p.output("minu64", min(u64, {1}));
+  p.output("maxi8", max(i8, {1}));
+  p.output("mini8", min(i8, {1}));
+  p.output("maxv", max(v, {1}));
+  p.output("sumv", sum(v, {1}));  // wraps in u8
+  expectOnAllTargets(p,
+                     {HostTensor(DType::U8, {2, 0}), HostTensor(DType::U64, {2, 0}), HostTensor(DType::I8, {2, 0}),
+                      HostTensor::of(DType::U8, {2, 3}, {200, 7, 100, 1, 2, 3})},
+                     {{255, 255}, {18446744073709551615.0, 18446744073709551615.0}, {-128, -128}, {127, 127}, {200, 3},
+                      {51, 6}},
+                     0);
+}
+
 TEST(ReduceOps, HalfSumsAccumulateInFloat32) {
   Program p;
   Tensor x = p.input("x", DType::F16, {2, 4000});
