@@ -524,6 +524,7 @@ TEST(ReduceNorm, LongRowsUseWorkgroupKernels) {
   p.output("in", instance_norm(im, c, c));
   p.output("lp", lp_normalize(v, 1, 1));
   p.output("var", var(v, {1}, false, 1));
+  p.output("var0", var(v, {1}));  // the same shapes, another correction: another kernel
   auto xv = randomValues(900, 80, -4, 4), sv = randomValues(300, 81), bv = randomValues(300, 82);
   auto iv = randomValues(288, 83), cv = randomValues(2, 84);
   Shape vs;
@@ -547,11 +548,12 @@ TEST(ReduceNorm, LongRowsUseWorkgroupKernels) {
     return o;
   });
   auto var1 = reduceRef(vv, {3, 300}, red, [](const std::vector<double>& r) { return refSquares(r) / 299; });
+  auto var0 = reduceRef(vv, {3, 300}, red, [](const std::vector<double>& r) { return refSquares(r) / 300; });
   expectOnAllTargets(p,
                      {HostTensor::of(DType::F32, {300, 3}, xv), HostTensor::of(DType::F32, {300}, sv),
                       HostTensor::of(DType::F32, {300}, bv), HostTensor::of(DType::F32, {1, 2, 16, 9}, iv),
                       HostTensor::of(DType::F32, {2}, cv)},
-                     {ln, rowwise(vv, {3, 300}, red, logSoftmaxRow), in, lp, var1}, 1e-4);
+                     {ln, rowwise(vv, {3, 300}, red, logSoftmaxRow), in, lp, var1, var0}, 1e-4);
 }
 
 // More rows than one dimension of workgroups holds (32768): the groups past

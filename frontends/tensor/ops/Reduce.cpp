@@ -1002,7 +1002,7 @@ void addReduceOps(std::vector<OpDef>& ops) {
                    const double corr = double(n.attrs.i("correction", 0));
                    const DType S = statType(x.dtype);
                    if (R >= kCoopMin)
-                     return coopRows(l, n.op, "", x.shape, red, in, n.dtype, [&](Row& row) -> Values {
+                     return coopRows(l, n.op, n.attrs.key(), x.shape, red, in, n.dtype, [&](Row& row) -> Values {
                        Kernel& k = row.k;
                        Builder& b = k.b;
                        Value* s = row.reduce(Comb::Sum, S, k.constant(S, 0), [](Builder&, Value* x) { return x; });
