@@ -114,7 +114,7 @@ class Planner {
     }
     bool changed = false;
     for (auto& [key, cands] : groups) {
-      std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+      std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
         return std::tie(a.first, a.last) < std::tie(b.first, b.last);
       });
       // Segments: maximal runs whose intervals chain by meeting.
