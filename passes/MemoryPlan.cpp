@@ -27,7 +27,8 @@
 // Offsets are aligned to 256 bytes, the largest minStorageBufferOffsetAlignment
 // Vulkan allows, so views bind on every device. A segment is packed only when
 // its arena is smaller than its buffers together (some storage is reused) and
-// at most kMaxArenaBytes.
+// at most kMaxArenaBytes, and when it is no larger than the most its buffers
+// held at once before (so planning never raises what they hold together).
 //
 // The rewrite: `%arena = alloc` (a u32 const count) before the segment's first
 // use, each buffer's `alloc` replaced by `%b = buffer.view %arena, %off, %n :
@@ -222,6 +223,20 @@ class Planner {
     return size;
   }
 
+  // The most elements the segment's buffers held at once before planning
+  // (each from its alloc to its free).
+  uint64_t heldAtOnce(const std::vector<Candidate>& segment) const {
+    std::vector<std::pair<size_t, int64_t>> events;  // position, elements gained or released
+    for (const Candidate& c : segment) {
+      events.emplace_back(position_.at(c.alloc), static_cast<int64_t>(c.count));
+      events.emplace_back(position_.at(c.free), -static_cast<int64_t>(c.count));
+    }
+    std::sort(events.begin(), events.end());
+    int64_t held = 0, most = 0;
+    for (auto& [at, delta] : events) most = std::max(most, held += delta);
+    return static_cast<uint64_t>(most);
+  }
+
   bool packSegment(const GroupKey& key, std::vector<Candidate>& segment) {
     const ir::Type* elem = key.first;
     uint64_t stride = ir::storageStride(elem);
@@ -230,7 +245,7 @@ class Planner {
     uint64_t total = 0;
     for (const Candidate& c : segment) total += c.count;
     uint64_t size = placeInArena(segment, align);
-    if (size >= total || size * stride > kMaxArenaBytes) return false;
+    if (size >= total || size > heldAtOnce(segment) || size * stride > kMaxArenaBytes) return false;
 
     ir::Context& ctx = fn_.module()->context();
     const ir::Type* u32 = ctx.u32();

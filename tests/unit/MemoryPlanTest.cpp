@@ -342,6 +342,28 @@ TEST(MemoryPlan, PaddingThatWouldCostMoreThanItSavesIsNotPlanned) {
 )");
 }
 
+TEST(MemoryPlan, AnArenaLargerThanWhatTheBuffersHeldAtOnceIsNotPlanned) {
+  // The buffers of OffsetsAreAlignedTo256Bytes, each freed right after its
+  // last use: never more than two live (200 elements), while the aligned
+  // arena would take 228, so nothing changes.
+  expectUnchanged(R"(
+  %m = const {value = 100} : u32
+  %hin = buffer.view %h, %zero, %m : buffer<f32, host, read>
+  %x = alloc %m : buffer<f32, device, linear>
+  h2d %x, %hin
+  %t1 = alloc %m : buffer<f32, device, linear>
+  dispatch %two, %one, %one, %x, %t1 {kernel = @step}
+  free %x
+  %t2 = alloc %m : buffer<f32, device, linear>
+  dispatch %two, %one, %one, %t1, %t2 {kernel = @step}
+  free %t1
+  wait
+  %hout = buffer.view %h, %m, %m : buffer<f32, host, write>
+  d2h %hout, %t2
+  free %t2
+)");
+}
+
 TEST(MemoryPlan, EachElementTypeGetsItsOwnArena) {
   // An f32 chain and an i32 chain, interleaved: two arenas of two slots.
   ir::Context ctx;
