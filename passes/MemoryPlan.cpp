@@ -154,7 +154,8 @@ class Planner {
     const ir::Type* t = alloc.result(0)->type();
     if (!t->isBuffer() || t->space() != ir::Space::Device || t->ownership() != ir::Ownership::Linear) return false;
     if (!ir::isStorable(t->elem()) || !staticCount(alloc.operand(0), c.count)) return false;
-    if (c.count > kMaxArenaBytes / ir::storageStride(t->elem())) return false;  // no arena would take it
+    size_t stride = ir::storageStride(t->elem());
+    if (stride == 0 || c.count > kMaxArenaBytes / stride) return false;  // no arena would take it
     c.alloc = &alloc;
     c.first = std::numeric_limits<size_t>::max();
     c.last = 0;
