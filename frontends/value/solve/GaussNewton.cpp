@@ -32,7 +32,7 @@ Expected<SolveResult> gaussNewton(LeastSquaresProblem& p, std::span<double> x, c
     if (!normal.solve(J, g, zeros, o.linearSolver, o, h, &linearIterations))
       return finish(StopReason::LinearSolverFailed);
     double stepNorm = infNorm(h);
-    bool tiny = stepNorm <= o.stepTolerance * (infNorm(x) + o.stepTolerance);
+    bool tiny = tinyStep(o, stepNorm, infNorm(x));
     for (size_t i = 0; i < n; ++i) x[i] += h[i];
     if (Status s = evaluateChecked(p, x, r, &J); !s) return s.error();
     ++res.evaluations;
@@ -41,9 +41,7 @@ Expected<SolveResult> gaussNewton(LeastSquaresProblem& p, std::span<double> x, c
     J.multiplyTransposed(r, g);
     gnorm = infNorm(g);
     report(o, clock, {iter, cost, gnorm, 0, stepNorm, true, linearIterations});
-    if (gnorm <= o.gradientTolerance) return finish(StopReason::GradientTolerance);
-    if (tiny) return finish(StopReason::StepTolerance);
-    if (std::abs(oldCost - cost) <= o.costChangeTolerance * oldCost) return finish(StopReason::CostChangeTolerance);
+    if (auto why = stopAfterStep(o, gnorm, tiny, std::abs(oldCost - cost), oldCost)) return finish(*why);
   }
   return finish(StopReason::MaxIterations);
 }
