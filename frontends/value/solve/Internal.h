@@ -75,14 +75,19 @@ class Clock {
 // gradient norm and the time (Gauss–Newton, Levenberg–Marquardt, L-BFGS).
 SolveResult finished(SolveResult res, StopReason why, double cost, double gradientNorm, const Clock& clock);
 
-// Where Gauss–Newton and Levenberg–Marquardt start: r and J at x, g = Jᵀr,
-// ½‖r‖² and ‖g‖∞; counts the evaluation in res and sets its initial cost.
+// Where Gauss–Newton and Levenberg–Marquardt are: r and J at x, g = Jᵀr,
+// ½‖r‖², ‖g‖∞, the result so far and the clock (started with the point).
 struct LeastSquaresPoint {
   std::vector<double> r, g;
   SparseRows J;
   double cost = 0, gnorm = 0;
+  SolveResult res;
+  Clock clock;
+  // Ends the solve here.
+  SolveResult finish(StopReason why) const { return finished(res, why, cost, gnorm, clock); }
 };
-Status firstPoint(LeastSquaresProblem& p, std::span<const double> x, LeastSquaresPoint& at, SolveResult& res);
+// The first point, at x; counts the evaluation and sets the initial cost.
+Status firstPoint(LeastSquaresProblem& p, std::span<const double> x, LeastSquaresPoint& at);
 
 // What the host loops (GaussNewton.cpp, LevenbergMarquardt.cpp) and the
 // device loop (DeviceSolve.cpp) judge alike.

@@ -18,19 +18,14 @@ using namespace detail;
 Expected<SolveResult> levenbergMarquardt(LeastSquaresProblem& p, std::span<double> x, const SolverOptions& o) {
   if (o.linearSolver == LinearSolver::Pcg)
     if (DeviceProblem* d = p.deviceResident()) return solveOnDevice(*d, x, o, true);
-  Clock clock;
+  LeastSquaresPoint at;  // starts the clock
+  if (Status s = firstPoint(p, x, at); !s) return s.error();
+  auto& [r, g, J, cost, gnorm, res, clock] = at;
+  if (gnorm <= o.gradientTolerance) return at.finish(StopReason::GradientTolerance);
   const size_t n = p.numParams(), m = p.numResiduals();
   std::vector<double> rNew(m), Jh(m), h(n), D(n), damp(n), xNew(n);
   SparseRows Jnew;
   NormalSolver normal;
-  SolveResult res;
-  LeastSquaresPoint at;
-  if (Status s = firstPoint(p, x, at, res); !s) return s.error();
-  std::vector<double> &r = at.r, &g = at.g;
-  SparseRows& J = at.J;
-  double &cost = at.cost, &gnorm = at.gnorm;
-  auto finish = [&](StopReason why) { return finished(res, why, cost, gnorm, clock); };
-  if (gnorm <= o.gradientTolerance) return finish(StopReason::GradientTolerance);
 
   LmDamping damping(o.initialDamping);
   for (int iter = 1; iter <= o.maxIterations; ++iter) {
@@ -72,9 +67,9 @@ Expected<SolveResult> levenbergMarquardt(LeastSquaresProblem& p, std::span<doubl
     }
     if (auto why = damping.update(o, clock, {iter, cost, gnorm, 0, stepNorm, accepted, linearIterations}, tiny, rho,
                                   oldCost))
-      return finish(*why);
+      return at.finish(*why);
   }
-  return finish(StopReason::MaxIterations);
+  return at.finish(StopReason::MaxIterations);
 }
 
 }  // namespace eph::value

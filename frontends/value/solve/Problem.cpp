@@ -147,12 +147,12 @@ std::optional<StopReason> LmDamping::update(const SolverOptions& o, const Clock&
   return stopAfterStep(o, it.gradientNorm, tiny, oldCost - it.cost, oldCost);
 }
 
-Status firstPoint(LeastSquaresProblem& p, std::span<const double> x, LeastSquaresPoint& at, SolveResult& res) {
+Status firstPoint(LeastSquaresProblem& p, std::span<const double> x, LeastSquaresPoint& at) {
   at.r.assign(p.numResiduals(), 0.0);
   at.g.assign(p.numParams(), 0.0);
   if (Status s = evaluateChecked(p, x, at.r, &at.J); !s) return s;
-  res.evaluations = 1;
-  at.cost = res.initialCost = halfSquaredNorm(at.r);
+  at.res.evaluations = 1;
+  at.cost = at.res.initialCost = halfSquaredNorm(at.r);
   at.J.multiplyTransposed(at.r, at.g);
   at.gnorm = infNorm(at.g);
   return Status::ok();
