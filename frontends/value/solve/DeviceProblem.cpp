@@ -114,19 +114,21 @@ Status DeviceProblem::evaluateOn(uint64_t x, uint64_t r, const DeviceJacobian* J
   return la_->widen(rNarrow_, r, numResiduals_);
 }
 
+Status DeviceProblem::downloadValues(const DeviceJacobian& J, std::span<double> vals) {
+  if (!f32_) return la_->download(J.vals, vals);
+  std::vector<float> v(std::max<size_t>(numValues_, 1));
+  if (Status s = dev_.downloadBytes(std::as_writable_bytes(std::span(v)), J.vals, {}); !s) return s;
+  std::copy(v.begin(), v.begin() + numValues_, vals.begin());
+  return Status::ok();
+}
+
 Status DeviceProblem::evaluate(std::span<const double> x, std::span<double> r, SparseRows* J) {
   if (Status s = la_->upload(x64_, x); !s) return s;
   if (Status s = evaluateOn(x64_, r64_, J ? &hostJ_ : nullptr); !s) return s;
   if (Status s = la_->download(r64_, r); !s) return s;
   if (!J) return Status::ok();
   std::vector<double> vals(numValues_);
-  if (f32_) {
-    std::vector<float> v(std::max<size_t>(numValues_, 1));
-    if (Status s = dev_.downloadBytes(std::as_writable_bytes(std::span(v)), hostJ_.vals, {}); !s) return s;
-    std::copy(v.begin(), v.begin() + numValues_, vals.begin());
-  } else if (Status s = la_->download(hostJ_.vals, vals); !s) {
-    return s;
-  }
+  if (Status s = downloadValues(hostJ_, vals); !s) return s;
   J->reset(numParams_);
   for (size_t i = 0; i < numResiduals_; ++i) {
     for (uint32_t e = 0; e < rowLen_[i]; ++e) J->add(colOf_[rowStart_[i] + e], vals[rowStart_[i] + e]);
@@ -150,13 +152,7 @@ Expected<size_t> DeviceProblem::firstNonFiniteResidual(uint64_t r, std::vector<d
 
 Status DeviceProblem::jacobianError(const DeviceJacobian& J, uint64_t x) {
   std::vector<double> vals(numValues_), xs(numParams_);
-  if (f32_) {
-    std::vector<float> v(std::max<size_t>(numValues_, 1));
-    if (Status s = dev_.downloadBytes(std::as_writable_bytes(std::span(v)), J.vals, {}); !s) return s;
-    std::copy(v.begin(), v.begin() + numValues_, vals.begin());
-  } else if (Status s = la_->download(J.vals, vals); !s) {
-    return s;
-  }
+  if (Status s = downloadValues(J, vals); !s) return s;
   if (Status s = la_->download(x, xs); !s) return s;
   // The first bad entry in residual order.
   size_t best = numValues_;

@@ -68,6 +68,7 @@ class DeviceProblem : public LeastSquaresProblem {
   DeviceProblem(const Graph& g, runtime::Device& dev) : host_(g), dev_(dev) {}
   Status init(bool f32);
   Status jacobianError(const DeviceJacobian& J, uint64_t x);
+  Status downloadValues(const DeviceJacobian& J, std::span<double> vals);  // numValues_ of them, as f64
 
   GraphProblem host_;  // the graph, the reference evaluator for explainResidual
   runtime::Device& dev_;
