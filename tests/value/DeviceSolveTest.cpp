@@ -8,11 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "frontends/value/Text.h"
 #include "frontends/value/solve/DevicePcg.h"
@@ -21,18 +18,12 @@
 #include "frontends/value/solve/Pcg.h"
 #include "runtime/Device.h"
 #include "runtime/RunStats.h"
+#include "tests/unit/ValueTestUtil.h"
 
 namespace eph::value {
 namespace {
 
-std::vector<std::string> targets() {
-  std::vector<std::string> out = {"interp"};
-  for (const std::string& t : runtime::availableTargets())
-    if (t == "cpu") out.push_back(t);
-  const char* req = std::getenv("EPH_REQUIRE_VULKAN");
-  if ((req && std::string(req) == "1") || runtime::openDevice("vulkan")) out.push_back("vulkan");
-  return out;
-}
+using test::targets;
 
 std::unique_ptr<runtime::Device> open(const std::string& target) {
   auto dev = runtime::openDevice(target);
@@ -43,12 +34,9 @@ std::unique_ptr<runtime::Device> open(const std::string& target) {
 std::filesystem::path source(const std::string& rel) { return std::filesystem::path(EPH_SOURCE_DIR) / rel; }
 
 Graph parseFile(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
   Graph g;
   ParseError err;
-  EXPECT_TRUE(parse(ss.str(), g, err)) << p << ": " << err.message;
+  EXPECT_TRUE(parse(test::readFile(p), g, err)) << p << ": " << err.message;
   return g;
 }
 
