@@ -8,11 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "frontends/value/Text.h"
 #include "frontends/value/solve/DevicePcg.h"
@@ -21,18 +18,12 @@
 #include "frontends/value/solve/Pcg.h"
 #include "runtime/Device.h"
 #include "runtime/RunStats.h"
+#include "tests/unit/ValueTestUtil.h"
 
 namespace eph::value {
 namespace {
 
-std::vector<std::string> targets() {
-  std::vector<std::string> out = {"interp"};
-  for (const std::string& t : runtime::availableTargets())
-    if (t == "cpu") out.push_back(t);
-  const char* req = std::getenv("EPH_REQUIRE_VULKAN");
-  if ((req && std::string(req) == "1") || runtime::openDevice("vulkan")) out.push_back("vulkan");
-  return out;
-}
+using test::targets;
 
 std::unique_ptr<runtime::Device> open(const std::string& target) {
   auto dev = runtime::openDevice(target);
@@ -42,13 +33,26 @@ std::unique_ptr<runtime::Device> open(const std::string& target) {
 
 std::filesystem::path source(const std::string& rel) { return std::filesystem::path(EPH_SOURCE_DIR) / rel; }
 
+// The graph's DeviceProblem on `target` and its device (null after a failed
+// expectation); p, declared last, is destroyed first.
+struct OnDevice {
+  std::unique_ptr<runtime::Device> dev;
+  std::unique_ptr<DeviceProblem> p;
+};
+OnDevice problemOn(const std::string& target, const Graph& g, bool f32 = false) {
+  OnDevice on;
+  on.dev = open(target);
+  if (!on.dev) return on;
+  auto p = DeviceProblem::create(g, *on.dev, f32);
+  EXPECT_TRUE(p) << p.error().message;
+  if (p) on.p = std::move(*p);
+  return on;
+}
+
 Graph parseFile(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
   Graph g;
   ParseError err;
-  EXPECT_TRUE(parse(ss.str(), g, err)) << p << ": " << err.message;
+  EXPECT_TRUE(parse(test::readFile(p), g, err)) << p << ": " << err.message;
   return g;
 }
 
@@ -202,22 +206,20 @@ TEST(DeviceSolve, F32KernelsReachTheFit) {
   Graph g = parseFile(source("tests/lit/value/Inputs/fit.vg"));
   for (const std::string& target : targets()) {
     SCOPED_TRACE(target);
-    auto dev = open(target);
-    ASSERT_TRUE(dev);
-    auto p = DeviceProblem::create(g, *dev, true);
-    ASSERT_TRUE(p) << p.error().message;
-    std::vector<double> x = (*p)->initial();
+    auto [dev, p] = problemOn(target, g, true);
+    ASSERT_TRUE(p);
+    std::vector<double> x = p->initial();
     SolverOptions o;
     o.linearSolver = LinearSolver::Pcg;
-    auto r = solve(**p, x, o);
+    auto r = solve(*p, x, o);
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_TRUE(r->converged);
     EXPECT_NEAR(x[0], 2, 1e-4);
     EXPECT_NEAR(x[1], -0.7, 1e-4);
     // And the same problem through the host interface (evaluate()) with Cholesky.
-    x = (*p)->initial();
+    x = p->initial();
     o.linearSolver = LinearSolver::SparseCholesky;
-    r = solve(**p, x, o);
+    r = solve(*p, x, o);
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_NEAR(x[0], 2, 1e-4);
     EXPECT_NEAR(x[1], -0.7, 1e-4);
@@ -233,16 +235,14 @@ TEST(DeviceSolve, NonFiniteResidualNamesTheResidualAndTheOp) {
   ASSERT_TRUE(parse("param x = -1\nparam y = 2\nresidual y - 1\nresidual log(x) + y\n", g, err)) << err.message;
   for (const std::string& target : targets()) {
     SCOPED_TRACE(target);
-    auto dev = open(target);
-    ASSERT_TRUE(dev);
-    auto p = DeviceProblem::create(g, *dev);
-    ASSERT_TRUE(p) << p.error().message;
+    auto [dev, p] = problemOn(target, g);
+    ASSERT_TRUE(p);
     for (Method method : {Method::LevenbergMarquardt, Method::GaussNewton}) {
-      std::vector<double> x = (*p)->initial();
+      std::vector<double> x = p->initial();
       SolverOptions o;
       o.method = method;
       o.linearSolver = LinearSolver::Pcg;
-      auto r = solve(**p, x, o);
+      auto r = solve(*p, x, o);
       ASSERT_FALSE(r);
       EXPECT_EQ(r.error().message, "residual 1 is NaN: log of -1 (op log)");
     }
@@ -264,15 +264,13 @@ TEST(DeviceSolve, InfiniteTrialPoint) {
   ASSERT_TRUE(parse("param x = 1\nresidual x\nresidual 0 * x + 1 / x - 1 / x\n", g, err)) << err.message;
   for (const std::string& target : targets()) {
     SCOPED_TRACE(target);
-    auto dev = open(target);
-    ASSERT_TRUE(dev);
-    auto p = DeviceProblem::create(g, *dev);
-    ASSERT_TRUE(p) << p.error().message;
-    std::vector<double> x = (*p)->initial();
+    auto [dev, p] = problemOn(target, g);
+    ASSERT_TRUE(p);
+    std::vector<double> x = p->initial();
     SolverOptions o;
     o.method = Method::GaussNewton;
     o.linearSolver = LinearSolver::Pcg;
-    auto r = solve(**p, x, o);
+    auto r = solve(*p, x, o);
     ASSERT_FALSE(r);
     // The residual (inf − inf) or, where the device folds 1/x − 1/x, its
     // Jacobian entry; either way residual 1 and the division are named.
@@ -298,13 +296,11 @@ TEST(DeviceSolve, EvaluateMatchesTheReferenceRows) {
   ASSERT_TRUE(host.evaluate(x, rh, &Jh));
   for (const std::string& target : targets()) {
     SCOPED_TRACE(target);
-    auto dev = open(target);
-    ASSERT_TRUE(dev);
-    auto p = DeviceProblem::create(g, *dev);
-    ASSERT_TRUE(p) << p.error().message;
+    auto [dev, p] = problemOn(target, g);
+    ASSERT_TRUE(p);
     std::vector<double> r(4);
     SparseRows J;
-    ASSERT_TRUE((*p)->evaluate(x, r, &J));
+    ASSERT_TRUE(p->evaluate(x, r, &J));
     ASSERT_EQ(J.rows(), 4u);
     for (size_t i = 0; i < 4; ++i) {
       EXPECT_NEAR(r[i], rh[i], 1e-14) << i;
@@ -318,7 +314,7 @@ TEST(DeviceSolve, EvaluateMatchesTheReferenceRows) {
     std::vector<double> xs = x;
     SolverOptions o;
     o.linearSolver = LinearSolver::Pcg;
-    auto res = solve(**p, xs, o);
+    auto res = solve(*p, xs, o);
     ASSERT_TRUE(res) << res.error().message;
     EXPECT_EQ(xs[3], 5.0);
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <type_traits>
 
 #include "ir/Builder.h"
 #include "ir/Verifier.h"
@@ -237,6 +238,19 @@ Status DeviceLinalg::run(const char* kernel, size_t threads, std::vector<interp:
   return dev_.dispatch(*f, grid, args, {});
 }
 
+template <class... Args>
+Status DeviceLinalg::elementwise(const char* kernel, size_t n, Args... args) {
+  std::vector<interp::RtValue> values;
+  unsigned i = 0;
+  auto add = [&](auto v) {
+    if constexpr (std::is_same_v<decltype(v), double>) values.push_back(num(kernel, i++, v));
+    else values.push_back(buf(kernel, i++, v));
+  };
+  (add(args), ...);
+  values.push_back(count(kernel, i, n));
+  return run(kernel, n, std::move(values));
+}
+
 Expected<double> DeviceLinalg::reduce(const char* kernel, std::vector<interp::RtValue> args, bool isMax) {
   if (Status s = run(kernel, kReduceThreads, std::move(args)); !s) return s.error();
   std::vector<double> parts(kReduceThreads);
@@ -265,55 +279,45 @@ Expected<double> DeviceLinalg::valuesSquared(const DeviceJacobian& J) {
 }
 
 Status DeviceLinalg::axpy(double a, uint64_t x, uint64_t y, size_t n) {
-  const char* k = "la.axpy";
-  return run(k, n, {num(k, 0, a), buf(k, 1, x), buf(k, 2, y), count(k, 3, n)});
+  return elementwise("la.axpy", n, a, x, y);
 }
 
 Status DeviceLinalg::xpay(uint64_t x, double a, uint64_t y, size_t n) {
-  const char* k = "la.xpay";
-  return run(k, n, {buf(k, 0, x), num(k, 1, a), buf(k, 2, y), count(k, 3, n)});
+  return elementwise("la.xpay", n, x, a, y);
 }
 
 Status DeviceLinalg::scale(double a, uint64_t x, uint64_t y, size_t n) {
-  const char* k = "la.scale";
-  return run(k, n, {num(k, 0, a), buf(k, 1, x), buf(k, 2, y), count(k, 3, n)});
+  return elementwise("la.scale", n, a, x, y);
 }
 
 Status DeviceLinalg::fill(uint64_t y, double v, size_t n) {
-  const char* k = "la.fill";
-  return run(k, n, {num(k, 0, v), buf(k, 1, y), count(k, 2, n)});
+  return elementwise("la.fill", n, v, y);
 }
 
 Status DeviceLinalg::mulAdd(uint64_t d, uint64_t x, uint64_t y, size_t n) {
-  const char* k = "la.muladd";
-  return run(k, n, {buf(k, 0, d), buf(k, 1, x), buf(k, 2, y), count(k, 3, n)});
+  return elementwise("la.muladd", n, d, x, y);
 }
 
 Status DeviceLinalg::mul(uint64_t d, uint64_t x, uint64_t y, size_t n) {
-  const char* k = "la.mul";
-  return run(k, n, {buf(k, 0, d), buf(k, 1, x), buf(k, 2, y), count(k, 3, n)});
+  return elementwise("la.mul", n, d, x, y);
 }
 
 Status DeviceLinalg::clampScale(uint64_t D, double lambda, double lo, double hi, uint64_t y, size_t n) {
-  const char* k = "la.clampscale";
-  return run(k, n, {buf(k, 0, D), num(k, 1, lambda), num(k, 2, lo), num(k, 3, hi), buf(k, 4, y), count(k, 5, n)});
+  return elementwise("la.clampscale", n, D, lambda, lo, hi, y);
 }
 
 Status DeviceLinalg::invDiag(uint64_t D, uint64_t d, uint64_t y, size_t n) {
-  const char* k = "la.invdiag";
-  return run(k, n, {buf(k, 0, D), buf(k, 1, d), buf(k, 2, y), count(k, 3, n)});
+  return elementwise("la.invdiag", n, D, d, y);
 }
 
 Status DeviceLinalg::narrow(uint64_t x64, uint64_t y, size_t n) {
   if (!f32_) return copy(x64, y, n);
-  const char* k = "la.narrow";
-  return run(k, n, {buf(k, 0, x64), buf(k, 1, y), count(k, 2, n)});
+  return elementwise("la.narrow", n, x64, y);
 }
 
 Status DeviceLinalg::widen(uint64_t x, uint64_t y64, size_t n) {
   if (!f32_) return copy(x, y64, n);
-  const char* k = "la.widen";
-  return run(k, n, {buf(k, 0, x), buf(k, 1, y64), count(k, 2, n)});
+  return elementwise("la.widen", n, x, y64);
 }
 
 Status DeviceLinalg::multiplyJ(const DeviceJacobian& J, uint64_t v, uint64_t out) {

@@ -96,6 +96,10 @@ class DeviceLinalg {
       : dev_(dev), f32_(f32), own_(ctx ? nullptr : std::make_unique<ir::Context>()), ctx_(ctx ? *ctx : *own_) {}
   Status build();
   Status run(const char* kernel, size_t threads, std::vector<interp::RtValue> args);
+  // run() over n elements: the arguments in the kernel's order (a double is a
+  // number, else a buffer handle), then n.
+  template <class... Args>
+  Status elementwise(const char* kernel, size_t n, Args... args);
   Expected<double> reduce(const char* kernel, std::vector<interp::RtValue> args, bool isMax);
   interp::RtValue buf(const char* kernel, unsigned i, uint64_t h) const;
   interp::RtValue num(const char* kernel, unsigned i, double v) const;

@@ -34,12 +34,9 @@ Status DeviceProblem::init(bool f32) {
   opts.f32 = f32;
   opts.jacobian = true;
   opts.hostMain = false;
-  std::string why;
-  m_ = lowerGraph(ctx_, g, groups_, opts, why);
-  if (!m_) return makeError({}, why, "E301");  // an op without an IR lowering
-  if (Status st = ir::verify(*m_); !st)
-    return makeError({}, "internal error: the lowered IR does not verify: " + st.error().message);
-  if (Status st = dev_.prepare(*m_); !st) return st;
+  auto m = compileGraph(ctx_, g, groups_, opts, dev_);
+  if (!m) return m.error();
+  m_ = std::move(*m);
   auto la = DeviceLinalg::create(dev_, f32, &ctx_);
   if (!la) return la.error();
   la_ = std::move(*la);
@@ -61,10 +58,7 @@ Status DeviceProblem::init(bool f32) {
   if (Status s = buffer(numResiduals_, true, rNarrow_); !s) return s;
   if (Status s = buffer(numParams_, false, x64_); !s) return s;
   if (Status s = buffer(numResiduals_, false, r64_); !s) return s;
-  std::vector<double> constValues;
-  for (const LeafDecl& d : g.decls())
-    if (!d.trainable)
-      for (uint32_t e = 0; e < d.count; ++e) constValues.push_back(g.node(d.first + e).value);
+  std::vector<double> constValues = constantValues(g);
   {
     // The constants as f64, narrowed on the device when the kernels are f32.
     uint64_t tmp;
@@ -74,23 +68,9 @@ Status DeviceProblem::init(bool f32) {
     if (Status s = dev_.wait({}); !s) return s;
     la_->release(tmp);
   }
-  // Per signature, per instance: each slot's index in the params or consts
-  // buffer, then the residual's index (Lower.h).
-  const ir::Type* u32 = ctx_.bufferType(ctx_.u32(), ir::Space::Device, ir::Ownership::Linear);
-  for (const Group& grp : groups_) {
-    std::vector<uint32_t> table;
-    table.reserve(grp.residuals.size() * (grp.slots() + 1));
-    for (size_t i = 0; i < grp.residuals.size(); ++i) {
-      for (size_t s = 0; s < grp.slots(); ++s) table.push_back(slot[grp.leaves[i * grp.slots() + s]]);
-      table.push_back(grp.residuals[i]);
-    }
-    table.resize(std::max<size_t>(table.size(), 1), 0);
-    auto h = dev_.alloc(u32, table.size(), {});
-    if (!h) return h.error();
-    owned_.push_back(*h);
-    if (Status s = dev_.uploadBytes(*h, std::as_bytes(std::span(table)), {}); !s) return s;
-    tables_.push_back(*h);
-  }
+  auto tables = uploadTables(dev_, ctx_, groups_, slot, owned_);
+  if (!tables) return tables.error();
+  tables_ = std::move(*tables);
   // The Jacobian's rows: per residual its entries (consecutive) and columns.
   rowStart_.assign(numResiduals_, 0);
   rowLen_.assign(numResiduals_, 0);
@@ -126,34 +106,20 @@ Expected<DeviceJacobian> DeviceProblem::newJacobian() {
   return J;
 }
 
-Status DeviceProblem::dispatchAll(uint64_t params, uint64_t rOut, uint64_t jacOut) {
-  for (size_t k = 0; k < groups_.size(); ++k) {
-    std::string name = "vg" + std::to_string(k);
-    uint32_t n = uint32_t(groups_[k].residuals.size());
-    std::array<uint32_t, 3> grid{(n + 63) / 64, 1, 1};
-    auto dispatch = [&](const std::string& kernel, uint64_t out) -> Status {
-      const ir::Function* f = m_->lookup(kernel);
-      if (!f) return Status::ok();  // no trainable slot: no Jacobian kernel
-      auto types = f->paramTypes();
-      std::vector<interp::RtValue> args(5);
-      uint64_t handles[] = {params, consts_, tables_[k], out};
-      for (int i = 0; i < 4; ++i) args[i].type = types[i], args[i].buffer = handles[i];
-      args[4] = interp::RtValue::ofInt(types[4], n);
-      return dev_.dispatch(*f, grid, args, {});
-    };
-    if (n == 0) continue;
-    if (Status s = dispatch(name, rOut); !s) return s;
-    if (jacOut)
-      if (Status s = dispatch(name + ".j", jacOut); !s) return s;
-  }
-  return Status::ok();
+Status DeviceProblem::evaluateOn(uint64_t x, uint64_t r, const DeviceJacobian* J) {
+  uint64_t jac = J ? J->vals : 0;
+  if (!f32_) return dispatchGraph(dev_, *m_, groups_, x, consts_, tables_, r, jac, ".j");
+  if (Status s = la_->narrow(x, params_, numParams_); !s) return s;
+  if (Status s = dispatchGraph(dev_, *m_, groups_, params_, consts_, tables_, rNarrow_, jac, ".j"); !s) return s;
+  return la_->widen(rNarrow_, r, numResiduals_);
 }
 
-Status DeviceProblem::evaluateOn(uint64_t x, uint64_t r, const DeviceJacobian* J) {
-  if (!f32_) return dispatchAll(x, r, J ? J->vals : 0);
-  if (Status s = la_->narrow(x, params_, numParams_); !s) return s;
-  if (Status s = dispatchAll(params_, rNarrow_, J ? J->vals : 0); !s) return s;
-  return la_->widen(rNarrow_, r, numResiduals_);
+Status DeviceProblem::downloadValues(const DeviceJacobian& J, std::span<double> vals) {
+  if (!f32_) return la_->download(J.vals, vals);
+  std::vector<float> v(std::max<size_t>(numValues_, 1));
+  if (Status s = dev_.downloadBytes(std::as_writable_bytes(std::span(v)), J.vals, {}); !s) return s;
+  std::copy(v.begin(), v.begin() + numValues_, vals.begin());
+  return Status::ok();
 }
 
 Status DeviceProblem::evaluate(std::span<const double> x, std::span<double> r, SparseRows* J) {
@@ -162,13 +128,7 @@ Status DeviceProblem::evaluate(std::span<const double> x, std::span<double> r, S
   if (Status s = la_->download(r64_, r); !s) return s;
   if (!J) return Status::ok();
   std::vector<double> vals(numValues_);
-  if (f32_) {
-    std::vector<float> v(std::max<size_t>(numValues_, 1));
-    if (Status s = dev_.downloadBytes(std::as_writable_bytes(std::span(v)), hostJ_.vals, {}); !s) return s;
-    std::copy(v.begin(), v.begin() + numValues_, vals.begin());
-  } else if (Status s = la_->download(hostJ_.vals, vals); !s) {
-    return s;
-  }
+  if (Status s = downloadValues(hostJ_, vals); !s) return s;
   J->reset(numParams_);
   for (size_t i = 0; i < numResiduals_; ++i) {
     for (uint32_t e = 0; e < rowLen_[i]; ++e) J->add(colOf_[rowStart_[i] + e], vals[rowStart_[i] + e]);
@@ -192,13 +152,7 @@ Expected<size_t> DeviceProblem::firstNonFiniteResidual(uint64_t r, std::vector<d
 
 Status DeviceProblem::jacobianError(const DeviceJacobian& J, uint64_t x) {
   std::vector<double> vals(numValues_), xs(numParams_);
-  if (f32_) {
-    std::vector<float> v(std::max<size_t>(numValues_, 1));
-    if (Status s = dev_.downloadBytes(std::as_writable_bytes(std::span(v)), J.vals, {}); !s) return s;
-    std::copy(v.begin(), v.begin() + numValues_, vals.begin());
-  } else if (Status s = la_->download(J.vals, vals); !s) {
-    return s;
-  }
+  if (Status s = downloadValues(J, vals); !s) return s;
   if (Status s = la_->download(x, xs); !s) return s;
   // The first bad entry in residual order.
   size_t best = numValues_;
@@ -211,6 +165,71 @@ Status DeviceProblem::jacobianError(const DeviceJacobian& J, uint64_t x) {
                     kindOf(vals[best]);
   if (!note.note.empty()) msg += ": " + note.note;
   return makeError(note.loc, msg);
+}
+
+Expected<std::unique_ptr<ir::Module>> compileGraph(ir::Context& ctx, const Graph& g, const std::vector<Group>& groups,
+                                                   const LowerOptions& opts, runtime::Device& dev) {
+  std::string why;
+  std::unique_ptr<ir::Module> m = lowerGraph(ctx, g, groups, opts, why);
+  if (!m) return makeError({}, why, "E301");  // an op without an IR lowering
+  if (Status st = ir::verify(*m); !st)
+    return makeError({}, "internal error: the lowered IR does not verify: " + st.error().message);
+  if (Status st = dev.prepare(*m); !st) return st.error();
+  return m;
+}
+
+std::vector<double> constantValues(const Graph& g) {
+  std::vector<double> values;
+  for (const LeafDecl& d : g.decls())
+    if (!d.trainable)
+      for (uint32_t e = 0; e < d.count; ++e) values.push_back(g.node(d.first + e).value);
+  return values;
+}
+
+Expected<std::vector<uint64_t>> uploadTables(runtime::Device& dev, ir::Context& ctx, const std::vector<Group>& groups,
+                                             std::span<const uint32_t> slot, std::vector<uint64_t>& owned) {
+  const ir::Type* u32 = ctx.bufferType(ctx.u32(), ir::Space::Device, ir::Ownership::Linear);
+  std::vector<uint64_t> tables;
+  for (const Group& grp : groups) {
+    std::vector<uint32_t> table;
+    table.reserve(grp.residuals.size() * (grp.slots() + 1));
+    for (size_t i = 0; i < grp.residuals.size(); ++i) {
+      for (size_t s = 0; s < grp.slots(); ++s) table.push_back(slot[grp.leaves[i * grp.slots() + s]]);
+      table.push_back(grp.residuals[i]);
+    }
+    table.resize(std::max<size_t>(table.size(), 1), 0);  // no empty buffers
+    auto h = dev.alloc(u32, table.size(), {});
+    if (!h) return h.error();
+    owned.push_back(*h);
+    if (Status s = dev.uploadBytes(*h, std::as_bytes(std::span(table)), {}); !s) return s.error();
+    tables.push_back(*h);
+  }
+  return tables;
+}
+
+Status dispatchGraph(runtime::Device& dev, const ir::Module& m, const std::vector<Group>& groups, uint64_t params,
+                     uint64_t consts, std::span<const uint64_t> tables, uint64_t rOut, uint64_t derivOut,
+                     const std::string& derivSuffix) {
+  for (size_t k = 0; k < groups.size(); ++k) {
+    std::string name = "vg" + std::to_string(k);
+    uint32_t n = uint32_t(groups[k].residuals.size());
+    std::array<uint32_t, 3> grid{(n + 63) / 64, 1, 1};
+    auto dispatch = [&](const std::string& kernel, uint64_t out) -> Status {
+      const ir::Function* f = m.lookup(kernel);
+      if (!f) return Status::ok();  // no trainable slot: no derivative kernel
+      auto types = f->paramTypes();
+      std::vector<interp::RtValue> args(5);
+      uint64_t handles[] = {params, consts, tables[k], out};
+      for (int i = 0; i < 4; ++i) args[i].type = types[i], args[i].buffer = handles[i];
+      args[4] = interp::RtValue::ofInt(types[4], n);
+      return dev.dispatch(*f, grid, args, {});
+    };
+    if (n == 0) continue;
+    if (Status s = dispatch(name, rOut); !s) return s;
+    if (derivOut)
+      if (Status s = dispatch(name + derivSuffix, derivOut); !s) return s;
+  }
+  return Status::ok();
 }
 
 Status DeviceProblem::checkedCost(uint64_t x, uint64_t r, const DeviceJacobian* J, double& cost) {

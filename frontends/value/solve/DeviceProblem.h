@@ -30,6 +30,8 @@
 
 namespace eph::value {
 
+struct LowerOptions;  // Lower.h
+
 class DeviceProblem : public LeastSquaresProblem {
  public:
   // Lowers (f32: the kernels compute in f32; the solver stays f64), verifies,
@@ -65,8 +67,8 @@ class DeviceProblem : public LeastSquaresProblem {
  private:
   DeviceProblem(const Graph& g, runtime::Device& dev) : host_(g), dev_(dev) {}
   Status init(bool f32);
-  Status dispatchAll(uint64_t params, uint64_t rOut, uint64_t jacOut);
   Status jacobianError(const DeviceJacobian& J, uint64_t x);
+  Status downloadValues(const DeviceJacobian& J, std::span<double> vals);  // numValues_ of them, as f64
 
   GraphProblem host_;  // the graph, the reference evaluator for explainResidual
   runtime::Device& dev_;
@@ -86,5 +88,27 @@ class DeviceProblem : public LeastSquaresProblem {
   std::vector<uint64_t> rowStart_;
   std::vector<double> initial_;
 };
+
+// DeviceProblem's pieces, for a device problem of another shape
+// (examples/value's DeviceEnergy: gradient kernels, no DeviceLinalg).
+//
+// lowerGraph, ir::verify and dev.prepare; the error of an op without an IR
+// lowering is lowerGraph's (E301).
+Expected<std::unique_ptr<ir::Module>> compileGraph(ir::Context& ctx, const Graph& g, const std::vector<Group>& groups,
+                                                   const LowerOptions& opts, runtime::Device& dev);
+// The constant leaves' values, in their buffer's order (leafSlots).
+std::vector<double> constantValues(const Graph& g);
+// The kernels' index tables, a u32 buffer per signature (also appended to
+// `owned`): per instance, each slot's index in the params or consts buffer
+// (`slot` from leafSlots), then the residual's index (Lower.h).
+Expected<std::vector<uint64_t>> uploadTables(runtime::Device& dev, ir::Context& ctx, const std::vector<Group>& groups,
+                                             std::span<const uint32_t> slot, std::vector<uint64_t>& owned);
+// Dispatches each signature K's residual kernel @vgK into rOut and, when
+// derivOut is not 0, @vgK<derivSuffix> (".j": Jacobian values, ".g": the
+// gradient) into derivOut; a kernel that does not exist (no trainable slot)
+// is skipped. Does not wait.
+Status dispatchGraph(runtime::Device& dev, const ir::Module& m, const std::vector<Group>& groups, uint64_t params,
+                     uint64_t consts, std::span<const uint64_t> tables, uint64_t rOut, uint64_t derivOut,
+                     const std::string& derivSuffix);
 
 }  // namespace eph::value

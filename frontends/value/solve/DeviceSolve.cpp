@@ -64,13 +64,13 @@ Expected<SolveResult> solveOnDevice(DeviceProblem& p, std::span<double> xHost, c
 
   DevicePcgOps& pcgOps = **ops;
   const uint64_t h = pcgOps.buffer(PcgOps::X);
-  double lambda = o.initialDamping, nu = 2;
+  LmDamping damping(o.initialDamping);
   for (int iter = 1; iter <= o.maxIterations; ++iter) {
     res.iterations = iter;
     // (JᵀJ + diag(damp)) h = −g.
     if (damped) {
       EPH_TRY(la.columnSquares(*J, D));
-      EPH_TRY(la.clampScale(D, lambda, o.minDiagonal, o.maxDiagonal, damp, n));
+      EPH_TRY(la.clampScale(D, damping.lambda, o.minDiagonal, o.maxDiagonal, damp, n));
     } else {
       EPH_TRY(la.fill(damp, 0.0, n));
     }
@@ -85,7 +85,7 @@ Expected<SolveResult> solveOnDevice(DeviceProblem& p, std::span<double> xHost, c
       EPH_TRY(scalar(la.maxAbs(h, n), stepNorm));
       EPH_TRY(scalar(la.maxAbs(x, n), xNorm));
     }
-    bool tiny = solved && stepNorm <= o.stepTolerance * (xNorm + o.stepTolerance);
+    bool tiny = solved && tinyStep(o, stepNorm, xNorm);
 
     if (!damped) {  // Gauss–Newton: every step taken
       if (!solved) return finish(StopReason::LinearSolverFailed);
@@ -97,9 +97,7 @@ Expected<SolveResult> solveOnDevice(DeviceProblem& p, std::span<double> xHost, c
       EPH_TRY(la.multiplyJt(*J, r, g));
       EPH_TRY(scalar(la.maxAbs(g, n), gnorm));
       report(o, clock, {iter, cost, gnorm, 0, stepNorm, true, linearIterations});
-      if (gnorm <= o.gradientTolerance) return finish(StopReason::GradientTolerance);
-      if (tiny) return finish(StopReason::StepTolerance);
-      if (std::abs(oldCost - cost) <= o.costChangeTolerance * oldCost) return finish(StopReason::CostChangeTolerance);
+      if (auto why = stopAfterStep(o, gnorm, tiny, std::abs(oldCost - cost), oldCost)) return finish(*why);
       continue;
     }
 
@@ -127,35 +125,23 @@ Expected<SolveResult> solveOnDevice(DeviceProblem& p, std::span<double> xHost, c
         double model = 0;
         EPH_TRY(scalar(la.dot(Jh, Jh, m), model));
         double predicted = cost - 0.5 * model, actual = cost - newCost;
-        rho = predicted > 0 ? actual / predicted : (actual > 0 ? 1 : -1);
+        rho = gainRatio(actual, predicted);
         accepted = rho > o.minRelativeDecrease;
       }
     }
 
-    if (!accepted) {
-      if (tiny) {
-        report(o, clock, {iter, cost, gnorm, lambda, stepNorm, false, linearIterations});
-        return finish(StopReason::StepTolerance);
-      }
-      lambda = std::min(lambda * nu, 1e32);
-      nu *= 2;
-      report(o, clock, {iter, cost, gnorm, lambda, stepNorm, false, linearIterations});
-      continue;
-    }
     double oldCost = cost;
-    std::swap(x, xNew);
-    std::swap(r, rNew);
-    std::swap(J->vals, Jnew->vals);
-    cost = newCost;
-    EPH_TRY(la.multiplyJt(*J, r, g));
-    EPH_TRY(scalar(la.maxAbs(g, n), gnorm));
-    double t = 2 * rho - 1;
-    lambda = std::max(lambda * std::max(1.0 / 3, 1 - t * t * t), 1e-32);
-    nu = 2;
-    report(o, clock, {iter, cost, gnorm, lambda, stepNorm, true, linearIterations});
-    if (gnorm <= o.gradientTolerance) return finish(StopReason::GradientTolerance);
-    if (tiny) return finish(StopReason::StepTolerance);
-    if (oldCost - cost <= o.costChangeTolerance * oldCost) return finish(StopReason::CostChangeTolerance);
+    if (accepted) {
+      std::swap(x, xNew);
+      std::swap(r, rNew);
+      std::swap(J->vals, Jnew->vals);
+      cost = newCost;
+      EPH_TRY(la.multiplyJt(*J, r, g));
+      EPH_TRY(scalar(la.maxAbs(g, n), gnorm));
+    }
+    if (auto why = damping.update(o, clock, {iter, cost, gnorm, 0, stepNorm, accepted, linearIterations}, tiny, rho,
+                                  oldCost))
+      return finish(*why);
   }
   return finish(StopReason::MaxIterations);
 #undef EPH_TRY

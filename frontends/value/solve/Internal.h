@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -74,14 +75,51 @@ class Clock {
 // gradient norm and the time (Gauss–Newton, Levenberg–Marquardt, L-BFGS).
 SolveResult finished(SolveResult res, StopReason why, double cost, double gradientNorm, const Clock& clock);
 
-// Where Gauss–Newton and Levenberg–Marquardt start: r and J at x, g = Jᵀr,
-// ½‖r‖² and ‖g‖∞; counts the evaluation in res and sets its initial cost.
+// Where Gauss–Newton and Levenberg–Marquardt are: r and J at x, g = Jᵀr,
+// ½‖r‖², ‖g‖∞, the result so far and the clock (started with the point).
 struct LeastSquaresPoint {
   std::vector<double> r, g;
   SparseRows J;
   double cost = 0, gnorm = 0;
+  SolveResult res;
+  Clock clock;
+  // Ends the solve here.
+  SolveResult finish(StopReason why) const { return finished(res, why, cost, gnorm, clock); }
 };
-Status firstPoint(LeastSquaresProblem& p, std::span<const double> x, LeastSquaresPoint& at, SolveResult& res);
+// The first point, at x; counts the evaluation and sets the initial cost.
+Status firstPoint(LeastSquaresProblem& p, std::span<const double> x, LeastSquaresPoint& at);
+
+// What the host loops (GaussNewton.cpp, LevenbergMarquardt.cpp) and the
+// device loop (DeviceSolve.cpp) judge alike.
+//
+// A step is tiny when ‖h‖∞ ≤ stepTolerance·(‖x‖∞ + stepTolerance): the solve
+// ends after it is tried (and taken when it helps).
+inline bool tinyStep(const SolverOptions& o, double stepNorm, double xNorm) {
+  return stepNorm <= o.stepTolerance * (xNorm + o.stepTolerance);
+}
+// The gain ratio ρ: the actual decrease of ½‖r‖² over the one the linear
+// model predicts; with no predicted decrease, 1 when the cost fell, else −1.
+inline double gainRatio(double actual, double predicted) {
+  return predicted > 0 ? actual / predicted : (actual > 0 ? 1 : -1);
+}
+// The stop tests after a step is taken, in order: ‖g‖∞, a tiny step, then
+// the cost's `decrease` against oldCost (Gauss–Newton passes |Δcost|).
+// Nothing: go on.
+std::optional<StopReason> stopAfterStep(const SolverOptions& o, double gnorm, bool tiny, double decrease,
+                                        double oldCost);
+
+// Levenberg–Marquardt's damping λ and its growth factor ν.
+struct LmDamping {
+  double lambda, nu = 2;
+  explicit LmDamping(double initial) : lambda(initial) {}
+  // The end of an iteration, once its trial step is judged: `it` holds the
+  // cost and ‖g‖∞ at the current point (the new one when it.accepted). A
+  // rejected step raises λ by ν and doubles ν (unless tiny: the solve ends);
+  // a taken one lowers λ by max(1/3, 1 − (2ρ − 1)³) and resets ν. Reports
+  // `it` with the new λ, then says why the solve stops, if it does.
+  std::optional<StopReason> update(const SolverOptions& o, const Clock& clock, IterationInfo it, bool tiny,
+                                   double rho, double oldCost);
+};
 
 // Levenberg–Marquardt (damped) and Gauss–Newton on a device-resident
 // problem with the normal equations solved by DevicePcgOps (DeviceSolve.cpp).

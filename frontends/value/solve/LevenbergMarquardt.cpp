@@ -18,30 +18,25 @@ using namespace detail;
 Expected<SolveResult> levenbergMarquardt(LeastSquaresProblem& p, std::span<double> x, const SolverOptions& o) {
   if (o.linearSolver == LinearSolver::Pcg)
     if (DeviceProblem* d = p.deviceResident()) return solveOnDevice(*d, x, o, true);
-  Clock clock;
+  LeastSquaresPoint at;  // starts the clock
+  if (Status s = firstPoint(p, x, at); !s) return s.error();
+  auto& [r, g, J, cost, gnorm, res, clock] = at;
+  if (gnorm <= o.gradientTolerance) return at.finish(StopReason::GradientTolerance);
   const size_t n = p.numParams(), m = p.numResiduals();
   std::vector<double> rNew(m), Jh(m), h(n), D(n), damp(n), xNew(n);
   SparseRows Jnew;
   NormalSolver normal;
-  SolveResult res;
-  LeastSquaresPoint at;
-  if (Status s = firstPoint(p, x, at, res); !s) return s.error();
-  std::vector<double> &r = at.r, &g = at.g;
-  SparseRows& J = at.J;
-  double &cost = at.cost, &gnorm = at.gnorm;
-  auto finish = [&](StopReason why) { return finished(res, why, cost, gnorm, clock); };
-  if (gnorm <= o.gradientTolerance) return finish(StopReason::GradientTolerance);
 
-  double lambda = o.initialDamping, nu = 2;
+  LmDamping damping(o.initialDamping);
   for (int iter = 1; iter <= o.maxIterations; ++iter) {
     res.iterations = iter;
     J.columnSquares(D);
-    for (size_t i = 0; i < n; ++i) damp[i] = lambda * std::clamp(D[i], o.minDiagonal, o.maxDiagonal);
+    for (size_t i = 0; i < n; ++i) damp[i] = damping.lambda * std::clamp(D[i], o.minDiagonal, o.maxDiagonal);
     int linearIterations = 0;
     bool solved = normal.solve(J, g, damp, o.linearSolver, o, h, &linearIterations);
     double stepNorm = solved ? infNorm(h) : 0;
     // A step this small ends the solve, after it is tried (and taken when it helps).
-    bool tiny = solved && stepNorm <= o.stepTolerance * (infNorm(x) + o.stepTolerance);
+    bool tiny = solved && tinyStep(o, stepNorm, infNorm(x));
 
     bool accepted = false;
     double rho = -1, newCost = cost;
@@ -56,37 +51,25 @@ Expected<SolveResult> levenbergMarquardt(LeastSquaresProblem& p, std::span<doubl
         J.multiply(h, Jh);
         for (size_t i = 0; i < m; ++i) Jh[i] += r[i];
         double predicted = cost - halfSquaredNorm(Jh), actual = cost - newCost;
-        rho = predicted > 0 ? actual / predicted : (actual > 0 ? 1 : -1);
+        rho = gainRatio(actual, predicted);
         accepted = rho > o.minRelativeDecrease;
       }
     }
 
-    if (!accepted) {
-      if (tiny) {
-        report(o, clock, {iter, cost, gnorm, lambda, stepNorm, false, linearIterations});
-        return finish(StopReason::StepTolerance);
-      }
-      lambda = std::min(lambda * nu, 1e32);
-      nu *= 2;
-      report(o, clock, {iter, cost, gnorm, lambda, stepNorm, false, linearIterations});
-      continue;
-    }
     double oldCost = cost;
-    std::copy(xNew.begin(), xNew.end(), x.begin());
-    std::swap(r, rNew);
-    std::swap(J, Jnew);
-    cost = newCost;
-    J.multiplyTransposed(r, g);
-    gnorm = infNorm(g);
-    double t = 2 * rho - 1;
-    lambda = std::max(lambda * std::max(1.0 / 3, 1 - t * t * t), 1e-32);
-    nu = 2;
-    report(o, clock, {iter, cost, gnorm, lambda, stepNorm, true, linearIterations});
-    if (gnorm <= o.gradientTolerance) return finish(StopReason::GradientTolerance);
-    if (tiny) return finish(StopReason::StepTolerance);
-    if (oldCost - cost <= o.costChangeTolerance * oldCost) return finish(StopReason::CostChangeTolerance);
+    if (accepted) {
+      std::copy(xNew.begin(), xNew.end(), x.begin());
+      std::swap(r, rNew);
+      std::swap(J, Jnew);
+      cost = newCost;
+      J.multiplyTransposed(r, g);
+      gnorm = infNorm(g);
+    }
+    if (auto why = damping.update(o, clock, {iter, cost, gnorm, 0, stepNorm, accepted, linearIterations}, tiny, rho,
+                                  oldCost))
+      return at.finish(*why);
   }
-  return finish(StopReason::MaxIterations);
+  return at.finish(StopReason::MaxIterations);
 }
 
 }  // namespace eph::value

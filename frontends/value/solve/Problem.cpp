@@ -119,12 +119,40 @@ SolveResult finished(SolveResult res, StopReason why, double cost, double gradie
   return res;
 }
 
-Status firstPoint(LeastSquaresProblem& p, std::span<const double> x, LeastSquaresPoint& at, SolveResult& res) {
+std::optional<StopReason> stopAfterStep(const SolverOptions& o, double gnorm, bool tiny, double decrease,
+                                        double oldCost) {
+  if (gnorm <= o.gradientTolerance) return StopReason::GradientTolerance;
+  if (tiny) return StopReason::StepTolerance;
+  if (decrease <= o.costChangeTolerance * oldCost) return StopReason::CostChangeTolerance;
+  return std::nullopt;
+}
+
+std::optional<StopReason> LmDamping::update(const SolverOptions& o, const Clock& clock, IterationInfo it, bool tiny,
+                                            double rho, double oldCost) {
+  if (!it.accepted) {
+    if (!tiny) {
+      lambda = std::min(lambda * nu, 1e32);
+      nu *= 2;
+    }
+    it.damping = lambda;
+    report(o, clock, it);
+    if (tiny) return StopReason::StepTolerance;
+    return std::nullopt;
+  }
+  double t = 2 * rho - 1;
+  lambda = std::max(lambda * std::max(1.0 / 3, 1 - t * t * t), 1e-32);
+  nu = 2;
+  it.damping = lambda;
+  report(o, clock, it);
+  return stopAfterStep(o, it.gradientNorm, tiny, oldCost - it.cost, oldCost);
+}
+
+Status firstPoint(LeastSquaresProblem& p, std::span<const double> x, LeastSquaresPoint& at) {
   at.r.assign(p.numResiduals(), 0.0);
   at.g.assign(p.numParams(), 0.0);
   if (Status s = evaluateChecked(p, x, at.r, &at.J); !s) return s;
-  res.evaluations = 1;
-  at.cost = res.initialCost = halfSquaredNorm(at.r);
+  at.res.evaluations = 1;
+  at.cost = at.res.initialCost = halfSquaredNorm(at.r);
   at.J.multiplyTransposed(at.r, at.g);
   at.gnorm = infNorm(at.g);
   return Status::ok();
