@@ -1,0 +1,1103 @@
+// The ONNX op table: one entry per ONNX op (the opsets it covers, the
+// attributes it understands, and a function mapping a node to tensor ops).
+// Attributes and inputs the tensor ops take as ONNX does pass straight
+// through (TENSOR.md); shape-like inputs must be constants (folded at import).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <cstring>
+#include <numeric>
+
+#include "frontends/tensor/Ops.h"
+#include "frontends/tensor/onnx/OnnxImpl.h"
+
+namespace eph::tensor::onnx {
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+std::string dn(DType t) { return std::string(dtypeName(t)); }
+
+// ---- helpers ------------------------------------------------------------------
+
+std::string one(NodeCtx& c, Tensor t) {
+  c.outs = {t};
+  return "";
+}
+
+// axes from attribute `axes` (before `inputSince`) or from input 1 (from it on).
+bool axesOf(NodeCtx& c, int64_t inputSince, Ints& axes, bool& given, std::string& why, size_t input = 1) {
+  given = false;
+  if (c.opset >= inputSince) {
+    if (c.present(input)) {
+      if (!c.ints(input, axes, why, "axes")) return false;
+      given = true;
+    }
+  } else if (c.has("axes")) {
+    axes = c.ints("axes");
+    given = true;
+  }
+  return true;
+}
+
+Tensor flatten2d(NodeCtx& c, Tensor x, int64_t axis) {
+  Shape s = x.shape();
+  int64_t a = 1, b = 1;
+  for (size_t d = 0; d < s.size(); ++d) (int64_t(d) < axis ? a : b) *= s[d];
+  return c.op("reshape", {x}, {{"shape", Ints{a, b}}});
+}
+
+std::string softmaxLike(NodeCtx& c, const char* op) {
+  Tensor x = c.in(0);
+  if (c.opset < 13) {
+    int64_t axis = c.i("axis", 1);
+    if (!normaliseAxis(axis, x.rank()) && !(x.rank() == 0 && (axis == 0 || axis == -1)))
+      return "axis " + std::to_string(c.i("axis", 1)) + " is out of range for " + shapeText(x.shape());
+    if (x.rank() == 0) return one(c, c.op(op, {x}, {{"axis", int64_t(-1)}}));
+    Tensor y = c.op(op, {flatten2d(c, x, axis)}, {{"axis", int64_t(1)}});
+    return one(c, c.op("reshape", {y}, {{"shape", Ints(x.shape())}}));
+  }
+  return one(c, c.op(op, {x}, {{"axis", c.i("axis", -1)}}));
+}
+
+std::string reduce(NodeCtx& c, const char* op, int64_t axesInputSince) {
+  Ints axes;
+  bool given;
+  std::string why;
+  if (!axesOf(c, axesInputSince, axes, given, why)) return why;
+  Attrs a{{"keepdims", c.i("keepdims", 1)}};
+  if (given && !axes.empty()) a.set("axes", axes);
+  if (c.i("noop_with_empty_axes", 0) && axes.empty()) return one(c, c.op("identity", {c.in(0)}));
+  return one(c, c.op(op, {c.in(0)}, a));
+}
+
+std::string variadic(NodeCtx& c, const char* op) {
+  Tensor acc;
+  for (size_t k = 0; k < c.numInputs(); ++k) {
+    if (!c.present(k)) continue;
+    acc = acc ? c.op(op, {acc, c.in(k)}) : c.in(k);
+  }
+  if (!acc) return "no inputs";
+  if (acc.node().isView || acc.node().op == "input" || acc.node().op == "const") acc = c.op("identity", {acc});
+  return one(c, acc);
+}
+
+Tensor castTo(NodeCtx& c, Tensor t, DType to) { return c.cast(t, to); }
+
+// lowest/highest of a dtype as a scalar constant.
+Tensor limit(NodeCtx& c, DType dt, bool high) {
+  HostTensor h(dt, {});
+  switch (dt) {
+    case DType::F16: h.set(0, high ? INFINITY : -INFINITY); break;
+    case DType::F32: h.set(0, high ? INFINITY : -INFINITY); break;
+    case DType::F64: h.set(0, high ? INFINITY : -INFINITY); break;
+    case DType::U64: h.setInt(0, high ? -1 : 0); break;
+    case DType::I64: h.setInt(0, high ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min()); break;
+    default: {
+      int b = int(bits(dt));
+      if (isSigned(dt)) h.setInt(0, high ? (int64_t(1) << (b - 1)) - 1 : -(int64_t(1) << (b - 1)));
+      else h.setInt(0, high ? (int64_t(1) << b) - 1 : 0);
+    }
+  }
+  return c.constant(h);
+}
+
+std::string onnxCast(NodeCtx& c, int32_t to) {
+  auto dt = dtypeOfOnnx(to);
+  if (!dt) return "cast to " + onnxTypeName(to) + " is not supported";
+  Tensor x = c.in(0);
+  if (x.dtype() == *dt) return one(c, c.op("identity", {x}));
+  return one(c, c.op("cast", {x}, {{"to", dn(*dt)}}));
+}
+
+// The values of a 1-D known input as doubles, or nothing when absent.
+HostTensor constOf(DType dt, Shape s, const std::vector<double>& v) { return HostTensor::of(dt, std::move(s), v); }
+
+// Binary ops; before opset 7, B broadcasts to A only with broadcast=1, aligned
+// at `axis` (trailing when absent).
+Tensor legacyB(NodeCtx& c) {
+  Tensor b = c.in(1);
+  if (c.opset >= 7 || !c.i("broadcast", 0) || !c.has("axis")) return b;
+  int64_t axis = c.i("axis", 0);
+  int64_t ra = int64_t(c.rank(0)), rb = int64_t(b.rank());
+  if (axis < 0) axis += ra;
+  int64_t trailing = ra - axis - rb;
+  if (trailing <= 0) return b;
+  Ints shape(b.shape());
+  for (int64_t k = 0; k < trailing; ++k) shape.push_back(1);
+  return c.op("reshape", {b}, {{"shape", shape}});
+}
+
+std::string binary(NodeCtx& c, const char* op) { return one(c, c.op(op, {c.in(0), legacyB(c)})); }
+
+// ---- the table ------------------------------------------------------------------
+
+#define UNARY(ONNX, OP, SINCE) \
+  {ONNX, SINCE, 99, "", [](NodeCtx& c) -> std::string { return one(c, c.op(OP, {c.in(0)})); }}
+#define BINARY(ONNX, OP, SINCE) \
+  {ONNX, SINCE, 99, "broadcast,axis", [](NodeCtx& c) -> std::string { return binary(c, OP); }}
+#define REDUCE(ONNX, OP, INPUT_SINCE) \
+  {ONNX, 1, 17, "axes,keepdims,noop_with_empty_axes", [](NodeCtx& c) { return reduce(c, OP, INPUT_SINCE); }}
+
+std::string mapConstant(NodeCtx& c) {
+  if (const auto* a = c.attr("value")) {
+    auto h = fromProto(a->t(), "the constant");
+    if (!h) return h.error().message;
+    return one(c, c.constant(std::move(*h)));
+  }
+  if (c.has("value_float")) return one(c, c.constant(constOf(DType::F32, {}, {c.f("value_float", 0)})));
+  if (c.has("value_int")) return one(c, c.constant(HostTensor::ofInts(DType::I64, {}, {c.i("value_int", 0)})));
+  if (c.has("value_floats")) {
+    auto v = c.floats("value_floats");
+    return one(c, c.constant(constOf(DType::F32, {int64_t(v.size())}, v)));
+  }
+  if (c.has("value_ints")) {
+    auto v = c.ints("value_ints");
+    return one(c, c.constant(HostTensor::ofInts(DType::I64, {int64_t(v.size())}, v)));
+  }
+  return "a Constant without a supported value (value, value_float(s), value_int(s))";
+}
+
+std::string mapShape(NodeCtx& c) {
+  Shape s = c.shape(0);
+  int64_t r = int64_t(s.size());
+  int64_t start = c.i("start", 0), end = c.i("end", r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, 0, r);
+  Ints v(s.begin() + start, s.begin() + std::max(start, end));
+  return one(c, c.constant(HostTensor::ofInts(DType::I64, {int64_t(v.size())}, v)));
+}
+
+std::string mapConstantOfShape(NodeCtx& c) {
+  Ints shape;
+  std::string why;
+  if (!c.ints(0, shape, why, "shape")) return why;
+  for (int64_t d : shape)
+    if (d < 0) return "a negative extent in " + shapeText(shape);
+  HostTensor v(DType::F32, {});
+  if (const auto* a = c.attr("value")) {
+    auto h = fromProto(a->t(), "the value");
+    if (!h) return h.error().message;
+    if (h->size() != 1) return "value must have one element";
+    v = *h;
+  }
+  if (numel(shape) > (int64_t(1) << 26)) return "a ConstantOfShape of " + shapeText(shape) + " is too large to make at import";
+  HostTensor out(v.dtype, shape);
+  size_t e = hostBytes(v.dtype);
+  for (int64_t i = 0; i < out.size(); ++i) std::memcpy(out.bytes.data() + size_t(i) * e, v.bytes.data(), e);
+  return one(c, c.constant(std::move(out)));
+}
+
+std::string mapRange(NodeCtx& c) {
+  for (size_t k = 0; k < 3; ++k)
+    if (!c.known(k)) return "input " + std::to_string(k) + " must be a constant (shapes are static)";
+  const HostTensor &s = *c.known(0), &l = *c.known(1), &d = *c.known(2);
+  DType dt = s.dtype;
+  HostTensor out;
+  if (isFloat(dt)) {
+    double st = s.get(0), li = l.get(0), de = d.get(0);
+    if (de == 0) return "a delta of 0";
+    int64_t n = std::max<int64_t>(int64_t(std::ceil((li - st) / de)), 0);
+    out = HostTensor(dt, {n});
+    for (int64_t i = 0; i < n; ++i) out.set(i, st + double(i) * de);
+  } else {
+    int64_t st = s.getInt(0), li = l.getInt(0), de = d.getInt(0);
+    if (de == 0) return "a delta of 0";
+    int64_t n = std::max<int64_t>(int64_t(std::ceil(double(li - st) / double(de))), 0);
+    out = HostTensor(dt, {n});
+    for (int64_t i = 0; i < n; ++i) out.setInt(i, st + i * de);
+  }
+  return one(c, c.constant(std::move(out)));
+}
+
+std::string mapEyeLike(NodeCtx& c) {
+  Shape s = c.shape(0);
+  if (s.size() != 2) return "EyeLike wants a 2-D input, not " + shapeText(s);
+  DType dt = c.dtype(0);
+  if (c.has("dtype")) {
+    auto d = dtypeOfOnnx(int32_t(c.i("dtype", 1)));
+    if (!d) return "dtype " + onnxTypeName(int32_t(c.i("dtype", 1))) + " is not supported";
+    dt = *d;
+  }
+  HostTensor h(dt, s);
+  int64_t k = c.i("k", 0);
+  for (int64_t i = 0; i < s[0]; ++i)
+    if (i + k >= 0 && i + k < s[1]) h.set(i * s[1] + i + k, 1);
+  return one(c, c.constant(std::move(h)));
+}
+
+std::string mapReshape(NodeCtx& c) {
+  Ints shape;
+  std::string why;
+  if (c.opset < 5) shape = c.ints("shape");
+  else if (!c.ints(1, shape, why, "shape")) return why;
+  return one(c, c.op("reshape", {c.in(0)}, {{"shape", shape}, {"allowzero", c.i("allowzero", 0)}}));
+}
+
+std::string mapFlatten(NodeCtx& c) {
+  int64_t axis = c.i("axis", 1);
+  size_t r = c.rank(0);
+  if (axis < 0) axis += int64_t(r);
+  if (axis < 0 || axis > int64_t(r)) return "axis " + std::to_string(c.i("axis", 1)) + " is out of range for rank " + std::to_string(r);
+  return one(c, flatten2d(c, c.in(0), axis));
+}
+
+std::string mapSqueeze(NodeCtx& c, const char* op) {
+  Ints axes;
+  bool given;
+  std::string why;
+  if (!axesOf(c, 13, axes, given, why)) return why;
+  Attrs a;
+  if (given) a.set("axes", axes);
+  if (std::string_view(op) == "unsqueeze" && !given) return "Unsqueeze needs axes";
+  return one(c, c.op(op, {c.in(0)}, a));
+}
+
+std::string mapSlice(NodeCtx& c) {
+  Ints starts, ends, axes, steps;
+  std::string why;
+  if (c.opset < 10) {
+    starts = c.ints("starts");
+    ends = c.ints("ends");
+    axes = c.ints("axes");
+  } else {
+    if (!c.ints(1, starts, why, "starts") || !c.ints(2, ends, why, "ends")) return why;
+    if (c.present(3) && !c.ints(3, axes, why, "axes")) return why;
+    if (c.present(4) && !c.ints(4, steps, why, "steps")) return why;
+  }
+  Attrs a{{"starts", starts}, {"ends", ends}};
+  if (!axes.empty()) a.set("axes", axes);
+  if (!steps.empty()) a.set("steps", steps);
+  return one(c, c.op("slice", {c.in(0)}, a));
+}
+
+std::string mapSplit(NodeCtx& c) {
+  Tensor x = c.in(0);
+  int64_t axis = c.i("axis", 0);
+  if (!normaliseAxis(axis, x.rank())) return "axis " + std::to_string(c.i("axis", 0)) + " is out of range for " + shapeText(x.shape());
+  Ints split;
+  std::string why;
+  if (c.opset >= 13) {
+    if (c.present(1) && !c.ints(1, split, why, "split")) return why;
+  } else {
+    split = c.ints("split");
+  }
+  int64_t dim = x.shape()[size_t(axis)];
+  size_t n = size_t(c.node.output_size());
+  if (split.empty()) {
+    if (n == 0 || dim % int64_t(n)) return "cannot split extent " + std::to_string(dim) + " into " + std::to_string(n) + " equal parts";
+    split.assign(n, dim / int64_t(n));
+  }
+  if (split.size() != n) return "split has " + std::to_string(split.size()) + " parts for " + std::to_string(n) + " outputs";
+  int64_t start = 0;
+  for (int64_t s : split) {
+    if (s < 0) return "a negative split";
+    c.outs.push_back(c.op("slice", {x}, {{"starts", Ints{start}}, {"ends", Ints{start + s}}, {"axes", Ints{axis}}}));
+    start += s;
+  }
+  if (start != dim) return "split sizes " + shapeText(split) + " do not add up to extent " + std::to_string(dim);
+  return "";
+}
+
+std::string mapClip(NodeCtx& c) {
+  Tensor x = c.in(0);
+  Tensor lo, hi;
+  if (c.opset < 11) {
+    if (c.has("min")) lo = c.scalar(x.dtype(), c.f("min", 0));
+    if (c.has("max")) hi = c.scalar(x.dtype(), c.f("max", 0));
+  } else {
+    if (c.present(1)) lo = c.in(1);
+    if (c.present(2)) hi = c.in(2);
+  }
+  if (lo && hi) return one(c, c.op("clip", {x, lo, hi}));
+  Tensor y = x;
+  if (lo) y = c.op("where", {c.op("lt", {y, lo}), lo, y});
+  if (hi) y = c.op("where", {c.op("gt", {y, hi}), hi, y});
+  if (!lo && !hi) y = c.op("identity", {y});
+  return one(c, y);
+}
+
+// where(x < 0, f(x), x) style activations
+std::string mapLeakyRelu(NodeCtx& c) {
+  Tensor x = c.in(0);
+  Tensor z = c.scalar(x.dtype(), 0);
+  return one(c, c.op("where", {c.op("lt", {x, z}), c.op("mul", {x, c.scalar(x.dtype(), c.f("alpha", 0.01))}), x}));
+}
+std::string mapElu(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType t = x.dtype();
+  Tensor e = c.op("mul", {c.op("sub", {c.op("exp", {x}), c.scalar(t, 1)}), c.scalar(t, c.f("alpha", 1.0))});
+  return one(c, c.op("where", {c.op("lt", {x, c.scalar(t, 0)}), e, x}));
+}
+std::string mapSelu(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType t = x.dtype();
+  double alpha = c.f("alpha", 1.67326319217681884765625), gamma = c.f("gamma", 1.05070102214813232421875);
+  Tensor e = c.op("sub", {c.op("mul", {c.op("exp", {x}), c.scalar(t, alpha)}), c.scalar(t, alpha)});
+  Tensor y = c.op("where", {c.op("le", {x, c.scalar(t, 0)}), e, x});
+  return one(c, c.op("mul", {y, c.scalar(t, gamma)}));
+}
+std::string mapCelu(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType t = x.dtype();
+  double alpha = c.f("alpha", 1.0);
+  Tensor e = c.op("mul", {c.op("sub", {c.op("exp", {c.op("div", {x, c.scalar(t, alpha)})}), c.scalar(t, 1)}), c.scalar(t, alpha)});
+  return one(c, c.op("add", {c.op("max", {x, c.scalar(t, 0)}), c.op("min", {e, c.scalar(t, 0)})}));
+}
+std::string mapThresholdedRelu(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType t = x.dtype();
+  return one(c, c.op("where", {c.op("gt", {x, c.scalar(t, c.f("alpha", 1.0))}), x, c.scalar(t, 0)}));
+}
+Tensor hardSigmoid(NodeCtx& c, Tensor x, double alpha, double beta) {
+  DType t = x.dtype();
+  Tensor y = c.op("add", {c.op("mul", {x, c.scalar(t, alpha)}), c.scalar(t, beta)});
+  return c.op("min", {c.op("max", {y, c.scalar(t, 0)}), c.scalar(t, 1)});
+}
+std::string mapHardSigmoid(NodeCtx& c) { return one(c, hardSigmoid(c, c.in(0), c.f("alpha", 0.2), c.f("beta", 0.5))); }
+std::string mapHardSwish(NodeCtx& c) {
+  Tensor x = c.in(0);
+  return one(c, c.op("mul", {x, hardSigmoid(c, x, 1.0 / 6, 0.5)}));
+}
+std::string mapPRelu(NodeCtx& c) {
+  Tensor x = c.in(0), s = c.in(1);
+  return one(c, c.op("where", {c.op("lt", {x, c.scalar(x.dtype(), 0)}), c.op("mul", {x, s}), x}));
+}
+std::string mapShrink(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType t = x.dtype();
+  double bias = c.f("bias", 0), lambd = c.f("lambd", 0.5);
+  Tensor lo = c.op("where", {c.op("lt", {x, c.scalar(t, -lambd)}), c.op("add", {x, c.scalar(t, bias)}), c.scalar(t, 0)});
+  return one(c, c.op("where", {c.op("gt", {x, c.scalar(t, lambd)}), c.op("sub", {x, c.scalar(t, bias)}), lo}));
+}
+std::string mapMish(NodeCtx& c) {
+  Tensor x = c.in(0);
+  return one(c, c.op("mul", {x, c.op("tanh", {c.op("softplus", {x})})}));
+}
+std::string mapIsInf(NodeCtx& c) {
+  Tensor x = c.in(0);
+  bool neg = c.i("detect_negative", 1), pos = c.i("detect_positive", 1);
+  if (neg && pos) return one(c, c.op("isinf", {x}));
+  if (!neg && !pos) return one(c, c.op("lt", {x, x}));  // false everywhere
+  return one(c, c.op("eq", {x, c.scalar(x.dtype(), neg ? -INFINITY : INFINITY)}));
+}
+
+std::string mapPow(NodeCtx& c) {
+  Tensor x = c.in(0);
+  Tensor y = c.op("pow", {x, legacyB(c)});
+  return one(c, castTo(c, y, x.dtype()));
+}
+
+std::string mapMod(NodeCtx& c) { return one(c, c.op(c.i("fmod", 0) ? "fmod" : "mod", {c.in(0), c.in(1)})); }
+
+std::string mapBitShift(NodeCtx& c) {
+  std::string d = c.s("direction", "");
+  if (d != "LEFT" && d != "RIGHT") return "direction must be LEFT or RIGHT, not '" + d + "'";
+  return one(c, c.op(d == "LEFT" ? "shl" : "shr", {c.in(0), c.in(1)}));
+}
+
+std::string mapMean(NodeCtx& c) {
+  std::string why = variadic(c, "add");
+  if (!why.empty()) return why;
+  int n = 0;
+  for (size_t k = 0; k < c.numInputs(); ++k) n += c.present(k);
+  Tensor s = c.outs[0];
+  c.outs = {c.op("div", {s, c.scalar(s.dtype(), n)})};
+  return "";
+}
+
+std::string mapDropout(NodeCtx& c) {
+  if (c.opset >= 12 && c.present(2)) {
+    const HostTensor* t = c.known(2);
+    if (!t || t->getInt(0)) return "training_mode must be a constant false (inference only)";
+  }
+  Tensor x = c.in(0);
+  c.outs = {c.op("identity", {x})};
+  if (c.node.output_size() > 1) {
+    HostTensor m(DType::Bool, x.shape());
+    for (int64_t i = 0; i < m.size(); ++i) m.setInt(i, 1);
+    c.outs.push_back(c.constant(std::move(m)));
+  }
+  return "";
+}
+
+std::string mapArg(NodeCtx& c, const char* op) {
+  return one(c, c.op(op, {c.in(0)}, {{"axis", c.i("axis", 0)}, {"keepdims", c.i("keepdims", 1)},
+                                      {"select_last_index", c.i("select_last_index", 0)}}));
+}
+
+std::string mapTopK(NodeCtx& c) {
+  int64_t k;
+  if (c.opset < 10) {
+    k = c.i("k", 0);
+  } else {
+    Ints v;
+    std::string why;
+    if (!c.ints(1, v, why, "K")) return why;
+    if (v.size() != 1) return "K must have one element";
+    k = v[0];
+  }
+  Attrs a{{"k", k}, {"axis", c.i("axis", -1)}, {"largest", c.i("largest", 1)}, {"sorted", c.i("sorted", 1)}};
+  Tensor x = c.in(0);
+  c.outs = {c.op("topk", {x}, a), c.op("topk_indices", {x}, a)};
+  return "";
+}
+
+std::string mapCumSum(NodeCtx& c) {
+  Ints axis;
+  std::string why;
+  if (!c.ints(1, axis, why, "axis")) return why;
+  if (axis.size() != 1) return "axis must have one element";
+  return one(c, c.op("cumsum", {c.in(0)}, {{"axis", axis[0]}, {"exclusive", c.i("exclusive", 0)}, {"reverse", c.i("reverse", 0)}}));
+}
+
+Attrs passAttrs(NodeCtx& c, std::initializer_list<const char*> names) {
+  Attrs a;
+  for (const char* n : names)
+    if (const auto* at = c.attr(n)) {
+      switch (at->type()) {
+        case ::onnx::AttributeProto::INT: a.set(n, at->i()); break;
+        case ::onnx::AttributeProto::FLOAT: a.set(n, double(at->f())); break;
+        case ::onnx::AttributeProto::STRING: a.set(n, at->s()); break;
+        case ::onnx::AttributeProto::INTS: a.set(n, Ints(at->ints().begin(), at->ints().end())); break;
+        case ::onnx::AttributeProto::FLOATS: a.set(n, std::vector<double>(at->floats().begin(), at->floats().end())); break;
+        default: break;
+      }
+    }
+  return a;
+}
+
+std::vector<Tensor> presentInputs(NodeCtx& c) {
+  std::vector<Tensor> v;
+  for (size_t k = 0; k < c.numInputs(); ++k)
+    if (c.present(k)) v.push_back(c.in(k));
+  return v;
+}
+
+std::string mapConv(NodeCtx& c) {
+  return one(c, c.op("conv", presentInputs(c), passAttrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})));
+}
+std::string mapConvTranspose(NodeCtx& c) {
+  return one(c, c.op("conv_transpose", presentInputs(c),
+                     passAttrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "output_padding", "output_shape"})));
+}
+std::string mapMaxPool(NodeCtx& c) {
+  if (c.i("storage_order", 0) != 0) return "storage_order 1 is not supported";
+  return one(c, c.op("max_pool", {c.in(0)}, passAttrs(c, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"})));
+}
+std::string mapAvgPool(NodeCtx& c) {
+  return one(c, c.op("avg_pool", {c.in(0)}, passAttrs(c, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"})));
+}
+std::string mapLpPool(NodeCtx& c) {
+  Attrs a = passAttrs(c, {"auto_pad", "kernel_shape", "pads", "strides"});
+  a.set("p", c.has("p") ? (c.attr("p")->type() == ::onnx::AttributeProto::FLOAT ? int64_t(c.f("p", 2)) : c.i("p", 2)) : int64_t(2));
+  return one(c, c.op("lp_pool", {c.in(0)}, a));
+}
+std::string mapGlobalLpPool(NodeCtx& c) {
+  int64_t p = c.has("p") ? (c.attr("p")->type() == ::onnx::AttributeProto::FLOAT ? int64_t(c.f("p", 2)) : c.i("p", 2)) : 2;
+  return one(c, c.op("global_lp_pool", {c.in(0)}, {{"p", p}}));
+}
+
+std::string mapGemm(NodeCtx& c) {
+  return one(c, c.op("gemm", presentInputs(c), passAttrs(c, {"alpha", "beta", "transA", "transB"})));
+}
+
+std::string mapBatchNorm(NodeCtx& c) {
+  if (c.i("training_mode", 0)) return "training_mode=1 is not supported (inference only)";
+  if (c.i("spatial", 1) != 1) return "spatial=0 is not supported";
+  return one(c, c.op("batch_norm", {c.in(0), c.in(1), c.in(2), c.in(3), c.in(4)}, {{"epsilon", double(c.f("epsilon", 1e-5))}}));
+}
+
+std::string mapLayerNorm(NodeCtx& c) {
+  if (c.i("stash_type", 1) != 1) return "stash_type other than 1 is not supported";
+  return one(c, c.op("layer_norm", presentInputs(c), {{"axis", c.i("axis", -1)}, {"epsilon", double(c.f("epsilon", 1e-5))}}));
+}
+
+std::string mapConcat(NodeCtx& c) { return one(c, c.op("concat", presentInputs(c), {{"axis", c.i("axis", 0)}})); }
+
+std::string mapTile(NodeCtx& c) {
+  Ints r;
+  std::string why;
+  if (!c.ints(1, r, why, "repeats")) return why;
+  return one(c, c.op("tile", {c.in(0)}, {{"repeats", r}}));
+}
+
+std::string mapExpand(NodeCtx& c) {
+  Ints s;
+  std::string why;
+  if (!c.ints(1, s, why, "shape")) return why;
+  Tensor y = c.op("expand", {c.in(0)}, {{"shape", s}});
+  return one(c, y);
+}
+
+std::string mapPad(NodeCtx& c) {
+  Ints pads;
+  double value = 0;
+  std::string why;
+  if (c.opset < 11) {
+    pads = c.ints("pads");
+    value = c.f("value", 0);
+  } else {
+    if (!c.ints(1, pads, why, "pads")) return why;
+    if (c.present(2)) {
+      std::vector<double> v;
+      if (!c.floats(2, v, why, "constant_value")) return why;
+      if (!v.empty()) value = v[0];
+    }
+  }
+  return one(c, c.op("pad", {c.in(0)}, {{"pads", pads}, {"mode", c.s("mode", "constant")}, {"value", value}}));
+}
+
+std::string mapOneHot(NodeCtx& c) {
+  Ints depth;
+  std::vector<double> values;
+  std::string why;
+  if (!c.ints(1, depth, why, "depth") || !c.floats(2, values, why, "values")) return why;
+  if (depth.size() != 1 || values.size() != 2) return "depth must have one element and values two";
+  return one(c, c.op("one_hot", {c.in(0)}, {{"depth", depth[0]}, {"axis", c.i("axis", -1)}, {"off_value", values[0]},
+                                            {"on_value", values[1]}, {"dtype", dn(c.dtype(2))}}));
+}
+
+std::string mapTrilu(NodeCtx& c) {
+  int64_t k = 0;
+  if (c.present(1)) {
+    Ints v;
+    std::string why;
+    if (!c.ints(1, v, why, "k")) return why;
+    if (v.size() != 1) return "k must have one element";
+    k = v[0];
+  }
+  return one(c, c.op("trilu", {c.in(0)}, {{"upper", c.i("upper", 1)}, {"k", k}}));
+}
+
+std::string mapDepthToSpace(NodeCtx& c) {
+  Tensor x = c.in(0);
+  if (x.rank() != 4) return "the input must be 4-D, not " + shapeText(x.shape());
+  int64_t b = c.i("blocksize", 0), N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  if (b <= 0 || C % (b * b)) return "blocksize " + std::to_string(b) + " does not divide the channels of " + shapeText(x.shape());
+  bool crd = c.s("mode", "DCR") == "CRD";
+  Tensor t = crd ? c.op("reshape", {x}, {{"shape", Ints{N, C / (b * b), b, b, H, W}}})
+                 : c.op("reshape", {x}, {{"shape", Ints{N, b, b, C / (b * b), H, W}}});
+  t = c.op("transpose", {t}, {{"perm", crd ? Ints{0, 1, 4, 2, 5, 3} : Ints{0, 3, 4, 1, 5, 2}}});
+  return one(c, c.op("reshape", {t}, {{"shape", Ints{N, C / (b * b), H * b, W * b}}}));
+}
+
+std::string mapSpaceToDepth(NodeCtx& c) {
+  Tensor x = c.in(0);
+  if (x.rank() != 4) return "the input must be 4-D, not " + shapeText(x.shape());
+  int64_t b = c.i("blocksize", 0), N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  if (b <= 0 || H % b || W % b) return "blocksize " + std::to_string(b) + " does not divide " + shapeText(x.shape());
+  Tensor t = c.op("reshape", {x}, {{"shape", Ints{N, C, H / b, b, W / b, b}}});
+  t = c.op("transpose", {t}, {{"perm", Ints{0, 3, 5, 1, 2, 4}}});
+  return one(c, c.op("reshape", {t}, {{"shape", Ints{N, C * b * b, H / b, W / b}}}));
+}
+
+std::string mapSize(NodeCtx& c) { return one(c, c.constant(HostTensor::ofInts(DType::I64, {}, {numel(c.shape(0))}))); }
+
+std::string mapGather(NodeCtx& c, const char* op, const char* attr, int64_t fallback) {
+  return one(c, c.op(op, {c.in(0), c.in(1)}, {{attr, c.i(attr, fallback)}}));
+}
+
+std::string mapScatter(NodeCtx& c, bool nd) {
+  Attrs a{{"reduction", c.s("reduction", "none")}};
+  if (!nd) a.set("axis", c.i("axis", 0));
+  return one(c, c.op(nd ? "scatter_nd" : "scatter_elements", {c.in(0), c.in(1), c.in(2)}, a));
+}
+
+std::string mapEinsum(NodeCtx& c) { return one(c, c.op("einsum", presentInputs(c), {{"equation", c.s("equation", "")}})); }
+
+std::string mapLRN(NodeCtx& c) {
+  // y = x / (bias + alpha/size · Σ_{window over channels} x²)^beta, as a pad + sum of slices.
+  Tensor x = c.in(0);
+  if (x.rank() < 3) return "LRN wants an input of rank 3 or more";
+  int64_t size = c.i("size", 0);
+  if (size <= 0) return "size must be positive";
+  double alpha = c.f("alpha", 1e-4), beta = c.f("beta", 0.75), bias = c.f("bias", 1.0);
+  DType t = x.dtype();
+  Tensor sq = c.op("mul", {x, x});
+  int64_t C = x.shape()[1];
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  Ints pads(x.rank() * 2, 0);
+  pads[1] = before;
+  pads[x.rank() + 1] = after;
+  Tensor padded = c.op("pad", {sq}, {{"pads", pads}});
+  Tensor sum;
+  for (int64_t k = 0; k < size; ++k) {
+    Tensor s = c.op("slice", {padded}, {{"starts", Ints{k}}, {"ends", Ints{k + C}}, {"axes", Ints{1}}});
+    sum = sum ? c.op("add", {sum, s}) : s;
+  }
+  Tensor d = c.op("pow", {c.op("add", {c.op("mul", {sum, c.scalar(t, alpha / double(size))}), c.scalar(t, bias)}), c.scalar(t, beta)});
+  return one(c, c.op("div", {x, d}));
+}
+
+std::string mapInstanceNorm(NodeCtx& c) {
+  return one(c, c.op("instance_norm", {c.in(0), c.in(1), c.in(2)}, {{"epsilon", double(c.f("epsilon", 1e-5))}}));
+}
+
+std::string mapLpNorm(NodeCtx& c) {
+  return one(c, c.op("lp_normalization", {c.in(0)}, {{"axis", c.i("axis", -1)}, {"p", c.i("p", 2)}}));
+}
+
+std::string mapMVN(NodeCtx& c) {
+  Attrs a;
+  if (c.has("axes")) a.set("axes", c.ints("axes"));
+  return one(c, c.op("mean_variance_normalization", {c.in(0)}, a));
+}
+
+std::string mapResize(NodeCtx& c) {
+  // Resize-10: (X, scales); 11+: (X, roi, scales, sizes); Upsample: (X, scales) or attribute scales (7, 8).
+  Tensor x = c.in(0);
+  const std::string op = c.node.op_type();
+  std::vector<double> scales;
+  Ints sizes;
+  std::string why;
+  if (op == "Upsample" && c.opset < 9) {
+    scales = c.floats("scales");
+  } else if (op == "Upsample" || c.opset < 11) {
+    if (!c.floats(1, scales, why, "scales")) return why;
+  } else {
+    if (c.present(3) && c.known(3) && c.known(3)->size() > 0) {
+      if (!c.ints(3, sizes, why, "sizes")) return why;
+    } else if (c.present(2)) {
+      if (!c.floats(2, scales, why, "scales")) return why;
+    }
+    if (c.s("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
+      return "coordinate_transformation_mode 'tf_crop_and_resize' is not supported";
+  }
+  Shape in = x.shape();
+  if (sizes.empty()) {
+    if (scales.size() != in.size()) return "scales has " + std::to_string(scales.size()) + " entries for rank " + std::to_string(in.size());
+    for (size_t d = 0; d < in.size(); ++d) sizes.push_back(int64_t(std::floor(double(in[d]) * scales[d])));
+  } else if (sizes.size() != in.size()) {
+    return "sizes has " + std::to_string(sizes.size()) + " entries for rank " + std::to_string(in.size());
+  }
+  std::string mode = c.s("mode", "nearest");
+  if (mode == "bilinear" || mode == "trilinear") mode = "linear";
+  Attrs a{{"sizes", sizes}, {"mode", mode}};
+  if (!scales.empty()) a.set("scales", scales);
+  if (op == "Upsample" || c.opset < 11) {
+    a.set("coordinate_transformation_mode", std::string("asymmetric"));
+    a.set("nearest_mode", std::string(op == "Upsample" || c.opset < 11 ? "floor" : "round_prefer_floor"));
+  } else {
+    for (const char* n : {"coordinate_transformation_mode", "nearest_mode"})
+      if (c.has(n)) a.set(n, c.s(n, ""));
+    if (c.has("cubic_coeff_a")) a.set("cubic_coeff_a", double(c.f("cubic_coeff_a", -0.75)));
+    if (c.has("exclude_outside")) a.set("exclude_outside", c.i("exclude_outside", 0));
+  }
+  return one(c, c.op("resize", {x}, a));
+}
+
+// A per-axis parameter (1-D, along `axis` of x) reshaped to broadcast with x.
+Tensor alongAxis(NodeCtx& c, Tensor p, size_t xrank, int64_t axis) {
+  if (p.rank() != 1 || xrank <= 1) return p;
+  if (axis < 0) axis += int64_t(xrank);
+  Ints shape(xrank, 1);
+  shape[size_t(axis)] = p.shape()[0];
+  return c.op("reshape", {p}, {{"shape", shape}});
+}
+
+Tensor saturate(NodeCtx& c, Tensor v, DType to) {
+  DType t = v.dtype();
+  double lo = to == DType::U8 ? 0 : to == DType::I8 ? -128 : -2147483648.0;
+  double hi = to == DType::U8 ? 255 : to == DType::I8 ? 127 : 2147483647.0;
+  v = c.op("max", {c.op("min", {v, c.scalar(t, hi)}), c.scalar(t, lo)});
+  return c.op("cast", {v}, {{"to", dn(to)}});
+}
+
+std::string mapQuantize(NodeCtx& c) {
+  Tensor x = c.in(0);
+  int64_t axis = c.i("axis", 1);
+  Tensor scale = alongAxis(c, c.in(1), x.rank(), axis);
+  DType to = c.present(2) ? c.dtype(2) : DType::U8;
+  if (to != DType::U8 && to != DType::I8) return "quantizing to " + dn(to) + " is not supported";
+  DType ft = DType::F32;
+  Tensor v = c.op("round", {c.op("div", {c.cast(x, ft), c.cast(scale, ft)})});
+  if (c.present(2)) v = c.op("add", {v, c.cast(alongAxis(c, c.in(2), x.rank(), axis), ft)});
+  return one(c, saturate(c, v, to));
+}
+
+std::string mapDequantize(NodeCtx& c) {
+  Tensor x = c.in(0);
+  int64_t axis = c.i("axis", 1);
+  Tensor scale = alongAxis(c, c.in(1), x.rank(), axis);
+  Tensor v = c.cast(x, DType::F32);
+  if (c.present(2)) v = c.op("sub", {v, c.cast(alongAxis(c, c.in(2), x.rank(), axis), DType::F32)});
+  return one(c, c.op("mul", {v, c.cast(scale, DType::F32)}));
+}
+
+std::string mapDynamicQuantize(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType t = DType::F32;
+  Tensor zero = c.scalar(t, 0);
+  Tensor mx = c.op("max", {c.op("reduce_max", {x}, {{"keepdims", int64_t(0)}}), zero});
+  Tensor mn = c.op("min", {c.op("reduce_min", {x}, {{"keepdims", int64_t(0)}}), zero});
+  Tensor scale = c.op("div", {c.op("sub", {mx, mn}), c.scalar(t, 255)});
+  Tensor zp = saturate(c, c.op("round", {c.op("sub", {zero, c.op("div", {mn, scale})})}), DType::U8);
+  Tensor y = c.op("add", {c.op("round", {c.op("div", {x, scale})}), c.cast(zp, t)});
+  c.outs = {saturate(c, y, DType::U8), scale, zp};
+  return "";
+}
+
+std::string mapWindow(NodeCtx& c) {
+  Ints size;
+  std::string why;
+  if (!c.ints(0, size, why, "size")) return why;
+  if (size.size() != 1 || size[0] < 0) return "size must be one non-negative integer";
+  auto dt = dtypeOfOnnx(int32_t(c.i("output_datatype", 1)));
+  if (!dt) return "output_datatype " + onnxTypeName(int32_t(c.i("output_datatype", 1))) + " is not supported";
+  int64_t n = size[0];
+  double denom = c.i("periodic", 1) ? double(n) : double(n - 1);
+  const std::string& op = c.node.op_type();
+  HostTensor h(*dt, {n});
+  for (int64_t k = 0; k < n; ++k) {
+    double a = 2 * M_PI * double(k) / denom, v;
+    if (op == "HannWindow") v = 0.5 - 0.5 * std::cos(a);
+    else if (op == "HammingWindow") v = 25.0 / 46 - (1 - 25.0 / 46) * std::cos(a);
+    else v = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
+    h.set(k, v);
+  }
+  return one(c, c.constant(std::move(h)));
+}
+
+// RNN, GRU and LSTM, unrolled over the (static) sequence: one matmul of the
+// whole input by W up front, then per step a matmul by R and the gates.
+enum class Cell { Rnn, Gru, Lstm };
+
+std::string activation(NodeCtx& c, const std::string& name, double alpha, double beta, Tensor x, Tensor& out) {
+  DType t = x.dtype();
+  if (name == "Sigmoid") out = c.op("sigmoid", {x});
+  else if (name == "Tanh") out = c.op("tanh", {x});
+  else if (name == "Relu") out = c.op("relu", {x});
+  else if (name == "Affine") out = c.op("add", {c.op("mul", {x, c.scalar(t, alpha)}), c.scalar(t, beta)});
+  else if (name == "LeakyRelu") out = c.op("where", {c.op("lt", {x, c.scalar(t, 0)}), c.op("mul", {x, c.scalar(t, alpha)}), x});
+  else if (name == "ScaledTanh") out = c.op("mul", {c.op("tanh", {c.op("mul", {x, c.scalar(t, beta)})}), c.scalar(t, alpha)});
+  else if (name == "HardSigmoid") out = hardSigmoid(c, x, alpha, beta);
+  else if (name == "Softsign") out = c.op("softsign", {x});
+  else if (name == "Softplus") out = c.op("softplus", {x});
+  else return "activation '" + name + "' is not supported";
+  return "";
+}
+
+std::string mapRecurrent(NodeCtx& c, Cell cell) {
+  const int G = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 3 : 4;
+  int64_t H = c.i("hidden_size", 0);
+  std::string direction = c.s("direction", "forward");
+  int dirs = direction == "bidirectional" ? 2 : 1;
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+    return "direction '" + direction + "' is not supported";
+  if (c.i("input_forget", 0)) return "input_forget=1 is not supported";
+  Tensor X = c.in(0);
+  if (X.rank() != 3) return "X must be 3-D, not " + shapeText(X.shape());
+  bool batchFirst = c.i("layout", 0) == 1;
+  if (batchFirst) X = c.op("transpose", {X}, {{"perm", Ints{1, 0, 2}}});
+  int64_t S = X.shape()[0], B = X.shape()[1];
+  if (H <= 0) H = c.shape(2)[2];
+  if (c.present(4)) {
+    Ints lens;
+    std::string why;
+    if (!c.ints(4, lens, why, "sequence_lens")) return why;
+    for (int64_t l : lens)
+      if (l != S) return "sequence_lens shorter than the sequence are not supported";
+  }
+  // Activations: f, g(, h) per direction.
+  std::vector<std::string> acts;
+  const auto* aa = c.attr("activations");
+  if (aa)
+    for (const auto& a : aa->strings()) acts.push_back(a);
+  size_t perDir = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 2 : 3;
+  if (acts.empty()) {
+    for (int d = 0; d < dirs; ++d) {
+      if (cell == Cell::Rnn) acts.push_back("Tanh");
+      else if (cell == Cell::Gru) acts.insert(acts.end(), {"Sigmoid", "Tanh"});
+      else acts.insert(acts.end(), {"Sigmoid", "Tanh", "Tanh"});
+    }
+  }
+  if (acts.size() != perDir * size_t(dirs)) return "activations has " + std::to_string(acts.size()) + " entries";
+  std::vector<double> alphas = c.floats("activation_alpha"), betas = c.floats("activation_beta");
+  double clip = c.f("clip", 0);
+  bool hasClip = c.has("clip");
+  DType t = X.dtype();
+  std::vector<Tensor> Ys, Hs, Cs;
+  for (int d = 0; d < dirs; ++d) {
+    bool reverse = direction == "reverse" || d == 1;
+    auto pick = [&](Tensor w) {  // w[d] without the direction axis
+      return c.op("squeeze", {c.op("slice", {w}, {{"starts", Ints{d}}, {"ends", Ints{d + 1}}, {"axes", Ints{0}}})}, {{"axes", Ints{0}}});
+    };
+    Tensor W = pick(c.in(1)), R = pick(c.in(2));  // [G*H, I], [G*H, H]
+    Tensor Wb, Rb;
+    if (c.present(3)) {
+      Tensor b = pick(c.in(3));
+      Wb = c.op("slice", {b}, {{"starts", Ints{0}}, {"ends", Ints{G * H}}});
+      Rb = c.op("slice", {b}, {{"starts", Ints{G * H}}, {"ends", Ints{2 * G * H}}});
+    }
+    Tensor h = c.present(5) ? pick(c.in(5)) : c.op("expand", {c.scalar(t, 0)}, {{"shape", Ints{B, H}}});
+    Tensor cst = cell == Cell::Lstm ? (c.present(6) ? pick(c.in(6)) : c.op("expand", {c.scalar(t, 0)}, {{"shape", Ints{B, H}}})) : Tensor();
+    Tensor P = cell == Cell::Lstm && c.present(7) ? pick(c.in(7)) : Tensor();
+    Tensor XW = c.op("matmul", {X, c.op("transpose", {W})});  // [S, B, G*H]
+    if (Wb) XW = c.op("add", {XW, Wb});
+    Tensor RT = c.op("transpose", {R});  // [H, G*H]
+    auto gate = [&](Tensor v, int k) { return c.op("slice", {v}, {{"starts", Ints{k * H}}, {"ends", Ints{(k + 1) * H}}, {"axes", Ints{-1}}}); };
+    auto act = [&](size_t k, Tensor x, Tensor& out) {
+      size_t i = size_t(d) * perDir + k;
+      double al = i < alphas.size() ? alphas[i] : (acts[i] == "LeakyRelu" ? 0.01 : acts[i] == "HardSigmoid" ? 0.2 : 1.0);
+      double be = i < betas.size() ? betas[i] : (acts[i] == "HardSigmoid" ? 0.5 : 0.0);
+      if (hasClip) x = c.op("clip", {x, c.scalar(t, -clip), c.scalar(t, clip)});
+      return activation(c, acts[i], al, be, x, out);
+    };
+    std::vector<Tensor> steps(static_cast<size_t>(S), Tensor());
+    for (int64_t k = 0; k < S; ++k) {
+      int64_t step = reverse ? S - 1 - k : k;
+      Tensor xw = c.op("squeeze", {c.op("slice", {XW}, {{"starts", Ints{step}}, {"ends", Ints{step + 1}}, {"axes", Ints{0}}})}, {{"axes", Ints{0}}});
+      std::string why;
+      if (cell == Cell::Rnn) {
+        Tensor v = c.op("add", {xw, c.op("matmul", {h, RT})});
+        if (Rb) v = c.op("add", {v, Rb});
+        if (!(why = act(0, v, h)).empty()) return why;
+      } else if (cell == Cell::Gru) {
+        Tensor hr = c.op("matmul", {h, RT});  // [B, 3H]
+        if (Rb) hr = c.op("add", {hr, Rb});
+        Tensor z, r, hh;
+        if (!(why = act(0, c.op("add", {gate(xw, 0), gate(hr, 0)}), z)).empty()) return why;
+        if (!(why = act(0, c.op("add", {gate(xw, 1), gate(hr, 1)}), r)).empty()) return why;
+        Tensor hpart;
+        if (c.i("linear_before_reset", 0)) {
+          hpart = c.op("mul", {r, gate(hr, 2)});
+        } else {
+          Tensor Rh = c.op("slice", {RT}, {{"starts", Ints{2 * H}}, {"ends", Ints{3 * H}}, {"axes", Ints{1}}});
+          hpart = c.op("matmul", {c.op("mul", {r, h}), Rh});
+          if (Rb) hpart = c.op("add", {hpart, gate(Rb, 2)});
+        }
+        if (!(why = act(1, c.op("add", {gate(xw, 2), hpart}), hh)).empty()) return why;
+        Tensor one1 = c.scalar(t, 1);
+        h = c.op("add", {c.op("mul", {c.op("sub", {one1, z}), hh}), c.op("mul", {z, h})});
+      } else {
+        Tensor v = c.op("add", {xw, c.op("matmul", {h, RT})});
+        if (Rb) v = c.op("add", {v, Rb});
+        Tensor gi = gate(v, 0), go = gate(v, 1), gf = gate(v, 2), gc = gate(v, 3);
+        if (P) {
+          gi = c.op("add", {gi, c.op("mul", {gate(P, 0), cst})});
+          gf = c.op("add", {gf, c.op("mul", {gate(P, 2), cst})});
+        }
+        Tensor i, f, cc, o, hc;
+        if (!(why = act(0, gi, i)).empty() || !(why = act(0, gf, f)).empty() || !(why = act(1, gc, cc)).empty()) return why;
+        cst = c.op("add", {c.op("mul", {f, cst}), c.op("mul", {i, cc})});
+        if (P) go = c.op("add", {go, c.op("mul", {gate(P, 1), cst})});
+        if (!(why = act(0, go, o)).empty() || !(why = act(2, cst, hc)).empty()) return why;
+        h = c.op("mul", {o, hc});
+      }
+      steps[size_t(step)] = c.op("unsqueeze", {h}, {{"axes", Ints{0}}});
+    }
+    Ys.push_back(c.op("unsqueeze", {steps.size() == 1 ? steps[0] : c.op("concat", steps, {{"axis", int64_t(0)}})}, {{"axes", Ints{1}}}));
+    Hs.push_back(c.op("unsqueeze", {h}, {{"axes", Ints{0}}}));
+    if (cst) Cs.push_back(c.op("unsqueeze", {cst}, {{"axes", Ints{0}}}));
+  }
+  auto join = [&](std::vector<Tensor>& v, int64_t axis) { return v.size() == 1 ? v[0] : c.op("concat", v, {{"axis", axis}}); };
+  Tensor Y = join(Ys, 1), Yh = join(Hs, 0);  // [S, dirs, B, H], [dirs, B, H]
+  Tensor Yc = Cs.empty() ? Tensor() : join(Cs, 0);
+  if (batchFirst) {
+    Y = c.op("transpose", {Y}, {{"perm", Ints{2, 0, 1, 3}}});
+    Yh = c.op("transpose", {Yh}, {{"perm", Ints{1, 0, 2}}});
+    if (Yc) Yc = c.op("transpose", {Yc}, {{"perm", Ints{1, 0, 2}}});
+  }
+  c.outs = {Y, Yh};
+  if (Yc) c.outs.push_back(Yc);
+  return "";
+}
+
+std::string mapHardmax(NodeCtx& c) { return softmaxLike(c, "hardmax"); }
+
+// NegativeLogLikelihoodLoss on log-probabilities x[N, C, d...] with targets
+// t[N, d...] and optional weights w[C]: loss = -x[n, t, d...]·w[t] (0 where t
+// is ignore_index), then none / sum / mean (the sum over the summed weights).
+std::string nllLoss(NodeCtx& c, Tensor x, Tensor t, Tensor w, Tensor& out) {
+  std::string reduction = c.s("reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean") return "reduction '" + reduction + "' is not supported";
+  if (x.rank() < 2) return "the input must have rank 2 or more, not " + shapeText(x.shape());
+  DType ft = x.dtype();
+  Tensor mask;
+  Tensor safe = t;
+  if (c.has("ignore_index")) {
+    mask = c.op("ne", {t, c.scalar(t.dtype(), double(c.i("ignore_index", 0)))});
+    safe = c.op("where", {mask, t, c.scalar(t.dtype(), 0)});
+  }
+  Tensor picked = c.op("gather_elements", {x, c.op("unsqueeze", {safe}, {{"axes", Ints{1}}})}, {{"axis", int64_t(1)}});
+  picked = c.op("squeeze", {picked}, {{"axes", Ints{1}}});
+  Tensor weight;
+  if (w) weight = c.op("gather", {w, safe}, {{"axis", int64_t(0)}});
+  if (mask) {
+    Tensor m = c.op("cast", {mask}, {{"to", dn(ft)}});
+    weight = weight ? c.op("mul", {weight, m}) : m;
+  }
+  Tensor loss = c.op("neg", {picked});
+  if (weight) loss = c.op("mul", {loss, weight});
+  if (reduction == "none") {
+    out = loss;
+    return "";
+  }
+  Tensor sum = c.op("reduce_sum", {loss}, {{"keepdims", int64_t(0)}});
+  if (reduction == "sum") {
+    out = sum;
+    return "";
+  }
+  Tensor denom = weight ? c.op("reduce_sum", {weight}, {{"keepdims", int64_t(0)}}) : c.scalar(ft, double(numel(t.shape())));
+  out = c.op("div", {sum, denom});
+  return "";
+}
+
+std::string mapNLLLoss(NodeCtx& c) {
+  Tensor out;
+  std::string why = nllLoss(c, c.in(0), c.in(1), c.present(2) ? c.in(2) : Tensor(), out);
+  if (!why.empty()) return why;
+  return one(c, out);
+}
+
+std::string mapSCELoss(NodeCtx& c) {
+  Tensor logp = c.op("log_softmax", {c.in(0)}, {{"axis", int64_t(1)}});
+  Tensor out;
+  std::string why = nllLoss(c, logp, c.in(1), c.present(2) ? c.in(2) : Tensor(), out);
+  if (!why.empty()) return why;
+  c.outs = {out, logp};
+  return "";
+}
+
+const std::vector<OpEntry> kTable = {
+    {"Constant", 1, 99, "value,value_float,value_floats,value_int,value_ints", mapConstant},
+    {"Shape", 1, 99, "start,end", mapShape},
+    {"Size", 1, 99, "", mapSize},
+    {"ConstantOfShape", 9, 99, "value", mapConstantOfShape},
+    {"Range", 11, 99, "", mapRange},
+    {"EyeLike", 9, 99, "dtype,k", mapEyeLike},
+    {"Identity", 1, 99, "", [](NodeCtx& c) { return one(c, c.op("identity", {c.in(0)})); }},
+    UNARY("Abs", "abs", 6), UNARY("Neg", "neg", 6), UNARY("Sign", "sign", 9), UNARY("Exp", "exp", 6),
+    UNARY("Log", "log", 6), UNARY("Sqrt", "sqrt", 6), UNARY("Sin", "sin", 7), UNARY("Cos", "cos", 7),
+    UNARY("Tan", "tan", 7), UNARY("Asin", "asin", 7), UNARY("Acos", "acos", 7), UNARY("Atan", "atan", 7),
+    UNARY("Sinh", "sinh", 9), UNARY("Cosh", "cosh", 9), UNARY("Tanh", "tanh", 6), UNARY("Asinh", "asinh", 9),
+    UNARY("Acosh", "acosh", 9), UNARY("Atanh", "atanh", 9), UNARY("Erf", "erf", 9), UNARY("Floor", "floor", 6),
+    UNARY("Ceil", "ceil", 6), UNARY("Round", "round", 11), UNARY("Reciprocal", "reciprocal", 6),
+    UNARY("Sigmoid", "sigmoid", 6), UNARY("Relu", "relu", 6), UNARY("Softplus", "softplus", 1),
+    UNARY("Softsign", "softsign", 1), UNARY("Not", "not", 1), UNARY("IsNaN", "isnan", 9),
+    {"IsInf", 10, 99, "detect_negative,detect_positive", mapIsInf},
+    BINARY("Add", "add", 6), BINARY("Sub", "sub", 6), BINARY("Mul", "mul", 6), BINARY("Div", "div", 6),
+    BINARY("Equal", "eq", 1), BINARY("Greater", "gt", 1), BINARY("Less", "lt", 1),
+    BINARY("GreaterOrEqual", "ge", 12), BINARY("LessOrEqual", "le", 12), BINARY("And", "and", 1),
+    BINARY("Or", "or", 1), BINARY("Xor", "xor", 1),
+    {"Pow", 1, 99, "broadcast,axis", mapPow},
+    {"Mod", 10, 99, "fmod", mapMod},
+    {"BitShift", 11, 99, "direction", mapBitShift},
+    {"Max", 6, 99, "", [](NodeCtx& c) { return variadic(c, "max"); }},
+    {"Min", 6, 99, "", [](NodeCtx& c) { return variadic(c, "min"); }},
+    {"Sum", 6, 99, "", [](NodeCtx& c) { return variadic(c, "add"); }},
+    {"Mean", 6, 99, "", mapMean},
+    {"Where", 9, 99, "", [](NodeCtx& c) { return one(c, c.op("where", {c.in(0), c.in(1), c.in(2)})); }},
+    {"Cast", 6, 99, "to,saturate", [](NodeCtx& c) { return onnxCast(c, int32_t(c.i("to", 1))); }},
+    {"CastLike", 15, 99, "saturate", [](NodeCtx& c) {
+       Tensor x = c.in(0);
+       DType to = c.dtype(1);
+       return one(c, x.dtype() == to ? c.op("identity", {x}) : c.op("cast", {x}, {{"to", dn(to)}}));
+     }},
+    {"Clip", 6, 99, "min,max", mapClip},
+    {"LeakyRelu", 6, 99, "alpha", mapLeakyRelu},
+    {"Elu", 6, 99, "alpha", mapElu},
+    {"Selu", 6, 99, "alpha,gamma", mapSelu},
+    {"Celu", 12, 99, "alpha", mapCelu},
+    {"ThresholdedRelu", 10, 99, "alpha", mapThresholdedRelu},
+    {"HardSigmoid", 6, 99, "alpha,beta", mapHardSigmoid},
+    {"HardSwish", 14, 99, "", mapHardSwish},
+    {"PRelu", 6, 99, "", mapPRelu},
+    {"Shrink", 9, 99, "bias,lambd", mapShrink},
+    {"Mish", 18, 99, "", mapMish},
+    {"Dropout", 6, 99, "is_test,ratio,seed", mapDropout},
+    {"Reshape", 5, 99, "allowzero", mapReshape},
+    {"Flatten", 1, 99, "axis", mapFlatten},
+    {"Squeeze", 1, 99, "axes", [](NodeCtx& c) { return mapSqueeze(c, "squeeze"); }},
+    {"Unsqueeze", 1, 99, "axes", [](NodeCtx& c) { return mapSqueeze(c, "unsqueeze"); }},
+    {"Transpose", 1, 99, "perm", [](NodeCtx& c) {
+       Attrs a;
+       if (c.has("perm")) a.set("perm", c.ints("perm"));
+       return one(c, c.op("transpose", {c.in(0)}, a));
+     }},
+    {"Slice", 1, 99, "starts,ends,axes", mapSlice},
+    {"Split", 2, 17, "axis,split", mapSplit},
+    {"Expand", 8, 99, "", mapExpand},
+    {"DepthToSpace", 1, 99, "blocksize,mode", mapDepthToSpace},
+    {"SpaceToDepth", 1, 99, "blocksize", mapSpaceToDepth},
+    // Reduce family
+    REDUCE("ReduceSum", "reduce_sum", 13), REDUCE("ReduceMean", "reduce_mean", 18),
+    REDUCE("ReduceMax", "reduce_max", 18), REDUCE("ReduceMin", "reduce_min", 18),
+    REDUCE("ReduceProd", "reduce_prod", 18), REDUCE("ReduceL1", "reduce_l1", 18),
+    REDUCE("ReduceL2", "reduce_l2", 18), REDUCE("ReduceSumSquare", "reduce_sum_square", 18),
+    REDUCE("ReduceLogSum", "reduce_log_sum", 18), REDUCE("ReduceLogSumExp", "reduce_log_sum_exp", 18),
+    {"ArgMax", 1, 99, "axis,keepdims,select_last_index", [](NodeCtx& c) { return mapArg(c, "argmax"); }},
+    {"ArgMin", 1, 99, "axis,keepdims,select_last_index", [](NodeCtx& c) { return mapArg(c, "argmin"); }},
+    {"Softmax", 1, 99, "axis", [](NodeCtx& c) { return softmaxLike(c, "softmax"); }},
+    {"LogSoftmax", 1, 99, "axis", [](NodeCtx& c) { return softmaxLike(c, "log_softmax"); }},
+    {"Hardmax", 1, 99, "axis", mapHardmax},
+    {"TopK", 1, 99, "k,axis,largest,sorted", mapTopK},
+    {"CumSum", 11, 99, "exclusive,reverse", mapCumSum},
+    {"BatchNormalization", 6, 99, "epsilon,is_test,momentum,spatial,training_mode", mapBatchNorm},
+    {"InstanceNormalization", 6, 99, "epsilon", mapInstanceNorm},
+    {"LayerNormalization", 17, 99, "axis,epsilon,stash_type", mapLayerNorm},
+    {"LpNormalization", 1, 99, "axis,p", mapLpNorm},
+    {"MeanVarianceNormalization", 9, 99, "axes", mapMVN},
+    {"LRN", 1, 99, "alpha,beta,bias,size", mapLRN},
+    {"RNN", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout", [](NodeCtx& c) { return mapRecurrent(c, Cell::Rnn); }},
+    {"GRU", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout,linear_before_reset", [](NodeCtx& c) { return mapRecurrent(c, Cell::Gru); }},
+    {"LSTM", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,input_forget,layout", [](NodeCtx& c) { return mapRecurrent(c, Cell::Lstm); }},
+    {"QuantizeLinear", 10, 99, "axis", mapQuantize},
+    {"DequantizeLinear", 10, 99, "axis", mapDequantize},
+    {"DynamicQuantizeLinear", 11, 99, "", mapDynamicQuantize},
+    {"HannWindow", 17, 99, "output_datatype,periodic", mapWindow},
+    {"HammingWindow", 17, 99, "output_datatype,periodic", mapWindow},
+    {"BlackmanWindow", 17, 99, "output_datatype,periodic", mapWindow},
+    {"NegativeLogLikelihoodLoss", 12, 99, "ignore_index,reduction", mapNLLLoss},
+    {"SoftmaxCrossEntropyLoss", 12, 99, "ignore_index,reduction", mapSCELoss},
+    // Linalg family
+    BINARY("MatMul", "matmul", 1),
+    {"Gemm", 6, 99, "alpha,beta,broadcast,transA,transB", mapGemm},
+    {"Conv", 1, 99, "auto_pad,dilations,group,kernel_shape,pads,strides", mapConv},
+    {"ConvTranspose", 1, 99, "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides", mapConvTranspose},
+    {"MaxPool", 1, 99, "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides", mapMaxPool},
+    {"AveragePool", 1, 99, "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides", mapAvgPool},
+    {"LpPool", 2, 99, "auto_pad,kernel_shape,p,pads,strides", mapLpPool},
+    UNARY("GlobalAveragePool", "global_avg_pool", 1), UNARY("GlobalMaxPool", "global_max_pool", 1),
+    {"GlobalLpPool", 2, 99, "p", mapGlobalLpPool},
+    {"Einsum", 12, 99, "equation", mapEinsum},
+    // Index family
+    {"Concat", 4, 99, "axis", mapConcat},
+    {"Tile", 6, 99, "", mapTile},
+    {"Pad", 2, 17, "mode,pads,value", mapPad},
+    {"Gather", 1, 99, "axis", [](NodeCtx& c) { return mapGather(c, "gather", "axis", 0); }},
+    {"GatherElements", 11, 99, "axis", [](NodeCtx& c) { return mapGather(c, "gather_elements", "axis", 0); }},
+    {"GatherND", 11, 99, "batch_dims", [](NodeCtx& c) { return mapGather(c, "gather_nd", "batch_dims", 0); }},
+    {"Scatter", 9, 10, "axis", [](NodeCtx& c) { return mapScatter(c, false); }},
+    {"ScatterElements", 11, 99, "axis,reduction", [](NodeCtx& c) { return mapScatter(c, false); }},
+    {"ScatterND", 11, 99, "reduction", [](NodeCtx& c) { return mapScatter(c, true); }},
+    {"OneHot", 9, 99, "axis", mapOneHot},
+    {"Trilu", 14, 99, "upper", mapTrilu},
+    {"Resize", 10, 17, "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,extrapolation_value,mode,nearest_mode", mapResize},
+    {"Upsample", 7, 9, "mode,scales", mapResize},
+};
+
+}  // namespace
+
+const std::vector<OpEntry>& opTable() { return kTable; }
+
+const OpEntry* findEntry(const std::string& op, int64_t opset) {
+  for (const OpEntry& e : kTable)
+    if (e.name == op && opset >= e.since && opset <= e.until) return &e;
+  return nullptr;
+}
+
+const std::vector<OpSupport>& supportedOps() {
+  static const std::vector<OpSupport> v = [] {
+    std::vector<OpSupport> out;
+    for (const OpEntry& e : kTable) out.push_back({e.name, e.since, e.until, e.attrs, e.note});
+    return out;
+  }();
+  return v;
+}
+
+}  // namespace eph::tensor::onnx
