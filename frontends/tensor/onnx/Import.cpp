@@ -312,8 +312,8 @@ Expected<Model> importModel(std::string_view bytes, const ImportOptions& opts) {
   for (const auto& o : m.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   if (opset < 0) {
-    if (m.opset_import_size() == 0 && m.ir_version() <= 3) opset = 1;
-    else return err("E400", "the model imports no version of the default ONNX opset (ai.onnx)");
+    if (m.opset_import_size() == 0) return err("E400", "the model imports no version of the default ONNX opset (ai.onnx)");
+    opset = 0;  // only other domains: their nodes are E401 below
   }
   out.opset = opset;
   if (opset > kMaxOpset)
