@@ -24,8 +24,6 @@ Tensor weight(Program& p, DType dt, Shape s, uint64_t seed) {
   return p.constant(randomTensor(dt, s, seed, 1 / std::sqrt(double(fanIn))));
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b) { return a.program()->apply("matmul", {a, b}); }
-
 // x[B, 784] -> 256 -> relu -> 10 -> log_softmax
 void buildMlp(Program& p, DType dt) {
   Tensor x = p.input("x", dt, {8, 784});

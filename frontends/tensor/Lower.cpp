@@ -155,6 +155,40 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
   return out;
 }
 
+ir::Value* Lowering::custom(const std::string& op, DType dtype, int64_t count, std::span<const Operand> in,
+                            std::array<unsigned, 3> workgroup, std::array<int64_t, 3> groups, const KernelBuild& build,
+                            const std::string& key) {
+  std::string full = "custom|" + op + "|" + key + "|" + std::string(dtypeName(dtype)) + "|wg" +
+                     std::to_string(workgroup[0]) + "," + std::to_string(workgroup[1]) + "," + std::to_string(workgroup[2]);
+  for (const Operand& o : in) full += "|" + layoutKey(o.dtype, o.shape, o.strides, o.offset);
+  const ir::Function*& kern = kernels_[full];
+  if (!kern) {
+    std::vector<const ir::Type*> params;
+    for (const Operand& o : in) params.push_back(deviceBuffer(ctx, o.dtype, ir::Ownership::Read));
+    params.push_back(deviceBuffer(ctx, dtype, ir::Ownership::Write));
+    ir::Function* f = module.addFunction(kernelName(op, kernels_.size()), ir::FunctionKind::Kernel,
+                                         ctx.functionType(params, {}));
+    f->workgroupSize = workgroup;
+    std::vector<ir::Value*> bufs;
+    for (size_t i = 0; i <= in.size(); ++i) {
+      f->param(unsigned(i))->setName(i < in.size() ? "in" + std::to_string(i) : "out");
+      bufs.push_back(f->param(unsigned(i)));
+    }
+    ir::Builder b(ctx, f->body());
+    build(b, bufs);
+    b.ret();
+    kern = f;
+  }
+  ir::Value* out = alloc(dtype, count);
+  if (count == 0 || groups[0] == 0 || groups[1] == 0 || groups[2] == 0) return out;
+  ir::Values args;
+  for (const Operand& o : in) args.push_back(o.buf);
+  args.push_back(out);
+  host.dispatch(*kern, {host.constInt(ctx.u32(), groups[0]), host.constInt(ctx.u32(), groups[1]),
+                        host.constInt(ctx.u32(), groups[2])}, args);
+  return out;
+}
+
 Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions& opts) {
   if (p.error()) return *p.error();
   if (p.outputs().empty()) return Error{{}, "the tensor program has no outputs"};

@@ -11,6 +11,7 @@
 // shapes, layouts): two nodes that agree share one kernel.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -96,6 +97,17 @@ class Lowering {
   // The same for an output of `shape` and `dtype` (an op lowered as several kernels).
   ir::Value* map(const std::string& op, DType dtype, const Shape& shape, std::span<const Operand> in,
                  const KernelBody& body, const std::string& key);
+  // A kernel built by hand (workgroup memory, barriers, several outputs per
+  // invocation): its parameters are the input buffers (device, read) and then
+  // the output buffer (device, write); `build` fills its body (the return is
+  // added after it) and gets a builder at the body and those parameters.
+  // The kernel is cached by `op`, `key`, the operands' layouts and `workgroup`;
+  // it runs over `groups` workgroups (nothing runs when one of them is 0).
+  // Returns the output's fresh buffer of max(count, 1) elements of `dtype`.
+  using KernelBuild = std::function<void(ir::Builder& b, const std::vector<ir::Value*>& bufs)>;
+  ir::Value* custom(const std::string& op, DType dtype, int64_t count, std::span<const Operand> in,
+                    std::array<unsigned, 3> workgroup, std::array<int64_t, 3> groups, const KernelBuild& build,
+                    const std::string& key);
   // A device buffer of max(count, 1) elements of `dt`, linear.
   ir::Value* alloc(DType dt, int64_t count);
   // Frees a buffer made by alloc or map (a temporary of a several-kernel op).

@@ -1,9 +1,1093 @@
-// Reduce ops (see Ops.h): filled by the reduce family.
+// Reduce ops (see Ops.h and docs/tensor.md, "Reductions and normalisation"):
+// reductions over axes (reduce_*, var, argmax/argmin), softmax and its kin,
+// the normalisations (layer, batch, instance, Lp, mean-variance), cumsum,
+// top-k and sorting.
+//
+// A reduction runs one invocation per output element (per "row": the
+// elements that differ only in the reduced axes), looping over the row
+// through the input's strides; adjacent reduced axes that are laid out
+// contiguously are walked as one loop. Softmax and the normalisations first
+// compute per-row statistics (a max and a sum, a mean and an inverse standard
+// deviation, ...) into small temporaries, one invocation per row, then map
+// over the output elementwise reading the statistics broadcast. Sums of f16
+// and f32 accumulate in f32, of f64 in f64, of integers in their own type.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+
 #include "frontends/tensor/Lower.h"
 #include "frontends/tensor/Ops.h"
 
 namespace eph::tensor {
 
-void addReduceOps(std::vector<OpDef>&) {}
+namespace {
+
+using ir::Builder;
+using ir::Value;
+using ir::Values;
+
+std::string dt(DType t) { return std::string(dtypeName(t)); }
+std::string num(int64_t v) { return std::to_string(v); }
+
+Value* ci(Builder& b, int64_t v) { return b.constInt(b.context().i32(), v); }
+
+// The dtype the statistics of a float tensor are kept in: f64 for f64, else f32.
+DType statType(DType t) { return t == DType::F64 ? DType::F64 : DType::F32; }
+
+// ---- axes ----------------------------------------------------------------------
+
+// Marks the axes in `axes` (negative: from the end) of a tensor of `shape`.
+std::string markAxes(const std::string& op, const std::vector<int64_t>& axes, const Shape& shape, std::vector<bool>& red) {
+  red.assign(shape.size(), false);
+  for (int64_t a : axes) {
+    int64_t ax = a;
+    if (!normaliseAxis(ax, shape.size())) return op + ": axis " + num(a) + " is out of range for " + shapeText(shape);
+    if (red[size_t(ax)]) return op + ": axis " + num(a) + " is given twice in " + shapeText(axes);
+    red[size_t(ax)] = true;
+  }
+  return "";
+}
+
+// The reduced axes of a reduce_* or var node: `axes`, or all of them when
+// empty (none with noop_with_empty_axes = 1).
+std::string reduceAxes(const Node& n, const Shape& shape, std::vector<bool>& red) {
+  std::vector<int64_t> axes = n.attrs.ints("axes");
+  if (axes.empty()) {
+    red.assign(shape.size(), !n.attrs.i("noop_with_empty_axes", 0));
+    return "";
+  }
+  return markAxes(n.op, axes, shape, red);
+}
+
+// One axis (attribute `name`, default `fallback`) as a mask.
+std::string oneAxis(const Node& n, const Shape& shape, const std::string& name, int64_t fallback, std::vector<bool>& red,
+                    int64_t* axisOut = nullptr) {
+  int64_t a = n.attrs.i(name, fallback), ax = a;
+  if (!normaliseAxis(ax, shape.size()))
+    return n.op + ": " + name + " " + num(a) + " is out of range for " + shapeText(shape);
+  red.assign(shape.size(), false);
+  red[size_t(ax)] = true;
+  if (axisOut) *axisOut = ax;
+  return "";
+}
+
+Shape reducedShape(const Shape& s, const std::vector<bool>& red, bool keep) {
+  Shape out;
+  for (size_t d = 0; d < s.size(); ++d)
+    if (!red[d]) out.push_back(s[d]);
+    else if (keep) out.push_back(1);
+  return out;
+}
+
+int64_t reducedCount(const Shape& s, const std::vector<bool>& red) {
+  int64_t c = 1;
+  for (size_t d = 0; d < s.size(); ++d)
+    if (red[d]) c *= s[d];
+  return c;
+}
+
+// ---- walking a row ------------------------------------------------------------------
+
+// The reduced dimensions of an operand as loops (extent, stride), outermost
+// first; adjacent ones laid out contiguously merge.
+struct Loop {
+  int64_t extent, stride;
+};
+std::vector<Loop> loopsOf(const Operand& o, const std::vector<bool>& red) {
+  std::vector<Loop> v;
+  for (size_t d = 0; d < o.shape.size(); ++d) {
+    if (!red[d] || o.shape[d] == 1) continue;
+    if (!v.empty() && v.back().stride == o.strides[d] * o.shape[d]) {
+      v.back().extent *= o.shape[d];
+      v.back().stride = o.strides[d];
+    } else {
+      v.push_back({o.shape[d], o.strides[d]});
+    }
+  }
+  return v;
+}
+
+// base + the offset of the r-th (row-major) element of the reduced dimensions.
+Value* reducedOffset(Builder& b, Value* base, const std::vector<Loop>& loops, Value* r) {
+  Value* off = base;
+  Value* q = r;
+  for (size_t i = loops.size(); i-- > 0;) {
+    Value* idx = i == 0 ? q : b.rem(q, ci(b, loops[i].extent));
+    if (i > 0) q = b.div(q, ci(b, loops[i].extent));
+    if (loops[i].stride == 0) continue;
+    off = b.add(off, loops[i].stride == 1 ? idx : b.mul(idx, ci(b, loops[i].stride)));
+  }
+  return off;
+}
+
+// The offset in input `in` of the first element of the current invocation's
+// row (its index with the reduced dimensions at 0). The kernel's index has
+// the input's rank.
+Value* rowBase(Kernel& k, size_t in, const std::vector<bool>& red) {
+  std::vector<Value*> idx;
+  for (size_t d = 0; d < red.size(); ++d) idx.push_back(red[d] ? k.i32(0) : k.index[d]);
+  return k.offsetOf(in, idx);
+}
+
+// Input `in`'s element at `off`, in its compute type.
+Value* loadAt(Kernel& k, Builder& b, size_t in, Value* off) {
+  Value* v = b.load(k.buffer(in), off);
+  if (k.in(in).dtype == DType::F16) v = b.cast(v, k.ctx.f32());
+  return v;
+}
+
+Values results(ir::Op* op) {
+  Values v;
+  for (unsigned i = 0; i < op->numResults(); ++i) v.push_back(op->result(i));
+  return v;
+}
+
+// Folds `body` over the `count` elements of a row of input `in` starting at `base`.
+using FoldBody = std::function<Values(Builder& b, Value* x, Value* r, const Values& acc)>;
+Values fold(Kernel& k, size_t in, Value* base, const std::vector<Loop>& loops, int64_t count, Values inits,
+            const FoldBody& body) {
+  ir::Op* op = k.b.forOp(k.i32(0), k.i32(count), k.i32(1), std::move(inits),
+                         [&](Builder& b, Value* r, const Values& acc) -> Values {
+                           return body(b, loadAt(k, b, in, reducedOffset(b, base, loops, r)), r, acc);
+                         });
+  return results(op);
+}
+
+Value* isNaN(Builder& b, Value* x) { return b.ne(x, x); }
+
+// max/min that propagate NaN (as numpy); plain for integers.
+Value* maxOf(Builder& b, Value* a, Value* x, bool fl) {
+  if (!fl) return b.max(a, x);
+  return b.select(isNaN(b, a), a, b.select(isNaN(b, x), x, b.max(a, x)));
+}
+Value* minOf(Builder& b, Value* a, Value* x, bool fl) {
+  if (!fl) return b.min(a, x);
+  return b.select(isNaN(b, a), a, b.select(isNaN(b, x), x, b.min(a, x)));
+}
+
+// The lowest and highest values of `t` (floats: -inf and +inf).
+Value* lowest(Kernel& k, DType t) {
+  const ir::Type* ct = computeType(k.ctx, t);
+  if (isFloat(t)) return k.b.constFloat(ct, -INFINITY);
+  if (!isSigned(t)) return k.b.constInt(ct, 0);
+  return k.b.constInt(ct, bits(t) == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (bits(t) - 1)));
+}
+Value* highest(Kernel& k, DType t) {
+  const ir::Type* ct = computeType(k.ctx, t);
+  if (isFloat(t)) return k.b.constFloat(ct, INFINITY);
+  unsigned n = bits(t) - (isSigned(t) ? 1 : 0);
+  return k.b.constInt(ct, n == 64 ? -1 : int64_t((uint64_t(1) << n) - 1));
+}
+
+// Stores `v` (a compute-type value) into a buffer of `dtype`.
+void storeAs(Builder& b, ir::Context& ctx, Value* buf, Value* i, Value* v, DType dtype) {
+  const ir::Type* st = irType(ctx, dtype);
+  if (v->type() != st) v = b.cast(v, st);
+  b.store(buf, i, v);
+}
+
+// ---- kernels beyond Lowering::map --------------------------------------------------
+
+std::string layoutKey(const Operand& o) {
+  std::string k(dtypeName(o.dtype));
+  k += shapeText(o.shape);
+  for (int64_t s : o.strides) k += "," + num(s);
+  return k + "+" + num(o.offset);
+}
+
+constexpr int64_t kMaxGroupsX = 32768;
+
+// A kernel's name from its op and its full cache key (kernels are shared by
+// content through Module::lookup of this name).
+std::string kernelName(const std::string& op, const std::string& full) {
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(full));
+  std::string name = "r" + std::string(hex) + "_";
+  for (char c : op) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name;
+}
+
+// A kernel with one invocation per element of `domain` (row-major; the
+// Kernel's index and linear index), reading `in` and writing fresh buffers of
+// the given dtypes and element counts, which `body` stores into. Kernels are
+// shared by content, as Lowering::map's. Returns the buffers.
+using LaunchBody = std::function<void(Kernel& k, const Values& outs)>;
+Values launch(Lowering& l, const std::string& op, const std::string& key, const Shape& domain, std::span<const Operand> in,
+              const std::vector<std::pair<DType, int64_t>>& outs, const LaunchBody& body) {
+  ir::Context& ctx = l.ctx;
+  const int64_t total = numel(domain);
+  const int64_t wg = l.opts.workgroupSize;
+  const int64_t groups = (total + wg - 1) / wg;
+  const int64_t gx = std::min(groups, kMaxGroupsX);
+  const int64_t gy = gx ? (groups + gx - 1) / gx : 0;
+  std::string full = op + "|" + key + "|" + shapeText(domain) + "|gx" + num(gx) + "|wg" + num(wg);
+  for (const Operand& o : in) full += "|" + layoutKey(o);
+  for (const auto& [d, c] : outs) full += "|out " + dt(d) + " " + num(c);
+  std::string name = kernelName(op, full);
+  const ir::Function* kern = l.module.lookup(name);
+  if (!kern) {
+    std::vector<const ir::Type*> params;
+    for (const Operand& o : in)
+      params.push_back(ctx.bufferType(irType(ctx, o.dtype), ir::Space::Device, ir::Ownership::Read));
+    for (const auto& [d, c] : outs)
+      params.push_back(ctx.bufferType(irType(ctx, d), ir::Space::Device, ir::Ownership::Write));
+    ir::Function* f = l.module.addFunction(name, ir::FunctionKind::Kernel, ctx.functionType(params, {}));
+    f->workgroupSize = {unsigned(wg), 1, 1};
+    for (size_t i = 0; i < in.size(); ++i) f->param(unsigned(i))->setName("in" + num(int64_t(i)));
+    for (size_t i = 0; i < outs.size(); ++i) f->param(unsigned(in.size() + i))->setName("out" + num(int64_t(i)));
+    Builder b(ctx, f->body());
+    Value* lin = b.globalId(0, ctx.i32());
+    if (gy > 1) lin = b.add(b.mul(b.globalId(1, ctx.i32()), ci(b, gx * wg)), lin);
+    std::vector<Value*> bufs;
+    for (size_t i = 0; i < in.size(); ++i) bufs.push_back(f->param(unsigned(i)));
+    Values outBufs;
+    for (size_t i = 0; i < outs.size(); ++i) outBufs.push_back(f->param(unsigned(in.size() + i)));
+    b.ifOp(b.lt(lin, ci(b, total)), {}, [&](Builder& ib) {
+      Kernel k(ib, ctx, std::vector<Operand>(in.begin(), in.end()), bufs);
+      k.linear = lin;
+      std::vector<int64_t> cs = contiguousStrides(domain);
+      for (size_t d = 0; d < domain.size(); ++d) {
+        Value* q = cs[d] == 1 ? lin : ib.div(lin, k.i32(cs[d]));
+        k.index.push_back(d == 0 ? q : ib.rem(q, k.i32(domain[d])));
+      }
+      body(k, outBufs);
+    });
+    b.ret();
+    kern = f;
+  }
+  Values made;
+  for (const auto& [d, c] : outs) made.push_back(l.alloc(d, c));
+  if (total == 0) return made;
+  ir::Values args;
+  for (const Operand& o : in) args.push_back(o.buf);
+  for (Value* m : made) args.push_back(m);
+  ir::Value* one = l.host.constInt(ctx.u32(), 1);
+  l.host.dispatch(*kern, {l.host.constInt(ctx.u32(), gx), l.host.constInt(ctx.u32(), gy), one}, args);
+  return made;
+}
+
+// A per-row statistic (a contiguous buffer over the kept shape) read
+// broadcast over `shape` (the reduced dimensions repeat it).
+Operand statOperand(Value* buf, DType d, const Shape& shape, const std::vector<bool>& red) {
+  std::vector<int64_t> st = contiguousStrides(reducedShape(shape, red, true));
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (red[i]) st[i] = 0;
+  return {buf, d, shape, st, 0};
+}
+
+// A per-channel parameter p[C] read over x's `shape` (channel: dimension 1).
+Operand channelOperand(const Operand& p, const Shape& shape) {
+  std::vector<int64_t> st(shape.size(), 0);
+  st[1] = p.strides.empty() ? 0 : p.strides[0];
+  return {p.buf, p.dtype, shape, st, p.offset};
+}
+
+
+// ---- cooperative row kernels ------------------------------------------------------------
+//
+// Long rows are reduced by a workgroup of kRowGroup invocations per row: each
+// invocation folds a strided part of the row (coalesced on a GPU), the
+// partials combine through workgroup memory in two levels of 8 (two
+// barriers, in a fixed order, so every target sums alike), and every
+// invocation gets the row's result. Then the row's outputs are written
+// (strided the same way), or invocation 0 writes the row's one result.
+
+constexpr int64_t kRowGroup = 64;  // = 8 x 8: the two combining levels
+constexpr int64_t kCoopMin = 128;  // rows at least this long use a cooperative kernel
+
+enum class Comb { Sum, Prod, Max, Min };
+
+Value* combine(Builder& b, Comb c, Value* a, Value* x, bool fl) {
+  switch (c) {
+    case Comb::Sum: return b.add(a, x);
+    case Comb::Prod: return b.mul(a, x);
+    case Comb::Max: return maxOf(b, a, x, fl);
+    case Comb::Min: return minOf(b, a, x, fl);
+  }
+  return a;
+}
+
+// The row an invocation group works on, inside a cooperative kernel.
+struct Row {
+  Kernel& k;
+  Value* t;  // the local id (i32)
+  int64_t R;
+  std::vector<std::vector<Loop>> loops;  // per operand
+  std::vector<Value*> bases;             // per operand: the offset of the row's first element
+  // Operand `op`'s element at position r of the row, in its compute type.
+  Value* load(Builder& b, size_t op, Value* r) { return loadAt(k, b, op, reducedOffset(b, bases[op], loops[op], r)); }
+  // The combination over the row of f(operand 0's element), starting from `init` (of type S).
+  Value* reduce(Comb c, DType S, Value* init, const std::function<Value*(Builder&, Value*)>& f) {
+    Builder& b = k.b;
+    bool fl = isFloat(S);
+    ir::Op* loop = b.forOp(t, k.i32(R), k.i32(kRowGroup), {init}, [&](Builder& lb, Value* r, const Values& a) -> Values {
+      return {combine(lb, c, a[0], f(lb, load(lb, 0, r)), fl)};
+    });
+    const ir::Type* st = computeType(k.ctx, S);
+    Value* A = b.workgroupAlloc(st, kRowGroup);
+    Value* B = b.workgroupAlloc(st, 8);
+    b.store(A, t, loop->result(0));
+    b.barrier();
+    b.ifOp(b.lt(t, k.i32(8)), {}, [&](Builder& ib) {
+      Value* base = ib.mul(t, ci(ib, 8));
+      Value* v = ib.load(A, base);
+      for (int i = 1; i < 8; ++i) v = combine(ib, c, v, ib.load(A, ib.add(base, ci(ib, i))), fl);
+      ib.store(B, t, v);
+    });
+    b.barrier();
+    Value* v = b.load(B, k.i32(0));
+    for (int i = 1; i < 8; ++i) v = combine(b, c, v, b.load(B, k.i32(i)), fl);
+    return v;
+  }
+};
+
+using RowStats = std::function<Values(Row& row)>;
+// The output element at position r of the row (null: one output per row, stats[0]).
+using RowElem = std::function<Value*(Builder& b, Row& row, Value* r, const Values& stats)>;
+
+// A cooperative kernel over the rows of `shape` (operand 0, x, has it; the
+// others are laid over it, broadcast) reduced over `red`: the output has
+// `shape` (elem given) or the kept shape (one per row), dtype `outDt`.
+Value* coopRows(Lowering& l, const std::string& op, const std::string& key, const Shape& shape,
+                const std::vector<bool>& red, std::span<const Operand> in, DType outDt, const RowStats& stats,
+                const RowElem& elem) {
+  ir::Context& ctx = l.ctx;
+  const Shape keep = reducedShape(shape, red, true);
+  const int64_t rows = numel(keep), R = reducedCount(shape, red);
+  const int64_t outCount = elem ? numel(shape) : rows;
+  const int64_t gx = std::min(rows, kMaxGroupsX);
+  const int64_t gy = gx ? (rows + gx - 1) / gx : 0;
+  std::string full = op + "|coop|" + key + "|" + shapeText(shape) + "|gx" + num(gx);
+  for (bool r : red) full += r ? "r" : "k";
+  for (const Operand& o : in) full += "|" + layoutKey(o);
+  full += "|out " + dt(outDt);
+  std::string name = kernelName(op, full);
+  const ir::Function* kern = l.module.lookup(name);
+  if (!kern) {
+    std::vector<const ir::Type*> params;
+    for (const Operand& o : in)
+      params.push_back(ctx.bufferType(irType(ctx, o.dtype), ir::Space::Device, ir::Ownership::Read));
+    params.push_back(ctx.bufferType(irType(ctx, outDt), ir::Space::Device, ir::Ownership::Write));
+    ir::Function* f = l.module.addFunction(name, ir::FunctionKind::Kernel, ctx.functionType(params, {}));
+    f->workgroupSize = {unsigned(kRowGroup), 1, 1};
+    for (size_t i = 0; i < in.size(); ++i) f->param(unsigned(i))->setName("in" + num(int64_t(i)));
+    Value* out = f->param(unsigned(in.size()));
+    out->setName("out");
+    Builder b(ctx, f->body());
+    std::vector<Value*> bufs;
+    for (size_t i = 0; i < in.size(); ++i) bufs.push_back(f->param(unsigned(i)));
+    // Every barrier is in uniform control flow: a group past the last row
+    // recomputes the last row and stores nothing.
+    Value* wid = b.workgroupId(0, ctx.i32());
+    if (gy > 1) wid = b.add(b.mul(b.workgroupId(1, ctx.i32()), ci(b, gx)), wid);
+    Value* valid = b.lt(wid, ci(b, rows));
+    Value* row = b.min(wid, ci(b, rows - 1));
+    Kernel k(b, ctx, std::vector<Operand>(in.begin(), in.end()), bufs);
+    k.linear = row;
+    std::vector<int64_t> cs = contiguousStrides(keep);
+    for (size_t d = 0; d < keep.size(); ++d) {
+      Value* q = cs[d] == 1 ? row : b.div(row, ci(b, cs[d]));
+      k.index.push_back(d == 0 ? q : b.rem(q, ci(b, keep[d])));
+    }
+    Row rw{k, b.localId(0, ctx.i32()), R, {}, {}};
+    for (size_t i = 0; i < in.size(); ++i) {
+      rw.loops.push_back(loopsOf(in[i], red));
+      rw.bases.push_back(rowBase(k, i, red));
+    }
+    Values st = stats(rw);
+    if (elem) {
+      Operand o{nullptr, outDt, shape, contiguousStrides(shape), 0};
+      std::vector<Loop> oloops = loopsOf(o, red);
+      std::vector<int64_t> os = contiguousStrides(shape);
+      Value* obase = ci(b, 0);
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (!red[d] && shape[d] != 1) obase = b.add(obase, b.mul(k.index[d], ci(b, os[d])));
+      b.forOp(rw.t, ci(b, R), ci(b, kRowGroup), [&](Builder& lb, Value* r, const Values&) {
+        Value* v = elem(lb, rw, r, st);
+        lb.ifOp(valid, {}, [&](Builder& ib) { storeAs(ib, ctx, out, reducedOffset(ib, obase, oloops, r), v, outDt); });
+      });
+    } else {
+      b.ifOp(b.and_(valid, b.eq(rw.t, ci(b, 0))), {}, [&](Builder& ib) { storeAs(ib, ctx, out, row, st[0], outDt); });
+    }
+    b.ret();
+    kern = f;
+  }
+  Value* made = l.alloc(outDt, outCount);
+  if (outCount == 0) return made;
+  ir::Values args;
+  for (const Operand& o : in) args.push_back(o.buf);
+  args.push_back(made);
+  ir::Value* one = l.host.constInt(ctx.u32(), 1);
+  l.host.dispatch(*kern, {l.host.constInt(ctx.u32(), gx), l.host.constInt(ctx.u32(), gy), one}, args);
+  return made;
+}
+
+// An operand broadcast (numpy, right-aligned) over `shape`.
+Operand broadcastOperand(const Operand& p, const Shape& shape) {
+  std::vector<int64_t> st(shape.size(), 0);
+  size_t shift = shape.size() - p.shape.size();
+  for (size_t d = 0; d < p.shape.size(); ++d) st[d + shift] = p.shape[d] == 1 ? 0 : p.strides[d];
+  return {p.buf, p.dtype, shape, st, p.offset};
+}
+
+// A float value in S's compute type.
+Value* castTo(Builder& b, ir::Context& ctx, Value* v, DType S) {
+  const ir::Type* t = computeType(ctx, S);
+  return v->type() == t ? v : b.cast(v, t);
+}
+
+// ---- reduce_* ------------------------------------------------------------------------
+
+enum class RK { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp };
+struct ReduceDef {
+  const char* name;
+  RK kind;
+  bool floatOnly;
+};
+const ReduceDef kReduces[] = {
+    {"reduce_sum", RK::Sum, false},         {"reduce_mean", RK::Mean, false},
+    {"reduce_max", RK::Max, false},         {"reduce_min", RK::Min, false},
+    {"reduce_prod", RK::Prod, false},       {"reduce_l1", RK::L1, false},
+    {"reduce_l2", RK::L2, true},            {"reduce_sum_square", RK::SumSquare, false},
+    {"reduce_log_sum", RK::LogSum, true},   {"reduce_log_sum_exp", RK::LogSumExp, true},
+};
+
+std::string wantNumeric(const Node& n, DType t, bool floatOnly) {
+  if (floatOnly && !isFloat(t)) return n.op + " wants a float tensor, not " + dt(t);
+  if (!isFloat(t) && !isInt(t)) return n.op + " wants a numeric tensor, not " + dt(t);
+  return "";
+}
+
+// The max of a row, and the sum of exp(x - shift) where shift is the max, or 0
+// when the max is infinite (so that a row of -inf sums to 0, not NaN).
+std::pair<Value*, Value*> maxAndSumExp(Kernel& k, size_t in, Value* base, const std::vector<Loop>& loops, int64_t R,
+                                       DType t) {
+  Builder& b = k.b;
+  Value* m = fold(k, in, base, loops, R, {lowest(k, t)},
+                  [&](Builder& lb, Value* x, Value*, const Values& a) -> Values { return {maxOf(lb, a[0], x, true)}; })[0];
+  Value* inf = k.constant(t, INFINITY);
+  Value* shift = b.select(b.eq(b.abs(m), inf), k.constant(t, 0), m);
+  Value* s = fold(k, in, base, loops, R, {k.constant(t, 0)}, [&](Builder& lb, Value* x, Value*, const Values& a) -> Values {
+    return {lb.add(a[0], lb.exp(lb.sub(x, shift)))};
+  })[0];
+  return {shift, s};
+}
+
+// The mean of a row, and the sum of squared deviations from it (two passes).
+std::pair<Value*, Value*> meanAndSquares(Kernel& k, size_t in, Value* base, const std::vector<Loop>& loops, int64_t R,
+                                         DType t) {
+  Builder& b = k.b;
+  Value* s = fold(k, in, base, loops, R, {k.constant(t, 0)},
+                  [&](Builder& lb, Value* x, Value*, const Values& a) -> Values { return {lb.add(a[0], x)}; })[0];
+  Value* mean = b.div(s, k.constant(t, double(R)));
+  Value* q = fold(k, in, base, loops, R, {k.constant(t, 0)}, [&](Builder& lb, Value* x, Value*, const Values& a) -> Values {
+    Value* d = lb.sub(x, mean);
+    return {lb.add(a[0], lb.mul(d, d))};
+  })[0];
+  return {mean, q};
+}
+
+Expected<Value*> lowerReduce(RK kind, Lowering& l, const Node& n, std::span<const Operand> in) {
+  const Operand& x = in[0];
+  std::vector<bool> red;
+  reduceAxes(n, x.shape, red);
+  const Shape keep = reducedShape(x.shape, red, true);
+  const int64_t R = reducedCount(x.shape, red);
+  const std::vector<Loop> loops = loopsOf(x, red);
+  const DType t = x.dtype;
+  const bool fl = isFloat(t);
+  if (fl && R >= kCoopMin) {
+    return coopRows(l, n.op, "", x.shape, red, in.first(1), n.dtype, [&](Row& row) -> Values {
+      Kernel& k = row.k;
+      Builder& b = k.b;
+      const DType S = statType(t);
+      auto id = [](Builder&, Value* x) { return x; };
+      auto sum = [&](const std::function<Value*(Builder&, Value*)>& f) { return row.reduce(Comb::Sum, S, k.constant(S, 0), f); };
+      auto sq = [](Builder& lb, Value* x) { return lb.mul(x, x); };
+      switch (kind) {
+        case RK::Max: return {row.reduce(Comb::Max, S, lowest(k, S), id)};
+        case RK::Min: return {row.reduce(Comb::Min, S, highest(k, S), id)};
+        case RK::Prod: return {row.reduce(Comb::Prod, S, k.constant(S, 1), id)};
+        case RK::Sum: return {sum(id)};
+        case RK::Mean: return {b.div(sum(id), k.constant(S, double(R)))};
+        case RK::L1: return {sum([](Builder& lb, Value* x) { return lb.abs(x); })};
+        case RK::SumSquare: return {sum(sq)};
+        case RK::L2: return {b.sqrt(sum(sq))};
+        case RK::LogSum: return {b.log(sum(id))};
+        case RK::LogSumExp: {
+          Value* m = row.reduce(Comb::Max, S, lowest(k, S), id);
+          Value* shift = b.select(b.eq(b.abs(m), k.constant(S, INFINITY)), k.constant(S, 0), m);
+          Value* s = sum([&](Builder& lb, Value* x) { return lb.exp(lb.sub(x, shift)); });
+          return {b.add(shift, b.log(s))};
+        }
+      }
+      return {};
+    }, nullptr);
+  }
+  return l.map(n.op, n.dtype, keep, in, [&](Kernel& k) -> Value* {
+    Builder& b = k.b;
+    Value* base = rowBase(k, 0, red);
+    auto sumOf = [&](auto f) {
+      return fold(k, 0, base, loops, R, {k.constant(t, 0)}, [&](Builder& lb, Value* x, Value*, const Values& a) -> Values {
+        return {lb.add(a[0], f(lb, x))};
+      })[0];
+    };
+    auto id = [](Builder&, Value* x) { return x; };
+    auto sq = [](Builder& lb, Value* x) { return lb.mul(x, x); };
+    switch (kind) {
+      case RK::Max:
+        return fold(k, 0, base, loops, R, {lowest(k, t)}, [&](Builder& lb, Value* x, Value*, const Values& a) -> Values {
+          return {maxOf(lb, a[0], x, fl)};
+        })[0];
+      case RK::Min:
+        return fold(k, 0, base, loops, R, {highest(k, t)}, [&](Builder& lb, Value* x, Value*, const Values& a) -> Values {
+          return {minOf(lb, a[0], x, fl)};
+        })[0];
+      case RK::Prod:
+        return fold(k, 0, base, loops, R, {k.constant(t, 1)}, [&](Builder& lb, Value* x, Value*, const Values& a) -> Values {
+          return {lb.mul(a[0], x)};
+        })[0];
+      case RK::Sum: return sumOf(id);
+      case RK::Mean:
+        if (!fl && R == 0) return k.constant(t, 0);
+        return b.div(sumOf(id), k.constant(t, double(R)));
+      case RK::L1:
+        return sumOf([&](Builder& lb, Value* x) { return fl || isSigned(t) ? lb.abs(x) : x; });
+      case RK::SumSquare: return sumOf(sq);
+      case RK::L2: return b.sqrt(sumOf(sq));
+      case RK::LogSum: return b.log(sumOf(id));
+      case RK::LogSumExp: {
+        auto [shift, s] = maxAndSumExp(k, 0, base, loops, R, t);
+        return b.add(shift, b.log(s));
+      }
+    }
+    return nullptr;
+  }, n.attrs.key());
+}
+
+// Output shape of reduce_* and var.
+std::string inferReduce(const Program& p, Node& n, bool floatOnly) {
+  const Node& x = p.node(n.inputs[0]);
+  if (std::string e = wantNumeric(n, x.dtype, floatOnly); !e.empty()) return e;
+  std::vector<bool> red;
+  if (std::string e = reduceAxes(n, x.shape, red); !e.empty()) return e;
+  n.dtype = x.dtype;
+  n.shape = reducedShape(x.shape, red, n.attrs.i("keepdims", 1) != 0);
+  return "";
+}
+
+// ---- argmax / argmin ----------------------------------------------------------------
+
+Expected<Value*> lowerArg(bool isMax, Lowering& l, const Node& n, std::span<const Operand> in) {
+  const Operand& x = in[0];
+  std::vector<bool> red;
+  oneAxis(n, x.shape, "axis", 0, red);
+  const Shape keep = reducedShape(x.shape, red, true);
+  const int64_t R = reducedCount(x.shape, red);
+  const std::vector<Loop> loops = loopsOf(x, red);
+  const DType t = x.dtype;
+  const bool fl = isFloat(t), last = n.attrs.i("select_last_index", 0) != 0;
+  return l.map(n.op, n.dtype, keep, in, [&](Kernel& k) -> Value* {
+    Value* base = rowBase(k, 0, red);
+    Values r = fold(k, 0, base, loops, R, {isMax ? lowest(k, t) : highest(k, t), k.i32(0)},
+                    [&](Builder& b, Value* x, Value* i, const Values& a) -> Values {
+                      // NaN counts as the extreme (numpy: the first NaN wins).
+                      Value* better = last ? (isMax ? b.ge(x, a[0]) : b.le(x, a[0]))
+                                           : (isMax ? b.gt(x, a[0]) : b.lt(x, a[0]));
+                      if (fl) {
+                        Value* bestNaN = isNaN(b, a[0]);
+                        better = last ? b.or_(b.and_(better, b.not_(bestNaN)), isNaN(b, x))
+                                      : b.or_(better, b.and_(isNaN(b, x), b.not_(bestNaN)));
+                      }
+                      return {b.select(better, x, a[0]), b.select(better, i, a[1])};
+                    });
+    return r[1];
+  }, n.attrs.key());
+}
+
+// ---- softmax, log_softmax, hardmax -----------------------------------------------------
+
+enum class SK { Softmax, LogSoftmax };
+
+Expected<Value*> lowerSoftmax(SK kind, Lowering& l, const Node& n, std::span<const Operand> in) {
+  const Operand& x = in[0];
+  std::vector<bool> red;
+  oneAxis(n, x.shape, "axis", -1, red);
+  const Shape keep = reducedShape(x.shape, red, true);
+  const int64_t R = reducedCount(x.shape, red), rows = numel(keep);
+  const std::vector<Loop> loops = loopsOf(x, red);
+  const DType S = statType(x.dtype);
+  if (R >= kCoopMin) {
+    return coopRows(l, n.op, "", x.shape, red, in.first(1), n.dtype, [&](Row& row) -> Values {
+      Kernel& k = row.k;
+      Builder& b = k.b;
+      Value* m = row.reduce(Comb::Max, S, lowest(k, S), [](Builder&, Value* x) { return x; });
+      Value* shift = b.select(b.eq(b.abs(m), k.constant(S, INFINITY)), k.constant(S, 0), m);
+      Value* s = row.reduce(Comb::Sum, S, k.constant(S, 0), [&](Builder& lb, Value* x) { return lb.exp(lb.sub(x, shift)); });
+      return {shift, kind == SK::Softmax ? s : b.log(s)};
+    }, [&](Builder& b, Row& row, Value* r, const Values& st) -> Value* {
+      Value* d = b.sub(row.load(b, 0, r), st[0]);
+      return kind == SK::Softmax ? b.div(b.exp(d), st[1]) : b.sub(d, st[1]);
+    });
+  }
+  Values st = launch(l, n.op + "_stats", "", keep, in.first(1), {{S, rows}, {S, rows}}, [&](Kernel& k, const Values& out) {
+    auto [shift, s] = maxAndSumExp(k, 0, rowBase(k, 0, red), loops, R, S);
+    k.b.store(out[0], k.linear, shift);
+    k.b.store(out[1], k.linear, s);
+  });
+  std::vector<Operand> ops = {x, statOperand(st[0], S, x.shape, red), statOperand(st[1], S, x.shape, red)};
+  Value* y = l.map(n, ops, [&](Kernel& k) {
+    Builder& b = k.b;
+    Value* d = b.sub(k.loadBroadcast(0), k.loadBroadcast(1));
+    return kind == SK::Softmax ? b.div(b.exp(d), k.loadBroadcast(2)) : b.sub(d, b.log(k.loadBroadcast(2)));
+  });
+  for (Value* s : st) l.free(s);
+  return y;
+}
+
+Expected<Value*> lowerHardmax(Lowering& l, const Node& n, std::span<const Operand> in) {
+  const Operand& x = in[0];
+  std::vector<bool> red;
+  int64_t axis = 0;
+  oneAxis(n, x.shape, "axis", -1, red, &axis);
+  const Shape keep = reducedShape(x.shape, red, true);
+  Node arg = n;
+  arg.op = "argmax";
+  arg.attrs = Attrs{{"axis", axis}};
+  arg.dtype = DType::I64;
+  arg.shape = keep;
+  auto idx = lowerArg(true, l, arg, in);
+  if (!idx) return idx;
+  std::vector<Operand> ops = {x, statOperand(*idx, DType::I64, x.shape, red)};
+  Value* y = l.map(n, ops, [&](Kernel& k) {
+    Value* hit = k.b.eq(k.b.cast(k.index[size_t(axis)], k.ctx.i64()), k.loadBroadcast(1));
+    return k.b.select(hit, k.constant(n.dtype, 1), k.constant(n.dtype, 0));
+  });
+  l.free(*idx);
+  return y;
+}
+
+// ---- normalisations -----------------------------------------------------------------
+
+// Per-row mean and 1/sqrt(variance + epsilon) of x over the reduced axes (`mvn`:
+// 1/(sqrt(variance) + 1e-9) instead, as ONNX's MeanVarianceNormalization).
+Values meanAndScale(Lowering& l, const Node& n, const Operand& x, const std::vector<bool>& red, bool mvn) {
+  const Shape keep = reducedShape(x.shape, red, true);
+  const int64_t R = reducedCount(x.shape, red), rows = numel(keep);
+  const std::vector<Loop> loops = loopsOf(x, red);
+  const DType S = statType(x.dtype);
+  const double eps = n.attrs.f("epsilon", 1e-5);
+  std::string key = mvn ? "mvn" : "eps=" + std::to_string(eps);
+  return launch(l, n.op + "_stats", key, keep, std::span(&x, 1), {{S, rows}, {S, rows}}, [&](Kernel& k, const Values& out) {
+    Builder& b = k.b;
+    auto [mean, q] = meanAndSquares(k, 0, rowBase(k, 0, red), loops, R, S);
+    Value* var = b.div(q, k.constant(S, double(R)));
+    Value* scale = mvn ? b.div(k.constant(S, 1), b.add(b.sqrt(var), k.constant(S, 1e-9)))
+                       : b.div(k.constant(S, 1), b.sqrt(b.add(var, k.constant(S, eps))));
+    b.store(out[0], k.linear, mean);
+    b.store(out[1], k.linear, scale);
+  });
+}
+
+// (x - mean) * scale [* gamma + beta], with statistics over `red`; gamma and
+// beta (ops[1], ops[2] when present) are operands already laid over x's shape.
+Expected<Value*> normalise(Lowering& l, const Node& n, const Operand& x, const std::vector<bool>& red, bool mvn,
+                           std::vector<Operand> params) {
+  const DType S = statType(x.dtype);
+  const int64_t R = reducedCount(x.shape, red);
+  if (R >= kCoopMin) {
+    std::vector<Operand> ops = {x};
+    for (Operand& p : params) ops.push_back(p);
+    const double eps = n.attrs.f("epsilon", 1e-5);
+    return coopRows(l, n.op, mvn ? "mvn" : "eps=" + std::to_string(eps), x.shape, red, ops, n.dtype,
+                    [&](Row& row) -> Values {
+                      Kernel& k = row.k;
+                      Builder& b = k.b;
+                      Value* s = row.reduce(Comb::Sum, S, k.constant(S, 0), [](Builder&, Value* x) { return x; });
+                      Value* mean = b.div(s, k.constant(S, double(R)));
+                      Value* q = row.reduce(Comb::Sum, S, k.constant(S, 0), [&](Builder& lb, Value* x) {
+                        Value* d = lb.sub(x, mean);
+                        return lb.mul(d, d);
+                      });
+                      Value* var = b.div(q, k.constant(S, double(R)));
+                      Value* scale = mvn ? b.div(k.constant(S, 1), b.add(b.sqrt(var), k.constant(S, 1e-9)))
+                                         : b.div(k.constant(S, 1), b.sqrt(b.add(var, k.constant(S, eps))));
+                      return {mean, scale};
+                    },
+                    [&](Builder& b, Row& row, Value* r, const Values& st) -> Value* {
+                      ir::Context& ctx = row.k.ctx;
+                      Value* v = b.mul(b.sub(row.load(b, 0, r), st[0]), st[1]);
+                      if (ops.size() > 1) v = b.mul(v, castTo(b, ctx, row.load(b, 1, r), S));
+                      if (ops.size() > 2) v = b.add(v, castTo(b, ctx, row.load(b, 2, r), S));
+                      return v;
+                    });
+  }
+  Values st = meanAndScale(l, n, x, red, mvn);
+  std::vector<Operand> ops = {x, statOperand(st[0], S, x.shape, red), statOperand(st[1], S, x.shape, red)};
+  for (Operand& p : params) ops.push_back(p);
+  Value* y = l.map(n, ops, [&](Kernel& k) {
+    Builder& b = k.b;
+    Value* v = b.mul(b.sub(k.convert(k.loadBroadcast(0), x.dtype, S), k.loadBroadcast(1)), k.loadBroadcast(2));
+    if (ops.size() > 3) v = b.mul(v, k.convert(k.loadBroadcast(3), ops[3].dtype, S));
+    if (ops.size() > 4) v = b.add(v, k.convert(k.loadBroadcast(4), ops[4].dtype, S));
+    return v;
+  });
+  for (Value* s : st) l.free(s);
+  return y;
+}
+
+std::string wantFloat(const Program& p, const Node& n, size_t i, const char* what) {
+  DType t = p.node(n.inputs[i]).dtype;
+  if (!isFloat(t)) return n.op + ": " + what + " must be a float tensor, not " + dt(t);
+  return "";
+}
+
+std::string inferLayerNorm(const Program& p, Node& n) {
+  const Node& x = p.node(n.inputs[0]);
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (std::string e = wantFloat(p, n, i, i == 0 ? "x" : i == 1 ? "scale" : "bias"); !e.empty()) return e;
+  int64_t a = n.attrs.i("axis", -1), ax = a;
+  if (!normaliseAxis(ax, x.shape.size())) return "layer_norm: axis " + num(a) + " is out of range for " + shapeText(x.shape);
+  Shape tail(x.shape.begin() + ax, x.shape.end());
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    const Shape& s = p.node(n.inputs[i]).shape;
+    auto b = broadcastShapes(s, tail);
+    if (!b || *b != tail)
+      return std::string("layer_norm: ") + (i == 1 ? "scale " : "bias ") + shapeText(s) +
+             " does not broadcast to the normalised shape " + shapeText(tail) + " of x " + shapeText(x.shape);
+  }
+  n.dtype = x.dtype;
+  n.shape = x.shape;
+  return "";
+}
+
+Expected<Value*> lowerLayerNorm(Lowering& l, const Node& n, std::span<const Operand> in) {
+  int64_t ax = n.attrs.i("axis", -1);
+  normaliseAxis(ax, in[0].shape.size());
+  std::vector<bool> red(in[0].shape.size(), false);
+  for (size_t d = size_t(ax); d < red.size(); ++d) red[d] = true;
+  std::vector<Operand> params;
+  for (size_t i = 1; i < in.size(); ++i) params.push_back(broadcastOperand(in[i], in[0].shape));
+  return normalise(l, n, in[0], red, false, params);
+}
+
+// x[N, C, ...] and per-channel parameters of shape [C].
+std::string inferChannels(const Program& p, Node& n, const std::vector<const char*>& names) {
+  const Node& x = p.node(n.inputs[0]);
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (std::string e = wantFloat(p, n, i, names[i]); !e.empty()) return e;
+  if (x.shape.size() < 2) return n.op + ": x " + shapeText(x.shape) + " must have a batch and a channel dimension [N, C, ...]";
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    const Shape& s = p.node(n.inputs[i]).shape;
+    if (s != Shape{x.shape[1]})
+      return n.op + ": " + names[i] + " " + shapeText(s) + " must be [" + num(x.shape[1]) + "], one per channel of x " +
+             shapeText(x.shape);
+  }
+  n.dtype = x.dtype;
+  n.shape = x.shape;
+  return "";
+}
+
+Expected<Value*> lowerBatchNorm(Lowering& l, const Node& n, std::span<const Operand> in) {
+  const Operand& x = in[0];
+  std::vector<Operand> ops = {x};
+  for (size_t i = 1; i < 5; ++i) ops.push_back(channelOperand(in[i], x.shape));
+  const DType S = statType(x.dtype);
+  const double eps = n.attrs.f("epsilon", 1e-5);
+  return l.map(n, ops, [&](Kernel& k) {
+    Builder& b = k.b;
+    auto ld = [&](size_t i) { return k.convert(k.loadBroadcast(i), ops[i].dtype, S); };
+    Value* v = b.div(b.sub(ld(0), ld(3)), b.sqrt(b.add(ld(4), k.constant(S, eps))));
+    return b.add(b.mul(v, ld(1)), ld(2));
+  });
+}
+
+Expected<Value*> lowerInstanceNorm(Lowering& l, const Node& n, std::span<const Operand> in) {
+  const Operand& x = in[0];
+  std::vector<bool> red(x.shape.size(), false);
+  for (size_t d = 2; d < red.size(); ++d) red[d] = true;
+  return normalise(l, n, x, red, false, {channelOperand(in[1], x.shape), channelOperand(in[2], x.shape)});
+}
+
+std::vector<int64_t> mvnAxes(const Node& n) { return n.attrs.ints("axes", {0, 2, 3}); }
+
+Expected<Value*> lowerMvn(Lowering& l, const Node& n, std::span<const Operand> in) {
+  std::vector<bool> red;
+  markAxes(n.op, mvnAxes(n), in[0].shape, red);
+  return normalise(l, n, in[0], red, true, {});
+}
+
+Expected<Value*> lowerLp(Lowering& l, const Node& n, std::span<const Operand> in) {
+  const Operand& x = in[0];
+  std::vector<bool> red;
+  oneAxis(n, x.shape, "axis", -1, red);
+  const bool p1 = n.attrs.i("p", 2) == 1;
+  const Shape keep = reducedShape(x.shape, red, true);
+  const int64_t R = reducedCount(x.shape, red);
+  const std::vector<Loop> loops = loopsOf(x, red);
+  const DType S = statType(x.dtype);
+  if (R >= kCoopMin) {
+    return coopRows(l, n.op, p1 ? "p1" : "p2", x.shape, red, in.first(1), n.dtype, [&](Row& row) -> Values {
+      Value* s = row.reduce(Comb::Sum, S, row.k.constant(S, 0), [&](Builder& b, Value* x) { return p1 ? b.abs(x) : b.mul(x, x); });
+      return {p1 ? s : row.k.b.sqrt(s)};
+    }, [&](Builder& b, Row& row, Value* r, const Values& st) -> Value* { return b.div(row.load(b, 0, r), st[0]); });
+  }
+  Values st = launch(l, n.op + "_norm", p1 ? "p1" : "p2", keep, in.first(1), {{S, numel(keep)}}, [&](Kernel& k, const Values& out) {
+    Value* s = fold(k, 0, rowBase(k, 0, red), loops, R, {k.constant(S, 0)},
+                    [&](Builder& b, Value* x, Value*, const Values& a) -> Values {
+                      return {b.add(a[0], p1 ? b.abs(x) : b.mul(x, x))};
+                    })[0];
+    k.b.store(out[0], k.linear, p1 ? s : k.b.sqrt(s));
+  });
+  std::vector<Operand> ops = {x, statOperand(st[0], S, x.shape, red)};
+  Value* y = l.map(n, ops, [&](Kernel& k) { return k.b.div(k.convert(k.loadBroadcast(0), x.dtype, S), k.loadBroadcast(1)); });
+  l.free(st[0]);
+  return y;
+}
+
+// ---- cumsum ------------------------------------------------------------------------------
+
+Expected<Value*> lowerCumsum(Lowering& l, const Node& n, std::span<const Operand> in) {
+  const Operand& x = in[0];
+  std::vector<bool> red;
+  int64_t axis = 0;
+  oneAxis(n, x.shape, "axis", 0, red, &axis);
+  const Shape keep = reducedShape(x.shape, red, true);
+  const int64_t L = x.shape[size_t(axis)];
+  const int64_t inStride = x.strides[size_t(axis)], outStride = contiguousStrides(x.shape)[size_t(axis)];
+  const bool excl = n.attrs.i("exclusive", 0) != 0, rev = n.attrs.i("reverse", 0) != 0;
+  const DType t = x.dtype;
+  Values out = launch(l, n.op, n.attrs.key(), keep, in, {{t, numel(x.shape)}}, [&](Kernel& k, const Values& o) {
+    Value* base = rowBase(k, 0, red);
+    // The row's first output element: the kept index in the output's row-major layout.
+    std::vector<int64_t> cs = contiguousStrides(x.shape);
+    Value* obase = k.i32(0);
+    for (size_t d = 0; d < keep.size(); ++d)
+      if (!red[d] && x.shape[d] != 1) obase = k.b.add(obase, k.b.mul(k.index[d], k.i32(cs[d])));
+    k.b.forOp(k.i32(0), k.i32(L), k.i32(1), {k.constant(t, 0)}, [&](Builder& b, Value* p, const Values& a) -> Values {
+      Value* pos = rev ? b.sub(ci(b, L - 1), p) : p;
+      Value* v = loadAt(k, b, 0, b.add(base, b.mul(pos, ci(b, inStride))));
+      Value* next = b.add(a[0], v);
+      storeAs(b, k.ctx, o[0], b.add(obase, b.mul(pos, ci(b, outStride))), excl ? a[0] : next, t);
+      return {next};
+    });
+  });
+  return out[0];
+}
+
+// ---- top-k and sorting --------------------------------------------------------------------
+
+// One invocation per input element: its rank along the axis in the order
+// (ascending, or descending; NaN the largest value; ties by index, so the
+// order is stable), and where the rank is below k, it is stored at that
+// position of the output (the value, or the index as i64).
+Expected<Value*> lowerRank(Lowering& l, const Node& n, std::span<const Operand> in, bool descending, bool indices,
+                           int64_t axis, int64_t K) {
+  const Operand& x = in[0];
+  std::vector<bool> red(x.shape.size(), false);
+  red[size_t(axis)] = true;
+  const int64_t L = x.shape[size_t(axis)], stride = x.strides[size_t(axis)];
+  Shape outShape = x.shape;
+  outShape[size_t(axis)] = K;
+  const std::vector<int64_t> ocs = contiguousStrides(outShape);
+  const bool fl = isFloat(x.dtype);
+  Values out = launch(l, n.op, n.attrs.key(), x.shape, in, {{n.dtype, numel(outShape)}}, [&](Kernel& k, const Values& o) {
+    Builder& b = k.b;
+    Value* base = rowBase(k, 0, red);
+    Value* i = k.index[size_t(axis)];
+    Value* xi = loadAt(k, b, 0, b.add(base, b.mul(i, k.i32(stride))));
+    // before(a, c): a comes strictly before c.
+    auto before = [&](Builder& bb, Value* a, Value* c) {
+      Value* r = descending ? bb.gt(a, c) : bb.lt(a, c);
+      if (!fl) return r;
+      Value* nanA = isNaN(bb, a);
+      Value* nanC = isNaN(bb, c);
+      return descending ? bb.or_(r, bb.and_(nanA, bb.not_(nanC))) : bb.or_(r, bb.and_(nanC, bb.not_(nanA)));
+    };
+    ir::Op* loop = b.forOp(k.i32(0), k.i32(L), k.i32(1), {k.i32(0)}, [&](Builder& lb, Value* j, const Values& a) -> Values {
+      Value* xj = loadAt(k, lb, 0, lb.add(base, lb.mul(j, ci(lb, stride))));
+      Value* first = lb.or_(before(lb, xj, xi), lb.and_(lb.not_(before(lb, xi, xj)), lb.lt(j, i)));
+      return {lb.add(a[0], lb.select(first, ci(lb, 1), ci(lb, 0)))};
+    });
+    Value* rank = loop->result(0);
+    b.ifOp(b.lt(rank, k.i32(K)), {}, [&](Builder& ib) {
+      Value* off = ib.mul(rank, ci(ib, ocs[size_t(axis)]));
+      for (size_t d = 0; d < outShape.size(); ++d)
+        if (d != size_t(axis) && outShape[d] != 1) off = ib.add(off, ib.mul(k.index[d], ci(ib, ocs[d])));
+      storeAs(ib, k.ctx, o[0], off, indices ? ib.cast(i, k.ctx.i64()) : xi, n.dtype);
+    });
+  });
+  return out[0];
+}
+
+std::string inferRank(const Program& p, Node& n, bool topk, bool indices) {
+  const Node& x = p.node(n.inputs[0]);
+  if (std::string e = wantNumeric(n, x.dtype, false); !e.empty()) return e;
+  std::vector<bool> red;
+  int64_t axis = 0;
+  if (std::string e = oneAxis(n, x.shape, "axis", -1, red, &axis); !e.empty()) return e;
+  n.dtype = indices ? DType::I64 : x.dtype;
+  n.shape = x.shape;
+  if (topk) {
+    if (!n.attrs.has("k")) return n.op + ": the attribute k is required";
+    int64_t k = n.attrs.i("k");
+    if (k < 0 || k > x.shape[size_t(axis)])
+      return n.op + ": k = " + num(k) + " is out of range for axis " + num(axis) + " of " + shapeText(x.shape) +
+             " (extent " + num(x.shape[size_t(axis)]) + ")";
+    n.shape[size_t(axis)] = k;
+  }
+  return "";
+}
+
+void addRankOp(std::vector<OpDef>& ops, const char* name, bool topk, bool indices) {
+  OpDef d;
+  d.name = name;
+  d.infer = [topk, indices](const Program& p, Node& n) { return inferRank(p, n, topk, indices); };
+  d.lower = [topk, indices](Lowering& l, const Node& n, std::span<const Operand> in) -> Expected<Value*> {
+    int64_t axis = n.attrs.i("axis", -1);
+    normaliseAxis(axis, in[0].shape.size());
+    bool desc = topk ? n.attrs.i("largest", 1) != 0 : n.attrs.i("descending", 0) != 0;
+    int64_t K = topk ? n.attrs.i("k") : in[0].shape[size_t(axis)];
+    return lowerRank(l, n, in, desc, indices, axis, K);
+  };
+  ops.push_back(std::move(d));
+}
+
+}  // namespace
+
+void addReduceOps(std::vector<OpDef>& ops) {
+  for (const ReduceDef& r : kReduces) {
+    OpDef d;
+    d.name = r.name;
+    d.infer = [r](const Program& p, Node& n) { return inferReduce(p, n, r.floatOnly); };
+    d.lower = [r](Lowering& l, const Node& n, std::span<const Operand> in) { return lowerReduce(r.kind, l, n, in); };
+    ops.push_back(std::move(d));
+  }
+
+  // var {axes, keepdims, correction}: Σ(x - mean)² / (count - correction), two passes.
+  ops.push_back({.name = "var",
+                 .infer = [](const Program& p, Node& n) { return inferReduce(p, n, true); },
+                 .lower = [](Lowering& l, const Node& n, std::span<const Operand> in) -> Expected<Value*> {
+                   const Operand& x = in[0];
+                   std::vector<bool> red;
+                   reduceAxes(n, x.shape, red);
+                   const int64_t R = reducedCount(x.shape, red);
+                   const auto loops = loopsOf(x, red);
+                   const double corr = double(n.attrs.i("correction", 0));
+                   const DType S = statType(x.dtype);
+                   if (R >= kCoopMin)
+                     return coopRows(l, n.op, "", x.shape, red, in, n.dtype, [&](Row& row) -> Values {
+                       Kernel& k = row.k;
+                       Builder& b = k.b;
+                       Value* s = row.reduce(Comb::Sum, S, k.constant(S, 0), [](Builder&, Value* x) { return x; });
+                       Value* mean = b.div(s, k.constant(S, double(R)));
+                       Value* q = row.reduce(Comb::Sum, S, k.constant(S, 0), [&](Builder& lb, Value* x) {
+                         Value* d = lb.sub(x, mean);
+                         return lb.mul(d, d);
+                       });
+                       return {b.div(q, k.constant(S, double(R) - corr))};
+                     }, nullptr);
+                   return l.map(n.op, n.dtype, reducedShape(x.shape, red, true), in, [&](Kernel& k) {
+                     Value* q = meanAndSquares(k, 0, rowBase(k, 0, red), loops, R, S).second;
+                     return k.b.div(q, k.constant(S, double(R) - corr));
+                   }, n.attrs.key());
+                 }});
+
+  for (bool isMax : {true, false}) {
+    OpDef d;
+    d.name = isMax ? "argmax" : "argmin";
+    d.infer = [](const Program& p, Node& n) -> std::string {
+      const Node& x = p.node(n.inputs[0]);
+      if (std::string e = wantNumeric(n, x.dtype, false); !e.empty()) return e;
+      std::vector<bool> red;
+      int64_t axis = 0;
+      if (std::string e = oneAxis(n, x.shape, "axis", 0, red, &axis); !e.empty()) return e;
+      if (x.shape[size_t(axis)] == 0)
+        return n.op + ": axis " + num(n.attrs.i("axis", 0)) + " of " + shapeText(x.shape) + " is empty";
+      n.dtype = DType::I64;
+      n.shape = reducedShape(x.shape, red, n.attrs.i("keepdims", 1) != 0);
+      return "";
+    };
+    d.lower = [isMax](Lowering& l, const Node& n, std::span<const Operand> in) { return lowerArg(isMax, l, n, in); };
+    ops.push_back(std::move(d));
+  }
+
+  // softmax, log_softmax (float), hardmax (numeric) {axis = -1}: one axis.
+  for (const char* name : {"softmax", "log_softmax", "hardmax"}) {
+    OpDef d;
+    d.name = name;
+    bool hard = std::string_view(name) == "hardmax";
+    d.infer = [hard](const Program& p, Node& n) -> std::string {
+      const Node& x = p.node(n.inputs[0]);
+      if (std::string e = wantNumeric(n, x.dtype, !hard); !e.empty()) return e;
+      std::vector<bool> red;
+      if (std::string e = oneAxis(n, x.shape, "axis", -1, red); !e.empty()) return e;
+      n.dtype = x.dtype;
+      n.shape = x.shape;
+      return "";
+    };
+    if (hard) d.lower = lowerHardmax;
+    else
+      d.lower = [soft = std::string_view(name) == "softmax"](Lowering& l, const Node& n, std::span<const Operand> in) {
+        return lowerSoftmax(soft ? SK::Softmax : SK::LogSoftmax, l, n, in);
+      };
+    ops.push_back(std::move(d));
+  }
+
+  ops.push_back({.name = "layer_norm", .minInputs = 2, .maxInputs = 3, .infer = inferLayerNorm, .lower = lowerLayerNorm});
+  ops.push_back({.name = "batch_norm",
+                 .minInputs = 5,
+                 .maxInputs = 5,
+                 .infer = [](const Program& p, Node& n) { return inferChannels(p, n, {"x", "scale", "bias", "mean", "var"}); },
+                 .lower = lowerBatchNorm});
+  ops.push_back({.name = "instance_norm",
+                 .minInputs = 3,
+                 .maxInputs = 3,
+                 .infer = [](const Program& p, Node& n) { return inferChannels(p, n, {"x", "scale", "bias"}); },
+                 .lower = lowerInstanceNorm});
+  ops.push_back({.name = "mean_variance_normalization",
+                 .infer = [](const Program& p, Node& n) -> std::string {
+                   const Node& x = p.node(n.inputs[0]);
+                   if (std::string e = wantFloat(p, n, 0, "x"); !e.empty()) return e;
+                   std::vector<bool> red;
+                   if (std::string e = markAxes(n.op, mvnAxes(n), x.shape, red); !e.empty()) return e;
+                   n.dtype = x.dtype;
+                   n.shape = x.shape;
+                   return "";
+                 },
+                 .lower = lowerMvn});
+  ops.push_back({.name = "lp_normalization",
+                 .infer = [](const Program& p, Node& n) -> std::string {
+                   const Node& x = p.node(n.inputs[0]);
+                   if (std::string e = wantFloat(p, n, 0, "x"); !e.empty()) return e;
+                   int64_t pw = n.attrs.i("p", 2);
+                   if (pw != 1 && pw != 2) return "lp_normalization: p must be 1 or 2, not " + num(pw);
+                   std::vector<bool> red;
+                   if (std::string e = oneAxis(n, x.shape, "axis", -1, red); !e.empty()) return e;
+                   n.dtype = x.dtype;
+                   n.shape = x.shape;
+                   return "";
+                 },
+                 .lower = lowerLp});
+  ops.push_back({.name = "cumsum",
+                 .infer = [](const Program& p, Node& n) -> std::string {
+                   const Node& x = p.node(n.inputs[0]);
+                   if (std::string e = wantNumeric(n, x.dtype, false); !e.empty()) return e;
+                   if (!n.attrs.has("axis")) return "cumsum: the attribute axis is required";
+                   std::vector<bool> red;
+                   if (std::string e = oneAxis(n, x.shape, "axis", 0, red); !e.empty()) return e;
+                   n.dtype = x.dtype;
+                   n.shape = x.shape;
+                   return "";
+                 },
+                 .lower = lowerCumsum});
+  addRankOp(ops, "topk", true, false);
+  addRankOp(ops, "topk_indices", true, true);
+  addRankOp(ops, "sort", false, false);
+  addRankOp(ops, "argsort", false, true);
+}
 
 }  // namespace eph::tensor

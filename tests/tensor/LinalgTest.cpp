@@ -1,0 +1,878 @@
+// The linalg family: matmul, gemm, conv, conv_transpose, pooling, einsum and
+// attention on every target against float64 references computed here, on
+// several shapes (size 1, empty, odd) and non-contiguous views; errors name
+// the op and the shapes.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+
+#include "tests/tensor/TensorTestUtil.h"
+
+namespace eph::tensor::test {
+namespace {
+
+using Vec = std::vector<double>;
+using Idx = std::vector<int64_t>;
+
+Idx unravel(int64_t i, const Shape& s) {
+  Idx idx(s.size());
+  for (size_t d = s.size(); d-- > 0;) {
+    idx[d] = s[d] ? i % s[d] : 0;
+    if (s[d]) i /= s[d];
+  }
+  return idx;
+}
+
+int64_t ravel(const Idx& idx, const Shape& s) {
+  int64_t r = 0;
+  for (size_t d = 0; d < s.size(); ++d) r = r * s[d] + idx[d];
+  return r;
+}
+
+// v of shape [r, c] laid out as [c, r] (the storage of its transpose).
+Vec transposed(const Vec& v, int64_t r, int64_t c) {
+  Vec t(v.size());
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) t[size_t(j * r + i)] = v[size_t(i * c + j)];
+  return t;
+}
+
+std::string errorOf(const Program& p) { return p.error() ? p.error()->message : std::string("(no error)"); }
+
+#define EXPECT_ERROR(p, text) EXPECT_NE(errorOf(p).find(text), std::string::npos) << errorOf(p)
+
+// ---- matmul ---------------------------------------------------------------------------------
+
+// numpy's matmul in float64.
+Vec refMatmul(const Vec& a, Shape as, const Vec& b, Shape bs, Shape& out) {
+  bool av = as.size() == 1, bv = bs.size() == 1;
+  if (av) as.insert(as.begin(), 1);
+  if (bv) bs.push_back(1);
+  Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  Shape batch = *broadcastShapes(ab, bb);
+  int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  Shape full = batch;
+  full.push_back(M);
+  full.push_back(N);
+  Vec c(size_t(numel(full)));
+  for (int64_t i = 0; i < numel(full); ++i) {
+    Idx idx = unravel(i, full);
+    auto at = [&](const Shape& s, int64_t r, int64_t col) {
+      Idx j(s.size());
+      size_t shift = batch.size() - (s.size() - 2);
+      for (size_t d = 0; d + 2 < s.size(); ++d) j[d] = s[d] == 1 ? 0 : idx[d + shift];
+      j[s.size() - 2] = r;
+      j[s.size() - 1] = col;
+      return ravel(j, s);
+    };
+    double sum = 0;
+    for (int64_t k = 0; k < K; ++k)
+      sum += a[size_t(at(as, idx[idx.size() - 2], k))] * b[size_t(at(bs, k, idx.back()))];
+    c[size_t(i)] = sum;
+  }
+  out = batch;
+  if (!av) out.push_back(M);
+  if (!bv) out.push_back(N);
+  return c;
+}
+
+TEST(Linalg, MatmulShapesBroadcastVectorsAndEmpty) {
+  struct Case { Shape a, b; };
+  std::vector<Case> cases = {{{3, 5}, {5, 4}}, {{1, 1}, {1, 1}}, {{5}, {5, 3}}, {{4, 5}, {5}}, {{5}, {5}},
+                             {{2, 1, 3, 4}, {3, 4, 2}}, {{0, 3}, {3, 4}}, {{2, 0}, {0, 3}}, {{7, 9}, {2, 9, 5}}};
+  Program p;
+  std::vector<HostTensor> inputs;
+  std::vector<Vec> want;
+  uint64_t seed = 10;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Vec av = randomValues(size_t(numel(cases[i].a)), seed++), bv = randomValues(size_t(numel(cases[i].b)), seed++);
+    Tensor a = p.input("a" + std::to_string(i), DType::F32, cases[i].a);
+    Tensor b = p.input("b" + std::to_string(i), DType::F32, cases[i].b);
+    Tensor c = matmul(a, b);
+    Shape out;
+    want.push_back(refMatmul(av, cases[i].a, bv, cases[i].b, out));
+    EXPECT_EQ(c.shape(), out) << i;
+    p.output("c" + std::to_string(i), c);
+    inputs.push_back(HostTensor::of(DType::F32, cases[i].a, av));
+    inputs.push_back(HostTensor::of(DType::F32, cases[i].b, bv));
+  }
+  expectOnAllTargets(p, inputs, want, 1e-5);
+}
+
+TEST(Linalg, MatmulReadsTransposedAndSlicedViews) {
+  // a = transpose of a [5, 3] input -> [3, 5]; b = every other row of a [9, 4] input -> [5, 4]; a batch view too.
+  Program p;
+  Vec at = randomValues(15, 1), b9 = randomValues(36, 2), bt = randomValues(2 * 6 * 5, 3);
+  Tensor a = transpose(p.input("at", DType::F32, {5, 3}));
+  Tensor b = slice(p.input("b9", DType::F32, {9, 4}), 0, 0, 9, 2);
+  Tensor bb = transpose(p.input("bt", DType::F32, {2, 6, 5}), {0, 2, 1});  // [2, 5, 6]
+  p.output("c", matmul(a, b));
+  p.output("d", matmul(a, bb));
+  Vec av = transposed(at, 5, 3), bv, bbv(60);
+  for (int r = 0; r < 9; r += 2)
+    for (int c = 0; c < 4; ++c) bv.push_back(b9[size_t(r * 4 + c)]);
+  for (int z = 0; z < 2; ++z)
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 6; ++j) bbv[size_t(z * 30 + i * 6 + j)] = bt[size_t(z * 30 + j * 5 + i)];
+  Shape s1, s2;
+  Vec w1 = refMatmul(av, {3, 5}, bv, {5, 4}, s1), w2 = refMatmul(av, {3, 5}, bbv, {2, 5, 6}, s2);
+  expectOnAllTargets(p, {HostTensor::of(DType::F32, {5, 3}, at), HostTensor::of(DType::F32, {9, 4}, b9),
+                         HostTensor::of(DType::F32, {2, 6, 5}, bt)}, {w1, w2}, 1e-5);
+}
+
+TEST(Linalg, MatmulTiledOddSizesBatchesAndViews) {
+  // Big enough for the workgroup-tiled kernel: edges that are not multiples of the tile, a batch, a transposed b.
+  Program p;
+  Vec av = randomValues(70 * 33, 4), bv = randomValues(33 * 65, 5), cv = randomValues(2 * 40 * 20, 6),
+      dv = randomValues(36 * 20, 7);
+  Tensor a = p.input("a", DType::F32, {70, 33});
+  Tensor b = p.input("b", DType::F32, {33, 65});
+  Tensor c = p.input("c", DType::F32, {2, 40, 20});
+  Tensor d = transpose(p.input("dt", DType::F32, {36, 20}));  // [20, 36]
+  p.output("ab", matmul(a, b));
+  p.output("cd", matmul(c, d));
+  Shape s1, s2;
+  Vec w1 = refMatmul(av, {70, 33}, bv, {33, 65}, s1);
+  Vec w2 = refMatmul(cv, {2, 40, 20}, transposed(dv, 36, 20), {20, 36}, s2);
+  expectOnAllTargets(p, {HostTensor::of(DType::F32, {70, 33}, av), HostTensor::of(DType::F32, {33, 65}, bv),
+                         HostTensor::of(DType::F32, {2, 40, 20}, cv), HostTensor::of(DType::F32, {36, 20}, dv)},
+                     {w1, w2}, 1e-5);
+}
+
+TEST(Linalg, MatmulIntegersPromoteAndF64) {
+  Program p;
+  Tensor a = p.input("a", DType::I32, {2, 3});
+  Tensor b = p.input("b", DType::I32, {3, 2});
+  Tensor f = p.input("f", DType::F64, {3, 2});
+  Tensor ab = matmul(a, b), af = matmul(a, f);
+  EXPECT_EQ(ab.dtype(), DType::I32);
+  EXPECT_EQ(af.dtype(), DType::F64);
+  p.output("ab", ab);
+  p.output("af", af);
+  Vec av = {1, -2, 3, 4, 5, -6}, bv = {7, 8, -9, 10, 11, 12}, fv = {0.5, 0.25, -1.5, 2, 3, 0.125};
+  Shape s;
+  expectOnAllTargets(p, {HostTensor::of(DType::I32, {2, 3}, av), HostTensor::of(DType::I32, {3, 2}, bv),
+                         HostTensor::of(DType::F64, {3, 2}, fv)},
+                     {refMatmul(av, {2, 3}, bv, {3, 2}, s), refMatmul(av, {2, 3}, fv, {3, 2}, s)}, 0);
+}
+
+TEST(Linalg, MatmulAndGemmErrors) {
+  {
+    Program p;
+    matmul(p.input("a", DType::F32, {2, 3}), p.input("b", DType::F32, {4, 5}));
+    EXPECT_ERROR(p, "matmul: shapes [2, 3] and [4, 5] do not match: the inner dimensions are 3 and 4");
+  }
+  {
+    Program p;
+    matmul(p.input("a", DType::F32, {2, 2, 3}), p.input("b", DType::F32, {3, 3, 4}));
+    EXPECT_ERROR(p, "matmul: shapes [2, 2, 3] and [3, 3, 4] do not match: the batch dimensions [2] and [3] cannot be broadcast");
+  }
+  {
+    Program p;
+    matmul(p.input("a", DType::F32, {}), p.input("b", DType::F32, {3}));
+    EXPECT_ERROR(p, "matmul: shapes [] and [3]: a scalar operand");
+  }
+  {
+    Program p;
+    matmul(p.input("a", DType::Bool, {2, 2}), p.input("b", DType::Bool, {2, 2}));
+    EXPECT_ERROR(p, "matmul wants numeric tensors, not bool and bool");
+  }
+  {
+    Program p;
+    gemm(p.input("a", DType::F32, {2, 3}), p.input("b", DType::F32, {2, 4}));
+    EXPECT_ERROR(p, "gemm: shapes [2, 3] and [2, 4] (transA=0, transB=0) do not match: the inner dimensions are 3 and 2");
+  }
+  {
+    Program p;
+    gemm(p.input("a", DType::F32, {2, 3}), p.input("b", DType::F32, {3, 4}), p.input("c", DType::F32, {3}));
+    EXPECT_ERROR(p, "gemm: C [3] cannot be broadcast to [2, 4]");
+  }
+  {
+    Program p;
+    gemm(p.input("a", DType::F32, {2, 3, 1}), p.input("b", DType::F32, {3, 4}));
+    EXPECT_ERROR(p, "gemm wants 2-D A and B, got [2, 3, 1] and [3, 4]");
+  }
+}
+
+// ---- gemm -----------------------------------------------------------------------------------
+
+TEST(Linalg, GemmTransposesAlphaBetaAndBroadcastC) {
+  Program p;
+  Vec at = randomValues(4 * 3, 20), b = randomValues(5 * 4, 21), c1 = randomValues(5, 22), c2 = randomValues(3, 23);
+  Vec big1 = randomValues(40 * 20, 24), big2 = randomValues(20 * 48, 25);
+  Tensor A = p.input("at", DType::F32, {4, 3});  // transA: A is [3, 4] logically
+  Tensor B = p.input("b", DType::F32, {5, 4});   // transB: B is [4, 5]
+  Tensor C1 = p.input("c1", DType::F32, {5});
+  Tensor C2 = p.input("c2", DType::F32, {3, 1});
+  p.output("g1", gemm(A, B, C1, {.alpha = 0.5, .beta = 2, .transA = true, .transB = true}));
+  p.output("g2", gemm(A, B, C2, {.alpha = 1, .beta = -1, .transA = true, .transB = true}));
+  p.output("g3", gemm(A, B, {}, {.alpha = 1.5, .transA = true, .transB = true}));
+  Tensor X = p.input("x", DType::F32, {40, 20});
+  Tensor Y = p.input("y", DType::F32, {20, 48});
+  p.output("g4", gemm(X, Y));
+  p.output("g5", gemm(transpose(A), transpose(B), p.constant(HostTensor::of(DType::F32, {}, {3}))));
+  Vec a = transposed(at, 4, 3), bl = transposed(b, 5, 4);  // a [3, 4], bl [4, 5]
+  Shape s;
+  Vec ab = refMatmul(a, {3, 4}, bl, {4, 5}, s);
+  Vec w1(15), w2(15), w3(15), w5(15);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 5; ++j) {
+      size_t k = size_t(i * 5 + j);
+      w1[k] = 0.5 * ab[k] + 2 * c1[size_t(j)];
+      w2[k] = ab[k] - c2[size_t(i)];
+      w3[k] = 1.5 * ab[k];
+      w5[k] = ab[k] + 3;
+    }
+  Vec w4 = refMatmul(big1, {40, 20}, big2, {20, 48}, s);
+  expectOnAllTargets(p, {HostTensor::of(DType::F32, {4, 3}, at), HostTensor::of(DType::F32, {5, 4}, b),
+                         HostTensor::of(DType::F32, {5}, c1), HostTensor::of(DType::F32, {3, 1}, c2),
+                         HostTensor::of(DType::F32, {40, 20}, big1), HostTensor::of(DType::F32, {20, 48}, big2)},
+                     {w1, w2, w3, w4, w5}, 1e-5);
+}
+
+// ---- conv -----------------------------------------------------------------------------------
+
+struct ConvCase {
+  Shape x, w;
+  std::vector<int64_t> strides, padBegin, padEnd, dilations;
+  int64_t group = 1;
+  bool bias = false;
+};
+
+Shape convOut(const ConvCase& c) {
+  Shape out = {c.x[0], c.w[0]};
+  for (size_t d = 0; d + 2 < c.x.size(); ++d) {
+    int64_t eff = (c.w[d + 2] - 1) * c.dilations[d] + 1;
+    out.push_back((c.x[d + 2] + c.padBegin[d] + c.padEnd[d] - eff) / c.strides[d] + 1);
+  }
+  return out;
+}
+
+Vec refConv(const ConvCase& c, const Vec& x, const Vec& w, const Vec& b) {
+  Shape out = convOut(c);
+  size_t k = c.x.size() - 2;
+  int64_t M = c.w[0], Cg = c.w[1], Mg = M / c.group;
+  Shape kernel(c.w.begin() + 2, c.w.end());
+  Vec y(size_t(numel(out)));
+  for (int64_t i = 0; i < numel(out); ++i) {
+    Idx o = unravel(i, out);
+    int64_t g = o[1] / Mg;
+    double sum = c.bias ? b[size_t(o[1])] : 0;
+    for (int64_t ch = 0; ch < Cg; ++ch)
+      for (int64_t t = 0; t < numel(kernel); ++t) {
+        Idx j = unravel(t, kernel);
+        Idx xi = {o[0], g * Cg + ch};
+        bool inside = true;
+        for (size_t d = 0; d < k; ++d) {
+          int64_t pos = o[d + 2] * c.strides[d] - c.padBegin[d] + j[d] * c.dilations[d];
+          inside = inside && pos >= 0 && pos < c.x[d + 2];
+          xi.push_back(pos);
+        }
+        if (!inside) continue;
+        Idx wi = {o[1], ch};
+        wi.insert(wi.end(), j.begin(), j.end());
+        sum += x[size_t(ravel(xi, c.x))] * w[size_t(ravel(wi, c.w))];
+      }
+    y[size_t(i)] = sum;
+  }
+  return y;
+}
+
+void runConvCases(const std::vector<ConvCase>& cases) {
+  Program p;
+  std::vector<HostTensor> inputs;
+  std::vector<Vec> want;
+  uint64_t seed = 100;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ConvCase& c = cases[i];
+    Vec xv = randomValues(size_t(numel(c.x)), seed++), wv = randomValues(size_t(numel(c.w)), seed++),
+        bv = randomValues(size_t(c.w[0]), seed++);
+    std::string n = std::to_string(i);
+    Tensor x = p.input("x" + n, DType::F32, c.x);
+    Tensor w = p.input("w" + n, DType::F32, c.w);
+    Tensor b = c.bias ? p.input("b" + n, DType::F32, {c.w[0]}) : Tensor();
+    std::vector<int64_t> pads = c.padBegin;
+    pads.insert(pads.end(), c.padEnd.begin(), c.padEnd.end());
+    Tensor y = conv(x, w, b, {.strides = c.strides, .pads = pads, .dilations = c.dilations, .group = c.group});
+    EXPECT_EQ(y.shape(), convOut(c)) << "case " << i;
+    p.output("y" + n, y);
+    inputs.push_back(HostTensor::of(DType::F32, c.x, xv));
+    inputs.push_back(HostTensor::of(DType::F32, c.w, wv));
+    if (c.bias) inputs.push_back(HostTensor::of(DType::F32, {c.w[0]}, bv));
+    want.push_back(refConv(c, xv, wv, bv));
+  }
+  expectOnAllTargets(p, inputs, want, 1e-5);
+}
+
+TEST(Linalg, Conv1dStridesPadsDilationsGroups) {
+  runConvCases({{{2, 3, 11}, {4, 3, 3}, {1}, {0}, {0}, {1}, 1, true},
+                {{1, 4, 9}, {6, 2, 3}, {2}, {1}, {2}, {2}, 2, true},
+                {{1, 1, 1}, {1, 1, 1}, {1}, {0}, {0}, {1}, 1, false},
+                {{0, 2, 5}, {3, 2, 2}, {1}, {0}, {0}, {1}, 1, true}});
+}
+
+TEST(Linalg, Conv2dStridesPadsDilationsGroups) {
+  runConvCases({{{2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, true},
+                {{1, 4, 9, 8}, {4, 1, 3, 2}, {2, 3}, {0, 2}, {1, 0}, {2, 1}, 4, false},
+                {{1, 6, 5, 5}, {4, 3, 2, 2}, {1, 2}, {1, 0}, {0, 1}, {1, 2}, 2, true},
+                {{1, 2, 3, 3}, {1, 2, 1, 1}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, false}});
+}
+
+TEST(Linalg, Conv3dAndLargeKernelLoop) {
+  runConvCases({{{1, 2, 4, 5, 3}, {3, 2, 2, 3, 2}, {1, 2, 1}, {1, 0, 1}, {0, 1, 1}, {1, 1, 2}, 1, true},
+                // 9x9 = 81 taps: the looped (not unrolled) window.
+                {{1, 2, 10, 11}, {2, 1, 9, 9}, {1, 1}, {2, 1}, {1, 2}, {1, 1}, 2, true}});
+}
+
+TEST(Linalg, ConvAutoPadAndNonContiguousInput) {
+  Program p;
+  // x is a [1, 2, 5, 6] view: the transpose of a [1, 2, 6, 5] input's last two axes.
+  Vec xt = randomValues(60, 200), wv = randomValues(3 * 2 * 3 * 2, 201);
+  Tensor x = transpose(p.input("xt", DType::F32, {1, 2, 6, 5}), {0, 1, 3, 2});
+  Tensor w = p.input("w", DType::F32, {3, 2, 3, 2});
+  Tensor up = conv(x, w, {}, {.strides = {2, 1}, .autoPad = "SAME_UPPER"});
+  Tensor lo = conv(x, w, {}, {.strides = {2, 1}, .autoPad = "SAME_LOWER"});
+  Tensor va = conv(x, w, {}, {.strides = {2, 1}, .autoPad = "VALID"});
+  EXPECT_EQ(up.shape(), (Shape{1, 3, 3, 6}));
+  EXPECT_EQ(va.shape(), (Shape{1, 3, 2, 5}));
+  p.output("up", up);
+  p.output("lo", lo);
+  p.output("va", va);
+  Vec xv(60);
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 6; ++j) xv[size_t(c * 30 + i * 6 + j)] = xt[size_t(c * 30 + j * 5 + i)];
+  // SAME with stride 2 over 5 rows: out 3, total pad (3-1)*2+3-5 = 2 -> 1, 1; over 6 columns, kernel 2: total 1.
+  ConvCase cu{{1, 2, 5, 6}, {3, 2, 3, 2}, {2, 1}, {1, 0}, {1, 1}, {1, 1}};
+  ConvCase cl{{1, 2, 5, 6}, {3, 2, 3, 2}, {2, 1}, {1, 1}, {1, 0}, {1, 1}};
+  ConvCase cv{{1, 2, 5, 6}, {3, 2, 3, 2}, {2, 1}, {0, 0}, {0, 0}, {1, 1}};
+  expectOnAllTargets(p, {HostTensor::of(DType::F32, {1, 2, 6, 5}, xt), HostTensor::of(DType::F32, {3, 2, 3, 2}, wv)},
+                     {refConv(cu, xv, wv, {}), refConv(cl, xv, wv, {}), refConv(cv, xv, wv, {})}, 1e-5);
+}
+
+TEST(Linalg, ConvAttributesAsTheModelsPassThem) {
+  // examples/tensor/Models.cpp and bench/tensor apply "conv" with ONNX attribute names.
+  Program p;
+  Vec xv = randomValues(2 * 3 * 4 * 4, 300), wv = randomValues(2 * 3 * 9, 301);
+  Tensor y = p.apply("conv", {p.input("x", DType::F32, {2, 3, 4, 4}), p.input("w", DType::F32, {2, 3, 3, 3})},
+                     {{"strides", std::vector<int64_t>{1, 1}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                      {"dilations", std::vector<int64_t>{1, 1}}, {"group", int64_t(1)},
+                      {"kernel_shape", std::vector<int64_t>{3, 3}}});
+  p.output("y", y);
+  ConvCase c{{2, 3, 4, 4}, {2, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  expectOnAllTargets(p, {HostTensor::of(DType::F32, {2, 3, 4, 4}, xv), HostTensor::of(DType::F32, {2, 3, 3, 3}, wv)},
+                     {refConv(c, xv, wv, {})}, 1e-5);
+}
+
+TEST(Linalg, ConvErrors) {
+  auto err = [](Shape x, Shape w, Attrs a, int bias = -1) {
+    Program p;
+    std::vector<Tensor> in = {p.input("x", DType::F32, x), p.input("w", DType::F32, w)};
+    if (bias >= 0) in.push_back(p.input("b", DType::F32, {bias}));
+    p.apply("conv", in, a);
+    return errorOf(p);
+  };
+  EXPECT_NE(err({2, 3}, {4, 3}, {}).find("conv wants x of rank 3 or more ([N, C, spatial..]), got [2, 3]"), std::string::npos);
+  EXPECT_NE(err({1, 3, 5}, {4, 2, 3}, {}).find("conv: x [1, 3, 5] has 3 channels but w [4, 2, 3] with group 1 wants 2"),
+            std::string::npos);
+  EXPECT_NE(err({1, 4, 5}, {3, 2, 3}, {{"group", int64_t(2)}}).find("are not a multiple of group 2"), std::string::npos);
+  EXPECT_NE(err({1, 3, 5, 5}, {4, 3, 3, 3}, {{"pads", std::vector<int64_t>{1, 1}}})
+                .find("conv: pads [1, 1] has 2 entries; want 4"), std::string::npos);
+  EXPECT_NE(err({1, 3, 5}, {4, 3, 3}, {{"strides", std::vector<int64_t>{0}}}).find("conv: strides [0] has an entry below 1"),
+            std::string::npos);
+  EXPECT_NE(err({1, 3, 2}, {4, 3, 5}, {}).find("is larger than the padded input (2 + 0 + 0)"), std::string::npos);
+  EXPECT_NE(err({1, 3, 5}, {4, 3, 3}, {{"auto_pad", std::string("SAME")}}).find("conv: auto_pad 'SAME' is not NOTSET"),
+            std::string::npos);
+  EXPECT_NE(err({1, 3, 5}, {4, 3, 3}, {}, 3).find("conv: the bias [3] must be [4] for w [4, 3, 3]"), std::string::npos);
+  EXPECT_NE(err({1, 3, 5}, {4, 3, 3}, {{"kernel_shape", std::vector<int64_t>{2}}}).find("kernel_shape [2] does not match"),
+            std::string::npos);
+  Program q;
+  conv(q.input("x", DType::I32, {1, 1, 3}), q.input("w", DType::I32, {1, 1, 1}));
+  EXPECT_ERROR(q, "conv wants float tensors, not i32 and i32");
+}
+
+// ---- conv_transpose -------------------------------------------------------------------------
+
+struct ConvTCase {
+  Shape x, w;
+  std::vector<int64_t> strides, padBegin, padEnd, dilations, outPad;
+  int64_t group = 1;
+};
+
+Shape convTOut(const ConvTCase& c) {
+  Shape out = {c.x[0], c.w[1] * c.group};
+  for (size_t d = 0; d + 2 < c.x.size(); ++d)
+    out.push_back(c.strides[d] * (c.x[d + 2] - 1) + c.outPad[d] + (c.w[d + 2] - 1) * c.dilations[d] + 1 - c.padBegin[d] -
+                  c.padEnd[d]);
+  return out;
+}
+
+// Scatter form: every x element adds x·w to the outputs its taps reach.
+Vec refConvT(const ConvTCase& c, const Vec& x, const Vec& w, const Vec* b) {
+  Shape out = convTOut(c);
+  size_t k = c.x.size() - 2;
+  int64_t Cg = c.x[1] / c.group, Mg = c.w[1];
+  Shape kernel(c.w.begin() + 2, c.w.end());
+  Vec y(size_t(numel(out)), 0);
+  for (int64_t i = 0; i < numel(c.x); ++i) {
+    Idx xi = unravel(i, c.x);
+    int64_t g = xi[1] / Cg;
+    for (int64_t ml = 0; ml < Mg; ++ml)
+      for (int64_t t = 0; t < numel(kernel); ++t) {
+        Idx j = unravel(t, kernel);
+        Idx oi = {xi[0], g * Mg + ml};
+        bool inside = true;
+        for (size_t d = 0; d < k; ++d) {
+          int64_t o = xi[d + 2] * c.strides[d] - c.padBegin[d] + j[d] * c.dilations[d];
+          inside = inside && o >= 0 && o < out[d + 2];
+          oi.push_back(o);
+        }
+        if (!inside) continue;
+        Idx wi = {xi[1], ml};
+        wi.insert(wi.end(), j.begin(), j.end());
+        y[size_t(ravel(oi, out))] += x[size_t(i)] * w[size_t(ravel(wi, c.w))];
+      }
+  }
+  if (b)
+    for (int64_t i = 0; i < numel(out); ++i) y[size_t(i)] += (*b)[size_t(unravel(i, out)[1])];
+  return y;
+}
+
+TEST(Linalg, ConvTransposeStridesPadsOutputPaddingGroups) {
+  std::vector<ConvTCase> cases = {{{2, 3, 5}, {3, 2, 3}, {2}, {1}, {0}, {1}, {1}, 1},
+                                  {{1, 4, 3, 4}, {4, 3, 3, 2}, {2, 3}, {1, 0}, {0, 1}, {1, 2}, {0, 1}, 2},
+                                  {{1, 2, 1, 1}, {2, 1, 1, 1}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, {0, 0}, 1},
+                                  {{1, 1, 2, 3, 2}, {1, 2, 2, 2, 3}, {1, 2, 1}, {0, 1, 1}, {0, 0, 1}, {1, 1, 1}, {0, 1, 0}, 1}};
+  Program p;
+  std::vector<HostTensor> inputs;
+  std::vector<Vec> want;
+  uint64_t seed = 400;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ConvTCase& c = cases[i];
+    Vec xv = randomValues(size_t(numel(c.x)), seed++), wv = randomValues(size_t(numel(c.w)), seed++);
+    Vec bv = randomValues(size_t(c.w[1] * c.group), seed++);
+    std::string n = std::to_string(i);
+    std::vector<int64_t> pads = c.padBegin;
+    pads.insert(pads.end(), c.padEnd.begin(), c.padEnd.end());
+    Tensor x = p.input("x" + n, DType::F32, c.x);
+    Tensor w = p.input("w" + n, DType::F32, c.w);
+    Tensor b = p.input("b" + n, DType::F32, {c.w[1] * c.group});
+    Tensor y = conv_transpose(x, w, b,
+                              {.strides = c.strides, .pads = pads, .dilations = c.dilations, .outputPadding = c.outPad,
+                               .group = c.group});
+    EXPECT_EQ(y.shape(), convTOut(c)) << i;
+    p.output("y" + n, y);
+    inputs.push_back(HostTensor::of(DType::F32, c.x, xv));
+    inputs.push_back(HostTensor::of(DType::F32, c.w, wv));
+    inputs.push_back(HostTensor::of(DType::F32, {c.w[1] * c.group}, bv));
+    want.push_back(refConvT(c, xv, wv, &bv));
+  }
+  expectOnAllTargets(p, inputs, want, 1e-5);
+}
+
+TEST(Linalg, ConvTransposeOutputShapeAndAutoPad) {
+  Program p;
+  Vec xv = randomValues(2 * 4, 500), wv = randomValues(2 * 3 * 3, 501);
+  Tensor x = p.input("x", DType::F32, {1, 2, 4});
+  Tensor w = p.input("w", DType::F32, {2, 3, 3});
+  // Full extent 2·3 + 3 = 9; output_shape 8 removes 1: NOTSET puts it at the beginning, SAME_UPPER at the end.
+  Tensor a = conv_transpose(x, w, {}, {.strides = {2}, .outputShape = {8}});
+  Tensor b = conv_transpose(x, w, {}, {.strides = {2}, .autoPad = "SAME_UPPER"});
+  Tensor c = conv_transpose(x, w, {}, {.strides = {2}, .autoPad = "SAME_LOWER"});
+  EXPECT_EQ(a.shape(), (Shape{1, 3, 8}));
+  EXPECT_EQ(b.shape(), (Shape{1, 3, 8}));
+  p.output("a", a);
+  p.output("b", b);
+  p.output("c", c);
+  ConvTCase ca{{1, 2, 4}, {2, 3, 3}, {2}, {1}, {0}, {1}, {0}};
+  ConvTCase cb{{1, 2, 4}, {2, 3, 3}, {2}, {0}, {1}, {1}, {0}};
+  expectOnAllTargets(p, {HostTensor::of(DType::F32, {1, 2, 4}, xv), HostTensor::of(DType::F32, {2, 3, 3}, wv)},
+                     {refConvT(ca, xv, wv, nullptr), refConvT(cb, xv, wv, nullptr), refConvT(ca, xv, wv, nullptr)}, 1e-5);
+
+  Program q;
+  conv_transpose(q.input("x", DType::F32, {1, 2, 4}), q.input("w", DType::F32, {3, 3, 3}));
+  EXPECT_ERROR(q, "conv_transpose: x [1, 2, 4] has 2 channels but w [3, 3, 3] has 3");
+  Program r;
+  conv_transpose(r.input("x", DType::F32, {1, 2, 4}), r.input("w", DType::F32, {2, 3, 3}), {}, {.outputShape = {20}});
+  EXPECT_ERROR(r, "conv_transpose: output_shape [20] is larger than the full output extent 6");
+}
+
+// ---- pooling --------------------------------------------------------------------------------
+
+enum class PoolKind { Max, Avg, Lp };
+
+struct PoolCase {
+  PoolKind kind;
+  Shape x;
+  std::vector<int64_t> kernel, strides, padBegin, padEnd, dilations;
+  bool ceil = false, includePad = false;
+  Shape out;  // expected spatial extents
+};
+
+Vec refPool(const PoolCase& c, const Vec& x, int64_t pw = 2) {
+  Shape out = {c.x[0], c.x[1]};
+  out.insert(out.end(), c.out.begin(), c.out.end());
+  size_t k = c.x.size() - 2;
+  Shape kernel = c.kernel;
+  Vec y(size_t(numel(out)));
+  for (int64_t i = 0; i < numel(out); ++i) {
+    Idx o = unravel(i, out);
+    double mx = -INFINITY, sum = 0, count = 0;
+    for (int64_t t = 0; t < numel(kernel); ++t) {
+      Idx j = unravel(t, kernel);
+      Idx xi = {o[0], o[1]};
+      bool inside = true, inPad = true;
+      for (size_t d = 0; d < k; ++d) {
+        int64_t pos = o[d + 2] * c.strides[d] - c.padBegin[d] + j[d] * c.dilations[d];
+        inside = inside && pos >= 0 && pos < c.x[d + 2];
+        inPad = inPad && pos >= -c.padBegin[d] && pos < c.x[d + 2] + c.padEnd[d];
+        xi.push_back(pos);
+      }
+      if (c.includePad ? inPad : inside) ++count;
+      if (!inside) continue;
+      double v = x[size_t(ravel(xi, c.x))];
+      mx = std::max(mx, v);
+      sum += c.kind == PoolKind::Lp ? std::pow(std::abs(v), double(pw)) : v;
+    }
+    y[size_t(i)] = c.kind == PoolKind::Max ? mx : c.kind == PoolKind::Avg ? sum / count : std::pow(sum, 1.0 / double(pw));
+  }
+  return y;
+}
+
+void runPoolCases(const std::vector<PoolCase>& cases, int64_t pw = 2) {
+  Program p;
+  std::vector<HostTensor> inputs;
+  std::vector<Vec> want;
+  uint64_t seed = 600;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const PoolCase& c = cases[i];
+    Vec xv = randomValues(size_t(numel(c.x)), seed++);
+    std::vector<int64_t> pads = c.padBegin;
+    pads.insert(pads.end(), c.padEnd.begin(), c.padEnd.end());
+    PoolOptions o{.kernel = c.kernel, .strides = c.strides, .pads = pads, .dilations = c.dilations, .ceilMode = c.ceil,
+                  .countIncludePad = c.includePad};
+    Tensor x = p.input("x" + std::to_string(i), DType::F32, c.x);
+    Tensor y = c.kind == PoolKind::Max ? max_pool(x, o) : c.kind == PoolKind::Avg ? avg_pool(x, o) : lp_pool(x, o, pw);
+    Shape out = {c.x[0], c.x[1]};
+    out.insert(out.end(), c.out.begin(), c.out.end());
+    EXPECT_EQ(y.shape(), out) << "case " << i;
+    p.output("y" + std::to_string(i), y);
+    inputs.push_back(HostTensor::of(DType::F32, c.x, xv));
+    want.push_back(refPool(c, xv, pw));
+  }
+  expectOnAllTargets(p, inputs, want, 1e-5);
+}
+
+TEST(Linalg, MaxPoolCeilModePadsDilations) {
+  runPoolCases({{PoolKind::Max, {2, 3, 7, 7}, {3, 3}, {2, 2}, {0, 0}, {0, 0}, {1, 1}, false, false, {3, 3}},
+                // ceil_mode: ceil((7 + 2 - 3) / 2) + 1 = 4; the last window starts at 6 - 1 = 5 < 7: kept.
+                {PoolKind::Max, {1, 2, 7, 6}, {3, 2}, {2, 2}, {1, 0}, {1, 0}, {1, 1}, true, false, {4, 3}},
+                // ceil_mode: ceil((5 + 1 - 2) / 2) + 1 = 3, the last window [4, 6) half inside: kept.
+                {PoolKind::Max, {1, 1, 5}, {2}, {2}, {0}, {1}, {1}, true, false, {3}},
+                // ceil((5 + 2 - 3) / 3) + 1 = 3, but the last window would start at 6, in the end padding: dropped.
+                {PoolKind::Max, {1, 1, 5}, {3}, {3}, {0}, {2}, {1}, true, false, {2}},
+                {PoolKind::Max, {1, 2, 9, 8}, {2, 3}, {1, 2}, {1, 1}, {0, 1}, {2, 2}, false, false, {8, 3}},
+                {PoolKind::Max, {1, 1, 1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, false, false, {1, 1}},
+                {PoolKind::Max, {0, 2, 4, 4}, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {1, 1}, false, false, {2, 2}},
+                {PoolKind::Max, {1, 2, 3, 4, 5}, {2, 2, 3}, {1, 2, 2}, {0, 1, 1}, {1, 0, 1}, {1, 1, 1}, true, false, {3, 3, 3}}});
+}
+
+TEST(Linalg, AvgAndLpPoolCountIncludePadAndCeilMode) {
+  runPoolCases({{PoolKind::Avg, {2, 3, 7, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, false, false, {4, 4}},
+                {PoolKind::Avg, {2, 3, 7, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, false, true, {4, 4}},
+                // ceil_mode with count_include_pad: the window past the padding counts only up to it.
+                {PoolKind::Avg, {1, 2, 6, 5}, {3, 3}, {2, 2}, {1, 0}, {1, 0}, {1, 1}, true, true, {4, 2}},
+                {PoolKind::Avg, {1, 1, 9}, {4}, {3}, {2}, {1}, {1}, true, false, {4}},
+                {PoolKind::Lp, {1, 2, 5, 6}, {2, 3}, {1, 2}, {1, 0}, {0, 1}, {1, 1}, false, false, {5, 3}}});
+  runPoolCases({{PoolKind::Lp, {1, 2, 5}, {3}, {1}, {1}, {1}, {1}, false, false, {5}}}, 3);
+}
+
+TEST(Linalg, PoolAutoPadIntegersAndNonContiguous) {
+  Program p;
+  Vec xt = randomValues(2 * 5 * 6, 700, -10, 10);
+  for (double& v : xt) v = std::round(v);
+  // x [1, 2, 5, 6]: transposed storage.
+  Tensor x = transpose(p.input("xt", DType::F32, {1, 2, 6, 5}), {0, 1, 3, 2});
+  Tensor xi = transpose(p.input("it", DType::I32, {1, 2, 6, 5}), {0, 1, 3, 2});
+  Tensor up = max_pool(x, {.kernel = {3, 2}, .strides = {2, 2}, .autoPad = "SAME_UPPER"});
+  Tensor lo = avg_pool(x, {.kernel = {3, 2}, .strides = {2, 2}, .autoPad = "SAME_LOWER"});
+  Tensor mi = max_pool(xi, {.kernel = {2, 2}, .strides = {1, 1}});
+  EXPECT_EQ(up.shape(), (Shape{1, 2, 3, 3}));
+  EXPECT_EQ(mi.dtype(), DType::I32);
+  p.output("up", up);
+  p.output("lo", lo);
+  p.output("mi", mi);
+  Vec xv(60);
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 6; ++j) xv[size_t(c * 30 + i * 6 + j)] = xt[size_t(c * 30 + j * 5 + i)];
+  // SAME over 5 rows, kernel 3, stride 2: out 3, total pad 2 (1, 1); over 6 columns, kernel 2, stride 2: out 3, total 0.
+  PoolCase cu{PoolKind::Max, {1, 2, 5, 6}, {3, 2}, {2, 2}, {1, 0}, {1, 0}, {1, 1}, false, false, {3, 3}};
+  PoolCase cl{PoolKind::Avg, {1, 2, 5, 6}, {3, 2}, {2, 2}, {1, 0}, {1, 0}, {1, 1}, false, false, {3, 3}};
+  PoolCase ci{PoolKind::Max, {1, 2, 5, 6}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, false, false, {4, 5}};
+  expectOnAllTargets(p, {HostTensor::of(DType::F32, {1, 2, 6, 5}, xt), HostTensor::of(DType::I32, {1, 2, 6, 5}, xt)},
+                     {refPool(cu, xv), refPool(cl, xv), refPool(ci, xv)}, 1e-5);
+}
+
+TEST(Linalg, GlobalPools) {
+  Program p;
+  Vec xv = randomValues(2 * 3 * 4 * 5, 800), yv = randomValues(2 * 3 * 7, 801);
+  Tensor x = p.input("x", DType::F32, {2, 3, 4, 5});
+  Tensor y = slice(p.input("y", DType::F32, {2, 3, 7}), 2, 1, 7, 2);  // [2, 3, 3], strided
+  Tensor ga = global_avg_pool(x);
+  EXPECT_EQ(ga.shape(), (Shape{2, 3, 1, 1}));
+  p.output("avg", ga);
+  p.output("max", global_max_pool(x));
+  p.output("lp", global_lp_pool(y, 3));
+  p.output("e", global_avg_pool(p.input("e", DType::F32, {0, 3, 2})));
+  Vec avg, mx, lp;
+  for (int nc = 0; nc < 6; ++nc) {
+    double s = 0, m = -INFINITY, l = 0;
+    for (int i = 0; i < 20; ++i) {
+      s += xv[size_t(nc * 20 + i)];
+      m = std::max(m, xv[size_t(nc * 20 + i)]);
+    }
+    for (int i = 1; i < 7; i += 2) l += std::pow(std::abs(yv[size_t(nc * 7 + i)]), 3);
+    avg.push_back(s / 20);
+    mx.push_back(m);
+    lp.push_back(std::cbrt(l));
+  }
+  expectOnAllTargets(p, {HostTensor::of(DType::F32, {2, 3, 4, 5}, xv), HostTensor::of(DType::F32, {2, 3, 7}, yv),
+                         HostTensor(DType::F32, {0, 3, 2})},
+                     {avg, mx, lp, {}}, 1e-5);
+}
+
+TEST(Linalg, PoolErrors) {
+  Program p;
+  max_pool(p.input("x", DType::F32, {1, 1, 4, 4}), {});
+  EXPECT_ERROR(p, "max_pool: kernel_shape is required");
+  Program q;
+  avg_pool(q.input("x", DType::I32, {1, 1, 4}), {.kernel = {2}});
+  EXPECT_ERROR(q, "avg_pool wants a float tensor, not i32");
+  Program r;
+  max_pool(r.input("x", DType::F32, {1, 1, 4, 4}), {.kernel = {2}});
+  EXPECT_ERROR(r, "max_pool: kernel_shape [2] has 1 entries; want 2");
+  Program s;
+  max_pool(s.input("x", DType::F32, {1, 4}), {.kernel = {2}});
+  EXPECT_ERROR(s, "max_pool wants x of rank 3 or more ([N, C, spatial..]), got [1, 4]");
+  Program t;
+  global_avg_pool(t.input("x", DType::F32, {4}));
+  EXPECT_ERROR(t, "global_avg_pool wants x of rank 2 or more");
+}
+
+// ---- einsum ---------------------------------------------------------------------------------
+
+// Σ over every label not in `out` of Π inputs; labels are single letters, one per dimension.
+Vec refEinsum(const std::vector<std::string>& labels, const std::vector<Shape>& shapes, const std::vector<Vec>& vals,
+              const std::string& out, Shape& outShape) {
+  std::map<char, int64_t> extent;
+  for (size_t i = 0; i < labels.size(); ++i)
+    for (size_t d = 0; d < labels[i].size(); ++d) extent[labels[i][d]] = std::max(extent[labels[i][d]], shapes[i][d]);
+  std::string all;
+  for (auto [c, e] : extent) all += c;
+  Shape allShape;
+  for (char c : all) allShape.push_back(extent[c]);
+  outShape.clear();
+  for (char c : out) outShape.push_back(extent[c]);
+  Vec y(size_t(numel(outShape)), 0);
+  for (int64_t i = 0; i < numel(allShape); ++i) {
+    Idx a = unravel(i, allShape);
+    auto val = [&](char c) { return a[all.find(c)]; };
+    double prod = 1;
+    for (size_t k = 0; k < labels.size(); ++k) {
+      Idx j;
+      for (size_t d = 0; d < labels[k].size(); ++d) j.push_back(shapes[k][d] == 1 ? 0 : val(labels[k][d]));
+      prod *= vals[k][size_t(ravel(j, shapes[k]))];
+    }
+    Idx o;
+    for (char c : out) o.push_back(val(c));
+    y[size_t(ravel(o, outShape))] += prod;
+  }
+  return y;
+}
+
+TEST(Linalg, EinsumExplicitImplicitEllipsisAndDiagonals) {
+  struct Case {
+    std::string eq;
+    std::vector<Shape> shapes;
+    std::vector<std::string> labels;  // the reference's labels ("..." spelled out)
+    std::string out;
+  };
+  std::vector<Case> cases = {
+      {"ij,jk->ik", {{3, 4}, {4, 5}}, {"ij", "jk"}, "ik"},
+      {"ij->ji", {{2, 3}}, {"ij"}, "ji"},
+      {"ii->i", {{4, 4}}, {"ii"}, "i"},
+      {"ii", {{4, 4}}, {"ii"}, ""},
+      {"i,i", {{5}, {5}}, {"i", "i"}, ""},
+      {"i,j->ij", {{3}, {2}}, {"i", "j"}, "ij"},
+      {"ij->", {{3, 4}}, {"ij"}, ""},
+      {"bij,bjk", {{2, 3, 4}, {2, 4, 2}}, {"bij", "bjk"}, "ik"},  // b appears twice: summed, as numpy
+      {"bij,bjk->bik", {{2, 3, 4}, {2, 4, 2}}, {"bij", "bjk"}, "bik"},
+      {"...ij,...jk->...ik", {{2, 1, 3, 4}, {3, 4, 2}}, {"xyij", "yjk"}, "xyik"},
+      {"...i,i", {{2, 3, 4}, {4}}, {"xyi", "i"}, "xy"},
+      {"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 2}}, {"ij", "jk", "kl"}, "il"},
+      {"Ba,aB->", {{2, 3}, {3, 2}}, {"Ba", "aB"}, ""},
+      {"ij,jk->ik", {{0, 3}, {3, 2}}, {"ij", "jk"}, "ik"},
+      {"ij,jk->ik", {{2, 0}, {0, 2}}, {"ij", "jk"}, "ik"},
+  };
+  Program p;
+  std::vector<HostTensor> inputs;
+  std::vector<Vec> want;
+  uint64_t seed = 900;
+  int n = 0;
+  for (const Case& c : cases) {
+    std::vector<Tensor> ts;
+    std::vector<Vec> vals;
+    for (const Shape& s : c.shapes) {
+      vals.push_back(randomValues(size_t(numel(s)), seed++));
+      ts.push_back(p.input("x" + std::to_string(n++), DType::F32, s));
+      inputs.push_back(HostTensor::of(DType::F32, s, vals.back()));
+    }
+    Tensor y = einsum(c.eq, ts);
+    Shape outShape;
+    want.push_back(refEinsum(c.labels, c.shapes, vals, c.out, outShape));
+    EXPECT_EQ(y.shape(), outShape) << c.eq;
+    p.output("y" + std::to_string(want.size()), y);
+  }
+  // A transposed view as an operand.
+  Vec tv = randomValues(12, 990), uv = randomValues(8, 991);
+  Tensor t = transpose(p.input("t", DType::F32, {4, 3}));  // [3, 4]
+  Tensor u = p.input("u", DType::F32, {4, 2});
+  p.output("tu", einsum("ij,jk->ki", {t, u}));
+  inputs.push_back(HostTensor::of(DType::F32, {4, 3}, tv));
+  inputs.push_back(HostTensor::of(DType::F32, {4, 2}, uv));
+  Shape s;
+  want.push_back(refEinsum({"ij", "jk"}, {{3, 4}, {4, 2}}, {transposed(tv, 4, 3), uv}, "ki", s));
+  expectOnAllTargets(p, inputs, want, 1e-5);
+}
+
+TEST(Linalg, EinsumErrors) {
+  auto err = [](const std::string& eq, std::vector<Shape> shapes) {
+    Program p;
+    std::vector<Tensor> in;
+    for (const Shape& s : shapes) in.push_back(p.input("x" + std::to_string(in.size()), DType::F32, s));
+    einsum(eq, in);
+    return errorOf(p);
+  };
+  EXPECT_NE(err("ij,jk->ik", {{2, 3}}).find("einsum: equation 'ij,jk->ik' has 2 input terms for 1 inputs"), std::string::npos);
+  EXPECT_NE(err("ij,jk->ik", {{2, 3}, {4, 5}}).find("label 'j' has extents 3 and 4"), std::string::npos);
+  EXPECT_NE(err("ijk->i", {{2, 3}}).find("term 'ijk' has 3 labels for input 0 of shape [2, 3]"), std::string::npos);
+  EXPECT_NE(err("i1->i", {{2, 3}}).find("'1' in 'i1' is not a letter or '...'"), std::string::npos);
+  EXPECT_NE(err("ij->iz", {{2, 3}}).find("the output label 'z' is in no input"), std::string::npos);
+  EXPECT_NE(err("ij->ii", {{2, 3}}).find("the output label 'i' appears twice"), std::string::npos);
+  EXPECT_NE(err("...i,...i->...", {{2, 3}, {4, 3}}).find("cannot be broadcast"), std::string::npos);
+}
+
+// ---- attention ------------------------------------------------------------------------------
+
+// softmax(scale·q·kᵀ + mask)·v per batch; keep(b, s, t) and add(b, s, t) give the mask.
+Vec refAttention(const Vec& q, const Vec& k, const Vec& v, int64_t B, int64_t S, int64_t T, int64_t D, int64_t DV,
+                 double scale, const std::function<bool(int64_t, int64_t, int64_t)>& keep,
+                 const std::function<double(int64_t, int64_t, int64_t)>& add) {
+  Vec out(size_t(B * S * DV), 0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s) {
+      Vec sc(static_cast<size_t>(T));
+      double mx = -INFINITY;
+      for (int64_t t = 0; t < T; ++t) {
+        double dot = 0;
+        for (int64_t d = 0; d < D; ++d) dot += q[size_t((b * S + s) * D + d)] * k[size_t((b * T + t) * D + d)];
+        sc[size_t(t)] = keep(b, s, t) ? dot * scale + add(b, s, t) : -INFINITY;
+        mx = std::max(mx, sc[size_t(t)]);
+      }
+      double sum = 0;
+      for (double& x : sc) sum += (x = mx == -INFINITY ? 0 : std::exp(x - mx));
+      for (int64_t j = 0; j < DV; ++j) {
+        double acc = 0;
+        for (int64_t t = 0; t < T; ++t) acc += sc[size_t(t)] * v[size_t((b * T + t) * DV + j)];
+        out[size_t((b * S + s) * DV + j)] = sum == 0 ? 0 : acc / sum;
+      }
+    }
+  return out;
+}
+
+TEST(Linalg, AttentionMasksCausalAndScale) {
+  const int64_t B = 2, S = 3, T = 5, D = 4, DV = 3;
+  Vec qv = randomValues(size_t(B * S * D), 1000), kv = randomValues(size_t(B * T * D), 1001),
+      vv = randomValues(size_t(B * T * DV), 1002), fm = randomValues(size_t(S * T), 1003);
+  std::vector<double> bm(size_t(S * T));
+  for (size_t i = 0; i < bm.size(); ++i) bm[i] = (i * 7 % 3) != 0;
+  for (int64_t t = 0; t < T; ++t) bm[size_t(1 * T + t)] = 0;  // row 1: every key masked -> zeros
+  Program p;
+  Tensor q = p.input("q", DType::F32, {B, S, D});
+  Tensor k = p.input("k", DType::F32, {B, T, D});
+  Tensor v = p.input("v", DType::F32, {B, T, DV});
+  Tensor boolMask = p.input("bm", DType::Bool, {S, T});
+  Tensor floatMask = p.input("fm", DType::F32, {1, S, T});
+  Tensor a = attention(q, k, v);
+  EXPECT_EQ(a.shape(), (Shape{B, S, DV}));
+  p.output("plain", a);
+  p.output("bool", attention(q, k, v, boolMask));
+  p.output("float", attention(q, k, v, floatMask, {.scale = 0.7}));
+  p.output("causal", attention(q, k, v, {}, {.causal = true}));
+  // k as a transposed view: [B, T, D] read from [B, D, T] storage.
+  Vec kt(kv.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < D; ++d) kt[size_t((b * D + d) * T + t)] = kv[size_t((b * T + t) * D + d)];
+  p.output("view", attention(q, transpose(p.input("kt", DType::F32, {B, D, T}), {0, 2, 1}), v));
+  double sc = 1 / std::sqrt(double(D));
+  auto all = [](int64_t, int64_t, int64_t) { return true; };
+  auto none = [](int64_t, int64_t, int64_t) { return 0.0; };
+  Vec plain = refAttention(qv, kv, vv, B, S, T, D, DV, sc, all, none);
+  Vec wb = refAttention(qv, kv, vv, B, S, T, D, DV, sc, [&](int64_t, int64_t s, int64_t t) { return bm[size_t(s * T + t)] != 0; }, none);
+  Vec wf = refAttention(qv, kv, vv, B, S, T, D, DV, 0.7, all, [&](int64_t, int64_t s, int64_t t) { return fm[size_t(s * T + t)]; });
+  Vec wc = refAttention(qv, kv, vv, B, S, T, D, DV, sc, [](int64_t, int64_t s, int64_t t) { return t <= s; }, none);
+  expectOnAllTargets(p, {HostTensor::of(DType::F32, {B, S, D}, qv), HostTensor::of(DType::F32, {B, T, D}, kv),
+                         HostTensor::of(DType::F32, {B, T, DV}, vv), HostTensor::of(DType::Bool, {S, T}, bm),
+                         HostTensor::of(DType::F32, {1, S, T}, fm), HostTensor::of(DType::F32, {B, D, T}, kt)},
+                     {plain, wb, wf, wc, plain}, 1e-5);
+}
+
+TEST(Linalg, AttentionBroadcastBatchesEmptyAndErrors) {
+  // q [2, 1, 2, 3] with k, v [3, 4, 3] / [3, 4, 2]: batch [2, 3]; and T = 0 gives zeros.
+  Program p;
+  Vec qv = randomValues(12, 1100), kv = randomValues(36, 1101), vv = randomValues(24, 1102);
+  Tensor q = p.input("q", DType::F64, {2, 1, 2, 3});
+  Tensor k = p.input("k", DType::F64, {3, 4, 3});
+  Tensor v = p.input("v", DType::F64, {3, 4, 2});
+  Tensor a = attention(q, k, v);
+  EXPECT_EQ(a.shape(), (Shape{2, 3, 2, 2}));
+  p.output("a", a);
+  Tensor k0 = p.input("k0", DType::F64, {3, 0, 3});
+  Tensor v0 = p.input("v0", DType::F64, {3, 0, 2});
+  p.output("e", attention(q, k0, v0));
+  // The reference on the broadcast copies.
+  Vec qb, kb, vb;
+  for (int b0 = 0; b0 < 2; ++b0)
+    for (int b1 = 0; b1 < 3; ++b1) {
+      qb.insert(qb.end(), qv.begin() + b0 * 6, qv.begin() + b0 * 6 + 6);
+      kb.insert(kb.end(), kv.begin() + b1 * 12, kv.begin() + b1 * 12 + 12);
+      vb.insert(vb.end(), vv.begin() + b1 * 8, vv.begin() + b1 * 8 + 8);
+    }
+  auto all = [](int64_t, int64_t, int64_t) { return true; };
+  auto none = [](int64_t, int64_t, int64_t) { return 0.0; };
+  expectOnAllTargets(p, {HostTensor::of(DType::F64, {2, 1, 2, 3}, qv), HostTensor::of(DType::F64, {3, 4, 3}, kv),
+                         HostTensor::of(DType::F64, {3, 4, 2}, vv), HostTensor(DType::F64, {3, 0, 3}),
+                         HostTensor(DType::F64, {3, 0, 2})},
+                     {refAttention(qb, kb, vb, 6, 2, 4, 3, 2, 1 / std::sqrt(3.0), all, none), Vec(24, 0.0)}, 1e-12);
+
+  Program e1;
+  attention(e1.input("q", DType::F32, {2, 3}), e1.input("k", DType::F32, {4, 5}), e1.input("v", DType::F32, {4, 2}));
+  EXPECT_ERROR(e1, "attention: q and k have different head sizes: [2, 3], [4, 5] and [4, 2]");
+  Program e2;
+  attention(e2.input("q", DType::F32, {2, 3}), e2.input("k", DType::F32, {4, 3}), e2.input("v", DType::F32, {4, 2}),
+            e2.input("m", DType::I32, {2, 4}));
+  EXPECT_ERROR(e2, "attention: the mask must be bool (true = keep) or float (added), not i32");
+  Program e3;
+  attention(e3.input("q", DType::F32, {2, 3}), e3.input("k", DType::F32, {4, 3}), e3.input("v", DType::F32, {4, 2}),
+            e3.input("m", DType::Bool, {3, 4}));
+  EXPECT_ERROR(e3, "attention: the mask [3, 4] cannot be broadcast to [2, 4]");
+  Program e4;
+  attention(e4.input("q", DType::F32, {2, 3}), e4.input("k", DType::F32, {4, 3}), e4.input("v", DType::F32, {5, 2}));
+  EXPECT_ERROR(e4, "attention: k and v have different lengths");
+}
+
+}  // namespace
+}  // namespace eph::tensor::test
