@@ -278,11 +278,25 @@ Tensor NodeCtx::scalar(DType dt, double v) {
 namespace {
 
 constexpr int64_t kMaxOpset = 17;
-constexpr int64_t kFoldInputs = 1 << 16, kFoldOutputs = 1 << 18;
+constexpr int64_t kFoldInputs = 1 << 16, kFoldOutputs = 1 << 18, kSpecialise = 16;
 
 std::string nodeSite(const ::onnx::NodeProto& n, int index) {
   std::string name = n.name().empty() ? "node " + std::to_string(index) : "node '" + n.name() + "'";
   return name + " (" + n.op_type() + ")";
+}
+
+// The inputs of an op that are shapes, axes, counts or scales.
+std::vector<int> shapeInputs(const std::string& op) {
+  static const std::map<std::string, std::vector<int>> m = {
+      {"Reshape", {1}}, {"Expand", {1}}, {"Tile", {1}}, {"Slice", {1, 2, 3, 4}}, {"Pad", {1, 2, 3}},
+      {"Resize", {1, 2, 3}}, {"Upsample", {1}}, {"TopK", {1}}, {"OneHot", {1, 2}}, {"Range", {0, 1, 2}},
+      {"ConstantOfShape", {0}}, {"CumSum", {1}}, {"Trilu", {1}}, {"Squeeze", {1}}, {"Unsqueeze", {1}},
+      {"Split", {1}}, {"ReduceSum", {1}}, {"ReduceMean", {1}}, {"ReduceMax", {1}}, {"ReduceMin", {1}},
+      {"ReduceProd", {1}}, {"ReduceL1", {1}}, {"ReduceL2", {1}}, {"ReduceLogSum", {1}}, {"ReduceLogSumExp", {1}},
+      {"ReduceSumSquare", {1}}, {"HannWindow", {0}}, {"HammingWindow", {0}}, {"BlackmanWindow", {0}},
+      {"Dropout", {1, 2}}, {"Clip", {}}, {"RNN", {4}}, {"GRU", {4}}, {"LSTM", {4}}};
+  auto it = m.find(op);
+  return it == m.end() ? std::vector<int>{} : it->second;
 }
 
 bool splitAttrs(const char* list, const std::string& name) {
@@ -370,6 +384,13 @@ Expected<Model> importModel(std::string_view bytes, const ImportOptions& opts) {
     v.t = p.input(in.name(), *dt, shape);
     v.dtype = *dt;
     v.shape = shape;
+    // A small input given at import specialises the shape-like arguments it
+    // feeds (Reshape's shape, Slice's starts, TopK's K, Resize's scales, ...,
+    // which backend tests pass as graph inputs); nothing computed from it is folded.
+    if (given != opts.given.end() && given->second.size() <= kSpecialise) {
+      v.known = std::make_shared<const HostTensor>(given->second);
+      v.folds = false;
+    }
     values[in.name()] = v;
     out.inputs.push_back(in.name());
   }
@@ -383,9 +404,24 @@ Expected<Model> importModel(std::string_view bytes, const ImportOptions& opts) {
                              }() + ")"));
   if (p.error()) return err("E402", p.error()->message);
 
+  // Values that end up in shape-like arguments (a Reshape's shape, a Range's
+  // limit, ...): a node computing one folds even from an input's value given
+  // at import (Val::folds is false there, so that data is never folded).
+  std::set<std::string> shapeLike;
+  for (int k = g.node_size(); k-- > 0;) {
+    const ::onnx::NodeProto& node = g.node(k);
+    bool out = false;
+    for (const auto& o : node.output()) out |= shapeLike.count(o) != 0;
+    std::vector<int> which = shapeInputs(node.op_type());
+    for (int i = 0; i < node.input_size(); ++i)
+      if (out || std::find(which.begin(), which.end(), i) != which.end()) shapeLike.insert(node.input(i));
+  }
+
   for (int k = 0; k < g.node_size(); ++k) {
     const ::onnx::NodeProto& node = g.node(k);
     std::string site = nodeSite(node, k);
+    bool feedsShapes = false;
+    for (const auto& o : node.output()) feedsShapes |= shapeLike.count(o) != 0;
     std::string where = site.substr(0, site.size() - 1) + ", opset " + std::to_string(opset) + ")";
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       return err("E401", where + ": ops of domain '" + node.domain() + "' are not supported");
@@ -430,7 +466,7 @@ Expected<Model> importModel(std::string_view bytes, const ImportOptions& opts) {
     int64_t knownSize = 0;
     for (Val* x : ins)
       if (x) {
-        allKnown &= x->known != nullptr;
+        allKnown &= x->known != nullptr && (x->folds || feedsShapes);
         if (x->known) knownSize += x->known->size();
       }
     std::vector<std::optional<Val>> results;
@@ -459,6 +495,7 @@ Expected<Model> importModel(std::string_view bytes, const ImportOptions& opts) {
           v.dtype = h.dtype;
           v.shape = h.shape;
           v.known = std::make_shared<const HostTensor>(std::move(h));
+          for (Val* x : ins) v.folds &= !x || x->folds;
           results[which[j]] = std::move(v);
         }
         folded = true;

@@ -39,7 +39,11 @@ struct Model {
 
 struct ImportOptions {
   // Inputs given at run time, by name: a symbolic dimension takes its extent
-  // from them; a declared dtype or extent that differs is an error (E403).
+  // from them; a declared dtype or extent that differs is an error (E403). A
+  // small one (16 elements or fewer) also specialises the shape-like arguments
+  // it feeds (a Reshape's shape or a Resize's scales passed as a graph input,
+  // as backend tests do): the program is compiled for that value, and the
+  // value is not checked again when it runs.
   std::map<std::string, HostTensor, std::less<>> given;
 };
 

@@ -18,6 +18,9 @@ namespace eph::tensor::onnx {
 struct Val {
   Tensor t;
   std::shared_ptr<const HostTensor> known;
+  // Whether nodes reading it may be folded: false for an input's value given
+  // at import, which only specialises shape-like arguments (ImportOptions).
+  bool folds = true;
   DType dtype = DType::F32;
   Shape shape;
 };

@@ -513,7 +513,25 @@ std::string mapBatchNorm(NodeCtx& c) {
 
 std::string mapLayerNorm(NodeCtx& c) {
   if (c.i("stash_type", 1) != 1) return "stash_type other than 1 is not supported";
-  return one(c, c.op("layer_norm", presentInputs(c), {{"axis", c.i("axis", -1)}, {"epsilon", double(c.f("epsilon", 1e-5))}}));
+  Tensor x = c.in(0);
+  int64_t axis = c.i("axis", -1);
+  double eps = c.f("epsilon", 1e-5);
+  c.outs = {c.op("layer_norm", presentInputs(c), {{"axis", axis}, {"epsilon", eps}})};
+  if (c.node.output_size() > 1) {
+    // Mean and InvStdDev over axis..rank-1, kept as extent-1 dimensions.
+    if (axis < 0) axis += int64_t(x.rank());
+    if (axis < 0 || axis >= int64_t(x.rank())) return "axis " + std::to_string(c.i("axis", -1)) + " is out of range";
+    Ints axes;
+    for (int64_t d = axis; d < int64_t(x.rank()); ++d) axes.push_back(d);
+    Tensor xf = c.cast(x, DType::F32);
+    Tensor mean = c.op("reduce_mean", {xf}, {{"axes", axes}, {"keepdims", int64_t(1)}});
+    Tensor dev = c.op("sub", {xf, mean});
+    Tensor var = c.op("reduce_mean", {c.op("mul", {dev, dev})}, {{"axes", axes}, {"keepdims", int64_t(1)}});
+    Tensor inv = c.op("reciprocal", {c.op("sqrt", {c.op("add", {var, c.scalar(DType::F32, eps)})})});
+    c.outs.push_back(mean);
+    c.outs.push_back(inv);
+  }
+  return "";
 }
 
 std::string mapConcat(NodeCtx& c) { return one(c, c.op("concat", presentInputs(c), {{"axis", c.i("axis", 0)}})); }
@@ -557,7 +575,9 @@ std::string mapOneHot(NodeCtx& c) {
   std::string why;
   if (!c.ints(1, depth, why, "depth") || !c.floats(2, values, why, "values")) return why;
   if (depth.size() != 1 || values.size() != 2) return "depth must have one element and values two";
-  return one(c, c.op("one_hot", {c.in(0)}, {{"depth", depth[0]}, {"axis", c.i("axis", -1)}, {"off_value", values[0]},
+  Tensor idx = c.in(0);
+  if (isFloat(idx.dtype())) idx = c.cast(idx, DType::I64);
+  return one(c, c.op("one_hot", {idx}, {{"depth", depth[0]}, {"axis", c.i("axis", -1)}, {"off_value", values[0]},
                                             {"on_value", values[1]}, {"dtype", dn(c.dtype(2))}}));
 }
 
