@@ -320,6 +320,8 @@ std::string mapClip(NodeCtx& c) {
   return one(c, y);
 }
 
+Tensor alongAxis(NodeCtx& c, Tensor p, size_t xrank, int64_t axis);
+
 // where(x < 0, f(x), x) style activations
 std::string mapLeakyRelu(NodeCtx& c) {
   Tensor x = c.in(0);
@@ -364,6 +366,9 @@ std::string mapHardSwish(NodeCtx& c) {
 }
 std::string mapPRelu(NodeCtx& c) {
   Tensor x = c.in(0), s = c.in(1);
+  // PRelu-6: a slope of one value per channel applies along axis 1.
+  if (c.opset < 7 && s.rank() == 1 && x.rank() >= 2 && s.shape()[0] == x.shape()[1] && s.shape()[0] != 1)
+    s = alongAxis(c, s, x.rank(), 1);
   return one(c, c.op("where", {c.op("lt", {x, c.scalar(x.dtype(), 0)}), c.op("mul", {x, s}), x}));
 }
 std::string mapShrink(NodeCtx& c) {
