@@ -120,7 +120,7 @@ write("undefined-input.onnx", model([node("Add", ["x", "nowhere"], ["y"], "add")
 write("bad-shapes.onnx", model([node("Add", ["x", "z"], ["y"], "add")], [],
                                [value_info("x", FLOAT, [2, 3]), value_info("z", FLOAT, [4])],
                                [value_info("y", FLOAT, [2, 3])]))
-write("symbolic.onnx", model([node("Relu", ["x"], ["y"], "relu")], [], [value_info("x", FLOAT, ["N", 3])],
-                             [value_info("y", FLOAT, ["N", 3])]))
+write("symbolic.onnx", model([node("Relu", ["x"], ["y"], "relu")], [], [value_info("x", FLOAT, ["N", 4])],
+                             [value_info("y", FLOAT, ["N", 4])]))
 write("opset99.onnx", model([node("Relu", ["x"], ["y"], "relu")], [], [value_info("x", FLOAT, [2, 3])],
                             [value_info("y", FLOAT, [2, 3])], opset=99))
