@@ -294,7 +294,7 @@ std::vector<int> shapeInputs(const std::string& op) {
       {"Split", {1}}, {"ReduceSum", {1}}, {"ReduceMean", {1}}, {"ReduceMax", {1}}, {"ReduceMin", {1}},
       {"ReduceProd", {1}}, {"ReduceL1", {1}}, {"ReduceL2", {1}}, {"ReduceLogSum", {1}}, {"ReduceLogSumExp", {1}},
       {"ReduceSumSquare", {1}}, {"HannWindow", {0}}, {"HammingWindow", {0}}, {"BlackmanWindow", {0}},
-      {"Dropout", {1, 2}}, {"Clip", {}}, {"RNN", {4}}, {"GRU", {4}}, {"LSTM", {4}}};
+      {"Dropout", {1, 2}}, {"Compress", {1}}, {"ReverseSequence", {1}}, {"RNN", {4}}, {"GRU", {4}}, {"LSTM", {4}}};
   auto it = m.find(op);
   return it == m.end() ? std::vector<int>{} : it->second;
 }

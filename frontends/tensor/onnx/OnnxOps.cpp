@@ -417,7 +417,10 @@ std::string mapMean(NodeCtx& c) {
 std::string mapDropout(NodeCtx& c) {
   if (c.opset >= 12 && c.present(2)) {
     const HostTensor* t = c.known(2);
-    if (!t || t->getInt(0)) return "training_mode must be a constant false (inference only)";
+    const HostTensor* ratio = c.known(1);
+    double r = c.present(1) ? (ratio ? ratio->get(0) : -1) : 0.5;
+    // Training with ratio 0 drops nothing: the identity, as inference.
+    if (!t || (t->getInt(0) && r != 0)) return "training_mode must be a constant false, or the ratio 0 (random dropout is not supported)";
   }
   Tensor x = c.in(0);
   c.outs = {c.op("identity", {x})};
@@ -932,6 +935,111 @@ std::string mapRecurrent(NodeCtx& c, Cell cell) {
   return "";
 }
 
+// Compress with a condition known at import: a gather of the kept positions.
+std::string mapCompress(NodeCtx& c) {
+  const HostTensor* cond = c.known(1);
+  if (!cond) return "input 1 ('condition') must be a constant (shapes are static)";
+  Tensor x = c.in(0);
+  bool flat = !c.has("axis");
+  int64_t axis = c.i("axis", 0);
+  if (flat) {
+    x = c.op("reshape", {x}, {{"shape", Ints{numel(x.shape())}}});
+    axis = 0;
+  }
+  if (!normaliseAxis(axis, x.rank())) return "axis " + std::to_string(c.i("axis", 0)) + " is out of range";
+  Ints keep;
+  for (int64_t i = 0; i < cond->size() && i < x.shape()[size_t(axis)]; ++i)
+    if (cond->getInt(i)) keep.push_back(i);
+  Tensor idx = c.constant(HostTensor::ofInts(DType::I64, {int64_t(keep.size())}, keep));
+  return one(c, c.op("gather", {x, idx}, {{"axis", axis}}));
+}
+
+// ReverseSequence with sequence lengths known at import: a gather_elements
+// with the reversed positions.
+std::string mapReverseSequence(NodeCtx& c) {
+  const HostTensor* lens = c.known(1);
+  if (!lens) return "input 1 ('sequence_lens') must be a constant";
+  Tensor x = c.in(0);
+  if (x.rank() < 2) return "the input must have rank 2 or more";
+  int64_t ta = c.i("time_axis", 0), ba = c.i("batch_axis", 1);
+  if (!((ta == 0 && ba == 1) || (ta == 1 && ba == 0))) return "time_axis and batch_axis must be 0 and 1";
+  Shape s = x.shape();
+  if (numel(s) > (int64_t(1) << 22)) return "the input is too large";
+  HostTensor idx(DType::I64, s);
+  std::vector<int64_t> st = contiguousStrides(s);
+  for (int64_t i = 0; i < idx.size(); ++i) {
+    int64_t t = (i / st[size_t(ta)]) % s[size_t(ta)], b = (i / st[size_t(ba)]) % s[size_t(ba)];
+    int64_t len = b < lens->size() ? lens->getInt(b) : 0;
+    idx.setInt(i, t < len ? len - 1 - t : t);
+  }
+  return one(c, c.op("gather_elements", {x, c.constant(std::move(idx))}, {{"axis", ta}}));
+}
+
+// Integer and quantized matmul/conv: exact products in f64 (the operands are
+// 8-bit), then the integer result or the requantized one.
+Tensor centred(NodeCtx& c, size_t k, size_t zp, size_t rank, int64_t axis) {
+  Tensor v = c.cast(c.in(k), DType::F64);
+  if (c.present(zp)) v = c.op("sub", {v, c.cast(alongAxis(c, c.in(zp), rank, axis), DType::F64)});
+  return v;
+}
+
+std::string mapMatMulInteger(NodeCtx& c) {
+  Tensor a = centred(c, 0, 2, c.rank(0), 0), b = centred(c, 1, 3, c.rank(1), -1);
+  return one(c, c.cast(c.op("matmul", {a, b}), DType::I32));
+}
+
+std::string mapConvInteger(NodeCtx& c) {
+  Tensor x = centred(c, 0, 2, c.rank(0), 1), w = centred(c, 1, 3, c.rank(1), 0);
+  return one(c, c.cast(c.op("conv", {x, w}, passAttrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})), DType::I32));
+}
+
+std::string requantize(NodeCtx& c, Tensor acc, Tensor scale, size_t yScale, size_t yZp) {
+  Tensor v = c.op("round", {c.op("div", {c.op("mul", {acc, scale}), c.cast(c.in(yScale), DType::F64)})});
+  DType to = c.present(yZp) ? c.dtype(yZp) : DType::U8;
+  if (c.present(yZp)) v = c.op("add", {v, c.cast(c.in(yZp), DType::F64)});
+  return one(c, saturate(c, v, to));
+}
+
+std::string mapQLinearMatMul(NodeCtx& c) {
+  Tensor a = c.op("sub", {c.cast(c.in(0), DType::F64), c.cast(c.in(2), DType::F64)});
+  Tensor b = c.op("sub", {c.cast(c.in(3), DType::F64), c.cast(c.in(5), DType::F64)});
+  Tensor scale = c.cast(c.op("mul", {c.in(1), c.in(4)}), DType::F64);
+  return requantize(c, c.op("matmul", {a, b}), scale, 6, 7);
+}
+
+std::string mapQLinearConv(NodeCtx& c) {
+  size_t r = c.rank(0);
+  Tensor x = c.op("sub", {c.cast(c.in(0), DType::F64), c.cast(c.in(2), DType::F64)});
+  Tensor w = c.op("sub", {c.cast(c.in(3), DType::F64), c.cast(alongAxis(c, c.in(5), c.rank(3), 0), DType::F64)});
+  Tensor acc = c.op("conv", {x, w}, passAttrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
+  if (c.present(8)) acc = c.op("add", {acc, c.cast(alongAxis(c, c.in(8), r, 1), DType::F64)});
+  Tensor scale = c.cast(c.op("mul", {alongAxis(c, c.in(4), r, 1), c.in(1)}), DType::F64);
+  return requantize(c, acc, scale, 6, 7);
+}
+
+// Det of 1x1, 2x2 and 3x3 matrices (batched) by cofactors.
+std::string mapDet(NodeCtx& c) {
+  Tensor x = c.in(0);
+  size_t r = x.rank();
+  if (r < 2 || x.shape()[r - 1] != x.shape()[r - 2]) return "the input must be square matrices, not " + shapeText(x.shape());
+  int64_t n = x.shape()[r - 1];
+  if (n > 3) return "Det of matrices larger than 3x3 is not supported";
+  auto e = [&](int64_t i, int64_t j) {
+    Tensor s = c.op("slice", {x}, {{"starts", Ints{i, j}}, {"ends", Ints{i + 1, j + 1}}, {"axes", Ints{int64_t(r) - 2, int64_t(r) - 1}}});
+    return c.op("squeeze", {s}, {{"axes", Ints{int64_t(r) - 2, int64_t(r) - 1}}});
+  };
+  auto mul = [&](Tensor a, Tensor b) { return c.op("mul", {a, b}); };
+  auto sub = [&](Tensor a, Tensor b) { return c.op("sub", {a, b}); };
+  Tensor d;
+  if (n == 1) d = c.op("identity", {e(0, 0)});
+  else if (n == 2) d = sub(mul(e(0, 0), e(1, 1)), mul(e(0, 1), e(1, 0)));
+  else
+    d = c.op("add", {sub(mul(e(0, 0), sub(mul(e(1, 1), e(2, 2)), mul(e(1, 2), e(2, 1)))),
+                         mul(e(0, 1), sub(mul(e(1, 0), e(2, 2)), mul(e(1, 2), e(2, 0))))),
+                     mul(e(0, 2), sub(mul(e(1, 0), e(2, 1)), mul(e(1, 1), e(2, 0))))});
+  return one(c, d);
+}
+
 std::string mapHardmax(NodeCtx& c) { return softmaxLike(c, "hardmax"); }
 
 // NegativeLogLikelihoodLoss on log-probabilities x[N, C, d...] with targets
@@ -1071,6 +1179,13 @@ const std::vector<OpEntry> kTable = {
     {"RNN", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout", [](NodeCtx& c) { return mapRecurrent(c, Cell::Rnn); }},
     {"GRU", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout,linear_before_reset", [](NodeCtx& c) { return mapRecurrent(c, Cell::Gru); }},
     {"LSTM", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,input_forget,layout", [](NodeCtx& c) { return mapRecurrent(c, Cell::Lstm); }},
+    {"Compress", 9, 99, "axis", mapCompress},
+    {"ReverseSequence", 10, 99, "batch_axis,time_axis", mapReverseSequence},
+    {"MatMulInteger", 10, 99, "", mapMatMulInteger},
+    {"ConvInteger", 10, 99, "auto_pad,dilations,group,kernel_shape,pads,strides", mapConvInteger},
+    {"QLinearMatMul", 10, 99, "", mapQLinearMatMul},
+    {"QLinearConv", 10, 99, "auto_pad,dilations,group,kernel_shape,pads,strides", mapQLinearConv},
+    {"Det", 11, 99, "", mapDet},
     {"QuantizeLinear", 10, 99, "axis", mapQuantize},
     {"DequantizeLinear", 10, 99, "axis", mapDequantize},
     {"DynamicQuantizeLinear", 11, 99, "", mapDynamicQuantize},
