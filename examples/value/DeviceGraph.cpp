@@ -128,37 +128,4 @@ Expected<double> DeviceEnergy::evaluate(std::span<const double> x, std::span<dou
   return f;
 }
 
-Expected<std::unique_ptr<DeviceLeastSquares>> DeviceLeastSquares::create(const Graph& g, runtime::Device& dev) {
-  std::unique_ptr<DeviceLeastSquares> p(new DeviceLeastSquares(g, dev));
-  if (Status s = p->init(true); !s) return s.error();
-  // Per residual: where its values start in the Jacobian buffer, and its columns.
-  uint32_t np, nc;
-  std::vector<uint32_t> slot = leafSlots(g, np, nc);
-  std::vector<uint64_t> offset = jacobianLayout(p->groups_);
-  p->rows_.resize(p->numResiduals_);
-  for (size_t k = 0; k < p->groups_.size(); ++k) {
-    const Group& grp = p->groups_[k];
-    uint64_t at = offset[k];
-    for (size_t i = 0; i < grp.residuals.size(); ++i) {
-      Row& row = p->rows_[grp.residuals[i]];
-      row.start = at;
-      for (size_t s = 0; s < grp.slots(); ++s)
-        if (grp.trainable[s]) row.cols.push_back(slot[grp.leaves[i * grp.slots() + s]]), ++at;
-    }
-  }
-  return p;
-}
-
-Status DeviceLeastSquares::evaluate(std::span<const double> x, std::span<double> r, SparseRows* J) {
-  if (Status s = run(x, J != nullptr, jac_); !s) return s;
-  std::copy(r_.begin(), r_.end(), r.begin());
-  if (!J) return {};
-  J->reset(numParams_);
-  for (const Row& row : rows_) {
-    for (size_t c = 0; c < row.cols.size(); ++c) J->add(row.cols[c], jac_[row.start + c]);
-    J->endRow();
-  }
-  return {};
-}
-
 }  // namespace eph::value::demo

@@ -6,8 +6,9 @@
 //
 //   DeviceEnergy  f(x) = Σ r_i(x), ∇f from the gradient kernels @vgK.g
 //                 (an EnergyProblem for L-BFGS: the developable flow)
-//   DeviceLeastSquares  r(x) and its sparse Jacobian from the kernels @vgK.j
-//                 (a LeastSquaresProblem for Levenberg–Marquardt: the sketch)
+// The least-squares side (r(x) and its sparse Jacobian from the kernels
+// @vgK.j, for Levenberg–Marquardt: the sketch) is the solver library's
+// DeviceProblem (frontends/value/solve/DeviceProblem.h).
 //
 // T is float64. The graph and the device must outlive the problem. Construction errors (an op without an IR lowering, a device
 // that cannot run the kernels) are reported by create().
@@ -67,23 +68,6 @@ class DeviceEnergy : public DeviceGraph, public EnergyProblem {
  private:
   using DeviceGraph::DeviceGraph;
   std::vector<double> grad_;
-};
-
-class DeviceLeastSquares : public DeviceGraph, public LeastSquaresProblem {
- public:
-  static Expected<std::unique_ptr<DeviceLeastSquares>> create(const Graph& g, runtime::Device& dev);
-  size_t numParams() const override { return DeviceGraph::numParams(); }
-  size_t numResiduals() const override { return DeviceGraph::numResiduals(); }
-  Status evaluate(std::span<const double> x, std::span<double> r, SparseRows* J) override;
-
- private:
-  using DeviceGraph::DeviceGraph;
-  struct Row {
-    uint64_t start = 0;
-    std::vector<uint32_t> cols;
-  };
-  std::vector<Row> rows_;
-  std::vector<double> jac_;
 };
 
 }  // namespace eph::value::demo

@@ -2,6 +2,7 @@
 
 #include "examples/value/DeviceGraph.h"
 #include "frontends/value/Vec.h"
+#include "frontends/value/solve/DeviceProblem.h"
 #include "frontends/value/solve/GraphProblem.h"
 
 namespace eph::value::demo {
@@ -71,7 +72,7 @@ Expected<SketchResult> solveSketch(const Sketch& s, const std::string& target) {
   }
   auto dev = runtime::openDevice(target);
   if (!dev) return dev.error();
-  auto p = DeviceLeastSquares::create(s.g, **dev);
+  auto p = DeviceProblem::create(s.g, **dev);  // frontends/value/solve/DeviceProblem.h
   if (!p) return p.error();
   res.kernels = (*p)->kernels();
   if (Status st = solveOn(**p, (*p)->initial()); !st) return st.error();

@@ -17,6 +17,22 @@ std::string layoutKey(DType dt, const Shape& shape, const std::vector<int64_t>& 
   return k + "+" + std::to_string(offset);
 }
 
+// ... and of a fused operand: what it computes from which layouts.
+std::string operandKey(const Operand& o) {
+  if (!o.fused) return layoutKey(o.dtype, o.shape, o.strides, o.offset);
+  std::string k = "(" + o.fused->node->op + "{" + o.fused->node->attrs.key() + "}" + std::string(dtypeName(o.dtype)) +
+                  shapeText(o.shape);
+  for (const Operand& in : o.fused->in) k += " " + operandKey(in);
+  return k + ")";
+}
+
+size_t leafCount(const Operand& o) {
+  if (!o.fused) return 1;
+  size_t n = 0;
+  for (const Operand& in : o.fused->in) n += leafCount(in);
+  return n;
+}
+
 const ir::Type* deviceBuffer(ir::Context& ctx, DType dt, ir::Ownership own) {
   return ctx.bufferType(irType(ctx, dt), ir::Space::Device, own);
 }
@@ -30,6 +46,24 @@ std::string kernelName(const std::string& op, size_t n) {
 constexpr int64_t kMaxGroupsX = 32768;
 
 }  // namespace
+
+std::vector<Operand> leafOperands(std::span<const Operand> in) {
+  std::vector<Operand> out;
+  for (const Operand& o : in) {
+    if (!o.fused) {
+      out.push_back(o);
+      continue;
+    }
+    for (Operand& leaf : leafOperands(o.fused->in)) out.push_back(std::move(leaf));
+  }
+  return out;
+}
+
+size_t Kernel::start(size_t k) const {
+  size_t s = 0;
+  for (size_t i = 0; i < k; ++i) s += leafCount(ins_[i]);
+  return s;
+}
 
 ir::Value* Kernel::constant(DType dt, double v) {
   const ir::Type* t = computeType(ctx, dt);
@@ -52,7 +86,18 @@ ir::Value* Kernel::offsetOf(size_t k, const std::vector<ir::Value*>& idx) {
 
 ir::Value* Kernel::load(size_t k, const std::vector<ir::Value*>& idx) {
   const Operand& o = ins_[k];
-  ir::Value* v = b.load(bufs_[k], offsetOf(k, idx));
+  if (o.fused) {
+    // Compute the fused node's element at idx from its own inputs, rounded
+    // as storing it would round it.
+    size_t s = start(k);
+    Kernel sub(b, ctx, o.fused->in,
+               std::vector<ir::Value*>(bufs_.begin() + ptrdiff_t(s), bufs_.begin() + ptrdiff_t(s + leafCount(o))));
+    sub.index = idx;
+    ir::Value* v = o.fused->def->element(sub, *o.fused->node, o.fused->in);
+    if (o.dtype == DType::F16) v = b.cast(b.cast(v, ctx.floatType(16)), ctx.f32());
+    return v;
+  }
+  ir::Value* v = b.load(bufs_[start(k)], offsetOf(k, idx));
   if (o.dtype == DType::F16) v = b.cast(v, ctx.f32());
   return v;
 }
@@ -109,26 +154,27 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
   const int64_t gx = std::min(groups, kMaxGroupsX);
   const int64_t gy = gx ? (groups + gx - 1) / gx : 0;
   std::string full = op + "|" + key + "|" + layoutKey(dtype, shape, contiguousStrides(shape), 0) + "|gx" + std::to_string(gx);
-  for (const Operand& o : in) full += "|" + layoutKey(o.dtype, o.shape, o.strides, o.offset);
+  for (const Operand& o : in) full += "|" + operandKey(o);
+  const std::vector<Operand> leaves = leafOperands(in);
 
   const ir::Function*& kern = kernels_[full];
   if (!kern) {
     std::vector<const ir::Type*> params;
-    for (const Operand& o : in) params.push_back(deviceBuffer(ctx, o.dtype, ir::Ownership::Read));
+    for (const Operand& o : leaves) params.push_back(deviceBuffer(ctx, o.dtype, ir::Ownership::Read));
     params.push_back(deviceBuffer(ctx, dtype, ir::Ownership::Write));
     ir::Function* f = module.addFunction(kernelName(op, kernels_.size()), ir::FunctionKind::Kernel,
                                          ctx.functionType(params, {}));
     f->workgroupSize = {unsigned(wg), 1, 1};
-    for (size_t i = 0; i < in.size(); ++i) f->param(unsigned(i))->setName("in" + std::to_string(i));
-    f->param(unsigned(in.size()))->setName("out");
+    for (size_t i = 0; i < leaves.size(); ++i) f->param(unsigned(i))->setName("in" + std::to_string(i));
+    f->param(unsigned(leaves.size()))->setName("out");
     ir::Builder b(ctx, f->body());
     ir::Value* x = b.globalId(0, ctx.i32());
     ir::Value* lin = x;
     if (gy > 1) lin = b.add(b.mul(b.globalId(1, ctx.i32()), b.constInt(ctx.i32(), gx * wg)), x);
     ir::Value* inside = b.lt(lin, b.constInt(ctx.i32(), total));
     std::vector<ir::Value*> bufs;
-    for (size_t i = 0; i < in.size(); ++i) bufs.push_back(f->param(unsigned(i)));
-    ir::Value* out = f->param(unsigned(in.size()));
+    for (size_t i = 0; i < leaves.size(); ++i) bufs.push_back(f->param(unsigned(i)));
+    ir::Value* out = f->param(unsigned(leaves.size()));
     b.ifOp(inside, {}, [&](ir::Builder& ib) {
       Kernel k(ib, ctx, std::vector<Operand>(in.begin(), in.end()), bufs);
       k.linear = lin;
@@ -148,7 +194,7 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
   ir::Value* out = alloc(dtype, total);
   if (total == 0) return out;
   ir::Values args;
-  for (const Operand& o : in) args.push_back(o.buf);
+  for (const Operand& o : leaves) args.push_back(o.buf);
   args.push_back(out);
   ir::Value* one = host.constInt(ctx.u32(), 1);
   host.dispatch(*kern, {host.constInt(ctx.u32(), gx), host.constInt(ctx.u32(), gy), one}, args);
@@ -199,11 +245,45 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
   for (size_t i = nodes.size(); i-- > 0;)
     if (needed[i])
       for (uint32_t in : nodes[i].inputs) needed[in] = true;
+  // Fusion: which elementwise nodes are computed by their readers instead
+  // of stored (LowerOptions::fuse), and the stored roots each node reads.
+  std::vector<bool> fused(nodes.size(), false);
+  std::vector<std::vector<uint32_t>> reads(nodes.size());
+  {
+    std::vector<std::vector<uint32_t>> readers(nodes.size());
+    for (size_t j = 0; j < nodes.size(); ++j)
+      if (needed[j])
+        for (uint32_t in : nodes[j].inputs) readers[in].push_back(uint32_t(j));
+    std::vector<bool> isOutputRoot(nodes.size(), false);
+    for (const auto& [name, id] : p.outputs()) isOutputRoot[p.root(id)] = true;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!needed[i]) continue;
+      for (uint32_t in : nodes[i].inputs) {
+        if (!fused[in]) {
+          reads[i].push_back(p.root(in));
+          continue;
+        }
+        for (uint32_t r : reads[in]) reads[i].push_back(r);
+      }
+      std::sort(reads[i].begin(), reads[i].end());
+      reads[i].erase(std::unique(reads[i].begin(), reads[i].end()), reads[i].end());
+      const OpDef* def = nodes[i].isView ? nullptr : findOp(nodes[i].op);
+      if (!opts.fuse || !def || !def->element || isOutputRoot[i] || readers[i].empty() ||
+          reads[i].size() > opts.maxFusedBuffers / 2)
+        continue;
+      bool ok = true;
+      for (uint32_t j : readers[i]) {
+        const OpDef* rd = nodes[j].isView ? nullptr : findOp(nodes[j].op);
+        ok = ok && rd && (rd->fusesInputs || rd->element) && numel(nodes[j].shape) == numel(nodes[i].shape);
+      }
+      fused[i] = ok;
+    }
+  }
   std::vector<size_t> lastUse(nodes.size(), 0);
   for (size_t i = 0; i < nodes.size(); ++i)
-    if (needed[i]) {
+    if (needed[i] && !fused[i]) {
       lastUse[i] = std::max(lastUse[i], i);
-      for (uint32_t in : nodes[i].inputs) lastUse[p.root(in)] = std::max(lastUse[p.root(in)], i);
+      for (uint32_t r : reads[i]) lastUse[r] = std::max(lastUse[r], i);
     }
   for (const auto& [name, id] : p.outputs()) lastUse[p.root(id)] = nodes.size();
 
@@ -230,9 +310,10 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
   Lowering l(ctx, *c.module, host, opts);
 
   std::vector<ir::Value*> storage(nodes.size(), nullptr);  // roots' device buffers
+  std::vector<std::shared_ptr<const Fused>> fusion(nodes.size());
   auto operand = [&](uint32_t id) {
     const Node& n = nodes[id];
-    return Operand{storage[p.root(id)], n.dtype, n.shape, p.strides(id), n.isView ? n.offset : 0};
+    return Operand{storage[p.root(id)], n.dtype, n.shape, p.strides(id), n.isView ? n.offset : 0, fusion[id]};
   };
   size_t param = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -244,16 +325,21 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
       host.h2d(storage[i], main->param(unsigned(param++)));
     } else if (!n.isView) {
       const OpDef* def = findOp(n.op);
-      if (!def || !def->lower) return Error{{}, n.site + ": " + n.op + ": no lowering"};
+      if (!def || (!def->lower && !def->element)) return Error{{}, n.site + ": " + n.op + ": no lowering"};
       std::vector<Operand> in;
       for (uint32_t x : n.inputs) in.push_back(operand(x));
-      auto buf = def->lower(l, n, in);
+      if (fused[i]) {
+        fusion[i] = std::make_shared<const Fused>(Fused{&n, def, std::move(in)});
+        continue;
+      }
+      auto buf = def->lower ? def->lower(l, n, in)
+                            : Expected<ir::Value*>(l.map(n, in, [&](Kernel& k) { return def->element(k, n, in); }));
       if (!buf) return Error{{}, n.site + ": " + n.op + ": " + buf.error().message};
       storage[i] = *buf;
     }
     // Free what this node read last (its own storage too, when nothing reads it).
-    for (uint32_t x : n.inputs)
-      if (ir::Value*& s = storage[p.root(x)]; s && lastUse[p.root(x)] == i) {
+    for (uint32_t r : reads[i])
+      if (ir::Value*& s = storage[r]; s && lastUse[r] == i) {
         host.free(s);
         s = nullptr;
       }

@@ -36,6 +36,12 @@ struct Compiled {
 
 struct LowerOptions {
   unsigned workgroupSize = 64;
+  // Fusion: an elementwise node whose every reader is a kernel that reads
+  // through Kernel's loads (OpDef::fusesInputs) at the node's own size is not
+  // stored; each reader computes it where it reads it (docs/tensor.md).
+  bool fuse = true;
+  // Most device buffers one fused kernel reads.
+  unsigned maxFusedBuffers = 16;
 };
 
 // The module for `p`, verified; or the program's first error, or why it cannot be lowered.
@@ -64,19 +70,26 @@ class Kernel {
   ir::Value* loadLinear(size_t k, ir::Value* pos);
   // Converts `v` from `from`'s compute type to `to`'s (bool through 0/1).
   ir::Value* convert(ir::Value* v, DType from, DType to);
-  // The input buffer k (device, read) and the element offset of `idx` in it.
-  ir::Value* buffer(size_t k) const { return bufs_[k]; }
+  // The input buffer k (device, read) and the element offset of `idx` in it
+  // (not for a fused operand: Operand::fused).
+  ir::Value* buffer(size_t k) const { return bufs_[start(k)]; }
   ir::Value* offsetOf(size_t k, const std::vector<ir::Value*>& idx);
 
+  // `bufs`: the device buffers of the inputs' leaves (leafOperands), in order.
   Kernel(ir::Builder& b, ir::Context& ctx, std::vector<Operand> ins, std::vector<ir::Value*> bufs)
       : b(b), ctx(ctx), ins_(std::move(ins)), bufs_(std::move(bufs)) {}
 
  private:
+  size_t start(size_t k) const;
   std::vector<Operand> ins_;
   std::vector<ir::Value*> bufs_;
 };
 
 using KernelBody = std::function<ir::Value*(Kernel& k)>;
+
+// The stored tensors a kernel reads for `in`: each operand, or a fused
+// operand's own leaves, depth first. A kernel has one buffer parameter each.
+std::vector<Operand> leafOperands(std::span<const Operand> in);
 
 // The state of lowering one program, given to each op's `lower`.
 class Lowering {

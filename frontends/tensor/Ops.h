@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,15 +21,19 @@ class Value;
 namespace eph::tensor {
 
 class Lowering;
+class Kernel;
+struct Fused;
 
 // A lowered tensor: the device buffer holding its root's storage and the
-// layout of the tensor in it.
+// layout of the tensor in it; or, when `fused` is set, no buffer: an
+// elementwise node computed inside the kernel that reads it (Lower.h).
 struct Operand {
   ir::Value* buf = nullptr;
   DType dtype = DType::F32;
   Shape shape;
   std::vector<int64_t> strides;
   int64_t offset = 0;
+  std::shared_ptr<const Fused> fused;
 };
 
 struct OpDef {
@@ -44,6 +49,21 @@ struct OpDef {
   // The lowering of a node that is not a view: returns a fresh contiguous
   // device buffer of max(numel, 1) elements of the node's dtype, holding it.
   std::function<Expected<ir::Value*>(Lowering& l, const Node& n, std::span<const Operand> in)> lower;
+  // Elementwise ops: the output element at k.index, in the node's compute
+  // type, from the inputs read with k.loadBroadcast. Such an op needs no
+  // `lower` (Lowering::map runs `element`), and the lowering may fuse it:
+  // compute it inside the kernel of each consumer instead of storing it.
+  std::function<ir::Value*(Kernel& k, const Node& n, std::span<const Operand> in)> element;
+  // Whether `lower` reads its inputs only through Kernel's load functions, so
+  // that an input may be a fused operand. True for every op with `element`.
+  bool fusesInputs = false;
+};
+
+// An elementwise node that is not stored: its inputs, computed where it is read.
+struct Fused {
+  const Node* node = nullptr;
+  const OpDef* def = nullptr;
+  std::vector<Operand> in;
 };
 
 const OpDef* findOp(std::string_view name);

@@ -86,9 +86,10 @@ Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p,
   return out;
 }
 
-Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target, const std::vector<HostTensor>& inputs) {
+Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target, const std::vector<HostTensor>& inputs,
+                                      const LowerOptions& opts) {
   ir::Context ctx;
-  auto c = lower(ctx, p);
+  auto c = lower(ctx, p, opts);
   if (!c) return c.error();
   auto dev = runtime::openDevice(target);
   if (!dev) return dev.error();

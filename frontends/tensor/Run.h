@@ -29,7 +29,8 @@ namespace eph::tensor {
 Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p, const Compiled& c,
                                       const std::vector<HostTensor>& inputs);
 // Lowers `p` and runs it on a device of `target` ("interp", "cpu", "vulkan").
-Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target, const std::vector<HostTensor>& inputs);
+Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target, const std::vector<HostTensor>& inputs,
+                                      const LowerOptions& opts = {});
 
 // Checks one input against what the program declared (dtype and shape).
 Status checkInput(const Node& declared, const HostTensor& given);

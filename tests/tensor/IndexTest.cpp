@@ -127,6 +127,9 @@ TEST(IndexConcat, IntegerAndBoolTensorsAndStackAndSplit) {
   Tensor cm = concat({tm, tm}, 0);
   EXPECT_EQ(cm.dtype(), DType::Bool);
   p.output("m", cm);
+  std::vector<Tensor> many;  // many inputs: a deep chain of ifs
+  for (int k = 0; k < 12; ++k) many.push_back(slice(tb, 1, k % 2, k % 2 + 1));
+  p.output("many", concat(many, 1));
   // stack of three [2, 3] views at axis 1 → [2, 3, 3]; split back.
   Ref x = rnd({2, 3}, 7);
   Tensor tx = inputOf(p, "x", DType::F64, x, in);
@@ -144,7 +147,10 @@ TEST(IndexConcat, IntegerAndBoolTensorsAndStackAndSplit) {
   EXPECT_EQ(ch[2].shape(), (Shape{1, 2}));
   Ref st3 = build({2, 3, 3}, [&](const std::vector<int64_t>& i) { return at(x, {i[0], i[2]}) * double(i[1] + 1); });
   Ref p2 = build({2, 2}, [&](const std::vector<int64_t>& i) { return at(x, {i[0], i[1] + 1}); });
-  expectOnAllTargets(p, in, {concatRef({a, b, a}, 1).v, concatRef({m, m}, 0).v, st3.v, p2.v}, 0);
+  std::vector<Ref> rows;
+  for (int k = 0; k < 12; ++k)
+    rows.push_back(build({3, 1, 2}, [&](const std::vector<int64_t>& i) { return at(b, {i[0], k % 2, i[2]}); }));
+  expectOnAllTargets(p, in, {concatRef({a, b, a}, 1).v, concatRef({m, m}, 0).v, concatRef(rows, 1).v, st3.v, p2.v}, 0);
 }
 
 // ---- tile, pad ---------------------------------------------------------------------
@@ -766,6 +772,224 @@ TEST(IndexResize, IntegerBoolAndEmptyTensors) {
   expectOnAllTargets(p, in, {resizeRef(m, {3, 4}, opts("nearest", "half_pixel")).v, {}, {}}, 0);
 }
 
+// ---- random_uniform, random_normal, bernoulli ------------------------------------------
+
+// The generator as docs/tensor.md states it, on the host.
+uint64_t splitmix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+uint32_t triple32(uint32_t x) {
+  x ^= x >> 17;
+  x *= 0xed5ad4bbu;
+  x ^= x >> 11;
+  x *= 0xac4c1b51u;
+  x ^= x >> 15;
+  x *= 0x31848babu;
+  x ^= x >> 14;
+  return x;
+}
+uint32_t draw(uint32_t i, int64_t seed, uint64_t stream) {
+  uint64_t key = splitmix64(splitmix64(uint64_t(seed)) + stream);
+  return triple32(triple32(i ^ uint32_t(key)) + uint32_t(key >> 32));
+}
+
+// Runs p on every target; returns each target's outputs (the first target's first).
+std::vector<std::vector<HostTensor>> runEverywhere(const Program& p, const std::vector<HostTensor>& in) {
+  std::vector<std::vector<HostTensor>> out;
+  EXPECT_FALSE(p.error()) << errorOf(p);
+  for (const std::string& t : targets()) {
+    auto got = run(p, t, in);
+    EXPECT_TRUE(got) << t << ": " << (got ? "" : got.error().message);
+    if (got) out.push_back(*got);
+  }
+  return out;
+}
+
+struct Moments {
+  double mean = 0, var = 0, lo = INFINITY, hi = -INFINITY;
+};
+Moments moments(const HostTensor& h) {
+  Moments m;
+  for (double v : h.values()) {
+    m.mean += v;
+    m.lo = std::min(m.lo, v);
+    m.hi = std::max(m.hi, v);
+  }
+  m.mean /= double(h.size());
+  for (double v : h.values()) m.var += (v - m.mean) * (v - m.mean);
+  m.var /= double(h.size());
+  return m;
+}
+
+TEST(IndexRandom, SameBitsOnEveryTargetAndTheDocumentedGenerator) {
+  Program p;
+  p.output("u32", random_uniform(p, {64, 33}, DType::F32, -2, 3, 7));
+  p.output("u64", random_uniform(p, {65}, DType::F64, 0, 1, 7));
+  p.output("u16", random_uniform(p, {3, 5}, DType::F16, -1, 1, 123456789));
+  p.output("n32", random_normal(p, {64, 33}, DType::F32, 1, 2, -5));
+  p.output("n64", random_normal(p, {17}, DType::F64, 0, 1, 5));
+  Ref probs = rnd({40, 50}, 91, 0, 1);
+  std::vector<HostTensor> in;
+  Tensor tp = inputOf(p, "p", DType::F32, probs, in);
+  p.output("b", bernoulli(tp, 3));
+  p.output("bv", bernoulli(transpose(tp), 3));  // a view: the counter is the output's element index
+  auto outs = runEverywhere(p, in);
+  ASSERT_FALSE(outs.empty());
+  const auto& first = outs[0];
+  for (size_t t = 1; t < outs.size(); ++t)
+    for (size_t o = 0; o < first.size(); ++o) {
+      SCOPED_TRACE("target " + targets()[t] + ", output " + p.outputs()[o].first);
+      if (p.outputs()[o].first == "n64") {  // Vulkan's own f64 log and cos: within a few ulp
+        for (int64_t i = 0; i < first[o].size(); ++i) EXPECT_NEAR(outs[t][o].get(i), first[o].get(i), 1e-14 * (1 + std::abs(first[o].get(i))));
+        continue;
+      }
+      EXPECT_TRUE(outs[t][o].bytes == first[o].bytes);
+    }
+  // The values are the documented generator's, exactly.
+  for (int64_t i = 0; i < first[0].size(); ++i) {
+    double u = double(draw(uint32_t(i), 7, 0) >> 8) * 0x1p-24;
+    ASSERT_EQ(first[0].get(i), double(float(std::fma(5.0, u, -2.0)))) << i;
+  }
+  for (int64_t i = 0; i < first[1].size(); ++i) {
+    double u = (double(draw(uint32_t(i), 7, 0) >> 5) * 0x1p26 + double(draw(uint32_t(i), 7, 1) >> 6)) * 0x1p-53;
+    ASSERT_EQ(first[1].get(i), u) << i;
+  }
+  for (int64_t i = 0; i < first[5].size(); ++i) {
+    double u = double(draw(uint32_t(i), 3, 0) >> 8) * 0x1p-24;
+    ASSERT_EQ(first[5].get(i), u < probs.v[size_t(i)] ? 1 : 0) << i;
+  }
+  Ref pt = reversed(probs);
+  for (int64_t i = 0; i < first[6].size(); ++i) {
+    double u = double(draw(uint32_t(i), 3, 0) >> 8) * 0x1p-24;
+    ASSERT_EQ(first[6].get(i), u < pt.v[size_t(i)] ? 1 : 0) << i;
+  }
+}
+
+TEST(IndexRandom, MomentsAreRightAndSeedsDiffer) {
+  Program p;
+  const Shape s = {100, 100};
+  p.output("u", random_uniform(p, s, DType::F32, -2, 3, 11));
+  p.output("u2", random_uniform(p, s, DType::F32, -2, 3, 12));
+  p.output("u3", random_uniform(p, s, DType::F32, -2, 3, 11));
+  p.output("n", random_normal(p, s, DType::F32, 1, 2, 11));
+  p.output("n64", random_normal(p, s, DType::F64, -3, 0.5, 13));
+  auto outs = runEverywhere(p, {});
+  ASSERT_FALSE(outs.empty());
+  for (const auto& o : outs) {
+    Moments u = moments(o[0]);
+    EXPECT_NEAR(u.mean, 0.5, 0.05);
+    EXPECT_NEAR(u.var, 25.0 / 12, 0.1);
+    EXPECT_GE(u.lo, -2);
+    EXPECT_LE(u.hi, 3);
+    int same = 0, again = 0;
+    for (int64_t i = 0; i < o[0].size(); ++i) {
+      same += o[0].get(i) == o[1].get(i);
+      again += o[0].get(i) == o[2].get(i);
+    }
+    EXPECT_LT(same, 10);            // another seed: other numbers
+    EXPECT_EQ(again, 10000);        // the same seed: the same numbers
+    Moments n = moments(o[3]);
+    EXPECT_NEAR(n.mean, 1, 0.1);
+    EXPECT_NEAR(n.var, 4, 0.25);
+    int within = 0;
+    for (double v : o[3].values()) within += std::abs(v - 1) < 2;
+    EXPECT_NEAR(within / 10000.0, 0.6827, 0.02);
+    Moments n64 = moments(o[4]);
+    EXPECT_NEAR(n64.mean, -3, 0.025);
+    EXPECT_NEAR(n64.var, 0.25, 0.02);
+  }
+}
+
+TEST(IndexRandom, BernoulliFrequencies) {
+  Program p;
+  Ref probs = build({3, 4000}, [](const std::vector<int64_t>& i) { return i[0] == 0 ? 0.0 : i[0] == 1 ? 0.3 : 1.0; });
+  std::vector<HostTensor> in;
+  Tensor tp = inputOf(p, "p", DType::F64, probs, in);
+  p.output("b", bernoulli(tp, 11));
+  Tensor bi = p.apply("bernoulli", {tp}, {{"seed", int64_t(11)}, {"dtype", std::string("i32")}});
+  EXPECT_EQ(bi.dtype(), DType::I32);
+  p.output("bi", bi);
+  auto outs = runEverywhere(p, in);
+  ASSERT_FALSE(outs.empty());
+  for (const auto& o : outs) {
+    std::vector<double> b = o[0].values();
+    EXPECT_EQ(o[0].dtype, DType::F64);
+    double ones[3] = {0, 0, 0};
+    for (size_t i = 0; i < b.size(); ++i) {
+      ASSERT_TRUE(b[i] == 0 || b[i] == 1);
+      ones[i / 4000] += b[i];
+    }
+    EXPECT_EQ(ones[0], 0);
+    EXPECT_NEAR(ones[1] / 4000, 0.3, 0.03);
+    EXPECT_EQ(ones[2], 4000);
+    EXPECT_EQ(o[1].values(), b);  // another output dtype: the same draws
+  }
+}
+
+// f16 tensors (stored as f16, computed in f32) and index tensors that are views.
+TEST(IndexFloat16, ConcatPadGatherScatterResizeAndIndexViews) {
+  Program p;
+  std::vector<HostTensor> in;
+  Ref a = rnd({3, 4}, 101), b = rnd({3, 1}, 102);
+  for (double& v : a.v) v = double(_Float16(v));
+  for (double& v : b.v) v = double(_Float16(v));
+  Tensor ta = inputOf(p, "a", DType::F16, a, in), tb = inputOf(p, "b", DType::F16, b, in);
+  p.output("c", concat({tb, ta}, 1));
+  p.output("p", pad(ta, {1, 2, 0, 1}, "reflect"));
+  Ref i{{2, 3}, {0, -1, 2, 1, 1, 3}};  // given as a transposed view [3, 2] → its transpose
+  Tensor ti = viewOf(p, "i", DType::I64, i, in);
+  p.output("g", gather(ta, ti, 1));
+  Ref ie{{2, 4}, {2, 0, 1, 1, 2, 0, -3, 1}}, ue = rnd({2, 4}, 103);
+  for (double& v : ue.v) v = double(_Float16(v));
+  Tensor tie = inputOf(p, "ie", DType::I32, ie, in), tue = inputOf(p, "ue", DType::F16, ue, in);
+  p.output("s", scatter_elements(ta, tie, tue, 0, "add"));
+  p.output("r", resize(ta, {5, 7}, opts("linear", "half_pixel")));
+  std::vector<std::vector<double>> want = {concatRef({b, a}, 1).v, padRef(a, {1, 2, 0, 1}, "reflect", 0).v,
+                                           gatherRef(a, i, 1).v, scatterElementsRef(a, ie, ue, 0, "add").v,
+                                           resizeRef(a, {5, 7}, opts("linear", "half_pixel")).v};
+  for (auto& w : want)
+    for (double& v : w) v = double(_Float16(v));
+  expectOnAllTargets(p, in, want, 1e-3);
+}
+
+TEST(IndexBool, GatherScatterPadTriluOnBoolAndUnsignedData) {
+  Program p;
+  std::vector<HostTensor> in;
+  Ref m = rndInt({3, 4}, 111, 0, 1), u = rndInt({3, 4}, 112, 0, 60000);
+  Tensor tm = inputOf(p, "m", DType::Bool, m, in), tu = viewOf(p, "u", DType::U16, u, in);
+  Ref i{{2}, {-1, 5}}, ni{{2, 1}, {2, 0}}, nu = rndInt({2, 4}, 113, 0, 1);
+  Tensor ti = inputOf(p, "i", DType::I32, i, in), tni = inputOf(p, "ni", DType::I64, ni, in);
+  p.output("g", gather(tm, ti, 1));
+  p.output("s", scatter_nd(tm, tni, inputOf(p, "nu", DType::Bool, nu, in)));
+  p.output("p", pad(tm, {1, 0, 0, 1}, "constant", 1));
+  p.output("t", tril(tm));
+  p.output("gu", gather(tu, ti, 0));
+  p.output("su", scatter_nd(tu, tni, inputOf(p, "nuu", DType::U16, nu, in), "max"));
+  auto tri = build(m.shape, [&](const std::vector<int64_t>& x) { return x[1] <= x[0] ? at(m, x) : 0.0; });
+  expectOnAllTargets(p, in,
+                     {gatherRef(m, i, 1).v, scatterNDRef(m, ni, nu, "none").v, padRef(m, {1, 0, 0, 1}, "constant", 1).v, tri.v,
+                      gatherRef(u, i, 0).v, scatterNDRef(u, ni, nu, "max").v},
+                     0);
+}
+
+TEST(IndexResize, AxesAndSymmetricHalfPixelWithScales) {
+  Ref x = rnd({2, 3, 5}, 114);
+  ResizeOptions sym = opts("linear", "half_pixel_symmetric");
+  sym.scales = {1.5, 2.5, 0.7};  // sizes [3, 7, 3]: the symmetric offset is not 0
+  resizeCase(x, DType::F32, {{{3, 7, 3}, sym}, {{3, 7, 3}, opts("nearest", "half_pixel_symmetric", "round_prefer_ceil")}});
+  Program p;
+  std::vector<HostTensor> in;
+  Tensor tx = inputOf(p, "x", DType::F32, x, in);
+  Tensor y = p.apply("resize", {tx},
+                     {{"sizes", std::vector<int64_t>{7}}, {"axes", std::vector<int64_t>{-1}}, {"mode", std::string("cubic")}});
+  EXPECT_EQ(y.shape(), (Shape{2, 3, 7}));
+  p.output("y", y);
+  expectOnAllTargets(p, in, {resizeRef(x, {2, 3, 7}, opts("cubic", "half_pixel")).v});
+}
+
 TEST(IndexErrors, ConcatTilePadNameTheOpAndTheShapes) {
   {
     Program p;
@@ -915,6 +1139,11 @@ TEST(IndexErrors, GatherScatterOneHotTriluRange) {
           p.apply("resize", {p.input("x", DType::F32, {2})}, {{"sizes", std::vector<int64_t>{4}}, {"antialias", int64_t(1)}});
         },
         "resize: antialias is not supported");
+  check([](Program& p) { random_uniform(p, {2}, DType::I32); }, "random_uniform: dtype must be a float type, not i32");
+  check([](Program& p) { random_normal(p, {2, -1}); }, "random_normal: a negative extent in shape [2, -1]");
+  check([](Program& p) { p.apply("random_normal", {}, {}); }, "random_normal: the shape attribute is required");
+  check([](Program& p) { bernoulli(p.input("p", DType::I32, {2})); },
+        "bernoulli: the probabilities must be a float tensor, not i32");
   check([](Program& p) { index_select(p.input("x", DType::F32, {3}), 0, p.input("i", DType::I32, {1, 1})); },
         "index_select: indices must be 1-D, not [1, 1]");
   check([](Program& p) { embedding(p.input("x", DType::F32, {3}), p.input("i", DType::I32, {2})); },

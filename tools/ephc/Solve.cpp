@@ -9,6 +9,7 @@
 #include "frontends/value/Lower.h"
 #include "frontends/value/Signature.h"
 #include "frontends/value/Text.h"
+#include "frontends/value/solve/DeviceProblem.h"
 #include "frontends/value/solve/GraphProblem.h"
 #include "ir/Verifier.h"
 #include "runtime/Device.h"
@@ -29,13 +30,18 @@ CommandSpec solveSpec() {
           "text, or with --format=json {\"converged\", \"iterations\", \"cost\", \"params\"}.\n"
           "With --target the residuals and Jacobian rows come from the compiled kernels\n"
           "on that device (per instance the residual's .vjp, in --precision); without\n"
-          "it from the float64 reference evaluator on the host (docs/value-solvers.md).",
+          "it from the float64 reference evaluator on the host (docs/value-solvers.md).\n"
+          "--linear-solver picks how lm and gn solve the normal equations: cholesky\n"
+          "(Eigen's sparse Cholesky on the CPU; the default without --target) or pcg\n"
+          "(conjugate gradients; the default with --target, where x, r, J and every\n"
+          "PCG vector stay on the device and only scalars come back per iteration).",
       .options =
           {
               {"--method", "lm|gn|lbfgs", "the solver (default lm)"},
               {"--max-iterations", "N", "stop after N iterations (default 100)"},
               {"--target", "NAME", "evaluate with the compiled kernels on interp, cpu or vulkan (default: the host's float64 reference evaluator)"},
               {"--precision", "f64|f32", "the kernels' float type with --target (default f64)"},
+              {"--linear-solver", "cholesky|pcg", "lm/gn's normal equations (default cholesky, pcg with --target)"},
               {"--format", "text|json", "how the result is printed (default text)"},
           },
       .minOperands = 1,
@@ -44,80 +50,6 @@ CommandSpec solveSpec() {
 }
 
 namespace {
-
-// The graph's residuals and Jacobian from its compiled kernels on a device
-// (LowerOptions::jacobian): one module, run once per evaluation with x.
-class DeviceGraphProblem : public value::LeastSquaresProblem {
- public:
-  DeviceGraphProblem(const value::Graph& g, runtime::Device& dev, bool f32, std::string& error) : dev_(dev) {
-    std::vector<value::Group> groups = value::groupResiduals(g);
-    value::LowerOptions opts;
-    opts.f32 = f32;
-    opts.jacobian = true;
-    m_ = value::lowerGraph(ctx_, g, groups, opts, error);
-    if (!m_) return;
-    if (Status st = ir::verify(*m_); !st) {
-      error = "internal error: the lowered IR does not verify: " + st.error().message;
-      m_.reset();
-      return;
-    }
-    numParams_ = value::gradientLeaves(g).size();
-    numResiduals_ = g.residuals().size();
-    uint32_t np, nc;
-    std::vector<uint32_t> slot = value::leafSlots(g, np, nc);
-    std::vector<uint64_t> offset = value::jacobianLayout(groups);
-    // Per residual: where its values start in the Jacobian buffer and its columns.
-    rows_.resize(numResiduals_);
-    for (size_t k = 0; k < groups.size(); ++k) {
-      const value::Group& grp = groups[k];
-      uint64_t at = offset[k];
-      for (size_t i = 0; i < grp.residuals.size(); ++i) {
-        Row& row = rows_[grp.residuals[i]];
-        row.start = at;
-        for (size_t sl = 0; sl < grp.slots(); ++sl)
-          if (grp.trainable[sl]) row.cols.push_back(slot[grp.leaves[i * grp.slots() + sl]]), ++at;
-      }
-    }
-  }
-  bool ok() const { return m_ != nullptr; }
-  size_t numParams() const override { return numParams_; }
-  size_t numResiduals() const override { return numResiduals_; }
-  Status evaluate(std::span<const double> x, std::span<double> r, value::SparseRows* J) override {
-    interp::Interpreter in(*m_);
-    const ir::Function& entry = *m_->lookup("main");
-    std::string text = "[";
-    for (size_t i = 0; i < std::max<size_t>(x.size(), 1); ++i)
-      text += (i ? ", " : "") + value::formatNumber(i < x.size() ? x[i] : 0.0);
-    text += "]";
-    auto arg = interp::parseValue(text, entry.paramTypes()[0], in.memory());
-    if (!arg) return arg.error();
-    std::vector<interp::RtValue> args;
-    args.push_back(std::move(*arg));
-    auto results = runtime::runHost(dev_, in, entry, std::move(args));
-    if (!results) return results.error();
-    const auto& rv = in.memory().get((*results)[0].buffer)->elems;
-    const auto& jv = in.memory().get((*results)[1].buffer)->elems;
-    for (size_t i = 0; i < numResiduals_; ++i) r[i] = rv[i].f;
-    if (!J) return {};
-    J->reset(numParams_);
-    for (const Row& row : rows_) {
-      for (size_t c = 0; c < row.cols.size(); ++c) J->add(row.cols[c], jv[row.start + c].f);
-      J->endRow();
-    }
-    return {};
-  }
-
- private:
-  struct Row {
-    uint64_t start = 0;
-    std::vector<uint32_t> cols;
-  };
-  runtime::Device& dev_;
-  ir::Context ctx_;
-  std::unique_ptr<ir::Module> m_;
-  size_t numParams_ = 0, numResiduals_ = 0;
-  std::vector<Row> rows_;
-};
 
 std::string jsonNumber(double v) {
   if (!std::isfinite(v)) return "null";
@@ -152,6 +84,10 @@ int runSolveCommand(Session& s, std::span<const std::string> argv) {
     return s.fail("solve: --target wants 'interp', 'cpu' or 'vulkan', got '" + target + "'");
   if (precision != "f64" && precision != "f32")
     return s.fail("solve: --precision wants 'f64' or 'f32', got '" + precision + "'");
+  std::string linear = args->get("--linear-solver", args->has("--target") ? "pcg" : "cholesky");
+  if (linear == "pcg") o.linearSolver = value::LinearSolver::Pcg;
+  else if (linear == "cholesky") o.linearSolver = value::LinearSolver::SparseCholesky;
+  else return s.fail("solve: --linear-solver wants 'cholesky' or 'pcg', got '" + linear + "'");
   if (format != "text" && format != "json") return s.fail("solve: --format wants 'text' or 'json', got '" + format + "'");
   const std::string& file = args->operands[0];
   std::string text;
@@ -164,14 +100,17 @@ int runSolveCommand(Session& s, std::span<const std::string> argv) {
   o.progress = [&](const value::IterationInfo& it) { s.io.err << value::formatProgress(it) << "\n"; };
   // --target: the compiled kernels on that device; without it the host's reference evaluator.
   std::unique_ptr<runtime::Device> device;
-  std::unique_ptr<DeviceGraphProblem> compiled;
+  std::unique_ptr<value::DeviceProblem> compiled;
   if (args->has("--target")) {
     auto dev = runtime::openDevice(target);
     if (!dev) return s.fail("solve: " + dev.error().message);
     device = std::move(*dev);
-    std::string why;
-    compiled = std::make_unique<DeviceGraphProblem>(g, *device, precision == "f32", why);
-    if (!compiled->ok()) return s.io.err << file << ": error[E301]: " << why << "\n", 1;
+    auto p = value::DeviceProblem::create(g, *device, precision == "f32");
+    if (!p) {
+      if (p.error().code == "E301") return s.io.err << file << ": error[E301]: " << p.error().message << "\n", 1;
+      return s.report(p.error());
+    }
+    compiled = std::move(*p);
   }
   value::LeastSquaresProblem& problem = compiled ? static_cast<value::LeastSquaresProblem&>(*compiled) : host;
   auto result = value::solve(problem, x, o);

@@ -1,6 +1,7 @@
 // Elementwise ops: unary math, binary arithmetic with numpy broadcasting and
 // type promotion, comparisons and logic (bool results), where, cast, clip.
-// Each is one kernel with one invocation per output element.
+// Each is an `element` function (Ops.h): one kernel with one invocation per
+// output element, or part of a reader's kernel when the lowering fuses it.
 #include <cmath>
 
 #include "frontends/tensor/Lower.h"
@@ -203,10 +204,7 @@ void addElementwiseOps(std::vector<OpDef>& ops) {
       n.shape = x.shape;
       return "";
     };
-    d.lower = [u](Lowering& l, const Node& n, std::span<const Operand> in) -> Expected<Value*> {
-      DType t = in[0].dtype;
-      return l.map(n, in, [&](Kernel& k) { return u.fn(k, k.loadBroadcast(0), t); });
-    };
+    d.element = [u](Kernel& k, const Node&, std::span<const Operand> in) { return u.fn(k, k.loadBroadcast(0), in[0].dtype); };
     ops.push_back(std::move(d));
   }
   for (const Binary& bin : kBinary) {
@@ -224,13 +222,11 @@ void addElementwiseOps(std::vector<OpDef>& ops) {
       n.dtype = bin.kind == BinKind::Compare ? DType::Bool : t;
       return broadcastAll(p, n, n.shape);
     };
-    d.lower = [bin](Lowering& l, const Node& n, std::span<const Operand> in) -> Expected<Value*> {
+    d.element = [bin](Kernel& k, const Node&, std::span<const Operand> in) {
       DType t = promote(in[0].dtype, in[1].dtype);
-      return l.map(n, in, [&](Kernel& k) {
-        Value* a = k.convert(k.loadBroadcast(0), in[0].dtype, t);
-        Value* b = k.convert(k.loadBroadcast(1), in[1].dtype, t);
-        return bin.fn(k, a, b, t);
-      });
+      Value* a = k.convert(k.loadBroadcast(0), in[0].dtype, t);
+      Value* b = k.convert(k.loadBroadcast(1), in[1].dtype, t);
+      return bin.fn(k, a, b, t);
     };
     ops.push_back(std::move(d));
   }
@@ -245,11 +241,9 @@ void addElementwiseOps(std::vector<OpDef>& ops) {
     n.dtype = promote(p.node(n.inputs[1]).dtype, p.node(n.inputs[2]).dtype);
     return broadcastAll(p, n, n.shape);
   };
-  where.lower = [](Lowering& l, const Node& n, std::span<const Operand> in) -> Expected<Value*> {
-    return l.map(n, in, [&](Kernel& k) {
-      return k.b.select(k.loadBroadcast(0), k.convert(k.loadBroadcast(1), in[1].dtype, n.dtype),
-                        k.convert(k.loadBroadcast(2), in[2].dtype, n.dtype));
-    });
+  where.element = [](Kernel& k, const Node& n, std::span<const Operand> in) {
+    return k.b.select(k.loadBroadcast(0), k.convert(k.loadBroadcast(1), in[1].dtype, n.dtype),
+                      k.convert(k.loadBroadcast(2), in[2].dtype, n.dtype));
   };
   ops.push_back(std::move(where));
 
@@ -264,8 +258,8 @@ void addElementwiseOps(std::vector<OpDef>& ops) {
     n.shape = p.node(n.inputs[0]).shape;
     return "";
   };
-  cast.lower = [](Lowering& l, const Node& n, std::span<const Operand> in) -> Expected<Value*> {
-    return l.map(n, in, [&](Kernel& k) { return k.convert(k.loadBroadcast(0), in[0].dtype, n.dtype); });
+  cast.element = [](Kernel& k, const Node& n, std::span<const Operand> in) {
+    return k.convert(k.loadBroadcast(0), in[0].dtype, n.dtype);
   };
   ops.push_back(std::move(cast));
 
@@ -284,14 +278,12 @@ void addElementwiseOps(std::vector<OpDef>& ops) {
              " would broadcast x " + shapeText(p.node(n.inputs[0]).shape) + " to " + shapeText(n.shape);
     return why;
   };
-  clip.lower = [](Lowering& l, const Node& n, std::span<const Operand> in) -> Expected<Value*> {
-    return l.map(n, in, [&](Kernel& k) {
-      Value* x = k.loadBroadcast(0);
-      Value* lo = k.loadBroadcast(1);
-      Value* hi = k.loadBroadcast(2);
-      Value* r = k.b.select(k.b.lt(x, lo), lo, x);
-      return k.b.select(k.b.gt(r, hi), hi, r);
-    });
+  clip.element = [](Kernel& k, const Node&, std::span<const Operand>) {
+    Value* x = k.loadBroadcast(0);
+    Value* lo = k.loadBroadcast(1);
+    Value* hi = k.loadBroadcast(2);
+    Value* r = k.b.select(k.b.lt(x, lo), lo, x);
+    return k.b.select(k.b.gt(r, hi), hi, r);
   };
   ops.push_back(std::move(clip));
 }

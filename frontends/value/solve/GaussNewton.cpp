@@ -11,6 +11,8 @@ namespace eph::value {
 using namespace detail;
 
 Expected<SolveResult> gaussNewton(LeastSquaresProblem& p, std::span<double> x, const SolverOptions& o) {
+  if (o.linearSolver == LinearSolver::Pcg)
+    if (DeviceProblem* d = p.deviceResident()) return solveOnDevice(*d, x, o, false);
   Clock clock;
   const size_t n = p.numParams();
   std::vector<double> h(n), zeros(n, 0.0);

@@ -1,6 +1,9 @@
 #include "frontends/value/solve/GraphProblem.h"
 
+#include <cmath>
+
 #include "frontends/value/Eval.h"
+#include "frontends/value/Text.h"
 #include "frontends/value/Signature.h"
 
 namespace eph::value {
@@ -53,6 +56,33 @@ Status GraphProblem::evaluate(std::span<const double> x, std::span<double> r, Sp
     J->endRow();
   }
   return {};
+}
+
+ResidualNote GraphProblem::explainResidual(size_t i, std::span<const double> x) {
+  ResidualNote note;
+  std::vector<double> r(numResiduals());
+  if (i >= r.size() || !evaluate(x, r, nullptr)) return note;
+  auto kind = [](double v) { return std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf"; };
+  for (NodeId id : dags_[i]) {
+    double v = values_[id];
+    if (std::isfinite(v)) continue;
+    const Node& n = g_.node(id);
+    auto args = g_.args(id);
+    if (args.empty()) {
+      note.note = std::string(n.kind == OpKind::Const ? "constant " : n.kind == OpKind::Param ? "parameter " : "literal ") +
+                  (n.kind == OpKind::Literal ? formatNumber(n.value) : g_.leafName(id)) + " is " + kind(v);
+      return note;
+    }
+    bool finiteArgs = true;
+    for (NodeId a : args) finiteArgs = finiteArgs && std::isfinite(values_[a]);
+    if (!finiteArgs) continue;  // an argument's own op is named first (post-order)
+    std::string name = n.kind == OpKind::Custom ? customOp(n.aux).name : std::string(opInfo(n.kind).name);
+    std::string from;
+    for (size_t k = 0; k < args.size(); ++k) from += (k ? ", " : "") + formatNumber(values_[args[k]]);
+    note.note = name + " of " + from + " (op " + name + ")";
+    return note;
+  }
+  return note;
 }
 
 }  // namespace eph::value

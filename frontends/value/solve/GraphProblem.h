@@ -4,7 +4,7 @@
 // evaluator (Eval.h) on the host: one forward sweep over the graph, then per
 // residual a reverse sweep over the nodes of its own DAG (its canonical form,
 // Signature.h), so a row costs the residual's size, not the graph's.
-// The compiled kernels are not used here yet (docs/value-solvers.md).
+// The compiled kernels: DeviceProblem.h.
 #pragma once
 
 #include "frontends/value/Graph.h"
@@ -18,6 +18,10 @@ class GraphProblem : public LeastSquaresProblem {
   size_t numParams() const override { return leaves_.size(); }
   size_t numResiduals() const override { return g_.residuals().size(); }
   Status evaluate(std::span<const double> x, std::span<double> r, SparseRows* J) override;
+  // Re-evaluates at x and names the first op of residual i's DAG whose value
+  // is NaN or infinite from finite arguments ("log of -1 (op log)"), or
+  // the leaf that already is.
+  ResidualNote explainResidual(size_t i, std::span<const double> x) override;
   // The graph's leaves as they are now (the declared values until evaluate()).
   const Graph& graph() const { return g_; }
   // The starting point: the declared values of the trainable leaves.

@@ -83,4 +83,8 @@ struct LeastSquaresPoint {
 };
 Status firstPoint(LeastSquaresProblem& p, std::span<const double> x, LeastSquaresPoint& at, SolveResult& res);
 
+// Levenberg–Marquardt (damped) and Gauss–Newton on a device-resident
+// problem with the normal equations solved by DevicePcgOps (DeviceSolve.cpp).
+Expected<SolveResult> solveOnDevice(DeviceProblem& p, std::span<double> x, const SolverOptions& o, bool damped);
+
 }  // namespace eph::value::detail

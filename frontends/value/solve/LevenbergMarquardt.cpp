@@ -16,6 +16,8 @@ namespace eph::value {
 using namespace detail;
 
 Expected<SolveResult> levenbergMarquardt(LeastSquaresProblem& p, std::span<double> x, const SolverOptions& o) {
+  if (o.linearSolver == LinearSolver::Pcg)
+    if (DeviceProblem* d = p.deviceResident()) return solveOnDevice(*d, x, o, true);
   Clock clock;
   const size_t n = p.numParams(), m = p.numResiduals();
   std::vector<double> rNew(m), Jh(m), h(n), D(n), damp(n), xNew(n);

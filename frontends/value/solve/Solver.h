@@ -22,6 +22,8 @@
 
 namespace eph::value {
 
+class DeviceProblem;  // DeviceProblem.h
+
 // A sparse Jacobian, one row per residual, in compressed-row form: row i holds
 // ∂r_i/∂x_c for the few parameters c that residual i reads. A column appears
 // at most once per row. Build it with add() and endRow(), one row at a time.
@@ -61,6 +63,10 @@ class LeastSquaresProblem {
   virtual Status evaluate(std::span<const double> x, std::span<double> r, SparseRows* J) = 0;
   // Called when residual i is not finite at x; the default knows nothing.
   virtual ResidualNote explainResidual(size_t i, std::span<const double> x) { return {}; }
+  // A problem whose residuals and Jacobian live on a device (DeviceProblem.h):
+  // Levenberg–Marquardt and Gauss–Newton with LinearSolver::Pcg then keep x,
+  // r, J and the PCG vectors on the device.
+  virtual DeviceProblem* deviceResident() { return nullptr; }
 };
 
 // f(x) ∈ ℝ with its gradient; L-BFGS minimises it.

@@ -1,0 +1,164 @@
+// Fusion in the tensor lowering (LowerOptions::fuse): an elementwise node
+// whose readers all read it element for element is computed inside their
+// kernels, not stored. Checked by the kernels and dispatches of @main and by
+// running every program fused and unfused on every target against float64.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "frontends/tensor/Lower.h"
+#include "tests/tensor/TensorTestUtil.h"
+
+namespace eph::tensor::test {
+namespace {
+
+struct Counts {
+  int kernels = 0, dispatches = 0, allocs = 0;
+};
+
+Counts countsOf(const Program& p, bool fuse) {
+  ir::Context ctx;
+  LowerOptions o;
+  o.fuse = fuse;
+  auto c = lower(ctx, p, o);
+  EXPECT_TRUE(c) << (c ? "" : c.error().message);
+  Counts n;
+  if (!c) return n;
+  for (const auto& f : c->module->functions()) {
+    if (f->kind() == ir::FunctionKind::Kernel) ++n.kernels;
+    if (f->name() != "main") continue;
+    for (const auto& op : f->body().ops()) {
+      n.dispatches += op->name() == "dispatch";
+      n.allocs += op->name() == "alloc";
+    }
+  }
+  return n;
+}
+
+// Runs p fused and unfused on every target against `want`.
+void expectBoth(const Program& p, const std::vector<HostTensor>& in, const std::vector<std::vector<double>>& want,
+                double tol = 1e-5) {
+  for (bool fuse : {true, false}) {
+    SCOPED_TRACE(fuse ? "fused" : "unfused");
+    LowerOptions o;
+    o.fuse = fuse;
+    for (const std::string& t : targets()) {
+      SCOPED_TRACE("target " + t);
+      auto got = run(p, t, in, o);
+      ASSERT_TRUE(got) << got.error().message;
+      ASSERT_EQ(got->size(), want.size());
+      for (size_t k = 0; k < want.size(); ++k)
+        for (size_t i = 0; i < want[k].size(); ++i)
+          EXPECT_NEAR((*got)[k].get(int64_t(i)), want[k][i], tol * (1 + std::abs(want[k][i]))) << "output " << k << " at " << i;
+    }
+  }
+}
+
+TEST(TensorFusion, ElementwiseChainIsOneKernel) {
+  Program p;
+  Tensor x = p.input("x", DType::F32, {3, 50});
+  Tensor y = p.input("y", DType::F32, {50});  // broadcast into the chain
+  p.output("z", relu(x * 2.0 + y));
+  Counts f = countsOf(p, true), u = countsOf(p, false);
+  EXPECT_EQ(f.dispatches, 1);
+  EXPECT_EQ(f.kernels, 1);
+  EXPECT_EQ(u.dispatches, 3);
+  auto xv = randomValues(150, 1), yv = randomValues(50, 2);
+  std::vector<double> want(150);
+  for (size_t i = 0; i < 150; ++i) want[i] = std::max(0.0, double(float(xv[i])) * 2 + double(float(yv[i % 50])));
+  expectBoth(p, {HostTensor::of(DType::F32, {3, 50}, xv), HostTensor::of(DType::F32, {50}, yv)}, {want});
+}
+
+TEST(TensorFusion, SharedProducerIsRecomputedByEachReader) {
+  Program p;
+  Tensor x = p.input("x", DType::F64, {7, 9});
+  Tensor e = exp(x);
+  p.output("a", e + 1.0);
+  p.output("b", sqrt(e));
+  EXPECT_EQ(countsOf(p, true).dispatches, 2);
+  auto xv = randomValues(63, 3);
+  std::vector<double> a(63), b(63);
+  for (size_t i = 0; i < 63; ++i) a[i] = std::exp(xv[i]) + 1, b[i] = std::sqrt(std::exp(xv[i]));
+  expectBoth(p, {HostTensor::of(DType::F64, {7, 9}, xv)}, {a, b}, 1e-12);
+}
+
+TEST(TensorFusion, WhatMustBeStoredIsStored) {
+  Program p;
+  Tensor x = p.input("x", DType::F32, {4, 6});
+  Tensor small = p.input("s", DType::F32, {1, 6});
+  Tensor t = x * 3.0;                   // an output and read by relu: stored
+  p.output("t", t);
+  p.output("r", relu(t));
+  Tensor e = exp(small);                // read broadcast to [4, 6]: stored, not recomputed 4 times
+  p.output("b", x + e);
+  Tensor m = x - 1.0;                   // read through a view: stored
+  p.output("v", transpose(m) * 2.0);
+  // t, relu, exp, x + e, m, the product: six dispatches, none fused.
+  EXPECT_EQ(countsOf(p, true).dispatches, 6);
+  auto xv = randomValues(24, 4), sv = randomValues(6, 5);
+  std::vector<double> tv(24), rv(24), bv(24), vv(24);
+  for (size_t i = 0; i < 24; ++i) {
+    double xi = double(float(xv[i]));
+    tv[i] = xi * 3, rv[i] = std::max(0.0, xi * 3), bv[i] = xi + std::exp(double(float(sv[i % 6])));
+  }
+  for (size_t c = 0; c < 6; ++c)
+    for (size_t r = 0; r < 4; ++r) vv[c * 4 + r] = (double(float(xv[r * 6 + c])) - 1) * 2;
+  expectBoth(p, {HostTensor::of(DType::F32, {4, 6}, xv), HostTensor::of(DType::F32, {1, 6}, sv)}, {tv, rv, bv, vv});
+}
+
+TEST(TensorFusion, HalfPrecisionRoundsAsIfStored) {
+  // (x + 1e-4) - x in f16: the sum rounds back to x when stored (f16 has 11
+  // bits), so the answer is 0; fused, it must round the same way.
+  Program p;
+  Tensor x = p.input("x", DType::F16, {4});
+  p.output("y", (x + 1e-4) - x);
+  std::vector<double> xv = {1, 2, 5, 7};
+  LowerOptions o;
+  o.fuse = false;
+  for (const std::string& t : targets()) {
+    SCOPED_TRACE("target " + t);
+    auto fused = run(p, t, {HostTensor::of(DType::F16, {4}, xv)});
+    auto unfused = run(p, t, {HostTensor::of(DType::F16, {4}, xv)}, o);
+    ASSERT_TRUE(fused && unfused);
+    for (int64_t i = 0; i < 4; ++i) {
+      EXPECT_EQ((*fused)[0].get(i), 0.0) << i;
+      EXPECT_EQ((*unfused)[0].get(i), 0.0) << i;
+    }
+  }
+  EXPECT_EQ(countsOf(p, true).dispatches, 1);
+}
+
+TEST(TensorFusion, LongChainOnEveryTarget) {
+  // Fourteen ops over three inputs and a mixed dtype: one kernel, and one for
+  // cast(c) * 0.01, which the add reads broadcast from [17] to [33, 17].
+  Program p;
+  Tensor a = p.input("a", DType::F32, {33, 17});
+  Tensor b = p.input("b", DType::F32, {33, 1});
+  Tensor c = p.input("c", DType::I32, {17});
+  Tensor h = tanh(a * b) + sigmoid(a - 0.5);
+  h = where(gt(h, 0.0), h, h * 0.1);
+  h = h + cast(c, DType::F32) * 0.01;
+  p.output("y", abs(h) - minimum(h, 0.25));
+  EXPECT_EQ(countsOf(p, true).dispatches, 2);
+  EXPECT_EQ(countsOf(p, false).dispatches, 14);
+  auto av = randomValues(561, 6), bv = randomValues(33, 7);
+  std::vector<double> cv(17);
+  for (size_t i = 0; i < 17; ++i) cv[i] = double(int(i) - 8);
+  std::vector<double> want(561);
+  for (size_t r = 0; r < 33; ++r)
+    for (size_t k = 0; k < 17; ++k) {
+      double x = double(float(av[r * 17 + k])), y = double(float(bv[r]));
+      double v = std::tanh(x * y) + 1 / (1 + std::exp(-(x - 0.5)));
+      v = v > 0 ? v : v * 0.1;
+      v += cv[k] * 0.01;
+      want[r * 17 + k] = std::abs(v) - std::min(v, 0.25);
+    }
+  expectBoth(p,
+             {HostTensor::of(DType::F32, {33, 17}, av), HostTensor::of(DType::F32, {33, 1}, bv),
+              HostTensor::of(DType::I32, {17}, cv)},
+             {want});
+}
+
+}  // namespace
+}  // namespace eph::tensor::test
