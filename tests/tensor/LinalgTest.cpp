@@ -319,6 +319,12 @@ TEST(Linalg, Conv2dStridesPadsDilationsGroups) {
                 {{1, 2, 3, 3}, {1, 2, 1, 1}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 1, false}});
 }
 
+TEST(Linalg, Conv2dAsTiledMatmul) {
+  // Enough output channels, positions and taps for im2col + the tiled matmul (with groups, dilations, odd sizes).
+  runConvCases({{{1, 2, 6, 6}, {32, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, true},
+                {{2, 4, 6, 7}, {64, 2, 3, 3}, {1, 1}, {1, 0}, {1, 1}, {2, 1}, 2, true}});
+}
+
 TEST(Linalg, Conv3dAndLargeKernelLoop) {
   runConvCases({{{1, 2, 4, 5, 3}, {3, 2, 2, 3, 2}, {1, 2, 1}, {1, 0, 1}, {0, 1, 1}, {1, 1, 2}, 1, true},
                 // 9x9 = 81 taps: the looped (not unrolled) window.
@@ -334,11 +340,15 @@ TEST(Linalg, ConvAutoPadAndNonContiguousInput) {
   Tensor up = conv(x, w, {}, {.strides = {2, 1}, .autoPad = "SAME_UPPER"});
   Tensor lo = conv(x, w, {}, {.strides = {2, 1}, .autoPad = "SAME_LOWER"});
   Tensor va = conv(x, w, {}, {.strides = {2, 1}, .autoPad = "VALID"});
+  Vec w3v = randomValues(32 * 2 * 9, 202);
+  Tensor w3 = p.input("w3", DType::F32, {32, 2, 3, 3});
+  Tensor big = conv(x, w3, {}, {.pads = {1, 2, 1, 2}});  // the im2col + tiled matmul path, from a view
   EXPECT_EQ(up.shape(), (Shape{1, 3, 3, 6}));
   EXPECT_EQ(va.shape(), (Shape{1, 3, 2, 5}));
   p.output("up", up);
   p.output("lo", lo);
   p.output("va", va);
+  p.output("big", big);
   Vec xv(60);
   for (int c = 0; c < 2; ++c)
     for (int i = 0; i < 5; ++i)
@@ -347,8 +357,11 @@ TEST(Linalg, ConvAutoPadAndNonContiguousInput) {
   ConvCase cu{{1, 2, 5, 6}, {3, 2, 3, 2}, {2, 1}, {1, 0}, {1, 1}, {1, 1}};
   ConvCase cl{{1, 2, 5, 6}, {3, 2, 3, 2}, {2, 1}, {1, 1}, {1, 0}, {1, 1}};
   ConvCase cv{{1, 2, 5, 6}, {3, 2, 3, 2}, {2, 1}, {0, 0}, {0, 0}, {1, 1}};
-  expectOnAllTargets(p, {HostTensor::of(DType::F32, {1, 2, 6, 5}, xt), HostTensor::of(DType::F32, {3, 2, 3, 2}, wv)},
-                     {refConv(cu, xv, wv, {}), refConv(cl, xv, wv, {}), refConv(cv, xv, wv, {})}, 1e-5);
+  ConvCase cb{{1, 2, 5, 6}, {32, 2, 3, 3}, {1, 1}, {1, 2}, {1, 2}, {1, 1}};
+  expectOnAllTargets(p, {HostTensor::of(DType::F32, {1, 2, 6, 5}, xt), HostTensor::of(DType::F32, {3, 2, 3, 2}, wv),
+                         HostTensor::of(DType::F32, {32, 2, 3, 3}, w3v)},
+                     {refConv(cu, xv, wv, {}), refConv(cl, xv, wv, {}), refConv(cv, xv, wv, {}), refConv(cb, xv, w3v, {})},
+                     1e-5);
 }
 
 TEST(Linalg, ConvAttributesAsTheModelsPassThem) {

@@ -534,6 +534,26 @@ TEST(ReduceNorm, LongRowsUseWorkgroupKernels) {
                      {ln, rowwise(vv, {3, 300}, red, logSoftmaxRow), in, lp, var1}, 1e-4);
 }
 
+// More rows than one dimension of workgroups holds (32768): the groups past
+// the last row recompute it and store nothing. On the cpu target only (the
+// interpreter would take long), sampled rows checked.
+TEST(ReduceNorm, MoreRowsThanOneGridDimension) {
+  const int64_t rows = 33000, cols = 128;
+  Program p;
+  Tensor x = p.input("x", DType::F32, {rows, cols});
+  p.output("s", softmax(x));
+  p.output("m", max(x, {1}));
+  auto xv = randomValues(size_t(rows * cols), 90, -2, 2);
+  auto got = run(p, "cpu", {HostTensor::of(DType::F32, {rows, cols}, xv)});
+  ASSERT_TRUE(got) << got.error().message;
+  for (int64_t r : {int64_t(0), int64_t(1), int64_t(32767), int64_t(32768), rows - 1}) {
+    std::vector<double> row(xv.begin() + r * cols, xv.begin() + (r + 1) * cols);
+    auto want = softmaxRow(row);
+    for (int64_t c = 0; c < cols; c += 13) EXPECT_NEAR((*got)[0].get(r * cols + c), want[size_t(c)], 1e-6) << r << "," << c;
+    EXPECT_EQ((*got)[1].get(r), double(float(refMax(row)))) << r;
+  }
+}
+
 // ---- cumsum, top-k, sort -------------------------------------------------------------------
 
 std::vector<double> cumsumRow(const std::vector<double>& r, bool excl, bool rev) {

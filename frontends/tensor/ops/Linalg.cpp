@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <cctype>
+#include <climits>
 #include <map>
 #include <optional>
 #include <set>
@@ -534,6 +535,8 @@ std::string convWindow(const Node& n, const Shape& x, const Shape& ws, const Sha
     return "conv: the " + num(ws[0]) + " output channels of w " + shapeText(ws) + " are not a multiple of group " +
            num(group);
   std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  for (int64_t e : kernel)
+    if (e < 1) return "conv: w " + shapeText(ws) + " has an empty kernel";
   if (n.attrs.has("kernel_shape") && n.attrs.ints("kernel_shape") != kernel)
     return "conv: kernel_shape " + shapeText(n.attrs.ints("kernel_shape")) + " does not match w " + shapeText(ws);
   if (bias && *bias != Shape{ws[0]})
@@ -542,7 +545,69 @@ std::string convWindow(const Node& n, const Shape& x, const Shape& ws, const Sha
   return forwardWindow(n, x, kernel, false, w);
 }
 
+// conv as a matrix product when it is big enough for the tiled kernel:
+// col[g, (c, j), (n, p)] gathers tap j of output position p from channel c of
+// group g (0 in the padding), the tiled matmul multiplies w viewed as
+// [g, M/g, C/g·taps] by it, and a last kernel puts [g, m', (n, p)] back as
+// [n, m, p], adding the bias. The temporaries are in the compute type.
+std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const Operand> in, const Window& w) {
+  const Operand& X = in[0];
+  const Operand& W = in[1];
+  const int64_t G = n.attrs.i("group", 1), M = W.shape[0], Mg = M / G, Cg = W.shape[1], N = X.shape[0];
+  const int64_t taps = tapCount(w), P = numel(w.out), Kc = Cg * taps, NP = N * P;
+  const Shape vshape = {G, Mg, NP};
+  if (W.strides != contiguousStrides(W.shape) || !useTiled(vshape, Kc) || G * Kc * NP > int64_t(INT32_MAX))
+    return std::nullopt;
+  const DType t = n.dtype;
+  const DType acc = t == DType::F64 ? DType::F64 : DType::F32;
+  const Shape colShape = {G, Kc, NP};
+  std::vector<Operand> xin = {X};
+  Value* col = mapTop(l, "conv_im2col", acc, colShape, xin, [&](Kernel& k) {
+    Builder& b = k.b;
+    Value* g = k.index[0];
+    Value* r = k.index[1];
+    Value* q = k.index[2];
+    Value* c = taps == 1 ? r : b.div(r, k.i32(taps));
+    Value* j = taps == 1 ? k.i32(0) : b.rem(r, k.i32(taps));
+    Value* nn = P == 1 ? q : b.div(q, k.i32(P));
+    Value* p = P == 1 ? k.i32(0) : b.rem(q, k.i32(P));
+    std::vector<Value*> idx = {nn, G == 1 ? c : b.add(b.mul(g, k.i32(Cg)), c)};
+    Value* ok = nullptr;
+    int64_t innerO = 1, innerJ = 1;
+    std::vector<Value*> pos(w.k);
+    for (size_t d = w.k; d-- > 0;) {
+      Value* o = innerO == 1 ? p : b.div(p, k.i32(innerO));
+      if (d > 0) o = b.rem(o, k.i32(w.out[d]));
+      Value* jd = innerJ == 1 ? j : b.div(j, k.i32(innerJ));
+      if (d > 0) jd = b.rem(jd, k.i32(w.kernel[d]));
+      innerO *= w.out[d];
+      innerJ *= w.kernel[d];
+      pos[d] = b.add(addConst(k, mulConst(k, o, w.strides[d]), -w.padBegin[d]), mulConst(k, jd, w.dilations[d]));
+      Value* inside = b.and_(b.ge(pos[d], k.i32(0)), b.lt(pos[d], k.i32(w.in[d])));
+      ok = ok ? b.and_(ok, inside) : inside;
+    }
+    for (size_t d = 0; d < w.k; ++d) idx.push_back(b.select(ok, pos[d], k.i32(0)));
+    return b.select(ok, loadAt(k, 0, k.offsetOf(0, idx), acc), k.constant(acc, 0));
+  }, n.attrs.key() + "|" + shapeText(n.shape));
+  Operand wm{W.buf, W.dtype, {G, Mg, Kc}, {Mg * Kc, Kc, 1}, W.offset};
+  Value* prod = tiledMatmul(l, acc, wm, Lowering::contiguous(col, acc, colShape), vshape);
+  l.free(col);
+  std::vector<Operand> fin = {Lowering::contiguous(prod, acc, vshape)};
+  if (in.size() == 3) fin.push_back(in[2]);
+  Value* out = mapTop(l, "conv_out", t, n.shape, fin, [&](Kernel& k) {
+    Builder& b = k.b;
+    Value* p = P == 1 ? k.i32(0) : b.rem(k.linear, k.i32(P));
+    Value* at = b.add(b.add(b.mul(k.index[1], k.i32(NP)), b.mul(k.index[0], k.i32(P))), p);
+    Value* v = b.load(k.buffer(0), at);
+    if (fin.size() == 2) v = b.add(v, loadAt(k, 1, k.offsetOf(1, {k.index[1]}), acc));
+    return v;
+  }, num(NP));
+  l.free(prod);
+  return out;
+}
+
 Expected<Value*> lowerConv(Lowering& l, const Node& n, std::span<const Operand> in, const Window& w) {
+  if (auto viaMatmul = convAsMatmul(l, n, in, w)) return *viaMatmul;
   const Operand& X = in[0];
   const Operand& W = in[1];
   const int64_t group = n.attrs.i("group", 1);
@@ -626,6 +691,8 @@ std::string convTransposeWindow(const Node& n, const Shape& x, const Shape& ws, 
   w.k = x.size() - 2;
   w.in.assign(x.begin() + 2, x.end());
   w.kernel.assign(ws.begin() + 2, ws.end());
+  for (int64_t e : w.kernel)
+    if (e < 1) return "conv_transpose: w " + shapeText(ws) + " has an empty kernel";
   if (n.attrs.has("kernel_shape") && n.attrs.ints("kernel_shape") != w.kernel)
     return "conv_transpose: kernel_shape " + shapeText(n.attrs.ints("kernel_shape")) + " does not match w " + shapeText(ws);
   if (bias && *bias != Shape{M})
@@ -952,7 +1019,7 @@ void addWindowOps(std::vector<OpDef>& ops) {
         if (kind == Pool::Avg) return b.div(r, k.constant(t, double(count)));
         if (kind == Pool::Lp) return lpRoot(k, r, p, t);
         return r;
-      }, "");
+      }, n.attrs.key());
     };
     ops.push_back(std::move(d));
   }
@@ -1188,7 +1255,7 @@ void addAttention(std::vector<OpDef>& ops) {
     const size_t r = n.shape.size();
     Shape batch(n.shape.begin(), n.shape.end() - 2);
     const int64_t S = n.shape[r - 2], D = in[0].shape.back(), T = in[1].shape.end()[-2];
-    const double scale = n.attrs.f("scale", 1.0 / std::sqrt(double(D)));
+    const double scale = n.attrs.f("scale", D > 0 ? 1.0 / std::sqrt(double(D)) : 1.0);
     const bool causal = n.attrs.i("causal", 0) != 0;
     Operand q = withBatch(in[0], batch, 2), kk = withBatch(in[1], batch, 2), v = withBatch(in[2], batch, 2);
     Shape sshape = batch;

@@ -317,14 +317,25 @@ struct Row {
   int64_t R;
   std::vector<std::vector<Loop>> loops;  // per operand
   std::vector<Value*> bases;             // per operand: the offset of the row's first element
+  // The output (when it has x's shape): its buffer, whether this group
+  // stores (false past the last row), and the offsets of the row in it.
+  Value* out = nullptr;
+  Value* valid = nullptr;
+  Value* obase = nullptr;
+  std::vector<Loop> oloops;
+  Value* outOffset(Builder& b, Value* r) { return reducedOffset(b, obase, oloops, r); }
   // Operand `op`'s element at position r of the row, in its compute type.
   Value* load(Builder& b, size_t op, Value* r) { return loadAt(k, b, op, reducedOffset(b, bases[op], loops[op], r)); }
   // The combination over the row of f(operand 0's element), starting from `init` (of type S).
   Value* reduce(Comb c, DType S, Value* init, const std::function<Value*(Builder&, Value*)>& f) {
+    return reduceAt(c, S, init, [&](Builder& b, Value* x, Value*) { return f(b, x); });
+  }
+  // The same with f given the position in the row too.
+  Value* reduceAt(Comb c, DType S, Value* init, const std::function<Value*(Builder&, Value*, Value*)>& f) {
     Builder& b = k.b;
     bool fl = isFloat(S);
     ir::Op* loop = b.forOp(t, k.i32(R), k.i32(kRowGroup), {init}, [&](Builder& lb, Value* r, const Values& a) -> Values {
-      return {combine(lb, c, a[0], f(lb, load(lb, 0, r)), fl)};
+      return {combine(lb, c, a[0], f(lb, load(lb, 0, r), r), fl)};
     });
     const ir::Type* st = computeType(k.ctx, S);
     Value* A = b.workgroupAlloc(st, kRowGroup);
@@ -397,17 +408,21 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
       rw.loops.push_back(loopsOf(in[i], red));
       rw.bases.push_back(rowBase(k, i, red));
     }
-    Values st = stats(rw);
+    rw.out = out;
+    rw.valid = valid;
     if (elem) {
       Operand o{nullptr, outDt, shape, contiguousStrides(shape), 0};
-      std::vector<Loop> oloops = loopsOf(o, red);
+      rw.oloops = loopsOf(o, red);
       std::vector<int64_t> os = contiguousStrides(shape);
-      Value* obase = ci(b, 0);
+      rw.obase = ci(b, 0);
       for (size_t d = 0; d < shape.size(); ++d)
-        if (!red[d] && shape[d] != 1) obase = b.add(obase, b.mul(k.index[d], ci(b, os[d])));
+        if (!red[d] && shape[d] != 1) rw.obase = b.add(rw.obase, b.mul(k.index[d], ci(b, os[d])));
+    }
+    Values st = stats(rw);
+    if (elem) {
+      // elem runs inside the `valid` branch (it may read what stats stored).
       b.forOp(rw.t, ci(b, R), ci(b, kRowGroup), [&](Builder& lb, Value* r, const Values&) {
-        Value* v = elem(lb, rw, r, st);
-        lb.ifOp(valid, {}, [&](Builder& ib) { storeAs(ib, ctx, out, reducedOffset(ib, obase, oloops, r), v, outDt); });
+        lb.ifOp(valid, {}, [&](Builder& ib) { storeAs(ib, ctx, out, rw.outOffset(ib, r), elem(ib, rw, r, st), outDt); });
       });
     } else {
       b.ifOp(b.and_(valid, b.eq(rw.t, ci(b, 0))), {}, [&](Builder& ib) { storeAs(ib, ctx, out, row, st[0], outDt); });
@@ -621,14 +636,22 @@ Expected<Value*> lowerSoftmax(SK kind, Lowering& l, const Node& n, std::span<con
   const std::vector<Loop> loops = loopsOf(x, red);
   const DType S = statType(x.dtype);
   if (R >= kCoopMin) {
-    return coopRows(l, n.op, "", x.shape, red, in.first(1), n.dtype, [&](Row& row) -> Values {
+    // softmax of f32/f64: the second pass stores exp(x - max) in the output,
+    // the last divides it by the sum there (one exp per element, not two).
+    const bool storeExp = kind == SK::Softmax && n.dtype == S;
+    return coopRows(l, n.op, storeExp ? "store-exp" : "", x.shape, red, in.first(1), n.dtype, [&](Row& row) -> Values {
       Kernel& k = row.k;
       Builder& b = k.b;
       Value* m = row.reduce(Comb::Max, S, lowest(k, S), [](Builder&, Value* x) { return x; });
       Value* shift = b.select(b.eq(b.abs(m), k.constant(S, INFINITY)), k.constant(S, 0), m);
-      Value* s = row.reduce(Comb::Sum, S, k.constant(S, 0), [&](Builder& lb, Value* x) { return lb.exp(lb.sub(x, shift)); });
+      Value* s = row.reduceAt(Comb::Sum, S, k.constant(S, 0), [&](Builder& lb, Value* x, Value* r) {
+        Value* e = lb.exp(lb.sub(x, shift));
+        if (storeExp) lb.ifOp(row.valid, {}, [&](Builder& ib) { ib.store(row.out, row.outOffset(ib, r), e); });
+        return e;
+      });
       return {shift, kind == SK::Softmax ? s : b.log(s)};
     }, [&](Builder& b, Row& row, Value* r, const Values& st) -> Value* {
+      if (storeExp) return b.div(b.load(row.out, row.outOffset(b, r)), st[1]);
       Value* d = b.sub(row.load(b, 0, r), st[0]);
       return kind == SK::Softmax ? b.div(b.exp(d), st[1]) : b.sub(d, st[1]);
     });
