@@ -387,12 +387,25 @@ int writeDoc(Session& s, const ParsedArgs& args) {
        "maps to); `ephc check|lower|run MODEL.onnx` use it, and\n"
        "`tests/onnx/expected-pass-<target>.txt` are the tests each ctest expects to pass\n"
        "(`ninja onnx-expect` regenerates them).\n\n"
-       "Opsets 7 to 17 of the default domain. Shapes are static: Shape, Size,\n"
-       "ConstantOfShape, Range and every node whose inputs are all constants are\n"
-       "folded at import, so shape-like inputs (Reshape's shape, Slice's starts, ...)\n"
-       "must be constants after folding. Errors: E400 (not a readable model), E401\n"
-       "(unsupported op, attribute, dtype, opset or dynamic shape), E402 (invalid\n"
-       "graph), E403 (a wrong run input); docs/errors.md.\n\n";
+       "Opsets up to 17 of the default domain (7 to 17, and the opset-6 models of the\n"
+       "PyTorch suites: legacy `broadcast`/`axis` of binary ops, PRelu-6's per-channel\n"
+       "slope). Each op has one table entry (`OnnxOps.cpp`: the opsets it maps, the\n"
+       "attributes it understands, a mapping function); an attribute it does not know\n"
+       "is an error, never ignored.\n\n"
+       "Shapes are static: Shape, Size, ConstantOfShape, Range, EyeLike and every node\n"
+       "whose inputs are all constants are folded at import (small ones run on the\n"
+       "reference interpreter), so shape-like inputs (Reshape's shape, Slice's starts,\n"
+       "TopK's K, Resize's scales, ...) must be constants after folding. An input whose\n"
+       "value is given at import (`ephc run --inputs`, `ephc onnx-test`) and has at\n"
+       "most 16 elements specialises the shape-like arguments it feeds, as backend\n"
+       "tests pass them as graph inputs; data computed from it is never folded, so\n"
+       "every test's arithmetic runs on the target. Multi-output ops map to several\n"
+       "tensor ops (Split to slices, TopK to topk and topk_indices, LSTM's Y, Y_h, Y_c).\n\n"
+       "Errors: E400 (not a readable model), E401 (unsupported op, attribute, dtype,\n"
+       "opset or dynamic shape), E402 (invalid graph), E403 (a wrong run input);\n"
+       "docs/errors.md. A test passes when every output has the expected dtype and\n"
+       "shape and |got - want| <= 1e-7 + 1e-3·|want| (NaN equal to NaN), as ONNX's\n"
+       "backend test runner compares.\n\n";
   // Summary.
   o << "## Summary\n\n| suite |";
   for (auto& [t, rows] : targets) o << " " << t << " |";
@@ -430,8 +443,8 @@ int writeDoc(Session& s, const ParsedArgs& args) {
       latest[schema.Name()] = std::max(latest[schema.Name()], schema.SinceVersion());
   std::map<std::string, std::string> support;
   for (const auto& op : tensor::onnx::supportedOps()) {
-    std::string range = op.until >= 99 ? "opset " + std::to_string(std::max(op.since, 7)) + "+"
-                                       : "opsets " + std::to_string(std::max(op.since, 7)) + "-" + std::to_string(op.until);
+    std::string range = op.until >= 99 ? "opset " + std::to_string(op.since) + "+"
+                                       : "opsets " + std::to_string(op.since) + "-" + std::to_string(op.until);
     support[op.name] += (support[op.name].empty() ? "" : ", ") + range;
   }
   o << "\n## Ops\n\nEvery op of the default domain up to opset 17: whether the importer maps it\n"
