@@ -692,9 +692,10 @@ std::string mapResize(NodeCtx& c) {
     } else if (c.present(2)) {
       if (!c.floats(2, scales, why, "scales")) return why;
     }
-    if (c.s("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
-      return "coordinate_transformation_mode 'tf_crop_and_resize' is not supported";
   }
+  std::vector<double> roi;
+  if (op == "Resize" && c.opset >= 11 && c.present(1) && c.s("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
+    if (!c.floats(1, roi, why, "roi")) return why;
   Shape in = x.shape();
   if (sizes.empty()) {
     if (scales.size() != in.size()) return "scales has " + std::to_string(scales.size()) + " entries for rank " + std::to_string(in.size());
@@ -714,6 +715,8 @@ std::string mapResize(NodeCtx& c) {
       if (c.has(n)) a.set(n, c.s(n, ""));
     if (c.has("cubic_coeff_a")) a.set("cubic_coeff_a", double(c.f("cubic_coeff_a", -0.75)));
     if (c.has("exclude_outside")) a.set("exclude_outside", c.i("exclude_outside", 0));
+    if (c.has("extrapolation_value")) a.set("extrapolation_value", double(c.f("extrapolation_value", 0)));
+    if (!roi.empty()) a.set("roi", roi);
   }
   return one(c, c.op("resize", {x}, a));
 }
@@ -1040,6 +1043,41 @@ std::string mapDet(NodeCtx& c) {
   return one(c, d);
 }
 
+// MaxUnpool: the values scattered to their MaxPool indices (flat over the
+// whole output) in a zero tensor of the unpooled shape.
+std::string mapMaxUnpool(NodeCtx& c) {
+  Tensor x = c.in(0), idx = c.in(1);
+  size_t r = x.rank();
+  if (r < 3) return "the input must have rank 3 or more";
+  Ints kernel = c.ints("kernel_shape"), strides = c.ints("strides"), pads = c.ints("pads");
+  size_t k = r - 2;
+  if (kernel.size() != k) return "kernel_shape must have " + std::to_string(k) + " entries";
+  if (strides.empty()) strides.assign(k, 1);
+  if (pads.empty()) pads.assign(2 * k, 0);
+  if (strides.size() != k || pads.size() != 2 * k) return "strides or pads have the wrong length";
+  // The indices are positions in the default unpooled shape; a larger
+  // output_shape pads it at the end.
+  Ints shape = {x.shape()[0], x.shape()[1]}, want;
+  for (size_t d = 0; d < k; ++d) shape.push_back((x.shape()[d + 2] - 1) * strides[d] - pads[d] - pads[d + k] + kernel[d]);
+  if (c.present(2)) {
+    std::string why;
+    if (!c.ints(2, want, why, "output_shape")) return why;
+    if (want.size() != r) return "output_shape must have " + std::to_string(r) + " entries";
+    for (size_t d = 0; d < r; ++d)
+      if (want[d] < shape[d]) return "output_shape " + shapeText(want) + " is smaller than the unpooled shape " + shapeText(shape);
+  }
+  Tensor zeros = c.op("expand", {c.scalar(x.dtype(), 0)}, {{"shape", Ints{numel(shape)}}});
+  Tensor flat = c.op("scatter_elements", {c.op("contiguous", {zeros}), c.op("reshape", {idx}, {{"shape", Ints{-1}}}),
+                                          c.op("reshape", {x}, {{"shape", Ints{-1}}})}, {{"axis", int64_t(0)}});
+  Tensor y = c.op("reshape", {flat}, {{"shape", shape}});
+  if (!want.empty() && want != shape) {
+    Ints p(2 * r, 0);
+    for (size_t d = 0; d < r; ++d) p[r + d] = want[d] - shape[d];
+    y = c.op("pad", {y}, {{"pads", p}});
+  }
+  return one(c, y);
+}
+
 std::string mapHardmax(NodeCtx& c) { return softmaxLike(c, "hardmax"); }
 
 // NegativeLogLikelihoodLoss on log-probabilities x[N, C, d...] with targets
@@ -1180,6 +1218,7 @@ const std::vector<OpEntry> kTable = {
     {"GRU", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout,linear_before_reset", [](NodeCtx& c) { return mapRecurrent(c, Cell::Gru); }},
     {"LSTM", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,input_forget,layout", [](NodeCtx& c) { return mapRecurrent(c, Cell::Lstm); }},
     {"Compress", 9, 99, "axis", mapCompress},
+    {"MaxUnpool", 9, 99, "kernel_shape,pads,strides", mapMaxUnpool},
     {"ReverseSequence", 10, 99, "batch_axis,time_axis", mapReverseSequence},
     {"MatMulInteger", 10, 99, "", mapMatMulInteger},
     {"ConvInteger", 10, 99, "auto_pad,dilations,group,kernel_shape,pads,strides", mapConvInteger},
