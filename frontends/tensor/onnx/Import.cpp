@@ -291,7 +291,7 @@ std::vector<int> shapeInputs(const std::string& op) {
       {"Reshape", {1}}, {"Expand", {1}}, {"Tile", {1}}, {"Slice", {1, 2, 3, 4}}, {"Pad", {1, 2, 3}},
       {"Resize", {1, 2, 3}}, {"Upsample", {1}}, {"TopK", {1}}, {"OneHot", {1, 2}}, {"Range", {0, 1, 2}},
       {"ConstantOfShape", {0}}, {"CumSum", {1}}, {"Trilu", {1}}, {"Squeeze", {1}}, {"Unsqueeze", {1}},
-      {"Split", {1}}, {"MaxUnpool", {2}}, {"ReduceSum", {1}}, {"ReduceMean", {1}}, {"ReduceMax", {1}}, {"ReduceMin", {1}},
+      {"Split", {1}}, {"MaxUnpool", {2}}, {"DFT", {1}}, {"STFT", {1, 3}}, {"ReduceSum", {1}}, {"ReduceMean", {1}}, {"ReduceMax", {1}}, {"ReduceMin", {1}},
       {"ReduceProd", {1}}, {"ReduceL1", {1}}, {"ReduceL2", {1}}, {"ReduceLogSum", {1}}, {"ReduceLogSumExp", {1}},
       {"ReduceSumSquare", {1}}, {"HannWindow", {0}}, {"HammingWindow", {0}}, {"BlackmanWindow", {0}},
       {"Dropout", {1, 2}}, {"Compress", {1}}, {"ReverseSequence", {1}}, {"RNN", {4}}, {"GRU", {4}}, {"LSTM", {4}}};

@@ -1078,6 +1078,121 @@ std::string mapMaxUnpool(NodeCtx& c) {
   return one(c, y);
 }
 
+// DFT along the last axis of xr (+ i·xi, when xi is set) as matmuls with
+// constant cos/sin tables: y_k = Σ_n x_n e^{∓2πi kn/N} (1/N for the inverse).
+void dftLast(NodeCtx& c, Tensor xr, Tensor xi, int64_t N, bool inverse, bool onesided, Tensor& yr, Tensor& yi) {
+  DType t = xr.dtype();
+  int64_t K = onesided ? N / 2 + 1 : N;
+  HostTensor C(t, {N, K}), S(t, {N, K});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      double a = 2 * M_PI * double((n * k) % N) / double(N);
+      C.set(n * K + k, std::cos(a));
+      S.set(n * K + k, std::sin(a));
+    }
+  Tensor cm = c.constant(std::move(C)), sm = c.constant(std::move(S));
+  Tensor rc = c.op("matmul", {xr, cm}), rs = c.op("matmul", {xr, sm});
+  if (!inverse) {
+    yr = rc;
+    yi = c.op("neg", {rs});
+    if (xi) {
+      yr = c.op("add", {yr, c.op("matmul", {xi, sm})});
+      yi = c.op("add", {yi, c.op("matmul", {xi, cm})});
+    }
+  } else {
+    yr = rc;
+    yi = rs;
+    if (xi) {
+      yr = c.op("sub", {yr, c.op("matmul", {xi, sm})});
+      yi = c.op("add", {yi, c.op("matmul", {xi, cm})});
+    }
+    yr = c.op("div", {yr, c.scalar(t, double(N))});
+    yi = c.op("div", {yi, c.scalar(t, double(N))});
+  }
+}
+
+// Splits x[..., 1|2] into its real and imaginary parts (no imaginary part: null).
+bool complexParts(NodeCtx& c, Tensor x, Tensor& re, Tensor& im, std::string& why) {
+  size_t r = x.rank();
+  int64_t last = r ? x.shape()[r - 1] : 0;
+  if (last != 1 && last != 2) return why = "the last dimension must be 1 (real) or 2 (complex), not " + shapeText(x.shape()), false;
+  auto part = [&](int64_t k) {
+    return c.op("squeeze", {c.op("slice", {x}, {{"starts", Ints{k}}, {"ends", Ints{k + 1}}, {"axes", Ints{-1}}})}, {{"axes", Ints{-1}}});
+  };
+  re = part(0);
+  if (last == 2) im = part(1);
+  return true;
+}
+
+std::string mapDFT(NodeCtx& c) {
+  Tensor x = c.in(0), re, im;
+  std::string why;
+  if (!complexParts(c, x, re, im, why)) return why;
+  size_t r = re.rank();
+  int64_t axis = c.i("axis", 1);
+  if (!normaliseAxis(axis, r) ) return "axis " + std::to_string(c.i("axis", 1)) + " is out of range";
+  int64_t len = re.shape()[size_t(axis)], N = len;
+  if (c.present(1)) {
+    Ints v;
+    if (!c.ints(1, v, why, "dft_length")) return why;
+    if (v.size() != 1 || v[0] <= 0) return "dft_length must be one positive integer";
+    N = v[0];
+  }
+  Ints perm, inv(r);
+  for (size_t d = 0; d < r; ++d)
+    if (int64_t(d) != axis) perm.push_back(int64_t(d));
+  perm.push_back(axis);
+  for (size_t d = 0; d < r; ++d) inv[size_t(perm[d])] = int64_t(d);
+  auto prep = [&](Tensor v) {
+    if (!v) return v;
+    v = c.op("transpose", {v}, {{"perm", perm}});
+    if (N < len) v = c.op("slice", {v}, {{"starts", Ints{0}}, {"ends", Ints{N}}, {"axes", Ints{-1}}});
+    if (N > len) {
+      Ints p(2 * r, 0);
+      p[2 * r - 1] = N - len;
+      v = c.op("pad", {v}, {{"pads", p}});
+    }
+    return v;
+  };
+  Tensor yr, yi;
+  dftLast(c, prep(re), prep(im), N, c.i("inverse", 0) != 0, c.i("onesided", 0) != 0, yr, yi);
+  auto back = [&](Tensor v) { return c.op("unsqueeze", {c.op("transpose", {v}, {{"perm", inv}})}, {{"axes", Ints{-1}}}); };
+  return one(c, c.op("concat", {back(yr), back(yi)}, {{"axis", int64_t(-1)}}));
+}
+
+std::string mapSTFT(NodeCtx& c) {
+  Tensor x = c.in(0), re, im;
+  std::string why;
+  if (!complexParts(c, x, re, im, why)) return why;
+  if (re.rank() != 2) return "the signal must be [batch, length, 1|2], not " + shapeText(x.shape());
+  Ints step;
+  if (!c.ints(1, step, why, "frame_step")) return why;
+  int64_t len = re.shape()[1], fl = 0;
+  if (c.present(3)) {
+    Ints v;
+    if (!c.ints(3, v, why, "frame_length")) return why;
+    fl = v.empty() ? 0 : v[0];
+  } else if (c.present(2)) {
+    fl = c.shape(2).empty() ? 0 : c.shape(2)[0];
+  }
+  if (step.size() != 1 || step[0] <= 0 || fl <= 0 || fl > len) return "frame_step and frame_length must be positive, the frame no longer than the signal";
+  int64_t frames = 1 + (len - fl) / step[0];
+  HostTensor idx(DType::I64, {frames * fl});
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t k = 0; k < fl; ++k) idx.setInt(f * fl + k, f * step[0] + k);
+  Tensor gi = c.constant(std::move(idx));
+  auto frame = [&](Tensor v) {
+    if (!v) return v;
+    v = c.op("reshape", {c.op("gather", {v, gi}, {{"axis", int64_t(1)}})}, {{"shape", Ints{v.shape()[0], frames, fl}}});
+    if (c.present(2)) v = c.op("mul", {v, c.in(2)});
+    return v;
+  };
+  Tensor yr, yi;
+  dftLast(c, frame(re), frame(im), fl, false, c.i("onesided", 1) != 0, yr, yi);
+  auto last = [&](Tensor v) { return c.op("unsqueeze", {v}, {{"axes", Ints{-1}}}); };
+  return one(c, c.op("concat", {last(yr), last(yi)}, {{"axis", int64_t(-1)}}));
+}
+
 std::string mapHardmax(NodeCtx& c) { return softmaxLike(c, "hardmax"); }
 
 // NegativeLogLikelihoodLoss on log-probabilities x[N, C, d...] with targets
@@ -1218,6 +1333,8 @@ const std::vector<OpEntry> kTable = {
     {"GRU", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout,linear_before_reset", [](NodeCtx& c) { return mapRecurrent(c, Cell::Gru); }},
     {"LSTM", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,input_forget,layout", [](NodeCtx& c) { return mapRecurrent(c, Cell::Lstm); }},
     {"Compress", 9, 99, "axis", mapCompress},
+    {"DFT", 17, 99, "axis,inverse,onesided", mapDFT},
+    {"STFT", 17, 99, "onesided", mapSTFT},
     {"MaxUnpool", 9, 99, "kernel_shape,pads,strides", mapMaxUnpool},
     {"ReverseSequence", 10, 99, "batch_axis,time_axis", mapReverseSequence},
     {"MatMulInteger", 10, 99, "", mapMatMulInteger},
