@@ -268,9 +268,13 @@ std::vector<double> NodeCtx::floats(const std::string& name) const {
 }
 
 Tensor NodeCtx::scalar(DType dt, double v) {
-  HostTensor h(dt, {});
-  h.set(0, v);
-  return p.constant(std::move(h), site);
+  Tensor& t = scalars_[{int(dt), v}];
+  if (!t) {
+    HostTensor h(dt, {});
+    h.set(0, v);
+    t = p.constant(std::move(h), site);
+  }
+  return t;
 }
 
 // ---- the graph ----------------------------------------------------------------

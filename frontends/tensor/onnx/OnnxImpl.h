@@ -4,6 +4,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +73,7 @@ class NodeCtx {
 
  private:
   std::vector<std::optional<Val>> ins_;
+  std::map<std::pair<int, double>, Tensor> scalars_;  // one constant per dtype and value
 };
 
 // A mapping: sets ctx.outs; returns "" or why the node is not supported (E401).

@@ -1226,6 +1226,9 @@ struct GridCtx {
     }
     return v;
   }
+  // Stores `v` (a view reader keeps the lowering from fusing it into each of
+  // its many readers, which would recompute it and read its inputs once per use).
+  Tensor store(Tensor v) { return c.op("identity", {v}); }
   Tensor unnormalise(Tensor g, int64_t size) {
     Tensor one1 = s(1);
     if (align) return mul(mul(add(g, one1), s(0.5)), s(double(size - 1)));
@@ -1249,14 +1252,14 @@ std::string mapGridSample(NodeCtx& c) {
   auto coord = [&](int64_t k) {
     return c.op("squeeze", {c.op("slice", {gr}, {{"starts", Ints{k}}, {"ends", Ints{k + 1}}, {"axes", Ints{3}}})}, {{"axes", Ints{3}}});
   };
-  Tensor ix = g.unnormalise(coord(0), W), iy = g.unnormalise(coord(1), H);  // [N, Ho, Wo]
+  Tensor ix = g.store(g.unnormalise(coord(0), W)), iy = g.store(g.unnormalise(coord(1), H));  // [N, Ho, Wo]
   Tensor xf = c.op("reshape", {X}, {{"shape", Ints{N, C, H * W}}});
   Tensor acc;
   // One tap at integer coordinates (as floats) with its weight.
   auto tap = [&](Tensor tx, Tensor ty, Tensor w, bool padTaps) {
     if (padTaps) {
-      tx = g.pad(tx, W);
-      ty = g.pad(ty, H);
+      tx = g.store(g.pad(tx, W));
+      ty = g.store(g.pad(ty, H));
     }
     if (padding == "zeros") {
       Tensor inside = c.op("and", {c.op("and", {c.op("ge", {tx, g.s(0)}), c.op("le", {tx, g.s(double(W - 1))})}),
@@ -1274,8 +1277,8 @@ std::string mapGridSample(NodeCtx& c) {
     Tensor px = g.pad(ix, W), py = g.pad(iy, H);
     tap(c.op("round", {px}), c.op("round", {py}), c.op("expand", {g.s(1)}, {{"shape", Ints{N, Ho, Wo}}}), false);
   } else if (mode == "bilinear") {
-    Tensor px = g.pad(ix, W), py = g.pad(iy, H);
-    Tensor x0 = c.op("floor", {px}), y0 = c.op("floor", {py});
+    Tensor px = g.store(g.pad(ix, W)), py = g.store(g.pad(iy, H));
+    Tensor x0 = g.store(c.op("floor", {px})), y0 = g.store(c.op("floor", {py}));
     Tensor x1 = g.add(x0, g.s(1)), y1 = g.add(y0, g.s(1));
     Tensor fx = g.sub(px, x0), fy = g.sub(py, y0);
     Tensor gx = g.sub(g.s(1), fx), gy = g.sub(g.s(1), fy);
@@ -1285,8 +1288,8 @@ std::string mapGridSample(NodeCtx& c) {
     tap(x1, y1, g.mul(fx, fy), false);
   } else {
     const double A = -0.75;
-    Tensor x0 = c.op("floor", {ix}), y0 = c.op("floor", {iy});
-    Tensor tx = g.sub(ix, x0), ty = g.sub(iy, y0);
+    Tensor x0 = g.store(c.op("floor", {ix})), y0 = g.store(c.op("floor", {iy}));
+    Tensor tx = g.store(g.sub(ix, x0)), ty = g.store(g.sub(iy, y0));
     auto cc1 = [&](Tensor x) {  // ((A + 2) x - (A + 3)) x² + 1
       return g.add(g.mul(g.mul(g.sub(g.mul(x, g.s(A + 2)), g.s(A + 3)), x), x), g.s(1));
     };
@@ -1294,7 +1297,8 @@ std::string mapGridSample(NodeCtx& c) {
       return g.sub(g.mul(g.add(g.mul(g.sub(g.mul(x, g.s(A)), g.s(5 * A)), x), g.s(8 * A)), x), g.s(4 * A));
     };
     auto coeffs = [&](Tensor tt) {
-      return std::vector<Tensor>{cc2(g.add(tt, g.s(1))), cc1(tt), cc1(g.sub(g.s(1), tt)), cc2(g.sub(g.s(2), tt))};
+      return std::vector<Tensor>{g.store(cc2(g.add(tt, g.s(1)))), g.store(cc1(tt)), g.store(cc1(g.sub(g.s(1), tt))),
+                                 g.store(cc2(g.sub(g.s(2), tt)))};
     };
     std::vector<Tensor> wx = coeffs(tx), wy = coeffs(ty);
     for (int j = 0; j < 4; ++j)
