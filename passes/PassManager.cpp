@@ -27,6 +27,7 @@ PassRegistry& PassRegistry::get() {
     r->add(dcePass());
     r->add(inlinePass());
     r->add(linearityPass());
+    r->add(memoryPlanPass());
     r->add(monomorphizePass());
     return r;
   }();

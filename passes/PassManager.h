@@ -94,6 +94,7 @@ Pass csePass();
 Pass dcePass();
 Pass inlinePass();
 Pass linearityPass();
+Pass memoryPlanPass();
 Pass monomorphizePass();
 
 }  // namespace eph::passes

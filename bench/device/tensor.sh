@@ -18,6 +18,6 @@ if ! "$BIN/eph_tensor_bench" --small --runs 1 --no-peer --targets vulkan > /tmp/
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 fi
 status=0
-"$BIN/eph_tensor_bench" --targets vulkan --runs "${RUNS:-20}" --no-peer --json "$OUT/ephc_tensor.json" || status=1
+"$BIN/eph_tensor_bench" --targets vulkan --runs "${RUNS:-20}" --no-peer ${LARGE:+--large} --json "$OUT/ephc_tensor.json" || status=1
 python3 bench/device/torch_tensor.py --eph-json "$OUT/ephc_tensor.json" --json "$OUT/torch_tensor.json" || status=1
 exit $status

@@ -8,7 +8,7 @@
 // timestamps on Vulkan. Uploads and downloads are not counted (numpy's
 // arrays are in memory already). Prints a table and writes JSON (--json).
 //
-//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small] [--json F] [--no-peer]
+//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--json F] [--no-peer]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -235,7 +235,7 @@ std::map<std::string, std::map<std::string, double>> runPeer(const std::vector<s
 int main(int argc, char** argv) {
   std::vector<std::string> targets = {"cpu", "vulkan"};
   int runs = 7;
-  bool small = false, peer = true;
+  bool small = false, large = false, peer = true;
   std::string jsonPath;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -246,10 +246,11 @@ int main(int argc, char** argv) {
       for (std::string t; std::getline(ss, t, ',');) targets.push_back(t);
     } else if (a == "--runs") runs = std::atoi(next().c_str());
     else if (a == "--small") small = true;
+    else if (a == "--large") large = true;
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -264,6 +265,13 @@ int main(int argc, char** argv) {
                   {"layer_norm", {"1024x1024", "4096x4096"}},
                   {"matmul", {"256", "1024"}},
                   {"conv2d", {"8x32x64x64x32"}}};
+  if (large)  // the GPU machine's sizes (bench/device/tensor.sh): issue 14's 8192x8192 and bigger GEMM and conv
+    cases = {{"add", {"16777216", "67108864"}},
+             {"chain", {"4096x4096", "8192x8192"}},
+             {"softmax", {"4096x4096", "8192x8192"}},
+             {"layer_norm", {"4096x4096", "8192x8192"}},
+             {"matmul", {"1024", "4096"}},
+             {"conv2d", {"8x32x64x64x32", "32x64x128x128x64"}}};
   auto peerMs = peer ? runPeer(cases, runs) : decltype(runPeer(cases, runs)){};
   if (peer && peerMs.empty()) std::cerr << "numpy peer: no results (is python3-numpy installed?)\n";
 

@@ -254,6 +254,26 @@ TEST(ReduceOps, IntegersKeepTheirDtypeAndNaNPropagates) {
                       {1, NAN, 9, 4, 25, 0.25}});
 }
 
+TEST(ReduceOps, SmallAndUnsignedIntegersUseTheirTypesLimits) {
+  Program p;
+  Tensor u8 = p.input("u8", DType::U8, {2, 0});
+  Tensor u64 = p.input("u64", DType::U64, {2, 0});
+  Tensor i8 = p.input("i8", DType::I8, {2, 0});
+  Tensor v = p.input("v", DType::U8, {2, 3});
+  p.output("minu8", min(u8, {1}));
+  p.output("minu64", min(u64, {1}));
+  p.output("maxi8", max(i8, {1}));
+  p.output("mini8", min(i8, {1}));
+  p.output("maxv", max(v, {1}));
+  p.output("sumv", sum(v, {1}));  // wraps in u8
+  expectOnAllTargets(p,
+                     {HostTensor(DType::U8, {2, 0}), HostTensor(DType::U64, {2, 0}), HostTensor(DType::I8, {2, 0}),
+                      HostTensor::of(DType::U8, {2, 3}, {200, 7, 100, 1, 2, 3})},
+                     {{255, 255}, {18446744073709551615.0, 18446744073709551615.0}, {-128, -128}, {127, 127}, {200, 3},
+                      {51, 6}},
+                     0);
+}
+
 TEST(ReduceOps, HalfSumsAccumulateInFloat32) {
   Program p;
   Tensor x = p.input("x", DType::F16, {2, 4000});
@@ -504,6 +524,7 @@ TEST(ReduceNorm, LongRowsUseWorkgroupKernels) {
   p.output("in", instance_norm(im, c, c));
   p.output("lp", lp_normalize(v, 1, 1));
   p.output("var", var(v, {1}, false, 1));
+  p.output("var0", var(v, {1}));  // the same shapes, another correction: another kernel
   auto xv = randomValues(900, 80, -4, 4), sv = randomValues(300, 81), bv = randomValues(300, 82);
   auto iv = randomValues(288, 83), cv = randomValues(2, 84);
   Shape vs;
@@ -527,11 +548,12 @@ TEST(ReduceNorm, LongRowsUseWorkgroupKernels) {
     return o;
   });
   auto var1 = reduceRef(vv, {3, 300}, red, [](const std::vector<double>& r) { return refSquares(r) / 299; });
+  auto var0 = reduceRef(vv, {3, 300}, red, [](const std::vector<double>& r) { return refSquares(r) / 300; });
   expectOnAllTargets(p,
                      {HostTensor::of(DType::F32, {300, 3}, xv), HostTensor::of(DType::F32, {300}, sv),
                       HostTensor::of(DType::F32, {300}, bv), HostTensor::of(DType::F32, {1, 2, 16, 9}, iv),
                       HostTensor::of(DType::F32, {2}, cv)},
-                     {ln, rowwise(vv, {3, 300}, red, logSoftmaxRow), in, lp, var1}, 1e-4);
+                     {ln, rowwise(vv, {3, 300}, red, logSoftmaxRow), in, lp, var1, var0}, 1e-4);
 }
 
 // More rows than one dimension of workgroups holds (32768): the groups past

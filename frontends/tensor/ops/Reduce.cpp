@@ -3,14 +3,17 @@
 // the normalisations (layer, batch, instance, Lp, mean-variance), cumsum,
 // top-k and sorting.
 //
-// A reduction runs one invocation per output element (per "row": the
-// elements that differ only in the reduced axes), looping over the row
-// through the input's strides; adjacent reduced axes that are laid out
-// contiguously are walked as one loop. Softmax and the normalisations first
-// compute per-row statistics (a max and a sum, a mean and an inverse standard
-// deviation, ...) into small temporaries, one invocation per row, then map
-// over the output elementwise reading the statistics broadcast. Sums of f16
-// and f32 accumulate in f32, of f64 in f64, of integers in their own type.
+// A row is the set of elements one output (or statistic) reduces over. A
+// short row (< kCoopMin elements) is one invocation per output element,
+// looping over the row through the input's strides (adjacent reduced axes
+// laid out contiguously are walked as one loop); softmax and the
+// normalisations then compute per-row statistics (a max and a sum, a mean and
+// an inverse standard deviation, ...) into small temporaries, one invocation
+// per row, and map over the output elementwise reading them broadcast. A long
+// row of a float tensor is one workgroup per row (coopRows): strided partial
+// folds combined through workgroup memory, then the row's outputs written by
+// the same kernel. Sums of f16 and f32 accumulate in f32, of f64 in f64, of
+// integers in their own type.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -1002,7 +1005,7 @@ void addReduceOps(std::vector<OpDef>& ops) {
                    const double corr = double(n.attrs.i("correction", 0));
                    const DType S = statType(x.dtype);
                    if (R >= kCoopMin)
-                     return coopRows(l, n.op, "", x.shape, red, in, n.dtype, [&](Row& row) -> Values {
+                     return coopRows(l, n.op, n.attrs.key(), x.shape, red, in, n.dtype, [&](Row& row) -> Values {
                        Kernel& k = row.k;
                        Builder& b = k.b;
                        Value* s = row.reduce(Comb::Sum, S, k.constant(S, 0), [](Builder&, Value* x) { return x; });
