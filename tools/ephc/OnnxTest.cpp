@@ -183,11 +183,21 @@ Result runTest(const TestCase& t, const std::string& target) {
   if (sets.empty()) return r.reason = "no test_data_set_* directory", r;
   auto device = runtime::openDevice(target);
   if (!device) return r.reason = "cannot open the " + target + " device: " + device.error().message, r;
+  std::string set0;
+  // A data file that is not a tensor (a sequence, an optional, strings): the
+  // model's own error when it has one (its inputs are not tensors), else the file's.
+  auto dataError = [&](const Error& e) {
+    auto m = tensor::onnx::importModel(bytes, {});
+    std::string why = m ? errorText(e) : errorText(m.error());
+    for (size_t at; (at = why.find(set0)) != std::string::npos;) why.erase(at, set0.size());
+    return why;
+  };
   for (const fs::path& set : sets) {
+    set0 = (t.dir / "").string();
     auto inputs = tensor::onnx::readDataSet(set.string(), "input");
-    if (!inputs) return r.reason = errorText(inputs.error()), r;
+    if (!inputs) return r.reason = dataError(inputs.error()), r;
     auto outputs = tensor::onnx::readDataSet(set.string(), "output");
-    if (!outputs) return r.reason = errorText(outputs.error()), r;
+    if (!outputs) return r.reason = dataError(outputs.error()), r;
     // Bind by position over the graph inputs that are not initializers.
     ::onnx::ModelProto m;
     if (!m.ParseFromArray(bytes.data(), int(bytes.size())))
@@ -387,6 +397,13 @@ int writeDoc(Session& s, const ParsedArgs& args) {
        "maps to); `ephc check|lower|run MODEL.onnx` use it, and\n"
        "`tests/onnx/expected-pass-<target>.txt` are the tests each ctest expects to pass\n"
        "(`ninja onnx-expect` regenerates them).\n\n"
+       "```\n"
+       "ephc check model.onnx                     # import and lower; E400-E403 on errors\n"
+       "ephc lower model.onnx --emit=ir           # the host function and its kernels\n"
+       "ephc run model.onnx --inputs DIR --target=vulkan          # DIR/input_0.pb, ...; prints the outputs\n"
+       "ephc run model.onnx --input x=x.npy --save-outputs OUT     # OUT/output_0.pb, ... (TensorProto)\n"
+       "ephc onnx-test /usr/share/libonnx-testdata/data/node --target=cpu --jobs 2\n"
+       "```\n\n"
        "Opsets up to 17 of the default domain (7 to 17, and the opset-6 models of the\n"
        "PyTorch suites: legacy `broadcast`/`axis` of binary ops, PRelu-6's per-channel\n"
        "slope). Each op has one table entry (`OnnxOps.cpp`: the opsets it maps, the\n"
