@@ -514,8 +514,29 @@ std::string mapGemm(NodeCtx& c) {
 }
 
 std::string mapBatchNorm(NodeCtx& c) {
-  if (c.i("training_mode", 0)) return "training_mode=1 is not supported (inference only)";
   if (c.i("spatial", 1) != 1) return "spatial=0 is not supported";
+  if (c.i("training_mode", 0)) {
+    // Normalise with the batch's mean and (population) variance over every
+    // axis but 1; the running statistics move toward them by 1 - momentum.
+    Tensor x = c.in(0);
+    if (x.rank() < 2) return "the input must have rank 2 or more";
+    Ints axes{0};
+    for (size_t d = 2; d < x.rank(); ++d) axes.push_back(int64_t(d));
+    DType t = x.dtype();
+    Tensor meanK = c.op("reduce_mean", {x}, {{"axes", axes}, {"keepdims", int64_t(1)}});
+    Tensor dev = c.op("sub", {x, meanK});
+    Tensor varK = c.op("reduce_mean", {c.op("mul", {dev, dev})}, {{"axes", axes}, {"keepdims", int64_t(1)}});
+    Ints flat{x.shape()[1]};
+    Tensor mean = c.op("reshape", {meanK}, {{"shape", flat}}), var = c.op("reshape", {varK}, {{"shape", flat}});
+    double m = c.f("momentum", 0.9);
+    c.outs = {c.op("batch_norm", {x, c.in(1), c.in(2), mean, var}, {{"epsilon", double(c.f("epsilon", 1e-5))}})};
+    auto blend = [&](Tensor running, Tensor current) {
+      return c.op("add", {c.op("mul", {running, c.scalar(t, m)}), c.op("mul", {current, c.scalar(t, 1 - m)})});
+    };
+    c.outs.push_back(blend(c.in(3), mean));
+    c.outs.push_back(blend(c.in(4), var));
+    return "";
+  }
   return one(c, c.op("batch_norm", {c.in(0), c.in(1), c.in(2), c.in(3), c.in(4)}, {{"epsilon", double(c.f("epsilon", 1e-5))}}));
 }
 
