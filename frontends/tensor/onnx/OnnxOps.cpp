@@ -492,7 +492,75 @@ std::string mapConvTranspose(NodeCtx& c) {
   return one(c, c.op("conv_transpose", presentInputs(c),
                      passAttrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "output_padding", "output_shape"})));
 }
+// MaxPool with its Indices output: the windows scanned offset by offset over
+// strided slices of the input padded with -inf, keeping the first maximum and
+// its flat index (row-major, or column-major over the spatial axes with
+// storage_order=1; padding not counted).
+std::string maxPoolWithIndices(NodeCtx& c) {
+  Tensor x = c.in(0);
+  size_t r = x.rank();
+  if (r < 3) return "the input must have rank 3 or more";
+  size_t k = r - 2;
+  std::string autoPad = c.s("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID") return "the Indices output with auto_pad '" + autoPad + "' is not supported";
+  if (c.i("ceil_mode", 0)) return "the Indices output with ceil_mode=1 is not supported";
+  Ints kernel = c.ints("kernel_shape"), strides = c.ints("strides"), pads = c.ints("pads"), dil = c.ints("dilations");
+  if (kernel.size() != k) return "kernel_shape must have " + std::to_string(k) + " entries";
+  if (strides.empty()) strides.assign(k, 1);
+  if (dil.empty()) dil.assign(k, 1);
+  if (pads.empty()) pads.assign(2 * k, 0);
+  if (strides.size() != k || dil.size() != k || pads.size() != 2 * k) return "strides, dilations or pads have the wrong length";
+  Shape s = x.shape();
+  Ints out;
+  for (size_t d = 0; d < k; ++d) {
+    int64_t span = (kernel[d] - 1) * dil[d] + 1, full = s[d + 2] + pads[d] + pads[d + k];
+    if (span > full || strides[d] <= 0) return "the window does not fit the padded input";
+    out.push_back((full - span) / strides[d] + 1);
+  }
+  bool colMajor = c.i("storage_order", 0) == 1;
+  HostTensor pos(DType::I64, s);
+  std::vector<int64_t> st = contiguousStrides(s);
+  for (int64_t i = 0; i < pos.size(); ++i) {
+    int64_t nc = i / st[1] / s[1] * s[1] + (i / st[1]) % s[1], spatial = i % st[1];
+    if (colMajor && k == 2) spatial = (spatial % s[3]) * s[2] + spatial / s[3];
+    pos.setInt(i, nc * st[1] + spatial);
+  }
+  Ints p(2 * r, 0);
+  for (size_t d = 0; d < k; ++d) {
+    p[d + 2] = pads[d];
+    p[r + d + 2] = pads[d + k];
+  }
+  Tensor xp = c.op("pad", {x}, {{"pads", p}, {"value", -INFINITY}});
+  Tensor pp = c.op("pad", {c.constant(std::move(pos))}, {{"pads", p}, {"value", -1.0}});
+  Tensor best, idx;
+  Ints off(k, 0), axes;
+  for (size_t d = 0; d < k; ++d) axes.push_back(int64_t(d + 2));
+  for (;;) {
+    Ints starts, ends;
+    for (size_t d = 0; d < k; ++d) {
+      starts.push_back(off[d] * dil[d]);
+      ends.push_back(off[d] * dil[d] + (out[d] - 1) * strides[d] + 1);
+    }
+    Attrs a{{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", strides}};
+    Tensor v = c.op("slice", {xp}, a), q = c.op("slice", {pp}, a);
+    if (!best) {
+      best = v;
+      idx = q;
+    } else {
+      Tensor gt = c.op("identity", {c.op("gt", {v, best})});
+      best = c.op("identity", {c.op("where", {gt, v, best})});
+      idx = c.op("identity", {c.op("where", {gt, q, idx})});
+    }
+    size_t d = k;
+    while (d-- > 0 && ++off[d] == kernel[d]) off[d] = 0;
+    if (d == size_t(-1)) break;
+  }
+  c.outs = {c.op("identity", {best}), c.op("identity", {idx})};
+  return "";
+}
+
 std::string mapMaxPool(NodeCtx& c) {
+  if (c.node.output_size() > 1 && !c.node.output(1).empty()) return maxPoolWithIndices(c);
   if (c.i("storage_order", 0) != 0) return "storage_order 1 is not supported";
   return one(c, c.op("max_pool", {c.in(0)}, passAttrs(c, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"})));
 }
