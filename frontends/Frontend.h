@@ -16,6 +16,11 @@
 #include "ir/IR.h"
 #include "passes/PassManager.h"
 
+namespace eph::interp {
+class Memory;
+struct RtValue;
+}
+
 namespace eph::frontends {
 
 // A command-line option of a frontend, e.g. {"--mode", "linear|affine", ...};
@@ -53,6 +58,18 @@ struct Frontend {
   std::function<bool(std::string_view text, const std::string& file, const OptionValues&,
                      const std::vector<std::vector<double>>& results, std::string& out, std::string& diagnostics)>
       formatRun;
+  // Optional, for a frontend whose files carry the entry's arguments (an ONNX
+  // model: its weights, and its inputs read from files its options name):
+  // `ephc run` takes the arguments from `args` (made in `mem`) instead of
+  // --arg, and hands the results to `runResults` (which may print or save
+  // them) instead of printing them. False after appending an error to
+  // `diagnostics`.
+  std::function<bool(std::string_view text, const std::string& file, const OptionValues&, const ir::Function& entry,
+                     interp::Memory& mem, std::vector<interp::RtValue>& args, std::string& diagnostics)>
+      runArgs;
+  std::function<bool(std::string_view text, const std::string& file, const OptionValues&, interp::Memory& mem,
+                     const std::vector<interp::RtValue>& results, std::string& out, std::string& diagnostics)>
+      runResults;
 };
 
 // The frontends of this build, in registration order.

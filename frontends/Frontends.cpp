@@ -2,6 +2,9 @@
 #include "frontends/Frontend.h"
 #include "frontends/ephapax/Frontend.h"
 #include "frontends/value/Frontend.h"
+#ifdef EPH_HAVE_ONNX
+#include "frontends/tensor/onnx/Frontend.h"
+#endif
 
 namespace eph::frontends {
 
@@ -9,6 +12,9 @@ const std::vector<Frontend>& all() {
   static const std::vector<Frontend> list = {
       ephapax::frontend(),
       value::frontend(),
+#ifdef EPH_HAVE_ONNX
+      tensor::onnx::frontend(),
+#endif
   };
   return list;
 }

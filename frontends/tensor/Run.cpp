@@ -36,39 +36,52 @@ Status checkInput(const Node& declared, const HostTensor& given) {
   return Status::ok();
 }
 
-Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p, const Compiled& c,
-                                      const std::vector<HostTensor>& inputs) {
+Expected<std::vector<interp::RtValue>> mainArgs(interp::Memory& mem, ir::Context& ctx, const Program& p,
+                                                const std::vector<uint32_t>& params, const std::vector<HostTensor>& inputs) {
   if (inputs.size() != p.inputs().size())
     return Error{{}, "the program has " + std::to_string(p.inputs().size()) + " inputs, but " +
                          std::to_string(inputs.size()) + " were given"};
   for (size_t i = 0; i < inputs.size(); ++i)
     if (Status st = checkInput(p.node(p.inputs()[i]), inputs[i]); !st) return st.error();
-  ir::Context& ctx = c.module->context();
-  interp::Interpreter in(*c.module);
   std::vector<interp::RtValue> args;
-  for (uint32_t id : c.params) {
+  for (uint32_t id : params) {
     const Node& n = p.node(id);
     if (n.op == "const") {
-      args.push_back(toBuffer(in.memory(), ctx, *n.data));
+      args.push_back(toBuffer(mem, ctx, *n.data));
     } else {
       size_t k = size_t(std::find(p.inputs().begin(), p.inputs().end(), id) - p.inputs().begin());
-      args.push_back(toBuffer(in.memory(), ctx, inputs[k]));
+      args.push_back(toBuffer(mem, ctx, inputs[k]));
     }
   }
-  auto results = runtime::runHost(device, in, *c.module->lookup("main"), std::move(args));
+  return args;
+}
+
+Expected<HostTensor> resultTensor(interp::Memory& mem, const interp::RtValue& result, DType dtype, const Shape& shape) {
+  HostTensor h(dtype, shape);
+  const interp::BufferData* b = mem.get(result.buffer);
+  if (!b || b->elems.size() < size_t(h.size())) return Error{{}, "internal error: a result is not a buffer of its size"};
+  for (int64_t i = 0; i < h.size(); ++i) {
+    const interp::RtValue& e = b->elems[size_t(i)];
+    if (isFloat(dtype)) h.set(i, e.f);
+    else h.setInt(i, e.i);
+  }
+  return h;
+}
+
+Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p, const Compiled& c,
+                                      const std::vector<HostTensor>& inputs) {
+  ir::Context& ctx = c.module->context();
+  interp::Interpreter in(*c.module);
+  auto args = mainArgs(in.memory(), ctx, p, c.params, inputs);
+  if (!args) return args.error();
+  auto results = runtime::runHost(device, in, *c.module->lookup("main"), std::move(*args));
   if (!results) return results.error();
   std::vector<HostTensor> out;
   for (size_t k = 0; k < results->size(); ++k) {
     const Node& n = p.node(c.results[k]);
-    HostTensor h(n.dtype, n.shape);
-    const interp::BufferData* b = in.memory().get((*results)[k].buffer);
-    if (!b) return Error{{}, "internal error: output " + std::to_string(k) + " is not a buffer"};
-    for (int64_t i = 0; i < h.size(); ++i) {
-      const interp::RtValue& e = b->elems[size_t(i)];
-      if (isFloat(n.dtype)) h.set(i, e.f);
-      else h.setInt(i, e.i);
-    }
-    out.push_back(std::move(h));
+    auto h = resultTensor(in.memory(), (*results)[k], n.dtype, n.shape);
+    if (!h) return h.error();
+    out.push_back(std::move(*h));
   }
   return out;
 }

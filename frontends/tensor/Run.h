@@ -16,6 +16,10 @@
 namespace eph::runtime {
 class Device;
 }
+namespace eph::interp {
+class Memory;
+struct RtValue;
+}
 
 namespace eph::tensor {
 
@@ -30,5 +34,12 @@ Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target,
 
 // Checks one input against what the program declared (dtype and shape).
 Status checkInput(const Node& declared, const HostTensor& given);
+
+// What run() does, for a caller that runs @main itself (`ephc run` of an ONNX
+// model): @main's arguments, made in `mem` (each input, checked, and each
+// constant, in Compiled::params order), and a result buffer as a HostTensor.
+Expected<std::vector<interp::RtValue>> mainArgs(interp::Memory& mem, ir::Context& ctx, const Program& p,
+                                                const std::vector<uint32_t>& params, const std::vector<HostTensor>& inputs);
+Expected<HostTensor> resultTensor(interp::Memory& mem, const interp::RtValue& result, DType dtype, const Shape& shape);
 
 }  // namespace eph::tensor

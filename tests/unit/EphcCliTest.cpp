@@ -150,10 +150,10 @@ TEST(EphcMain, VersionHelpAndUnknownCommands) {
   Result none = ephc({});
   EXPECT_EQ(none.status, 1);
   EXPECT_EQ(none.out, "");
-  EXPECT_EQ(none.err, "ephc: no command given (commands: opt, run, check, passes, ops, lower, devices, diff, solve; see 'ephc --help')\n");
+  EXPECT_EQ(none.err, "ephc: no command given (commands: opt, run, check, passes, ops, lower, devices, diff, solve, onnx-test; see 'ephc --help')\n");
   Result bad = ephc({"frob"});
   EXPECT_EQ(bad.status, 1);
-  EXPECT_EQ(bad.err, "ephc: unknown command 'frob' (commands: opt, run, check, passes, ops, lower, devices, diff, solve; see 'ephc --help')\n");
+  EXPECT_EQ(bad.err, "ephc: unknown command 'frob' (commands: opt, run, check, passes, ops, lower, devices, diff, solve, onnx-test; see 'ephc --help')\n");
 }
 
 TEST(EphcMain, OpsListsEveryOpOnceWithItsSummary) {

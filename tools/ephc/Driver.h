@@ -113,6 +113,7 @@ CommandSpec lowerSpec();
 CommandSpec devicesSpec();
 CommandSpec diffSpec();
 CommandSpec solveSpec();
+CommandSpec onnxTestSpec();
 int runOptCommand(Session& s, std::span<const std::string> args);
 int runCheckCommand(Session& s, std::span<const std::string> args);
 int runRunCommand(Session& s, std::span<const std::string> args);
@@ -122,6 +123,7 @@ int runLowerCommand(Session& s, std::span<const std::string> args);
 int runDevicesCommand(Session& s, std::span<const std::string> args);
 int runDiffCommand(Session& s, std::span<const std::string> args);
 int runSolveCommand(Session& s, std::span<const std::string> args);
+int runOnnxTestCommand(Session& s, std::span<const std::string> args);
 
 // All of ephc: argv without the program name. Used by main() and by tests.
 int ephcMain(std::span<const std::string> args, std::ostream& out, std::ostream& err);

@@ -27,6 +27,7 @@ const Command kCommands[] = {
     {devicesSpec, runDevicesCommand},
     {diffSpec, runDiffCommand},
     {solveSpec, runSolveCommand},
+    {onnxTestSpec, runOnnxTestCommand},
 };
 
 std::string commandNames() {
@@ -44,7 +45,7 @@ std::string mainHelp() {
       "libraries.\n\ncommands:\n";
   for (const Command& c : kCommands) {
     CommandSpec spec = c.spec();
-    s += "  " + std::string(spec.name) + std::string(8 - spec.name.size(), ' ') + std::string(spec.summary) + "\n";
+    s += "  " + std::string(spec.name) + std::string(spec.name.size() < 8 ? 8 - spec.name.size() : 1, ' ') + std::string(spec.summary) + "\n";
   }
   s +=
       "\noptions:\n"

@@ -101,10 +101,23 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   const ir::Function* entry = findEntry(s, *m, args->get("--entry", "main"), file, "run");
   if (!entry) return 1;
   std::vector<std::string> texts = args->all("--arg");
-  if (!checkArgCount(s, *entry, texts.size(), "run")) return 1;
+  const frontends::Frontend* frontend = frontends::forFile(file);
   interp::Interpreter interp(*m);
-  auto values = parseEntryArgs(s, *entry, texts, interp.memory(), "run");
-  if (!values) return 1;
+  std::optional<std::vector<interp::RtValue>> values;
+  if (frontend && frontend->runArgs) {
+    // The frontend supplies the arguments (an ONNX model's weights and inputs).
+    if (!texts.empty()) return s.fail("run: '" + file + "' takes no --arg (its frontend supplies the arguments)");
+    std::string text, diagnostics;
+    if (!s.readInput(file, text)) return 1;
+    values.emplace();
+    bool ok = frontend->runArgs(text, file, s.frontendOptions, *entry, interp.memory(), *values, diagnostics);
+    s.io.err << diagnostics;
+    if (!ok) return 1;
+  } else {
+    if (!checkArgCount(s, *entry, texts.size(), "run")) return 1;
+    values = parseEntryArgs(s, *entry, texts, interp.memory(), "run");
+    if (!values) return 1;
+  }
   runtime::RunOptions runOpts = runtime::RunOptions::fromEnvironment();
   if (args->has("--check-buffers")) runOpts.checkBuffers = true;
   if (args->has("--host")) {
@@ -121,7 +134,15 @@ int runRunCommand(Session& s, std::span<const std::string> argv) {
   auto results = runtime::runHost(set, interp, *entry, std::move(*values), runOpts);
   if (runOpts.stats) s.io.err << stats.text();
   if (!results) return s.report(results.error());
-  if (const frontends::Frontend* f = frontends::forFile(file); f && f->formatRun) {
+  if (frontend && frontend->runResults) {
+    std::string text, out, diagnostics;
+    if (!s.readInput(file, text)) return 1;
+    bool ok = frontend->runResults(text, file, s.frontendOptions, interp.memory(), *results, out, diagnostics);
+    s.io.out << out;
+    s.io.err << diagnostics;
+    return ok ? 0 : 1;
+  }
+  if (const frontends::Frontend* f = frontend; f && f->formatRun) {
     // The frontend prints the results in its own form (a .vg report).
     std::vector<std::vector<double>> numbers;
     for (const interp::RtValue& r : *results) {

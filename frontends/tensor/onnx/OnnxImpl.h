@@ -1,0 +1,93 @@
+// What the importer (Import.cpp) and the op table (OnnxOps.cpp) share: the
+// context a mapping function gets for one ONNX node.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontends/tensor/Program.h"
+#include "frontends/tensor/onnx/Onnx.h"
+
+namespace eph::tensor::onnx {
+
+// An ONNX value: a tensor of the program, and its contents when they are
+// known at import (initializers, constants, folded nodes).
+struct Val {
+  Tensor t;
+  std::shared_ptr<const HostTensor> known;
+  // Whether nodes reading it may be folded: false for an input's value given
+  // at import, which only specialises shape-like arguments (ImportOptions).
+  bool folds = true;
+  DType dtype = DType::F32;
+  Shape shape;
+};
+
+std::optional<DType> dtypeOfOnnx(int32_t code);
+std::string onnxTypeName(int32_t code);
+Expected<HostTensor> fromProto(const ::onnx::TensorProto& t, const std::string& what);
+
+// One node being mapped: its inputs (absent ones have no tensor and no
+// value), its attributes, and the program to add ops to.
+class NodeCtx {
+ public:
+  NodeCtx(Program& p, const ::onnx::NodeProto& node, int64_t opset, std::string site, std::vector<std::optional<Val>> ins)
+      : p(p), node(node), opset(opset), site(std::move(site)), ins_(std::move(ins)) {}
+  Program& p;
+  const ::onnx::NodeProto& node;
+  int64_t opset;
+  std::string site;
+  std::vector<Tensor> outs;  // one per ONNX output, set by the mapping
+
+  size_t numInputs() const { return ins_.size(); }
+  bool present(size_t k) const { return k < ins_.size() && ins_[k].has_value(); }
+  // Input k as a tensor of the program (a known value becomes a constant).
+  Tensor in(size_t k);
+  DType dtype(size_t k) const { return ins_[k]->dtype; }
+  const Shape& shape(size_t k) const { return ins_[k]->shape; }
+  size_t rank(size_t k) const { return ins_[k]->shape.size(); }
+  // Input k's contents when known at import, else null.
+  const HostTensor* known(size_t k) const { return present(k) ? ins_[k]->known.get() : nullptr; }
+  // Input k's values as integers; false (with `why` naming it) when it is not a constant.
+  bool ints(size_t k, std::vector<int64_t>& out, std::string& why, const char* what) const;
+  bool floats(size_t k, std::vector<double>& out, std::string& why, const char* what) const;
+
+  const ::onnx::AttributeProto* attr(const std::string& name) const;
+  bool has(const std::string& name) const { return attr(name) != nullptr; }
+  int64_t i(const std::string& name, int64_t fallback) const;
+  double f(const std::string& name, double fallback) const;
+  std::string s(const std::string& name, const std::string& fallback) const;
+  std::vector<int64_t> ints(const std::string& name) const;
+  std::vector<double> floats(const std::string& name) const;
+
+  Tensor op(const std::string& name, std::vector<Tensor> in, Attrs a = {}) { return p.apply(name, std::move(in), std::move(a), site); }
+  // A scalar constant of `dt`.
+  Tensor scalar(DType dt, double v);
+  Tensor constant(HostTensor h) { return p.constant(std::move(h), site); }
+  Tensor cast(Tensor t, DType to) {
+    return t.dtype() == to ? t : op("cast", {t}, {{"to", std::string(dtypeName(to))}});
+  }
+
+ private:
+  std::vector<std::optional<Val>> ins_;
+  std::map<std::pair<int, double>, Tensor> scalars_;  // one constant per dtype and value
+};
+
+// A mapping: sets ctx.outs; returns "" or why the node is not supported (E401).
+using MapFn = std::string (*)(NodeCtx& ctx);
+
+struct OpEntry {
+  const char* name;
+  int since, until;   // opsets
+  const char* attrs;  // understood attributes, comma-separated
+  MapFn map;
+  const char* note = "";
+};
+
+const std::vector<OpEntry>& opTable();
+const OpEntry* findEntry(const std::string& op, int64_t opset);
+
+}  // namespace eph::tensor::onnx

@@ -1,0 +1,1604 @@
+// The ONNX op table: one entry per ONNX op (the opsets it covers, the
+// attributes it understands, and a function mapping a node to tensor ops).
+// Attributes and inputs the tensor ops take as ONNX does pass straight
+// through (TENSOR.md); shape-like inputs must be constants (folded at import).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <cstring>
+#include <numeric>
+
+#include "frontends/tensor/Ops.h"
+#include "frontends/tensor/onnx/OnnxImpl.h"
+
+namespace eph::tensor::onnx {
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+std::string dn(DType t) { return std::string(dtypeName(t)); }
+
+// ---- helpers ------------------------------------------------------------------
+
+std::string one(NodeCtx& c, Tensor t) {
+  c.outs = {t};
+  return "";
+}
+
+// axes from attribute `axes` (before `inputSince`) or from input 1 (from it on).
+bool axesOf(NodeCtx& c, int64_t inputSince, Ints& axes, bool& given, std::string& why, size_t input = 1) {
+  given = false;
+  if (c.opset >= inputSince) {
+    if (c.present(input)) {
+      if (!c.ints(input, axes, why, "axes")) return false;
+      given = true;
+    }
+  } else if (c.has("axes")) {
+    axes = c.ints("axes");
+    given = true;
+  }
+  return true;
+}
+
+Tensor flatten2d(NodeCtx& c, Tensor x, int64_t axis) {
+  Shape s = x.shape();
+  int64_t a = 1, b = 1;
+  for (size_t d = 0; d < s.size(); ++d) (int64_t(d) < axis ? a : b) *= s[d];
+  return c.op("reshape", {x}, {{"shape", Ints{a, b}}});
+}
+
+std::string softmaxLike(NodeCtx& c, const char* op) {
+  Tensor x = c.in(0);
+  if (c.opset < 13) {
+    int64_t axis = c.i("axis", 1);
+    if (!normaliseAxis(axis, x.rank()) && !(x.rank() == 0 && (axis == 0 || axis == -1)))
+      return "axis " + std::to_string(c.i("axis", 1)) + " is out of range for " + shapeText(x.shape());
+    if (x.rank() == 0) return one(c, c.op(op, {x}, {{"axis", int64_t(-1)}}));
+    Tensor y = c.op(op, {flatten2d(c, x, axis)}, {{"axis", int64_t(1)}});
+    return one(c, c.op("reshape", {y}, {{"shape", Ints(x.shape())}}));
+  }
+  return one(c, c.op(op, {x}, {{"axis", c.i("axis", -1)}}));
+}
+
+std::string reduce(NodeCtx& c, const char* op, int64_t axesInputSince) {
+  Ints axes;
+  bool given;
+  std::string why;
+  if (!axesOf(c, axesInputSince, axes, given, why)) return why;
+  Attrs a{{"keepdims", c.i("keepdims", 1)}};
+  if (given && !axes.empty()) a.set("axes", axes);
+  if (c.i("noop_with_empty_axes", 0) && axes.empty()) return one(c, c.op("identity", {c.in(0)}));
+  return one(c, c.op(op, {c.in(0)}, a));
+}
+
+std::string variadic(NodeCtx& c, const char* op) {
+  Tensor acc;
+  for (size_t k = 0; k < c.numInputs(); ++k) {
+    if (!c.present(k)) continue;
+    acc = acc ? c.op(op, {acc, c.in(k)}) : c.in(k);
+  }
+  if (!acc) return "no inputs";
+  if (acc.node().isView || acc.node().op == "input" || acc.node().op == "const") acc = c.op("identity", {acc});
+  return one(c, acc);
+}
+
+Tensor castTo(NodeCtx& c, Tensor t, DType to) { return c.cast(t, to); }
+
+// lowest/highest of a dtype as a scalar constant.
+Tensor limit(NodeCtx& c, DType dt, bool high) {
+  HostTensor h(dt, {});
+  switch (dt) {
+    case DType::F16: h.set(0, high ? INFINITY : -INFINITY); break;
+    case DType::F32: h.set(0, high ? INFINITY : -INFINITY); break;
+    case DType::F64: h.set(0, high ? INFINITY : -INFINITY); break;
+    case DType::U64: h.setInt(0, high ? -1 : 0); break;
+    case DType::I64: h.setInt(0, high ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min()); break;
+    default: {
+      int b = int(bits(dt));
+      if (isSigned(dt)) h.setInt(0, high ? (int64_t(1) << (b - 1)) - 1 : -(int64_t(1) << (b - 1)));
+      else h.setInt(0, high ? (int64_t(1) << b) - 1 : 0);
+    }
+  }
+  return c.constant(h);
+}
+
+std::string onnxCast(NodeCtx& c, int32_t to) {
+  auto dt = dtypeOfOnnx(to);
+  if (!dt) return "cast to " + onnxTypeName(to) + " is not supported";
+  Tensor x = c.in(0);
+  if (x.dtype() == *dt) return one(c, c.op("identity", {x}));
+  return one(c, c.op("cast", {x}, {{"to", dn(*dt)}}));
+}
+
+// The values of a 1-D known input as doubles, or nothing when absent.
+HostTensor constOf(DType dt, Shape s, const std::vector<double>& v) { return HostTensor::of(dt, std::move(s), v); }
+
+// Binary ops; before opset 7, B broadcasts to A only with broadcast=1, aligned
+// at `axis` (trailing when absent).
+Tensor legacyB(NodeCtx& c) {
+  Tensor b = c.in(1);
+  if (c.opset >= 7 || !c.i("broadcast", 0) || !c.has("axis")) return b;
+  int64_t axis = c.i("axis", 0);
+  int64_t ra = int64_t(c.rank(0)), rb = int64_t(b.rank());
+  if (axis < 0) axis += ra;
+  int64_t trailing = ra - axis - rb;
+  if (trailing <= 0) return b;
+  Ints shape(b.shape());
+  for (int64_t k = 0; k < trailing; ++k) shape.push_back(1);
+  return c.op("reshape", {b}, {{"shape", shape}});
+}
+
+std::string binary(NodeCtx& c, const char* op) { return one(c, c.op(op, {c.in(0), legacyB(c)})); }
+
+// ---- the table ------------------------------------------------------------------
+
+#define UNARY(ONNX, OP, SINCE) \
+  {ONNX, SINCE, 99, "", [](NodeCtx& c) -> std::string { return one(c, c.op(OP, {c.in(0)})); }}
+#define BINARY(ONNX, OP, SINCE) \
+  {ONNX, SINCE, 99, "broadcast,axis", [](NodeCtx& c) -> std::string { return binary(c, OP); }}
+#define REDUCE(ONNX, OP, INPUT_SINCE) \
+  {ONNX, 1, 17, "axes,keepdims,noop_with_empty_axes", [](NodeCtx& c) { return reduce(c, OP, INPUT_SINCE); }}
+
+std::string mapConstant(NodeCtx& c) {
+  if (const auto* a = c.attr("value")) {
+    auto h = fromProto(a->t(), "the constant");
+    if (!h) return h.error().message;
+    return one(c, c.constant(std::move(*h)));
+  }
+  if (c.has("value_float")) return one(c, c.constant(constOf(DType::F32, {}, {c.f("value_float", 0)})));
+  if (c.has("value_int")) return one(c, c.constant(HostTensor::ofInts(DType::I64, {}, {c.i("value_int", 0)})));
+  if (c.has("value_floats")) {
+    auto v = c.floats("value_floats");
+    return one(c, c.constant(constOf(DType::F32, {int64_t(v.size())}, v)));
+  }
+  if (c.has("value_ints")) {
+    auto v = c.ints("value_ints");
+    return one(c, c.constant(HostTensor::ofInts(DType::I64, {int64_t(v.size())}, v)));
+  }
+  return "a Constant without a supported value (value, value_float(s), value_int(s))";
+}
+
+std::string mapShape(NodeCtx& c) {
+  Shape s = c.shape(0);
+  int64_t r = int64_t(s.size());
+  int64_t start = c.i("start", 0), end = c.i("end", r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, 0, r);
+  Ints v(s.begin() + start, s.begin() + std::max(start, end));
+  return one(c, c.constant(HostTensor::ofInts(DType::I64, {int64_t(v.size())}, v)));
+}
+
+std::string mapConstantOfShape(NodeCtx& c) {
+  Ints shape;
+  std::string why;
+  if (!c.ints(0, shape, why, "shape")) return why;
+  for (int64_t d : shape)
+    if (d < 0) return "a negative extent in " + shapeText(shape);
+  HostTensor v(DType::F32, {});
+  if (const auto* a = c.attr("value")) {
+    auto h = fromProto(a->t(), "the value");
+    if (!h) return h.error().message;
+    if (h->size() != 1) return "value must have one element";
+    v = *h;
+  }
+  if (numel(shape) > (int64_t(1) << 26)) return "a ConstantOfShape of " + shapeText(shape) + " is too large to make at import";
+  HostTensor out(v.dtype, shape);
+  size_t e = hostBytes(v.dtype);
+  for (int64_t i = 0; i < out.size(); ++i) std::memcpy(out.bytes.data() + size_t(i) * e, v.bytes.data(), e);
+  return one(c, c.constant(std::move(out)));
+}
+
+std::string mapRange(NodeCtx& c) {
+  for (size_t k = 0; k < 3; ++k)
+    if (!c.known(k)) return "input " + std::to_string(k) + " must be a constant (shapes are static)";
+  const HostTensor &s = *c.known(0), &l = *c.known(1), &d = *c.known(2);
+  DType dt = s.dtype;
+  HostTensor out;
+  if (isFloat(dt)) {
+    double st = s.get(0), li = l.get(0), de = d.get(0);
+    if (de == 0) return "a delta of 0";
+    int64_t n = std::max<int64_t>(int64_t(std::ceil((li - st) / de)), 0);
+    out = HostTensor(dt, {n});
+    for (int64_t i = 0; i < n; ++i) out.set(i, st + double(i) * de);
+  } else {
+    int64_t st = s.getInt(0), li = l.getInt(0), de = d.getInt(0);
+    if (de == 0) return "a delta of 0";
+    int64_t n = std::max<int64_t>(int64_t(std::ceil(double(li - st) / double(de))), 0);
+    out = HostTensor(dt, {n});
+    for (int64_t i = 0; i < n; ++i) out.setInt(i, st + i * de);
+  }
+  return one(c, c.constant(std::move(out)));
+}
+
+std::string mapEyeLike(NodeCtx& c) {
+  Shape s = c.shape(0);
+  if (s.size() != 2) return "EyeLike wants a 2-D input, not " + shapeText(s);
+  DType dt = c.dtype(0);
+  if (c.has("dtype")) {
+    auto d = dtypeOfOnnx(int32_t(c.i("dtype", 1)));
+    if (!d) return "dtype " + onnxTypeName(int32_t(c.i("dtype", 1))) + " is not supported";
+    dt = *d;
+  }
+  HostTensor h(dt, s);
+  int64_t k = c.i("k", 0);
+  for (int64_t i = 0; i < s[0]; ++i)
+    if (i + k >= 0 && i + k < s[1]) h.set(i * s[1] + i + k, 1);
+  return one(c, c.constant(std::move(h)));
+}
+
+std::string mapReshape(NodeCtx& c) {
+  Ints shape;
+  std::string why;
+  if (c.opset < 5) shape = c.ints("shape");
+  else if (!c.ints(1, shape, why, "shape")) return why;
+  return one(c, c.op("reshape", {c.in(0)}, {{"shape", shape}, {"allowzero", c.i("allowzero", 0)}}));
+}
+
+std::string mapFlatten(NodeCtx& c) {
+  int64_t axis = c.i("axis", 1);
+  size_t r = c.rank(0);
+  if (axis < 0) axis += int64_t(r);
+  if (axis < 0 || axis > int64_t(r)) return "axis " + std::to_string(c.i("axis", 1)) + " is out of range for rank " + std::to_string(r);
+  return one(c, flatten2d(c, c.in(0), axis));
+}
+
+std::string mapSqueeze(NodeCtx& c, const char* op) {
+  Ints axes;
+  bool given;
+  std::string why;
+  if (!axesOf(c, 13, axes, given, why)) return why;
+  Attrs a;
+  if (given) a.set("axes", axes);
+  if (std::string_view(op) == "unsqueeze" && !given) return "Unsqueeze needs axes";
+  return one(c, c.op(op, {c.in(0)}, a));
+}
+
+std::string mapSlice(NodeCtx& c) {
+  Ints starts, ends, axes, steps;
+  std::string why;
+  if (c.opset < 10) {
+    starts = c.ints("starts");
+    ends = c.ints("ends");
+    axes = c.ints("axes");
+  } else {
+    if (!c.ints(1, starts, why, "starts") || !c.ints(2, ends, why, "ends")) return why;
+    if (c.present(3) && !c.ints(3, axes, why, "axes")) return why;
+    if (c.present(4) && !c.ints(4, steps, why, "steps")) return why;
+  }
+  Attrs a{{"starts", starts}, {"ends", ends}};
+  if (!axes.empty()) a.set("axes", axes);
+  if (!steps.empty()) a.set("steps", steps);
+  return one(c, c.op("slice", {c.in(0)}, a));
+}
+
+std::string mapSplit(NodeCtx& c) {
+  Tensor x = c.in(0);
+  int64_t axis = c.i("axis", 0);
+  if (!normaliseAxis(axis, x.rank())) return "axis " + std::to_string(c.i("axis", 0)) + " is out of range for " + shapeText(x.shape());
+  Ints split;
+  std::string why;
+  if (c.opset >= 13) {
+    if (c.present(1) && !c.ints(1, split, why, "split")) return why;
+  } else {
+    split = c.ints("split");
+  }
+  int64_t dim = x.shape()[size_t(axis)];
+  size_t n = size_t(c.node.output_size());
+  if (split.empty()) {
+    if (n == 0 || dim % int64_t(n)) return "cannot split extent " + std::to_string(dim) + " into " + std::to_string(n) + " equal parts";
+    split.assign(n, dim / int64_t(n));
+  }
+  if (split.size() != n) return "split has " + std::to_string(split.size()) + " parts for " + std::to_string(n) + " outputs";
+  int64_t start = 0;
+  for (int64_t s : split) {
+    if (s < 0) return "a negative split";
+    c.outs.push_back(c.op("slice", {x}, {{"starts", Ints{start}}, {"ends", Ints{start + s}}, {"axes", Ints{axis}}}));
+    start += s;
+  }
+  if (start != dim) return "split sizes " + shapeText(split) + " do not add up to extent " + std::to_string(dim);
+  return "";
+}
+
+std::string mapClip(NodeCtx& c) {
+  Tensor x = c.in(0);
+  Tensor lo, hi;
+  if (c.opset < 11) {
+    if (c.has("min")) lo = c.scalar(x.dtype(), c.f("min", 0));
+    if (c.has("max")) hi = c.scalar(x.dtype(), c.f("max", 0));
+  } else {
+    if (c.present(1)) lo = c.in(1);
+    if (c.present(2)) hi = c.in(2);
+  }
+  if (lo && hi) return one(c, c.op("clip", {x, lo, hi}));
+  Tensor y = x;
+  if (lo) y = c.op("where", {c.op("lt", {y, lo}), lo, y});
+  if (hi) y = c.op("where", {c.op("gt", {y, hi}), hi, y});
+  if (!lo && !hi) y = c.op("identity", {y});
+  return one(c, y);
+}
+
+Tensor alongAxis(NodeCtx& c, Tensor p, size_t xrank, int64_t axis);
+
+// where(x < 0, f(x), x) style activations
+std::string mapLeakyRelu(NodeCtx& c) {
+  Tensor x = c.in(0);
+  Tensor z = c.scalar(x.dtype(), 0);
+  return one(c, c.op("where", {c.op("lt", {x, z}), c.op("mul", {x, c.scalar(x.dtype(), c.f("alpha", 0.01))}), x}));
+}
+std::string mapElu(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType t = x.dtype();
+  Tensor e = c.op("mul", {c.op("sub", {c.op("exp", {x}), c.scalar(t, 1)}), c.scalar(t, c.f("alpha", 1.0))});
+  return one(c, c.op("where", {c.op("lt", {x, c.scalar(t, 0)}), e, x}));
+}
+std::string mapSelu(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType t = x.dtype();
+  double alpha = c.f("alpha", 1.67326319217681884765625), gamma = c.f("gamma", 1.05070102214813232421875);
+  Tensor e = c.op("sub", {c.op("mul", {c.op("exp", {x}), c.scalar(t, alpha)}), c.scalar(t, alpha)});
+  Tensor y = c.op("where", {c.op("le", {x, c.scalar(t, 0)}), e, x});
+  return one(c, c.op("mul", {y, c.scalar(t, gamma)}));
+}
+std::string mapCelu(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType t = x.dtype();
+  double alpha = c.f("alpha", 1.0);
+  Tensor e = c.op("mul", {c.op("sub", {c.op("exp", {c.op("div", {x, c.scalar(t, alpha)})}), c.scalar(t, 1)}), c.scalar(t, alpha)});
+  return one(c, c.op("add", {c.op("max", {x, c.scalar(t, 0)}), c.op("min", {e, c.scalar(t, 0)})}));
+}
+std::string mapThresholdedRelu(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType t = x.dtype();
+  return one(c, c.op("where", {c.op("gt", {x, c.scalar(t, c.f("alpha", 1.0))}), x, c.scalar(t, 0)}));
+}
+Tensor hardSigmoid(NodeCtx& c, Tensor x, double alpha, double beta) {
+  DType t = x.dtype();
+  Tensor y = c.op("add", {c.op("mul", {x, c.scalar(t, alpha)}), c.scalar(t, beta)});
+  return c.op("min", {c.op("max", {y, c.scalar(t, 0)}), c.scalar(t, 1)});
+}
+std::string mapHardSigmoid(NodeCtx& c) { return one(c, hardSigmoid(c, c.in(0), c.f("alpha", 0.2), c.f("beta", 0.5))); }
+std::string mapHardSwish(NodeCtx& c) {
+  Tensor x = c.in(0);
+  return one(c, c.op("mul", {x, hardSigmoid(c, x, 1.0 / 6, 0.5)}));
+}
+std::string mapPRelu(NodeCtx& c) {
+  Tensor x = c.in(0), s = c.in(1);
+  // PRelu-6: a slope of one value per channel applies along axis 1.
+  if (c.opset < 7 && s.rank() == 1 && x.rank() >= 2 && s.shape()[0] == x.shape()[1] && s.shape()[0] != 1)
+    s = alongAxis(c, s, x.rank(), 1);
+  return one(c, c.op("where", {c.op("lt", {x, c.scalar(x.dtype(), 0)}), c.op("mul", {x, s}), x}));
+}
+std::string mapShrink(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType t = x.dtype();
+  double bias = c.f("bias", 0), lambd = c.f("lambd", 0.5);
+  Tensor lo = c.op("where", {c.op("lt", {x, c.scalar(t, -lambd)}), c.op("add", {x, c.scalar(t, bias)}), c.scalar(t, 0)});
+  return one(c, c.op("where", {c.op("gt", {x, c.scalar(t, lambd)}), c.op("sub", {x, c.scalar(t, bias)}), lo}));
+}
+std::string mapMish(NodeCtx& c) {
+  Tensor x = c.in(0);
+  return one(c, c.op("mul", {x, c.op("tanh", {c.op("softplus", {x})})}));
+}
+std::string mapIsInf(NodeCtx& c) {
+  Tensor x = c.in(0);
+  bool neg = c.i("detect_negative", 1), pos = c.i("detect_positive", 1);
+  if (neg && pos) return one(c, c.op("isinf", {x}));
+  if (!neg && !pos) return one(c, c.op("lt", {x, x}));  // false everywhere
+  return one(c, c.op("eq", {x, c.scalar(x.dtype(), neg ? -INFINITY : INFINITY)}));
+}
+
+std::string mapPow(NodeCtx& c) {
+  Tensor x = c.in(0);
+  Tensor y = c.op("pow", {x, legacyB(c)});
+  return one(c, castTo(c, y, x.dtype()));
+}
+
+std::string mapMod(NodeCtx& c) { return one(c, c.op(c.i("fmod", 0) ? "fmod" : "mod", {c.in(0), c.in(1)})); }
+
+std::string mapBitShift(NodeCtx& c) {
+  std::string d = c.s("direction", "");
+  if (d != "LEFT" && d != "RIGHT") return "direction must be LEFT or RIGHT, not '" + d + "'";
+  return one(c, c.op(d == "LEFT" ? "shl" : "shr", {c.in(0), c.in(1)}));
+}
+
+std::string mapMean(NodeCtx& c) {
+  std::string why = variadic(c, "add");
+  if (!why.empty()) return why;
+  int n = 0;
+  for (size_t k = 0; k < c.numInputs(); ++k) n += c.present(k);
+  Tensor s = c.outs[0];
+  c.outs = {c.op("div", {s, c.scalar(s.dtype(), n)})};
+  return "";
+}
+
+std::string mapDropout(NodeCtx& c) {
+  if (c.opset >= 12 && c.present(2)) {
+    const HostTensor* t = c.known(2);
+    const HostTensor* ratio = c.known(1);
+    double r = c.present(1) ? (ratio ? ratio->get(0) : -1) : 0.5;
+    // Training with ratio 0 drops nothing: the identity, as inference.
+    if (!t || (t->getInt(0) && r != 0)) return "training_mode must be a constant false, or the ratio 0 (random dropout is not supported)";
+  }
+  Tensor x = c.in(0);
+  c.outs = {c.op("identity", {x})};
+  if (c.node.output_size() > 1) {
+    HostTensor m(DType::Bool, x.shape());
+    for (int64_t i = 0; i < m.size(); ++i) m.setInt(i, 1);
+    c.outs.push_back(c.constant(std::move(m)));
+  }
+  return "";
+}
+
+std::string mapArg(NodeCtx& c, const char* op) {
+  return one(c, c.op(op, {c.in(0)}, {{"axis", c.i("axis", 0)}, {"keepdims", c.i("keepdims", 1)},
+                                      {"select_last_index", c.i("select_last_index", 0)}}));
+}
+
+std::string mapTopK(NodeCtx& c) {
+  int64_t k;
+  if (c.opset < 10) {
+    k = c.i("k", 0);
+  } else {
+    Ints v;
+    std::string why;
+    if (!c.ints(1, v, why, "K")) return why;
+    if (v.size() != 1) return "K must have one element";
+    k = v[0];
+  }
+  Attrs a{{"k", k}, {"axis", c.i("axis", -1)}, {"largest", c.i("largest", 1)}, {"sorted", c.i("sorted", 1)}};
+  Tensor x = c.in(0);
+  c.outs = {c.op("topk", {x}, a), c.op("topk_indices", {x}, a)};
+  return "";
+}
+
+std::string mapCumSum(NodeCtx& c) {
+  Ints axis;
+  std::string why;
+  if (!c.ints(1, axis, why, "axis")) return why;
+  if (axis.size() != 1) return "axis must have one element";
+  return one(c, c.op("cumsum", {c.in(0)}, {{"axis", axis[0]}, {"exclusive", c.i("exclusive", 0)}, {"reverse", c.i("reverse", 0)}}));
+}
+
+Attrs passAttrs(NodeCtx& c, std::initializer_list<const char*> names) {
+  Attrs a;
+  for (const char* n : names)
+    if (const auto* at = c.attr(n)) {
+      switch (at->type()) {
+        case ::onnx::AttributeProto::INT: a.set(n, at->i()); break;
+        case ::onnx::AttributeProto::FLOAT: a.set(n, double(at->f())); break;
+        case ::onnx::AttributeProto::STRING: a.set(n, at->s()); break;
+        case ::onnx::AttributeProto::INTS: a.set(n, Ints(at->ints().begin(), at->ints().end())); break;
+        case ::onnx::AttributeProto::FLOATS: a.set(n, std::vector<double>(at->floats().begin(), at->floats().end())); break;
+        default: break;
+      }
+    }
+  return a;
+}
+
+std::vector<Tensor> presentInputs(NodeCtx& c) {
+  std::vector<Tensor> v;
+  for (size_t k = 0; k < c.numInputs(); ++k)
+    if (c.present(k)) v.push_back(c.in(k));
+  return v;
+}
+
+std::string mapConv(NodeCtx& c) {
+  return one(c, c.op("conv", presentInputs(c), passAttrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})));
+}
+std::string mapConvTranspose(NodeCtx& c) {
+  return one(c, c.op("conv_transpose", presentInputs(c),
+                     passAttrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "output_padding", "output_shape"})));
+}
+// MaxPool with its Indices output: the windows scanned offset by offset over
+// strided slices of the input padded with -inf, keeping the first maximum and
+// its flat index (row-major, or column-major over the spatial axes with
+// storage_order=1; padding not counted).
+std::string maxPoolWithIndices(NodeCtx& c) {
+  Tensor x = c.in(0);
+  size_t r = x.rank();
+  if (r < 3) return "the input must have rank 3 or more";
+  size_t k = r - 2;
+  std::string autoPad = c.s("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID") return "the Indices output with auto_pad '" + autoPad + "' is not supported";
+  if (c.i("ceil_mode", 0)) return "the Indices output with ceil_mode=1 is not supported";
+  Ints kernel = c.ints("kernel_shape"), strides = c.ints("strides"), pads = c.ints("pads"), dil = c.ints("dilations");
+  if (kernel.size() != k) return "kernel_shape must have " + std::to_string(k) + " entries";
+  if (strides.empty()) strides.assign(k, 1);
+  if (dil.empty()) dil.assign(k, 1);
+  if (pads.empty()) pads.assign(2 * k, 0);
+  if (strides.size() != k || dil.size() != k || pads.size() != 2 * k) return "strides, dilations or pads have the wrong length";
+  Shape s = x.shape();
+  Ints out;
+  for (size_t d = 0; d < k; ++d) {
+    int64_t span = (kernel[d] - 1) * dil[d] + 1, full = s[d + 2] + pads[d] + pads[d + k];
+    if (span > full || strides[d] <= 0) return "the window does not fit the padded input";
+    out.push_back((full - span) / strides[d] + 1);
+  }
+  bool colMajor = c.i("storage_order", 0) == 1;
+  HostTensor pos(DType::I64, s);
+  std::vector<int64_t> st = contiguousStrides(s);
+  for (int64_t i = 0; i < pos.size(); ++i) {
+    int64_t nc = i / st[1] / s[1] * s[1] + (i / st[1]) % s[1], spatial = i % st[1];
+    if (colMajor && k == 2) spatial = (spatial % s[3]) * s[2] + spatial / s[3];
+    pos.setInt(i, nc * st[1] + spatial);
+  }
+  Ints p(2 * r, 0);
+  for (size_t d = 0; d < k; ++d) {
+    p[d + 2] = pads[d];
+    p[r + d + 2] = pads[d + k];
+  }
+  Tensor xp = c.op("pad", {x}, {{"pads", p}, {"value", -INFINITY}});
+  Tensor pp = c.op("pad", {c.constant(std::move(pos))}, {{"pads", p}, {"value", -1.0}});
+  Tensor best, idx;
+  Ints off(k, 0), axes;
+  for (size_t d = 0; d < k; ++d) axes.push_back(int64_t(d + 2));
+  for (;;) {
+    Ints starts, ends;
+    for (size_t d = 0; d < k; ++d) {
+      starts.push_back(off[d] * dil[d]);
+      ends.push_back(off[d] * dil[d] + (out[d] - 1) * strides[d] + 1);
+    }
+    Attrs a{{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", strides}};
+    Tensor v = c.op("slice", {xp}, a), q = c.op("slice", {pp}, a);
+    if (!best) {
+      best = v;
+      idx = q;
+    } else {
+      Tensor gt = c.op("identity", {c.op("gt", {v, best})});
+      best = c.op("identity", {c.op("where", {gt, v, best})});
+      idx = c.op("identity", {c.op("where", {gt, q, idx})});
+    }
+    size_t d = k;
+    while (d-- > 0 && ++off[d] == kernel[d]) off[d] = 0;
+    if (d == size_t(-1)) break;
+  }
+  c.outs = {c.op("identity", {best}), c.op("identity", {idx})};
+  return "";
+}
+
+std::string mapMaxPool(NodeCtx& c) {
+  if (c.node.output_size() > 1 && !c.node.output(1).empty()) return maxPoolWithIndices(c);
+  if (c.i("storage_order", 0) != 0) return "storage_order 1 is not supported";
+  return one(c, c.op("max_pool", {c.in(0)}, passAttrs(c, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"})));
+}
+std::string mapAvgPool(NodeCtx& c) {
+  return one(c, c.op("avg_pool", {c.in(0)}, passAttrs(c, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"})));
+}
+std::string mapLpPool(NodeCtx& c) {
+  Attrs a = passAttrs(c, {"auto_pad", "kernel_shape", "pads", "strides"});
+  a.set("p", c.has("p") ? (c.attr("p")->type() == ::onnx::AttributeProto::FLOAT ? int64_t(c.f("p", 2)) : c.i("p", 2)) : int64_t(2));
+  return one(c, c.op("lp_pool", {c.in(0)}, a));
+}
+std::string mapGlobalLpPool(NodeCtx& c) {
+  int64_t p = c.has("p") ? (c.attr("p")->type() == ::onnx::AttributeProto::FLOAT ? int64_t(c.f("p", 2)) : c.i("p", 2)) : 2;
+  return one(c, c.op("global_lp_pool", {c.in(0)}, {{"p", p}}));
+}
+
+std::string mapGemm(NodeCtx& c) {
+  return one(c, c.op("gemm", presentInputs(c), passAttrs(c, {"alpha", "beta", "transA", "transB"})));
+}
+
+std::string mapBatchNorm(NodeCtx& c) {
+  if (c.i("spatial", 1) != 1) return "spatial=0 is not supported";
+  if (c.i("training_mode", 0)) {
+    // Normalise with the batch's mean and (population) variance over every
+    // axis but 1; the running statistics move toward them by 1 - momentum.
+    Tensor x = c.in(0);
+    if (x.rank() < 2) return "the input must have rank 2 or more";
+    Ints axes{0};
+    for (size_t d = 2; d < x.rank(); ++d) axes.push_back(int64_t(d));
+    DType t = x.dtype();
+    Tensor meanK = c.op("reduce_mean", {x}, {{"axes", axes}, {"keepdims", int64_t(1)}});
+    Tensor dev = c.op("sub", {x, meanK});
+    Tensor varK = c.op("reduce_mean", {c.op("mul", {dev, dev})}, {{"axes", axes}, {"keepdims", int64_t(1)}});
+    Ints flat{x.shape()[1]};
+    Tensor mean = c.op("reshape", {meanK}, {{"shape", flat}}), var = c.op("reshape", {varK}, {{"shape", flat}});
+    double m = c.f("momentum", 0.9);
+    c.outs = {c.op("batch_norm", {x, c.in(1), c.in(2), mean, var}, {{"epsilon", double(c.f("epsilon", 1e-5))}})};
+    auto blend = [&](Tensor running, Tensor current) {
+      return c.op("add", {c.op("mul", {running, c.scalar(t, m)}), c.op("mul", {current, c.scalar(t, 1 - m)})});
+    };
+    c.outs.push_back(blend(c.in(3), mean));
+    c.outs.push_back(blend(c.in(4), var));
+    return "";
+  }
+  return one(c, c.op("batch_norm", {c.in(0), c.in(1), c.in(2), c.in(3), c.in(4)}, {{"epsilon", double(c.f("epsilon", 1e-5))}}));
+}
+
+std::string mapLayerNorm(NodeCtx& c) {
+  if (c.i("stash_type", 1) != 1) return "stash_type other than 1 is not supported";
+  Tensor x = c.in(0);
+  int64_t axis = c.i("axis", -1);
+  double eps = c.f("epsilon", 1e-5);
+  c.outs = {c.op("layer_norm", presentInputs(c), {{"axis", axis}, {"epsilon", eps}})};
+  if (c.node.output_size() > 1) {
+    // Mean and InvStdDev over axis..rank-1, kept as extent-1 dimensions.
+    if (axis < 0) axis += int64_t(x.rank());
+    if (axis < 0 || axis >= int64_t(x.rank())) return "axis " + std::to_string(c.i("axis", -1)) + " is out of range";
+    Ints axes;
+    for (int64_t d = axis; d < int64_t(x.rank()); ++d) axes.push_back(d);
+    Tensor xf = c.cast(x, DType::F32);
+    Tensor mean = c.op("reduce_mean", {xf}, {{"axes", axes}, {"keepdims", int64_t(1)}});
+    Tensor dev = c.op("sub", {xf, mean});
+    Tensor var = c.op("reduce_mean", {c.op("mul", {dev, dev})}, {{"axes", axes}, {"keepdims", int64_t(1)}});
+    Tensor inv = c.op("reciprocal", {c.op("sqrt", {c.op("add", {var, c.scalar(DType::F32, eps)})})});
+    c.outs.push_back(mean);
+    c.outs.push_back(inv);
+  }
+  return "";
+}
+
+std::string mapConcat(NodeCtx& c) { return one(c, c.op("concat", presentInputs(c), {{"axis", c.i("axis", 0)}})); }
+
+std::string mapTile(NodeCtx& c) {
+  Ints r;
+  std::string why;
+  if (!c.ints(1, r, why, "repeats")) return why;
+  return one(c, c.op("tile", {c.in(0)}, {{"repeats", r}}));
+}
+
+std::string mapExpand(NodeCtx& c) {
+  Ints s;
+  std::string why;
+  if (!c.ints(1, s, why, "shape")) return why;
+  Tensor y = c.op("expand", {c.in(0)}, {{"shape", s}});
+  return one(c, y);
+}
+
+std::string mapPad(NodeCtx& c) {
+  Ints pads;
+  double value = 0;
+  std::string why;
+  if (c.opset < 11) {
+    pads = c.ints("pads");
+    value = c.f("value", 0);
+  } else {
+    if (!c.ints(1, pads, why, "pads")) return why;
+    if (c.present(2)) {
+      std::vector<double> v;
+      if (!c.floats(2, v, why, "constant_value")) return why;
+      if (!v.empty()) value = v[0];
+    }
+  }
+  return one(c, c.op("pad", {c.in(0)}, {{"pads", pads}, {"mode", c.s("mode", "constant")}, {"value", value}}));
+}
+
+std::string mapOneHot(NodeCtx& c) {
+  Ints depth;
+  std::vector<double> values;
+  std::string why;
+  if (!c.ints(1, depth, why, "depth") || !c.floats(2, values, why, "values")) return why;
+  if (depth.size() != 1 || values.size() != 2) return "depth must have one element and values two";
+  Tensor idx = c.in(0);
+  if (isFloat(idx.dtype())) idx = c.cast(idx, DType::I64);
+  return one(c, c.op("one_hot", {idx}, {{"depth", depth[0]}, {"axis", c.i("axis", -1)}, {"off_value", values[0]},
+                                            {"on_value", values[1]}, {"dtype", dn(c.dtype(2))}}));
+}
+
+std::string mapTrilu(NodeCtx& c) {
+  int64_t k = 0;
+  if (c.present(1)) {
+    Ints v;
+    std::string why;
+    if (!c.ints(1, v, why, "k")) return why;
+    if (v.size() != 1) return "k must have one element";
+    k = v[0];
+  }
+  return one(c, c.op("trilu", {c.in(0)}, {{"upper", c.i("upper", 1)}, {"k", k}}));
+}
+
+std::string mapDepthToSpace(NodeCtx& c) {
+  Tensor x = c.in(0);
+  if (x.rank() != 4) return "the input must be 4-D, not " + shapeText(x.shape());
+  int64_t b = c.i("blocksize", 0), N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  if (b <= 0 || C % (b * b)) return "blocksize " + std::to_string(b) + " does not divide the channels of " + shapeText(x.shape());
+  bool crd = c.s("mode", "DCR") == "CRD";
+  Tensor t = crd ? c.op("reshape", {x}, {{"shape", Ints{N, C / (b * b), b, b, H, W}}})
+                 : c.op("reshape", {x}, {{"shape", Ints{N, b, b, C / (b * b), H, W}}});
+  t = c.op("transpose", {t}, {{"perm", crd ? Ints{0, 1, 4, 2, 5, 3} : Ints{0, 3, 4, 1, 5, 2}}});
+  return one(c, c.op("reshape", {t}, {{"shape", Ints{N, C / (b * b), H * b, W * b}}}));
+}
+
+std::string mapSpaceToDepth(NodeCtx& c) {
+  Tensor x = c.in(0);
+  if (x.rank() != 4) return "the input must be 4-D, not " + shapeText(x.shape());
+  int64_t b = c.i("blocksize", 0), N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  if (b <= 0 || H % b || W % b) return "blocksize " + std::to_string(b) + " does not divide " + shapeText(x.shape());
+  Tensor t = c.op("reshape", {x}, {{"shape", Ints{N, C, H / b, b, W / b, b}}});
+  t = c.op("transpose", {t}, {{"perm", Ints{0, 3, 5, 1, 2, 4}}});
+  return one(c, c.op("reshape", {t}, {{"shape", Ints{N, C * b * b, H / b, W / b}}}));
+}
+
+std::string mapSize(NodeCtx& c) { return one(c, c.constant(HostTensor::ofInts(DType::I64, {}, {numel(c.shape(0))}))); }
+
+std::string mapGather(NodeCtx& c, const char* op, const char* attr, int64_t fallback) {
+  return one(c, c.op(op, {c.in(0), c.in(1)}, {{attr, c.i(attr, fallback)}}));
+}
+
+std::string mapScatter(NodeCtx& c, bool nd) {
+  Attrs a{{"reduction", c.s("reduction", "none")}};
+  if (!nd) a.set("axis", c.i("axis", 0));
+  return one(c, c.op(nd ? "scatter_nd" : "scatter_elements", {c.in(0), c.in(1), c.in(2)}, a));
+}
+
+std::string mapEinsum(NodeCtx& c) { return one(c, c.op("einsum", presentInputs(c), {{"equation", c.s("equation", "")}})); }
+
+std::string mapLRN(NodeCtx& c) {
+  // y = x / (bias + alpha/size · Σ_{window over channels} x²)^beta, as a pad + sum of slices.
+  Tensor x = c.in(0);
+  if (x.rank() < 3) return "LRN wants an input of rank 3 or more";
+  int64_t size = c.i("size", 0);
+  if (size <= 0) return "size must be positive";
+  double alpha = c.f("alpha", 1e-4), beta = c.f("beta", 0.75), bias = c.f("bias", 1.0);
+  DType t = x.dtype();
+  Tensor sq = c.op("mul", {x, x});
+  int64_t C = x.shape()[1];
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  Ints pads(x.rank() * 2, 0);
+  pads[1] = before;
+  pads[x.rank() + 1] = after;
+  Tensor padded = c.op("pad", {sq}, {{"pads", pads}});
+  Tensor sum;
+  for (int64_t k = 0; k < size; ++k) {
+    Tensor s = c.op("slice", {padded}, {{"starts", Ints{k}}, {"ends", Ints{k + C}}, {"axes", Ints{1}}});
+    sum = sum ? c.op("add", {sum, s}) : s;
+  }
+  Tensor d = c.op("pow", {c.op("add", {c.op("mul", {sum, c.scalar(t, alpha / double(size))}), c.scalar(t, bias)}), c.scalar(t, beta)});
+  return one(c, c.op("div", {x, d}));
+}
+
+std::string mapInstanceNorm(NodeCtx& c) {
+  return one(c, c.op("instance_norm", {c.in(0), c.in(1), c.in(2)}, {{"epsilon", double(c.f("epsilon", 1e-5))}}));
+}
+
+std::string mapLpNorm(NodeCtx& c) {
+  return one(c, c.op("lp_normalization", {c.in(0)}, {{"axis", c.i("axis", -1)}, {"p", c.i("p", 2)}}));
+}
+
+std::string mapMVN(NodeCtx& c) {
+  Attrs a;
+  if (c.has("axes")) a.set("axes", c.ints("axes"));
+  return one(c, c.op("mean_variance_normalization", {c.in(0)}, a));
+}
+
+std::string mapResize(NodeCtx& c) {
+  // Resize-10: (X, scales); 11+: (X, roi, scales, sizes); Upsample: (X, scales) or attribute scales (7, 8).
+  Tensor x = c.in(0);
+  const std::string op = c.node.op_type();
+  std::vector<double> scales;
+  Ints sizes;
+  std::string why;
+  if (op == "Upsample" && c.opset < 9) {
+    scales = c.floats("scales");
+  } else if (op == "Upsample" || c.opset < 11) {
+    if (!c.floats(1, scales, why, "scales")) return why;
+  } else {
+    if (c.present(3) && c.known(3) && c.known(3)->size() > 0) {
+      if (!c.ints(3, sizes, why, "sizes")) return why;
+    } else if (c.present(2)) {
+      if (!c.floats(2, scales, why, "scales")) return why;
+    }
+  }
+  std::vector<double> roi;
+  if (op == "Resize" && c.opset >= 11 && c.present(1) && c.s("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
+    if (!c.floats(1, roi, why, "roi")) return why;
+  Shape in = x.shape();
+  if (sizes.empty()) {
+    if (scales.size() != in.size()) return "scales has " + std::to_string(scales.size()) + " entries for rank " + std::to_string(in.size());
+    for (size_t d = 0; d < in.size(); ++d) sizes.push_back(int64_t(std::floor(double(in[d]) * scales[d])));
+  } else if (sizes.size() != in.size()) {
+    return "sizes has " + std::to_string(sizes.size()) + " entries for rank " + std::to_string(in.size());
+  }
+  std::string mode = c.s("mode", "nearest");
+  if (mode == "bilinear" || mode == "trilinear") mode = "linear";
+  Attrs a{{"sizes", sizes}, {"mode", mode}};
+  if (!scales.empty()) a.set("scales", scales);
+  if (op == "Upsample" || c.opset < 11) {
+    a.set("coordinate_transformation_mode", std::string("asymmetric"));
+    a.set("nearest_mode", std::string(op == "Upsample" || c.opset < 11 ? "floor" : "round_prefer_floor"));
+  } else {
+    for (const char* n : {"coordinate_transformation_mode", "nearest_mode"})
+      if (c.has(n)) a.set(n, c.s(n, ""));
+    if (c.has("cubic_coeff_a")) a.set("cubic_coeff_a", double(c.f("cubic_coeff_a", -0.75)));
+    if (c.has("exclude_outside")) a.set("exclude_outside", c.i("exclude_outside", 0));
+    if (c.has("extrapolation_value")) a.set("extrapolation_value", double(c.f("extrapolation_value", 0)));
+    if (!roi.empty()) a.set("roi", roi);
+  }
+  return one(c, c.op("resize", {x}, a));
+}
+
+// A per-axis parameter (1-D, along `axis` of x) reshaped to broadcast with x.
+Tensor alongAxis(NodeCtx& c, Tensor p, size_t xrank, int64_t axis) {
+  if (p.rank() != 1 || xrank <= 1) return p;
+  if (axis < 0) axis += int64_t(xrank);
+  Ints shape(xrank, 1);
+  shape[size_t(axis)] = p.shape()[0];
+  return c.op("reshape", {p}, {{"shape", shape}});
+}
+
+Tensor saturate(NodeCtx& c, Tensor v, DType to) {
+  DType t = v.dtype();
+  double lo = to == DType::U8 ? 0 : to == DType::I8 ? -128 : -2147483648.0;
+  double hi = to == DType::U8 ? 255 : to == DType::I8 ? 127 : 2147483647.0;
+  v = c.op("max", {c.op("min", {v, c.scalar(t, hi)}), c.scalar(t, lo)});
+  return c.op("cast", {v}, {{"to", dn(to)}});
+}
+
+std::string mapQuantize(NodeCtx& c) {
+  Tensor x = c.in(0);
+  int64_t axis = c.i("axis", 1);
+  Tensor scale = alongAxis(c, c.in(1), x.rank(), axis);
+  DType to = c.present(2) ? c.dtype(2) : DType::U8;
+  if (to != DType::U8 && to != DType::I8) return "quantizing to " + dn(to) + " is not supported";
+  DType ft = DType::F32;
+  Tensor v = c.op("round", {c.op("div", {c.cast(x, ft), c.cast(scale, ft)})});
+  if (c.present(2)) v = c.op("add", {v, c.cast(alongAxis(c, c.in(2), x.rank(), axis), ft)});
+  return one(c, saturate(c, v, to));
+}
+
+std::string mapDequantize(NodeCtx& c) {
+  Tensor x = c.in(0);
+  int64_t axis = c.i("axis", 1);
+  Tensor scale = alongAxis(c, c.in(1), x.rank(), axis);
+  Tensor v = c.cast(x, DType::F32);
+  if (c.present(2)) v = c.op("sub", {v, c.cast(alongAxis(c, c.in(2), x.rank(), axis), DType::F32)});
+  return one(c, c.op("mul", {v, c.cast(scale, DType::F32)}));
+}
+
+std::string mapDynamicQuantize(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType t = DType::F32;
+  Tensor zero = c.scalar(t, 0);
+  Tensor mx = c.op("max", {c.op("reduce_max", {x}, {{"keepdims", int64_t(0)}}), zero});
+  Tensor mn = c.op("min", {c.op("reduce_min", {x}, {{"keepdims", int64_t(0)}}), zero});
+  Tensor scale = c.op("div", {c.op("sub", {mx, mn}), c.scalar(t, 255)});
+  Tensor zp = saturate(c, c.op("round", {c.op("sub", {zero, c.op("div", {mn, scale})})}), DType::U8);
+  Tensor y = c.op("add", {c.op("round", {c.op("div", {x, scale})}), c.cast(zp, t)});
+  c.outs = {saturate(c, y, DType::U8), scale, zp};
+  return "";
+}
+
+std::string mapWindow(NodeCtx& c) {
+  Ints size;
+  std::string why;
+  if (!c.ints(0, size, why, "size")) return why;
+  if (size.size() != 1 || size[0] < 0) return "size must be one non-negative integer";
+  auto dt = dtypeOfOnnx(int32_t(c.i("output_datatype", 1)));
+  if (!dt) return "output_datatype " + onnxTypeName(int32_t(c.i("output_datatype", 1))) + " is not supported";
+  int64_t n = size[0];
+  double denom = c.i("periodic", 1) ? double(n) : double(n - 1);
+  const std::string& op = c.node.op_type();
+  HostTensor h(*dt, {n});
+  for (int64_t k = 0; k < n; ++k) {
+    double a = 2 * M_PI * double(k) / denom, v;
+    if (op == "HannWindow") v = 0.5 - 0.5 * std::cos(a);
+    else if (op == "HammingWindow") v = 25.0 / 46 - (1 - 25.0 / 46) * std::cos(a);
+    else v = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
+    h.set(k, v);
+  }
+  return one(c, c.constant(std::move(h)));
+}
+
+// RNN, GRU and LSTM, unrolled over the (static) sequence: one matmul of the
+// whole input by W up front, then per step a matmul by R and the gates.
+enum class Cell { Rnn, Gru, Lstm };
+
+std::string activation(NodeCtx& c, const std::string& name, double alpha, double beta, Tensor x, Tensor& out) {
+  DType t = x.dtype();
+  if (name == "Sigmoid") out = c.op("sigmoid", {x});
+  else if (name == "Tanh") out = c.op("tanh", {x});
+  else if (name == "Relu") out = c.op("relu", {x});
+  else if (name == "Affine") out = c.op("add", {c.op("mul", {x, c.scalar(t, alpha)}), c.scalar(t, beta)});
+  else if (name == "LeakyRelu") out = c.op("where", {c.op("lt", {x, c.scalar(t, 0)}), c.op("mul", {x, c.scalar(t, alpha)}), x});
+  else if (name == "ScaledTanh") out = c.op("mul", {c.op("tanh", {c.op("mul", {x, c.scalar(t, beta)})}), c.scalar(t, alpha)});
+  else if (name == "HardSigmoid") out = hardSigmoid(c, x, alpha, beta);
+  else if (name == "Softsign") out = c.op("softsign", {x});
+  else if (name == "Softplus") out = c.op("softplus", {x});
+  else return "activation '" + name + "' is not supported";
+  return "";
+}
+
+std::string mapRecurrent(NodeCtx& c, Cell cell) {
+  const int G = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 3 : 4;
+  int64_t H = c.i("hidden_size", 0);
+  std::string direction = c.s("direction", "forward");
+  int dirs = direction == "bidirectional" ? 2 : 1;
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+    return "direction '" + direction + "' is not supported";
+  if (c.i("input_forget", 0)) return "input_forget=1 is not supported";
+  Tensor X = c.in(0);
+  if (X.rank() != 3) return "X must be 3-D, not " + shapeText(X.shape());
+  bool batchFirst = c.i("layout", 0) == 1;
+  if (batchFirst) X = c.op("transpose", {X}, {{"perm", Ints{1, 0, 2}}});
+  int64_t S = X.shape()[0], B = X.shape()[1];
+  if (H <= 0) H = c.shape(2)[2];
+  if (c.present(4)) {
+    Ints lens;
+    std::string why;
+    if (!c.ints(4, lens, why, "sequence_lens")) return why;
+    for (int64_t l : lens)
+      if (l != S) return "sequence_lens shorter than the sequence are not supported";
+  }
+  // Activations: f, g(, h) per direction.
+  std::vector<std::string> acts;
+  const auto* aa = c.attr("activations");
+  if (aa)
+    for (const auto& a : aa->strings()) acts.push_back(a);
+  size_t perDir = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 2 : 3;
+  if (acts.empty()) {
+    for (int d = 0; d < dirs; ++d) {
+      if (cell == Cell::Rnn) acts.push_back("Tanh");
+      else if (cell == Cell::Gru) acts.insert(acts.end(), {"Sigmoid", "Tanh"});
+      else acts.insert(acts.end(), {"Sigmoid", "Tanh", "Tanh"});
+    }
+  }
+  if (acts.size() != perDir * size_t(dirs)) return "activations has " + std::to_string(acts.size()) + " entries";
+  std::vector<double> alphas = c.floats("activation_alpha"), betas = c.floats("activation_beta");
+  double clip = c.f("clip", 0);
+  bool hasClip = c.has("clip");
+  DType t = X.dtype();
+  std::vector<Tensor> Ys, Hs, Cs;
+  for (int d = 0; d < dirs; ++d) {
+    bool reverse = direction == "reverse" || d == 1;
+    auto pick = [&](Tensor w) {  // w[d] without the direction axis
+      return c.op("squeeze", {c.op("slice", {w}, {{"starts", Ints{d}}, {"ends", Ints{d + 1}}, {"axes", Ints{0}}})}, {{"axes", Ints{0}}});
+    };
+    Tensor W = pick(c.in(1)), R = pick(c.in(2));  // [G*H, I], [G*H, H]
+    Tensor Wb, Rb;
+    if (c.present(3)) {
+      Tensor b = pick(c.in(3));
+      Wb = c.op("slice", {b}, {{"starts", Ints{0}}, {"ends", Ints{G * H}}});
+      Rb = c.op("slice", {b}, {{"starts", Ints{G * H}}, {"ends", Ints{2 * G * H}}});
+    }
+    Tensor h = c.present(5) ? pick(c.in(5)) : c.op("expand", {c.scalar(t, 0)}, {{"shape", Ints{B, H}}});
+    Tensor cst = cell == Cell::Lstm ? (c.present(6) ? pick(c.in(6)) : c.op("expand", {c.scalar(t, 0)}, {{"shape", Ints{B, H}}})) : Tensor();
+    Tensor P = cell == Cell::Lstm && c.present(7) ? pick(c.in(7)) : Tensor();
+    Tensor XW = c.op("matmul", {X, c.op("transpose", {W})});  // [S, B, G*H]
+    if (Wb) XW = c.op("add", {XW, Wb});
+    Tensor RT = c.op("transpose", {R});  // [H, G*H]
+    auto gate = [&](Tensor v, int k) { return c.op("slice", {v}, {{"starts", Ints{k * H}}, {"ends", Ints{(k + 1) * H}}, {"axes", Ints{-1}}}); };
+    auto act = [&](size_t k, Tensor x, Tensor& out) {
+      size_t i = size_t(d) * perDir + k;
+      double al = i < alphas.size() ? alphas[i] : (acts[i] == "LeakyRelu" ? 0.01 : acts[i] == "HardSigmoid" ? 0.2 : 1.0);
+      double be = i < betas.size() ? betas[i] : (acts[i] == "HardSigmoid" ? 0.5 : 0.0);
+      if (hasClip) x = c.op("clip", {x, c.scalar(t, -clip), c.scalar(t, clip)});
+      return activation(c, acts[i], al, be, x, out);
+    };
+    std::vector<Tensor> steps(static_cast<size_t>(S), Tensor());
+    for (int64_t k = 0; k < S; ++k) {
+      int64_t step = reverse ? S - 1 - k : k;
+      Tensor xw = c.op("squeeze", {c.op("slice", {XW}, {{"starts", Ints{step}}, {"ends", Ints{step + 1}}, {"axes", Ints{0}}})}, {{"axes", Ints{0}}});
+      std::string why;
+      if (cell == Cell::Rnn) {
+        Tensor v = c.op("add", {xw, c.op("matmul", {h, RT})});
+        if (Rb) v = c.op("add", {v, Rb});
+        if (!(why = act(0, v, h)).empty()) return why;
+      } else if (cell == Cell::Gru) {
+        Tensor hr = c.op("matmul", {h, RT});  // [B, 3H]
+        if (Rb) hr = c.op("add", {hr, Rb});
+        Tensor z, r, hh;
+        if (!(why = act(0, c.op("add", {gate(xw, 0), gate(hr, 0)}), z)).empty()) return why;
+        if (!(why = act(0, c.op("add", {gate(xw, 1), gate(hr, 1)}), r)).empty()) return why;
+        Tensor hpart;
+        if (c.i("linear_before_reset", 0)) {
+          hpart = c.op("mul", {r, gate(hr, 2)});
+        } else {
+          Tensor Rh = c.op("slice", {RT}, {{"starts", Ints{2 * H}}, {"ends", Ints{3 * H}}, {"axes", Ints{1}}});
+          hpart = c.op("matmul", {c.op("mul", {r, h}), Rh});
+          if (Rb) hpart = c.op("add", {hpart, gate(Rb, 2)});
+        }
+        if (!(why = act(1, c.op("add", {gate(xw, 2), hpart}), hh)).empty()) return why;
+        Tensor one1 = c.scalar(t, 1);
+        h = c.op("add", {c.op("mul", {c.op("sub", {one1, z}), hh}), c.op("mul", {z, h})});
+      } else {
+        Tensor v = c.op("add", {xw, c.op("matmul", {h, RT})});
+        if (Rb) v = c.op("add", {v, Rb});
+        Tensor gi = gate(v, 0), go = gate(v, 1), gf = gate(v, 2), gc = gate(v, 3);
+        if (P) {
+          gi = c.op("add", {gi, c.op("mul", {gate(P, 0), cst})});
+          gf = c.op("add", {gf, c.op("mul", {gate(P, 2), cst})});
+        }
+        Tensor i, f, cc, o, hc;
+        if (!(why = act(0, gi, i)).empty() || !(why = act(0, gf, f)).empty() || !(why = act(1, gc, cc)).empty()) return why;
+        cst = c.op("add", {c.op("mul", {f, cst}), c.op("mul", {i, cc})});
+        if (P) go = c.op("add", {go, c.op("mul", {gate(P, 1), cst})});
+        if (!(why = act(0, go, o)).empty() || !(why = act(2, cst, hc)).empty()) return why;
+        h = c.op("mul", {o, hc});
+      }
+      steps[size_t(step)] = c.op("unsqueeze", {h}, {{"axes", Ints{0}}});
+    }
+    Ys.push_back(c.op("unsqueeze", {steps.size() == 1 ? steps[0] : c.op("concat", steps, {{"axis", int64_t(0)}})}, {{"axes", Ints{1}}}));
+    Hs.push_back(c.op("unsqueeze", {h}, {{"axes", Ints{0}}}));
+    if (cst) Cs.push_back(c.op("unsqueeze", {cst}, {{"axes", Ints{0}}}));
+  }
+  auto join = [&](std::vector<Tensor>& v, int64_t axis) { return v.size() == 1 ? v[0] : c.op("concat", v, {{"axis", axis}}); };
+  Tensor Y = join(Ys, 1), Yh = join(Hs, 0);  // [S, dirs, B, H], [dirs, B, H]
+  Tensor Yc = Cs.empty() ? Tensor() : join(Cs, 0);
+  if (batchFirst) {
+    Y = c.op("transpose", {Y}, {{"perm", Ints{2, 0, 1, 3}}});
+    Yh = c.op("transpose", {Yh}, {{"perm", Ints{1, 0, 2}}});
+    if (Yc) Yc = c.op("transpose", {Yc}, {{"perm", Ints{1, 0, 2}}});
+  }
+  c.outs = {Y, Yh};
+  if (Yc) c.outs.push_back(Yc);
+  return "";
+}
+
+// Compress with a condition known at import: a gather of the kept positions.
+std::string mapCompress(NodeCtx& c) {
+  const HostTensor* cond = c.known(1);
+  if (!cond) return "input 1 ('condition') must be a constant (shapes are static)";
+  Tensor x = c.in(0);
+  bool flat = !c.has("axis");
+  int64_t axis = c.i("axis", 0);
+  if (flat) {
+    x = c.op("reshape", {x}, {{"shape", Ints{numel(x.shape())}}});
+    axis = 0;
+  }
+  if (!normaliseAxis(axis, x.rank())) return "axis " + std::to_string(c.i("axis", 0)) + " is out of range";
+  Ints keep;
+  for (int64_t i = 0; i < cond->size() && i < x.shape()[size_t(axis)]; ++i)
+    if (cond->getInt(i)) keep.push_back(i);
+  Tensor idx = c.constant(HostTensor::ofInts(DType::I64, {int64_t(keep.size())}, keep));
+  return one(c, c.op("gather", {x, idx}, {{"axis", axis}}));
+}
+
+// ReverseSequence with sequence lengths known at import: a gather_elements
+// with the reversed positions.
+std::string mapReverseSequence(NodeCtx& c) {
+  const HostTensor* lens = c.known(1);
+  if (!lens) return "input 1 ('sequence_lens') must be a constant";
+  Tensor x = c.in(0);
+  if (x.rank() < 2) return "the input must have rank 2 or more";
+  int64_t ta = c.i("time_axis", 0), ba = c.i("batch_axis", 1);
+  if (!((ta == 0 && ba == 1) || (ta == 1 && ba == 0))) return "time_axis and batch_axis must be 0 and 1";
+  Shape s = x.shape();
+  if (numel(s) > (int64_t(1) << 22)) return "the input is too large";
+  HostTensor idx(DType::I64, s);
+  std::vector<int64_t> st = contiguousStrides(s);
+  for (int64_t i = 0; i < idx.size(); ++i) {
+    int64_t t = (i / st[size_t(ta)]) % s[size_t(ta)], b = (i / st[size_t(ba)]) % s[size_t(ba)];
+    int64_t len = b < lens->size() ? lens->getInt(b) : 0;
+    idx.setInt(i, t < len ? len - 1 - t : t);
+  }
+  return one(c, c.op("gather_elements", {x, c.constant(std::move(idx))}, {{"axis", ta}}));
+}
+
+// Integer and quantized matmul/conv: exact products in f64 (the operands are
+// 8-bit), then the integer result or the requantized one.
+Tensor centred(NodeCtx& c, size_t k, size_t zp, size_t rank, int64_t axis) {
+  Tensor v = c.cast(c.in(k), DType::F64);
+  if (c.present(zp)) v = c.op("sub", {v, c.cast(alongAxis(c, c.in(zp), rank, axis), DType::F64)});
+  return v;
+}
+
+std::string mapMatMulInteger(NodeCtx& c) {
+  Tensor a = centred(c, 0, 2, c.rank(0), 0), b = centred(c, 1, 3, c.rank(1), -1);
+  return one(c, c.cast(c.op("matmul", {a, b}), DType::I32));
+}
+
+std::string mapConvInteger(NodeCtx& c) {
+  Tensor x = centred(c, 0, 2, c.rank(0), 1), w = centred(c, 1, 3, c.rank(1), 0);
+  return one(c, c.cast(c.op("conv", {x, w}, passAttrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})), DType::I32));
+}
+
+std::string requantize(NodeCtx& c, Tensor acc, Tensor scale, size_t yScale, size_t yZp) {
+  Tensor v = c.op("round", {c.op("div", {c.op("mul", {acc, scale}), c.cast(c.in(yScale), DType::F64)})});
+  DType to = c.present(yZp) ? c.dtype(yZp) : DType::U8;
+  if (c.present(yZp)) v = c.op("add", {v, c.cast(c.in(yZp), DType::F64)});
+  return one(c, saturate(c, v, to));
+}
+
+std::string mapQLinearMatMul(NodeCtx& c) {
+  Tensor a = c.op("sub", {c.cast(c.in(0), DType::F64), c.cast(c.in(2), DType::F64)});
+  Tensor b = c.op("sub", {c.cast(c.in(3), DType::F64), c.cast(c.in(5), DType::F64)});
+  Tensor scale = c.cast(c.op("mul", {c.in(1), c.in(4)}), DType::F64);
+  return requantize(c, c.op("matmul", {a, b}), scale, 6, 7);
+}
+
+std::string mapQLinearConv(NodeCtx& c) {
+  size_t r = c.rank(0);
+  Tensor x = c.op("sub", {c.cast(c.in(0), DType::F64), c.cast(c.in(2), DType::F64)});
+  Tensor w = c.op("sub", {c.cast(c.in(3), DType::F64), c.cast(alongAxis(c, c.in(5), c.rank(3), 0), DType::F64)});
+  Tensor acc = c.op("conv", {x, w}, passAttrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
+  if (c.present(8)) acc = c.op("add", {acc, c.cast(alongAxis(c, c.in(8), r, 1), DType::F64)});
+  Tensor scale = c.cast(c.op("mul", {alongAxis(c, c.in(4), r, 1), c.in(1)}), DType::F64);
+  return requantize(c, acc, scale, 6, 7);
+}
+
+// Det of 1x1, 2x2 and 3x3 matrices (batched) by cofactors.
+std::string mapDet(NodeCtx& c) {
+  Tensor x = c.in(0);
+  size_t r = x.rank();
+  if (r < 2 || x.shape()[r - 1] != x.shape()[r - 2]) return "the input must be square matrices, not " + shapeText(x.shape());
+  int64_t n = x.shape()[r - 1];
+  if (n > 3) return "Det of matrices larger than 3x3 is not supported";
+  auto e = [&](int64_t i, int64_t j) {
+    Tensor s = c.op("slice", {x}, {{"starts", Ints{i, j}}, {"ends", Ints{i + 1, j + 1}}, {"axes", Ints{int64_t(r) - 2, int64_t(r) - 1}}});
+    return c.op("squeeze", {s}, {{"axes", Ints{int64_t(r) - 2, int64_t(r) - 1}}});
+  };
+  auto mul = [&](Tensor a, Tensor b) { return c.op("mul", {a, b}); };
+  auto sub = [&](Tensor a, Tensor b) { return c.op("sub", {a, b}); };
+  Tensor d;
+  if (n == 1) d = c.op("identity", {e(0, 0)});
+  else if (n == 2) d = sub(mul(e(0, 0), e(1, 1)), mul(e(0, 1), e(1, 0)));
+  else
+    d = c.op("add", {sub(mul(e(0, 0), sub(mul(e(1, 1), e(2, 2)), mul(e(1, 2), e(2, 1)))),
+                         mul(e(0, 1), sub(mul(e(1, 0), e(2, 2)), mul(e(1, 2), e(2, 0))))),
+                     mul(e(0, 2), sub(mul(e(1, 0), e(2, 1)), mul(e(1, 1), e(2, 0))))});
+  return one(c, d);
+}
+
+// MaxUnpool: the values scattered to their MaxPool indices (flat over the
+// whole output) in a zero tensor of the unpooled shape.
+std::string mapMaxUnpool(NodeCtx& c) {
+  Tensor x = c.in(0), idx = c.in(1);
+  size_t r = x.rank();
+  if (r < 3) return "the input must have rank 3 or more";
+  Ints kernel = c.ints("kernel_shape"), strides = c.ints("strides"), pads = c.ints("pads");
+  size_t k = r - 2;
+  if (kernel.size() != k) return "kernel_shape must have " + std::to_string(k) + " entries";
+  if (strides.empty()) strides.assign(k, 1);
+  if (pads.empty()) pads.assign(2 * k, 0);
+  if (strides.size() != k || pads.size() != 2 * k) return "strides or pads have the wrong length";
+  // The indices are positions in the default unpooled shape; a larger
+  // output_shape pads it at the end.
+  Ints shape = {x.shape()[0], x.shape()[1]}, want;
+  for (size_t d = 0; d < k; ++d) shape.push_back((x.shape()[d + 2] - 1) * strides[d] - pads[d] - pads[d + k] + kernel[d]);
+  if (c.present(2)) {
+    std::string why;
+    if (!c.ints(2, want, why, "output_shape")) return why;
+    if (want.size() != r) return "output_shape must have " + std::to_string(r) + " entries";
+    for (size_t d = 0; d < r; ++d)
+      if (want[d] < shape[d]) return "output_shape " + shapeText(want) + " is smaller than the unpooled shape " + shapeText(shape);
+  }
+  Tensor zeros = c.op("expand", {c.scalar(x.dtype(), 0)}, {{"shape", Ints{numel(shape)}}});
+  Tensor flat = c.op("scatter_elements", {c.op("contiguous", {zeros}), c.op("reshape", {idx}, {{"shape", Ints{-1}}}),
+                                          c.op("reshape", {x}, {{"shape", Ints{-1}}})}, {{"axis", int64_t(0)}});
+  Tensor y = c.op("reshape", {flat}, {{"shape", shape}});
+  if (!want.empty() && want != shape) {
+    Ints p(2 * r, 0);
+    for (size_t d = 0; d < r; ++d) p[r + d] = want[d] - shape[d];
+    y = c.op("pad", {y}, {{"pads", p}});
+  }
+  return one(c, y);
+}
+
+// DFT along the last axis of xr (+ i·xi, when xi is set) as matmuls with
+// constant cos/sin tables: y_k = Σ_n x_n e^{∓2πi kn/N} (1/N for the inverse).
+void dftLast(NodeCtx& c, Tensor xr, Tensor xi, int64_t N, bool inverse, bool onesided, Tensor& yr, Tensor& yi) {
+  DType t = xr.dtype();
+  int64_t K = onesided ? N / 2 + 1 : N;
+  HostTensor C(t, {N, K}), S(t, {N, K});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      double a = 2 * M_PI * double((n * k) % N) / double(N);
+      C.set(n * K + k, std::cos(a));
+      S.set(n * K + k, std::sin(a));
+    }
+  Tensor cm = c.constant(std::move(C)), sm = c.constant(std::move(S));
+  Tensor rc = c.op("matmul", {xr, cm}), rs = c.op("matmul", {xr, sm});
+  if (!inverse) {
+    yr = rc;
+    yi = c.op("neg", {rs});
+    if (xi) {
+      yr = c.op("add", {yr, c.op("matmul", {xi, sm})});
+      yi = c.op("add", {yi, c.op("matmul", {xi, cm})});
+    }
+  } else {
+    yr = rc;
+    yi = rs;
+    if (xi) {
+      yr = c.op("sub", {yr, c.op("matmul", {xi, sm})});
+      yi = c.op("add", {yi, c.op("matmul", {xi, cm})});
+    }
+    yr = c.op("div", {yr, c.scalar(t, double(N))});
+    yi = c.op("div", {yi, c.scalar(t, double(N))});
+  }
+}
+
+// Splits x[..., 1|2] into its real and imaginary parts (no imaginary part: null).
+bool complexParts(NodeCtx& c, Tensor x, Tensor& re, Tensor& im, std::string& why) {
+  size_t r = x.rank();
+  int64_t last = r ? x.shape()[r - 1] : 0;
+  if (last != 1 && last != 2) return why = "the last dimension must be 1 (real) or 2 (complex), not " + shapeText(x.shape()), false;
+  auto part = [&](int64_t k) {
+    return c.op("squeeze", {c.op("slice", {x}, {{"starts", Ints{k}}, {"ends", Ints{k + 1}}, {"axes", Ints{-1}}})}, {{"axes", Ints{-1}}});
+  };
+  re = part(0);
+  if (last == 2) im = part(1);
+  return true;
+}
+
+std::string mapDFT(NodeCtx& c) {
+  Tensor x = c.in(0), re, im;
+  std::string why;
+  if (!complexParts(c, x, re, im, why)) return why;
+  size_t r = re.rank();
+  int64_t axis = c.i("axis", 1);
+  if (!normaliseAxis(axis, r) ) return "axis " + std::to_string(c.i("axis", 1)) + " is out of range";
+  int64_t len = re.shape()[size_t(axis)], N = len;
+  if (c.present(1)) {
+    Ints v;
+    if (!c.ints(1, v, why, "dft_length")) return why;
+    if (v.size() != 1 || v[0] <= 0) return "dft_length must be one positive integer";
+    N = v[0];
+  }
+  Ints perm, inv(r);
+  for (size_t d = 0; d < r; ++d)
+    if (int64_t(d) != axis) perm.push_back(int64_t(d));
+  perm.push_back(axis);
+  for (size_t d = 0; d < r; ++d) inv[size_t(perm[d])] = int64_t(d);
+  auto prep = [&](Tensor v) {
+    if (!v) return v;
+    v = c.op("transpose", {v}, {{"perm", perm}});
+    if (N < len) v = c.op("slice", {v}, {{"starts", Ints{0}}, {"ends", Ints{N}}, {"axes", Ints{-1}}});
+    if (N > len) {
+      Ints p(2 * r, 0);
+      p[2 * r - 1] = N - len;
+      v = c.op("pad", {v}, {{"pads", p}});
+    }
+    return v;
+  };
+  Tensor yr, yi;
+  dftLast(c, prep(re), prep(im), N, c.i("inverse", 0) != 0, c.i("onesided", 0) != 0, yr, yi);
+  auto back = [&](Tensor v) { return c.op("unsqueeze", {c.op("transpose", {v}, {{"perm", inv}})}, {{"axes", Ints{-1}}}); };
+  return one(c, c.op("concat", {back(yr), back(yi)}, {{"axis", int64_t(-1)}}));
+}
+
+std::string mapSTFT(NodeCtx& c) {
+  Tensor x = c.in(0), re, im;
+  std::string why;
+  if (!complexParts(c, x, re, im, why)) return why;
+  if (re.rank() != 2) return "the signal must be [batch, length, 1|2], not " + shapeText(x.shape());
+  Ints step;
+  if (!c.ints(1, step, why, "frame_step")) return why;
+  int64_t len = re.shape()[1], fl = 0;
+  if (c.present(3)) {
+    Ints v;
+    if (!c.ints(3, v, why, "frame_length")) return why;
+    fl = v.empty() ? 0 : v[0];
+  } else if (c.present(2)) {
+    fl = c.shape(2).empty() ? 0 : c.shape(2)[0];
+  }
+  if (step.size() != 1 || step[0] <= 0 || fl <= 0 || fl > len) return "frame_step and frame_length must be positive, the frame no longer than the signal";
+  int64_t frames = 1 + (len - fl) / step[0];
+  HostTensor idx(DType::I64, {frames * fl});
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t k = 0; k < fl; ++k) idx.setInt(f * fl + k, f * step[0] + k);
+  Tensor gi = c.constant(std::move(idx));
+  auto frame = [&](Tensor v) {
+    if (!v) return v;
+    v = c.op("reshape", {c.op("gather", {v, gi}, {{"axis", int64_t(1)}})}, {{"shape", Ints{v.shape()[0], frames, fl}}});
+    if (c.present(2)) v = c.op("mul", {v, c.in(2)});
+    return v;
+  };
+  Tensor yr, yi;
+  dftLast(c, frame(re), frame(im), fl, false, c.i("onesided", 1) != 0, yr, yi);
+  auto last = [&](Tensor v) { return c.op("unsqueeze", {v}, {{"axes", Ints{-1}}}); };
+  return one(c, c.op("concat", {last(yr), last(yi)}, {{"axis", int64_t(-1)}}));
+}
+
+// GridSample (2-D), as PyTorch's grid_sample that ONNX follows: each output
+// position reads X at grid (x, y) in [-1, 1], unnormalised by align_corners;
+// padding zeros / border / reflection; bilinear (4 taps), nearest (1) or
+// bicubic (16, A = -0.75). Each tap is a gather_elements from X[N, C, H·W]
+// with its weight.
+struct GridCtx {
+  NodeCtx& c;
+  DType t;
+  bool align;
+  std::string padding;
+  Tensor s(double v) { return c.scalar(t, v); }
+  Tensor add(Tensor a, Tensor b) { return c.op("add", {a, b}); }
+  Tensor sub(Tensor a, Tensor b) { return c.op("sub", {a, b}); }
+  Tensor mul(Tensor a, Tensor b) { return c.op("mul", {a, b}); }
+  Tensor clampTo(Tensor v, int64_t size) { return c.op("min", {c.op("max", {v, s(0)}), s(double(size - 1))}); }
+  Tensor reflect(Tensor v, double twiceLow, double twiceHigh) {
+    if (twiceLow == twiceHigh) return c.op("mul", {v, s(0)});
+    double mn = twiceLow / 2, span = (twiceHigh - twiceLow) / 2;
+    Tensor in = c.op("abs", {sub(v, s(mn))});
+    Tensor extra = c.op("fmod", {in, s(span)});
+    Tensor flips = c.op("floor", {c.op("div", {in, s(span)})});
+    Tensor even = c.op("eq", {c.op("fmod", {flips, s(2)}), s(0)});
+    return c.op("where", {even, add(extra, s(mn)), add(sub(s(span), extra), s(mn))});
+  }
+  // Padding applied to a coordinate (border and reflection; zeros: unchanged).
+  Tensor pad(Tensor v, int64_t size) {
+    if (padding == "border") return clampTo(v, size);
+    if (padding == "reflection") {
+      v = align ? reflect(v, 0, 2.0 * double(size - 1)) : reflect(v, -1, 2.0 * double(size) - 1);
+      return clampTo(v, size);
+    }
+    return v;
+  }
+  // Stores `v` (a view reader keeps the lowering from fusing it into each of
+  // its many readers, which would recompute it and read its inputs once per use).
+  Tensor store(Tensor v) { return c.op("identity", {v}); }
+  Tensor unnormalise(Tensor g, int64_t size) {
+    Tensor one1 = s(1);
+    if (align) return mul(mul(add(g, one1), s(0.5)), s(double(size - 1)));
+    return mul(sub(mul(add(g, one1), s(double(size))), one1), s(0.5));
+  }
+};
+
+std::string mapGridSample(NodeCtx& c) {
+  Tensor X = c.in(0), grid = c.in(1);
+  if (X.rank() != 4 || grid.rank() != 4 || grid.shape()[3] != 2)
+    return "only 2-D GridSample (X [N, C, H, W], grid [N, H_out, W_out, 2]) is supported";
+  std::string mode = c.s("mode", "bilinear"), padding = c.s("padding_mode", "zeros");
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") return "mode '" + mode + "' is not supported";
+  if (padding != "zeros" && padding != "border" && padding != "reflection") return "padding_mode '" + padding + "' is not supported";
+  int64_t N = X.shape()[0], C = X.shape()[1], H = X.shape()[2], W = X.shape()[3];
+  int64_t Ho = grid.shape()[1], Wo = grid.shape()[2];
+  DType t = X.dtype();
+  if (!isFloat(t)) return "X must be a float tensor";
+  GridCtx g{c, t, c.i("align_corners", 0) != 0, padding};
+  Tensor gr = c.cast(grid, t);
+  auto coord = [&](int64_t k) {
+    return c.op("squeeze", {c.op("slice", {gr}, {{"starts", Ints{k}}, {"ends", Ints{k + 1}}, {"axes", Ints{3}}})}, {{"axes", Ints{3}}});
+  };
+  Tensor ix = g.store(g.unnormalise(coord(0), W)), iy = g.store(g.unnormalise(coord(1), H));  // [N, Ho, Wo]
+  Tensor xf = c.op("reshape", {X}, {{"shape", Ints{N, C, H * W}}});
+  Tensor acc;
+  // One tap at integer coordinates (as floats) with its weight.
+  auto tap = [&](Tensor tx, Tensor ty, Tensor w, bool padTaps) {
+    if (padTaps) {
+      tx = g.store(g.pad(tx, W));
+      ty = g.store(g.pad(ty, H));
+    }
+    if (padding == "zeros") {
+      Tensor inside = c.op("and", {c.op("and", {c.op("ge", {tx, g.s(0)}), c.op("le", {tx, g.s(double(W - 1))})}),
+                                   c.op("and", {c.op("ge", {ty, g.s(0)}), c.op("le", {ty, g.s(double(H - 1))})})});
+      w = g.mul(w, c.cast(inside, t));
+    }
+    Tensor lin = g.add(g.mul(g.clampTo(ty, H), g.s(double(W))), g.clampTo(tx, W));
+    Tensor idx = c.op("reshape", {c.cast(lin, DType::I64)}, {{"shape", Ints{N, 1, Ho * Wo}}});
+    idx = c.op("expand", {idx}, {{"shape", Ints{N, C, Ho * Wo}}});
+    Tensor v = c.op("gather_elements", {xf, idx}, {{"axis", int64_t(2)}});
+    v = g.mul(v, c.op("reshape", {w}, {{"shape", Ints{N, 1, Ho * Wo}}}));
+    acc = acc ? g.add(acc, v) : v;
+  };
+  if (mode == "nearest") {
+    Tensor px = g.pad(ix, W), py = g.pad(iy, H);
+    tap(c.op("round", {px}), c.op("round", {py}), c.op("expand", {g.s(1)}, {{"shape", Ints{N, Ho, Wo}}}), false);
+  } else if (mode == "bilinear") {
+    Tensor px = g.store(g.pad(ix, W)), py = g.store(g.pad(iy, H));
+    Tensor x0 = g.store(c.op("floor", {px})), y0 = g.store(c.op("floor", {py}));
+    Tensor x1 = g.add(x0, g.s(1)), y1 = g.add(y0, g.s(1));
+    Tensor fx = g.sub(px, x0), fy = g.sub(py, y0);
+    Tensor gx = g.sub(g.s(1), fx), gy = g.sub(g.s(1), fy);
+    tap(x0, y0, g.mul(gx, gy), false);
+    tap(x1, y0, g.mul(fx, gy), false);
+    tap(x0, y1, g.mul(gx, fy), false);
+    tap(x1, y1, g.mul(fx, fy), false);
+  } else {
+    const double A = -0.75;
+    Tensor x0 = g.store(c.op("floor", {ix})), y0 = g.store(c.op("floor", {iy}));
+    Tensor tx = g.store(g.sub(ix, x0)), ty = g.store(g.sub(iy, y0));
+    auto cc1 = [&](Tensor x) {  // ((A + 2) x - (A + 3)) x² + 1
+      return g.add(g.mul(g.mul(g.sub(g.mul(x, g.s(A + 2)), g.s(A + 3)), x), x), g.s(1));
+    };
+    auto cc2 = [&](Tensor x) {  // ((A x - 5A) x + 8A) x - 4A
+      return g.sub(g.mul(g.add(g.mul(g.sub(g.mul(x, g.s(A)), g.s(5 * A)), x), g.s(8 * A)), x), g.s(4 * A));
+    };
+    auto coeffs = [&](Tensor tt) {
+      return std::vector<Tensor>{g.store(cc2(g.add(tt, g.s(1)))), g.store(cc1(tt)), g.store(cc1(g.sub(g.s(1), tt))),
+                                 g.store(cc2(g.sub(g.s(2), tt)))};
+    };
+    std::vector<Tensor> wx = coeffs(tx), wy = coeffs(ty);
+    for (int j = 0; j < 4; ++j)
+      for (int i = 0; i < 4; ++i)
+        tap(g.add(x0, g.s(i - 1)), g.add(y0, g.s(j - 1)), g.mul(wx[size_t(i)], wy[size_t(j)]), true);
+  }
+  return one(c, c.op("reshape", {acc}, {{"shape", Ints{N, C, Ho, Wo}}}));
+}
+
+std::string mapHardmax(NodeCtx& c) { return softmaxLike(c, "hardmax"); }
+
+// NegativeLogLikelihoodLoss on log-probabilities x[N, C, d...] with targets
+// t[N, d...] and optional weights w[C]: loss = -x[n, t, d...]·w[t] (0 where t
+// is ignore_index), then none / sum / mean (the sum over the summed weights).
+std::string nllLoss(NodeCtx& c, Tensor x, Tensor t, Tensor w, Tensor& out) {
+  std::string reduction = c.s("reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean") return "reduction '" + reduction + "' is not supported";
+  if (x.rank() < 2) return "the input must have rank 2 or more, not " + shapeText(x.shape());
+  DType ft = x.dtype();
+  Tensor mask;
+  Tensor safe = t;
+  if (c.has("ignore_index")) {
+    mask = c.op("ne", {t, c.scalar(t.dtype(), double(c.i("ignore_index", 0)))});
+    safe = c.op("where", {mask, t, c.scalar(t.dtype(), 0)});
+  }
+  Tensor picked = c.op("gather_elements", {x, c.op("unsqueeze", {safe}, {{"axes", Ints{1}}})}, {{"axis", int64_t(1)}});
+  picked = c.op("squeeze", {picked}, {{"axes", Ints{1}}});
+  Tensor weight;
+  if (w) weight = c.op("gather", {w, safe}, {{"axis", int64_t(0)}});
+  if (mask) {
+    Tensor m = c.op("cast", {mask}, {{"to", dn(ft)}});
+    weight = weight ? c.op("mul", {weight, m}) : m;
+  }
+  Tensor loss = c.op("neg", {picked});
+  if (weight) loss = c.op("mul", {loss, weight});
+  if (reduction == "none") {
+    out = loss;
+    return "";
+  }
+  Tensor sum = c.op("reduce_sum", {loss}, {{"keepdims", int64_t(0)}});
+  if (reduction == "sum") {
+    out = sum;
+    return "";
+  }
+  Tensor denom = weight ? c.op("reduce_sum", {weight}, {{"keepdims", int64_t(0)}}) : c.scalar(ft, double(numel(t.shape())));
+  out = c.op("div", {sum, denom});
+  return "";
+}
+
+std::string mapNLLLoss(NodeCtx& c) {
+  Tensor out;
+  std::string why = nllLoss(c, c.in(0), c.in(1), c.present(2) ? c.in(2) : Tensor(), out);
+  if (!why.empty()) return why;
+  return one(c, out);
+}
+
+std::string mapSCELoss(NodeCtx& c) {
+  Tensor logp = c.op("log_softmax", {c.in(0)}, {{"axis", int64_t(1)}});
+  Tensor out;
+  std::string why = nllLoss(c, logp, c.in(1), c.present(2) ? c.in(2) : Tensor(), out);
+  if (!why.empty()) return why;
+  c.outs = {out, logp};
+  return "";
+}
+
+const std::vector<OpEntry> kTable = {
+    {"Constant", 1, 99, "value,value_float,value_floats,value_int,value_ints", mapConstant},
+    {"Shape", 1, 99, "start,end", mapShape},
+    {"Size", 1, 99, "", mapSize},
+    {"ConstantOfShape", 9, 99, "value", mapConstantOfShape},
+    {"Range", 11, 99, "", mapRange},
+    {"EyeLike", 9, 99, "dtype,k", mapEyeLike},
+    {"Identity", 1, 99, "", [](NodeCtx& c) { return one(c, c.op("identity", {c.in(0)})); }},
+    UNARY("Abs", "abs", 6), UNARY("Neg", "neg", 6), UNARY("Sign", "sign", 9), UNARY("Exp", "exp", 6),
+    UNARY("Log", "log", 6), UNARY("Sqrt", "sqrt", 6), UNARY("Sin", "sin", 7), UNARY("Cos", "cos", 7),
+    UNARY("Tan", "tan", 7), UNARY("Asin", "asin", 7), UNARY("Acos", "acos", 7), UNARY("Atan", "atan", 7),
+    UNARY("Sinh", "sinh", 9), UNARY("Cosh", "cosh", 9), UNARY("Tanh", "tanh", 6), UNARY("Asinh", "asinh", 9),
+    UNARY("Acosh", "acosh", 9), UNARY("Atanh", "atanh", 9), UNARY("Erf", "erf", 9), UNARY("Floor", "floor", 6),
+    UNARY("Ceil", "ceil", 6), UNARY("Round", "round", 11), UNARY("Reciprocal", "reciprocal", 6),
+    UNARY("Sigmoid", "sigmoid", 6), UNARY("Relu", "relu", 6), UNARY("Softplus", "softplus", 1),
+    UNARY("Softsign", "softsign", 1), UNARY("Not", "not", 1), UNARY("IsNaN", "isnan", 9),
+    {"IsInf", 10, 99, "detect_negative,detect_positive", mapIsInf},
+    BINARY("Add", "add", 6), BINARY("Sub", "sub", 6), BINARY("Mul", "mul", 6), BINARY("Div", "div", 6),
+    BINARY("Equal", "eq", 1), BINARY("Greater", "gt", 1), BINARY("Less", "lt", 1),
+    BINARY("GreaterOrEqual", "ge", 12), BINARY("LessOrEqual", "le", 12), BINARY("And", "and", 1),
+    BINARY("Or", "or", 1), BINARY("Xor", "xor", 1),
+    {"Pow", 1, 99, "broadcast,axis", mapPow},
+    {"Mod", 10, 99, "fmod", mapMod},
+    {"BitShift", 11, 99, "direction", mapBitShift},
+    {"Max", 6, 99, "", [](NodeCtx& c) { return variadic(c, "max"); }},
+    {"Min", 6, 99, "", [](NodeCtx& c) { return variadic(c, "min"); }},
+    {"Sum", 6, 99, "", [](NodeCtx& c) { return variadic(c, "add"); }},
+    {"Mean", 6, 99, "", mapMean},
+    {"Where", 9, 99, "", [](NodeCtx& c) { return one(c, c.op("where", {c.in(0), c.in(1), c.in(2)})); }},
+    {"Cast", 6, 99, "to,saturate", [](NodeCtx& c) { return onnxCast(c, int32_t(c.i("to", 1))); }},
+    {"CastLike", 15, 99, "saturate", [](NodeCtx& c) {
+       Tensor x = c.in(0);
+       DType to = c.dtype(1);
+       return one(c, x.dtype() == to ? c.op("identity", {x}) : c.op("cast", {x}, {{"to", dn(to)}}));
+     }},
+    {"Clip", 6, 99, "min,max", mapClip},
+    {"LeakyRelu", 6, 99, "alpha", mapLeakyRelu},
+    {"Elu", 6, 99, "alpha", mapElu},
+    {"Selu", 6, 99, "alpha,gamma", mapSelu},
+    {"Celu", 12, 99, "alpha", mapCelu},
+    {"ThresholdedRelu", 10, 99, "alpha", mapThresholdedRelu},
+    {"HardSigmoid", 6, 99, "alpha,beta", mapHardSigmoid},
+    {"HardSwish", 14, 99, "", mapHardSwish},
+    {"PRelu", 6, 99, "", mapPRelu},
+    {"Shrink", 9, 99, "bias,lambd", mapShrink},
+    {"Mish", 18, 99, "", mapMish},
+    {"Dropout", 6, 99, "is_test,ratio,seed", mapDropout},
+    {"Reshape", 5, 99, "allowzero", mapReshape},
+    {"Flatten", 1, 99, "axis", mapFlatten},
+    {"Squeeze", 1, 99, "axes", [](NodeCtx& c) { return mapSqueeze(c, "squeeze"); }},
+    {"Unsqueeze", 1, 99, "axes", [](NodeCtx& c) { return mapSqueeze(c, "unsqueeze"); }},
+    {"Transpose", 1, 99, "perm", [](NodeCtx& c) {
+       Attrs a;
+       if (c.has("perm")) a.set("perm", c.ints("perm"));
+       return one(c, c.op("transpose", {c.in(0)}, a));
+     }},
+    {"Slice", 1, 99, "starts,ends,axes", mapSlice},
+    {"Split", 2, 17, "axis,split", mapSplit},
+    {"Expand", 8, 99, "", mapExpand},
+    {"DepthToSpace", 1, 99, "blocksize,mode", mapDepthToSpace},
+    {"SpaceToDepth", 1, 99, "blocksize", mapSpaceToDepth},
+    // Reduce family
+    REDUCE("ReduceSum", "reduce_sum", 13), REDUCE("ReduceMean", "reduce_mean", 18),
+    REDUCE("ReduceMax", "reduce_max", 18), REDUCE("ReduceMin", "reduce_min", 18),
+    REDUCE("ReduceProd", "reduce_prod", 18), REDUCE("ReduceL1", "reduce_l1", 18),
+    REDUCE("ReduceL2", "reduce_l2", 18), REDUCE("ReduceSumSquare", "reduce_sum_square", 18),
+    REDUCE("ReduceLogSum", "reduce_log_sum", 18), REDUCE("ReduceLogSumExp", "reduce_log_sum_exp", 18),
+    {"ArgMax", 1, 99, "axis,keepdims,select_last_index", [](NodeCtx& c) { return mapArg(c, "argmax"); }},
+    {"ArgMin", 1, 99, "axis,keepdims,select_last_index", [](NodeCtx& c) { return mapArg(c, "argmin"); }},
+    {"Softmax", 1, 99, "axis", [](NodeCtx& c) { return softmaxLike(c, "softmax"); }},
+    {"LogSoftmax", 1, 99, "axis", [](NodeCtx& c) { return softmaxLike(c, "log_softmax"); }},
+    {"Hardmax", 1, 99, "axis", mapHardmax},
+    {"TopK", 1, 99, "k,axis,largest,sorted", mapTopK},
+    {"CumSum", 11, 99, "exclusive,reverse", mapCumSum},
+    {"BatchNormalization", 6, 99, "epsilon,is_test,momentum,spatial,training_mode", mapBatchNorm},
+    {"InstanceNormalization", 6, 99, "epsilon", mapInstanceNorm},
+    {"LayerNormalization", 17, 99, "axis,epsilon,stash_type", mapLayerNorm},
+    {"LpNormalization", 1, 99, "axis,p", mapLpNorm},
+    {"MeanVarianceNormalization", 9, 99, "axes", mapMVN},
+    {"LRN", 1, 99, "alpha,beta,bias,size", mapLRN},
+    {"RNN", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout", [](NodeCtx& c) { return mapRecurrent(c, Cell::Rnn); }},
+    {"GRU", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout,linear_before_reset", [](NodeCtx& c) { return mapRecurrent(c, Cell::Gru); }},
+    {"LSTM", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,input_forget,layout", [](NodeCtx& c) { return mapRecurrent(c, Cell::Lstm); }},
+    {"Compress", 9, 99, "axis", mapCompress},
+    {"GridSample", 16, 99, "align_corners,mode,padding_mode", mapGridSample},
+    {"DFT", 17, 99, "axis,inverse,onesided", mapDFT},
+    {"STFT", 17, 99, "onesided", mapSTFT},
+    {"MaxUnpool", 9, 99, "kernel_shape,pads,strides", mapMaxUnpool},
+    {"ReverseSequence", 10, 99, "batch_axis,time_axis", mapReverseSequence},
+    {"MatMulInteger", 10, 99, "", mapMatMulInteger},
+    {"ConvInteger", 10, 99, "auto_pad,dilations,group,kernel_shape,pads,strides", mapConvInteger},
+    {"QLinearMatMul", 10, 99, "", mapQLinearMatMul},
+    {"QLinearConv", 10, 99, "auto_pad,dilations,group,kernel_shape,pads,strides", mapQLinearConv},
+    {"Det", 11, 99, "", mapDet},
+    {"QuantizeLinear", 10, 99, "axis", mapQuantize},
+    {"DequantizeLinear", 10, 99, "axis", mapDequantize},
+    {"DynamicQuantizeLinear", 11, 99, "", mapDynamicQuantize},
+    {"HannWindow", 17, 99, "output_datatype,periodic", mapWindow},
+    {"HammingWindow", 17, 99, "output_datatype,periodic", mapWindow},
+    {"BlackmanWindow", 17, 99, "output_datatype,periodic", mapWindow},
+    {"NegativeLogLikelihoodLoss", 12, 99, "ignore_index,reduction", mapNLLLoss},
+    {"SoftmaxCrossEntropyLoss", 12, 99, "ignore_index,reduction", mapSCELoss},
+    // Linalg family
+    BINARY("MatMul", "matmul", 1),
+    {"Gemm", 6, 99, "alpha,beta,broadcast,transA,transB", mapGemm},
+    {"Conv", 1, 99, "auto_pad,dilations,group,kernel_shape,pads,strides", mapConv},
+    {"ConvTranspose", 1, 99, "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides", mapConvTranspose},
+    {"MaxPool", 1, 99, "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides", mapMaxPool},
+    {"AveragePool", 1, 99, "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides", mapAvgPool},
+    {"LpPool", 2, 99, "auto_pad,kernel_shape,p,pads,strides", mapLpPool},
+    UNARY("GlobalAveragePool", "global_avg_pool", 1), UNARY("GlobalMaxPool", "global_max_pool", 1),
+    {"GlobalLpPool", 2, 99, "p", mapGlobalLpPool},
+    {"Einsum", 12, 99, "equation", mapEinsum},
+    // Index family
+    {"Concat", 4, 99, "axis", mapConcat},
+    {"Tile", 6, 99, "", mapTile},
+    {"Pad", 2, 17, "mode,pads,value", mapPad},
+    {"Gather", 1, 99, "axis", [](NodeCtx& c) { return mapGather(c, "gather", "axis", 0); }},
+    {"GatherElements", 11, 99, "axis", [](NodeCtx& c) { return mapGather(c, "gather_elements", "axis", 0); }},
+    {"GatherND", 11, 99, "batch_dims", [](NodeCtx& c) { return mapGather(c, "gather_nd", "batch_dims", 0); }},
+    {"Scatter", 9, 10, "axis", [](NodeCtx& c) { return mapScatter(c, false); }},
+    {"ScatterElements", 11, 99, "axis,reduction", [](NodeCtx& c) { return mapScatter(c, false); }},
+    {"ScatterND", 11, 99, "reduction", [](NodeCtx& c) { return mapScatter(c, true); }},
+    {"OneHot", 9, 99, "axis", mapOneHot},
+    {"Trilu", 14, 99, "upper", mapTrilu},
+    {"Resize", 10, 17, "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,extrapolation_value,mode,nearest_mode", mapResize},
+    {"Upsample", 7, 9, "mode,scales", mapResize},
+};
+
+}  // namespace
+
+const std::vector<OpEntry>& opTable() { return kTable; }
+
+const OpEntry* findEntry(const std::string& op, int64_t opset) {
+  for (const OpEntry& e : kTable)
+    if (e.name == op && opset >= e.since && opset <= e.until) return &e;
+  return nullptr;
+}
+
+const std::vector<OpSupport>& supportedOps() {
+  static const std::vector<OpSupport> v = [] {
+    std::vector<OpSupport> out;
+    for (const OpEntry& e : kTable) out.push_back({e.name, e.since, e.until, e.attrs, e.note});
+    return out;
+  }();
+  return v;
+}
+
+}  // namespace eph::tensor::onnx
