@@ -14,7 +14,8 @@ for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
 ldconfig
 exec > >(tee "$OUT/log.txt") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-if ! "$BIN/eph_tensor_bench" --small --runs 1 --no-peer --targets vulkan > /tmp/probe.txt 2>&1; then
+if ! timeout 60 "$BIN/eph_tensor_bench" --small --runs 1 --no-peer --targets vulkan > /tmp/probe.txt 2>&1; then
+  cat /tmp/probe.txt
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 fi
 status=0

@@ -320,6 +320,8 @@ int main(int argc, char** argv) {
           continue;
         }
         for (const auto& f : c->module->functions()) r.dispatches += f->kind() == ir::FunctionKind::Kernel;
+        // Progress on stderr, so that a run cut off by a time limit shows where it was.
+        std::cerr << "[" << target << "] " << name << " " << size << ": " << r.dispatches << " kernels, first run\n";
         Timed timed(*base);
         auto out = run(timed, *b.p, *c, b.inputs);  // warm-up (compiles) and check
         if (!out) {
@@ -330,6 +332,7 @@ int main(int argc, char** argv) {
         }
         r.err = b.check((*out)[0]);
         if (!(r.err < 1e-3)) ++failures;
+        std::cerr << "[" << target << "] " << name << " " << size << ": error " << r.err << ", timing\n";
         std::vector<double> times;
         for (int k = 0; k < runs; ++k) {
           timed.ms = 0;

@@ -155,26 +155,37 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
   const int64_t gy = gx ? (groups + gx - 1) / gx : 0;
   std::string full = op + "|" + key + "|" + layoutKey(dtype, shape, contiguousStrides(shape), 0) + "|gx" + std::to_string(gx);
   for (const Operand& o : in) full += "|" + operandKey(o);
+  // One kernel parameter per distinct buffer: leaves of fused operands often
+  // read the same one (x in both x * 2 and exp(x)). Which leaf reads which
+  // parameter is part of the kernel's content.
   const std::vector<Operand> leaves = leafOperands(in);
+  std::vector<size_t> slot(leaves.size());
+  std::vector<const Operand*> distinct;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    auto it = std::find_if(distinct.begin(), distinct.end(), [&](const Operand* d) { return d->buf == leaves[i].buf; });
+    slot[i] = size_t(it - distinct.begin());
+    if (it == distinct.end()) distinct.push_back(&leaves[i]);
+    full += (i ? "," : "|slots ") + std::to_string(slot[i]);
+  }
 
   const ir::Function*& kern = kernels_[full];
   if (!kern) {
     std::vector<const ir::Type*> params;
-    for (const Operand& o : leaves) params.push_back(deviceBuffer(ctx, o.dtype, ir::Ownership::Read));
+    for (const Operand* o : distinct) params.push_back(deviceBuffer(ctx, o->dtype, ir::Ownership::Read));
     params.push_back(deviceBuffer(ctx, dtype, ir::Ownership::Write));
     ir::Function* f = module.addFunction(kernelName(op, kernels_.size()), ir::FunctionKind::Kernel,
                                          ctx.functionType(params, {}));
     f->workgroupSize = {unsigned(wg), 1, 1};
-    for (size_t i = 0; i < leaves.size(); ++i) f->param(unsigned(i))->setName("in" + std::to_string(i));
-    f->param(unsigned(leaves.size()))->setName("out");
+    for (size_t i = 0; i < distinct.size(); ++i) f->param(unsigned(i))->setName("in" + std::to_string(i));
+    f->param(unsigned(distinct.size()))->setName("out");
     ir::Builder b(ctx, f->body());
     ir::Value* x = b.globalId(0, ctx.i32());
     ir::Value* lin = x;
     if (gy > 1) lin = b.add(b.mul(b.globalId(1, ctx.i32()), b.constInt(ctx.i32(), gx * wg)), x);
     ir::Value* inside = b.lt(lin, b.constInt(ctx.i32(), total));
     std::vector<ir::Value*> bufs;
-    for (size_t i = 0; i < leaves.size(); ++i) bufs.push_back(f->param(unsigned(i)));
-    ir::Value* out = f->param(unsigned(leaves.size()));
+    for (size_t i = 0; i < leaves.size(); ++i) bufs.push_back(f->param(unsigned(slot[i])));
+    ir::Value* out = f->param(unsigned(distinct.size()));
     b.ifOp(inside, {}, [&](ir::Builder& ib) {
       Kernel k(ib, ctx, std::vector<Operand>(in.begin(), in.end()), bufs);
       k.linear = lin;
@@ -194,7 +205,7 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
   ir::Value* out = alloc(dtype, total);
   if (total == 0) return out;
   ir::Values args;
-  for (const Operand& o : leaves) args.push_back(o.buf);
+  for (const Operand* o : distinct) args.push_back(o->buf);
   args.push_back(out);
   ir::Value* one = host.constInt(ctx.u32(), 1);
   host.dispatch(*kern, {host.constInt(ctx.u32(), gx), host.constInt(ctx.u32(), gy), one}, args);
@@ -249,6 +260,15 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
   // of stored (LowerOptions::fuse), and the stored roots each node reads.
   std::vector<bool> fused(nodes.size(), false);
   std::vector<std::vector<uint32_t>> reads(nodes.size());
+  auto findReads = [&](size_t i) {
+    reads[i].clear();
+    for (uint32_t in : nodes[i].inputs) {
+      if (!fused[in]) reads[i].push_back(p.root(in));
+      else reads[i].insert(reads[i].end(), reads[in].begin(), reads[in].end());
+    }
+    std::sort(reads[i].begin(), reads[i].end());
+    reads[i].erase(std::unique(reads[i].begin(), reads[i].end()), reads[i].end());
+  };
   {
     std::vector<std::vector<uint32_t>> readers(nodes.size());
     for (size_t j = 0; j < nodes.size(); ++j)
@@ -258,15 +278,7 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
     for (const auto& [name, id] : p.outputs()) isOutputRoot[p.root(id)] = true;
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (!needed[i]) continue;
-      for (uint32_t in : nodes[i].inputs) {
-        if (!fused[in]) {
-          reads[i].push_back(p.root(in));
-          continue;
-        }
-        for (uint32_t r : reads[in]) reads[i].push_back(r);
-      }
-      std::sort(reads[i].begin(), reads[i].end());
-      reads[i].erase(std::unique(reads[i].begin(), reads[i].end()), reads[i].end());
+      findReads(i);
       const OpDef* def = nodes[i].isView ? nullptr : findOp(nodes[i].op);
       if (!opts.fuse || !def || !def->element || isOutputRoot[i] || readers[i].empty() ||
           reads[i].size() > opts.maxFusedBuffers / 2)
@@ -277,6 +289,19 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
         ok = ok && rd && (rd->fusesInputs || rd->element) && numel(nodes[j].shape) == numel(nodes[i].shape);
       }
       fused[i] = ok;
+    }
+    // A kernel that would read more than maxFusedBuffers buffers stores its
+    // fused inputs instead (each then one buffer), until none does.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t j = 0; j < nodes.size(); ++j) {
+        if (!needed[j]) continue;
+        findReads(j);
+        if (fused[j] || reads[j].size() <= opts.maxFusedBuffers) continue;
+        for (uint32_t x : nodes[j].inputs)
+          if (fused[x]) fused[x] = false, changed = true;
+        if (changed) findReads(j);
+      }
     }
   }
   std::vector<size_t> lastUse(nodes.size(), 0);

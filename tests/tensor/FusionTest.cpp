@@ -160,5 +160,62 @@ TEST(TensorFusion, LongChainOnEveryTarget) {
              {want});
 }
 
+
+TEST(TensorFusion, ABufferReadByManyLeavesIsOneParameter) {
+  // x is read by seven leaves of the fused expression (and the scalars 2 and 1
+  // by one each): the kernel has four parameters (x, 2, 1, out), not ten.
+  Program p;
+  Tensor x = p.input("x", DType::F32, {40});
+  p.output("y", exp(x) + sin(x) * cos(x) - x * 2.0 + abs(x) / (x * x + 1.0));
+  ir::Context ctx;
+  auto c = lower(ctx, p);
+  ASSERT_TRUE(c) << c.error().message;
+  int kernels = 0;
+  for (const auto& f : c->module->functions())
+    if (f->kind() == ir::FunctionKind::Kernel) {
+      ++kernels;
+      EXPECT_EQ(f->paramTypes().size(), 4u) << f->name();
+    }
+  EXPECT_EQ(kernels, 1);
+  auto xv = randomValues(40, 8);
+  std::vector<double> want(40);
+  for (size_t i = 0; i < 40; ++i) {
+    double v = double(float(xv[i]));
+    want[i] = std::exp(v) + std::sin(v) * std::cos(v) - v * 2 + std::abs(v) / (v * v + 1);
+  }
+  expectBoth(p, {HostTensor::of(DType::F32, {40}, xv)}, {want});
+}
+
+TEST(TensorFusion, KernelsReadAtMostMaxFusedBuffers) {
+  // A sum of 12 inputs, each through exp: fused, one kernel would read 12
+  // buffers; with a limit of 8 the partial sums are stored where needed.
+  Program p;
+  std::vector<Tensor> xs;
+  std::vector<HostTensor> in;
+  std::vector<double> want(16, 0.0);
+  for (int k = 0; k < 12; ++k) {
+    xs.push_back(p.input("x" + std::to_string(k), DType::F32, {16}));
+    auto v = randomValues(16, 20 + uint64_t(k));
+    in.push_back(HostTensor::of(DType::F32, {16}, v));
+    for (size_t i = 0; i < 16; ++i) want[i] += std::exp(double(float(v[i])));
+  }
+  Tensor sum = exp(xs[0]);
+  for (int k = 1; k < 12; ++k) sum = sum + exp(xs[size_t(k)]);
+  p.output("y", sum);
+  LowerOptions o;
+  o.maxFusedBuffers = 8;
+  ir::Context ctx;
+  auto c = lower(ctx, p, o);
+  ASSERT_TRUE(c) << c.error().message;
+  for (const auto& f : c->module->functions())
+    if (f->kind() == ir::FunctionKind::Kernel) EXPECT_LE(f->paramTypes().size(), 8u + 1) << f->name();
+  for (const std::string& t : targets()) {
+    SCOPED_TRACE("target " + t);
+    auto got = run(p, t, in, o);
+    ASSERT_TRUE(got) << got.error().message;
+    for (size_t i = 0; i < 16; ++i) EXPECT_NEAR((*got)[0].get(int64_t(i)), want[i], 1e-5 * want[i]);
+  }
+}
+
 }  // namespace
 }  // namespace eph::tensor::test
