@@ -4,78 +4,10 @@ encoding the protobuf by hand (no onnx package needed). Run from this folder:
 /usr/bin/python3 gen.py. The files are committed; this says how they were made."""
 import os
 import struct
+import sys
 
-
-def varint(n):
-    n &= (1 << 64) - 1
-    out = b""
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def key(field, wire):
-    return varint(field << 3 | wire)
-
-
-def f_varint(field, n):
-    return key(field, 0) + varint(n)
-
-
-def f_bytes(field, data):
-    if isinstance(data, str):
-        data = data.encode()
-    return key(field, 2) + varint(len(data)) + data
-
-
-def f_float(field, x):
-    return key(field, 5) + struct.pack("<f", x)
-
-
-FLOAT, INT64, BOOL = 1, 7, 9
-
-
-def tensor(name, dtype, dims, values):
-    body = b"".join(f_varint(1, d) for d in dims) + f_varint(2, dtype) + f_bytes(8, name)
-    if dtype == FLOAT:
-        raw = struct.pack("<%df" % len(values), *values)
-    elif dtype == INT64:
-        raw = struct.pack("<%dq" % len(values), *values)
-    else:
-        raw = bytes(values)
-    return body + f_bytes(9, raw)
-
-
-def value_info(name, dtype, dims):
-    shape = b"".join(f_bytes(1, f_varint(1, d) if isinstance(d, int) else f_bytes(2, d)) for d in dims)
-    tensor_type = f_varint(1, dtype) + f_bytes(2, shape)
-    return f_bytes(1, name) + f_bytes(2, f_bytes(1, tensor_type))
-
-
-def attr_int(name, v):
-    return f_bytes(1, name) + f_varint(3, v) + f_varint(20, 2)
-
-
-def node(op, inputs, outputs, name, attrs=()):
-    return (b"".join(f_bytes(1, i) for i in inputs) + b"".join(f_bytes(2, o) for o in outputs) +
-            f_bytes(3, name) + f_bytes(4, op) + b"".join(f_bytes(5, a) for a in attrs))
-
-
-def model(nodes, inits, inputs, outputs, opset=13):
-    graph = (b"".join(f_bytes(1, n) for n in nodes) + f_bytes(2, "g") + b"".join(f_bytes(5, t) for t in inits) +
-             b"".join(f_bytes(11, v) for v in inputs) + b"".join(f_bytes(12, v) for v in outputs))
-    return f_varint(1, 8) + f_bytes(2, "ephc-gen") + f_bytes(7, graph) + f_bytes(8, f_varint(2, opset))
-
-
-def write(path, data):
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../../tools/python"))
+from onnxproto import FLOAT, INT64, attr_int, model, node, tensor, value_info, write  # noqa: E402
 
 # tiny: y = Relu(x * w + b) reshaped to x's shape through Shape (folded at import),
 # and s = Shape(x) as a second output.
