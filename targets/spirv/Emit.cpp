@@ -158,7 +158,19 @@ Id Emitter::intConstLike(const ir::Type* t, uint64_t bits) {
 
 namespace {
 
-void collectTypes(const ir::Type* t, std::set<const ir::Type*>& out) {
+// A kernel's types ordered by text (shorter first), not by address, so that
+// the first type an error names is the same on every run ('!T' before
+// 'fn(!T) -> (!T)').
+struct ByText {
+  bool operator()(const ir::Type* a, const ir::Type* b) const {
+    std::string as = a->str(), bs = b->str();
+    if (as.size() != bs.size()) return as.size() < bs.size();
+    return as != bs ? as < bs : std::less<const ir::Type*>()(a, b);
+  }
+};
+using TypeSet = std::set<const ir::Type*, ByText>;
+
+void collectTypes(const ir::Type* t, TypeSet& out) {
   if (!out.insert(t).second) return;
   if (t->elem()) collectTypes(t->elem(), out);
   for (const ir::Type* m : t->members()) collectTypes(m, out);
@@ -219,7 +231,7 @@ Status Emitter::checkDevice() {
                    wg[d], caps.maxWorkgroupSize[d]);
 
   // Types, atomics and memory, over the kernel and every function it calls.
-  std::set<const ir::Type*> types;
+  TypeSet types;
   uint64_t sharedBytes = 0;
   std::vector<const ir::Type*> scalarParams;
   for (const ir::Type* p : kernel.paramTypes())
