@@ -8,7 +8,7 @@
 // timestamps on Vulkan. Uploads and downloads are not counted (numpy's
 // arrays are in memory already). Prints a table and writes JSON (--json).
 //
-//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--json F] [--no-peer]
+//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--json F] [--no-peer]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -235,7 +235,8 @@ std::map<std::string, std::map<std::string, double>> runPeer(const std::vector<s
 int main(int argc, char** argv) {
   std::vector<std::string> targets = {"cpu", "vulkan"};
   int runs = 7;
-  bool small = false, large = false, peer = true;
+  bool small = false, large = false, peer = true, fuse = true;  // --no-fuse: LowerOptions::fuse off
+  std::string only;  // --only OP: that op's cases
   std::string jsonPath;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -247,10 +248,12 @@ int main(int argc, char** argv) {
     } else if (a == "--runs") runs = std::atoi(next().c_str());
     else if (a == "--small") small = true;
     else if (a == "--large") large = true;
+    else if (a == "--no-fuse") fuse = false;
+    else if (a == "--only") only = next();
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -272,6 +275,8 @@ int main(int argc, char** argv) {
              {"layer_norm", {"4096x4096", "8192x8192"}},
              {"matmul", {"1024", "4096"}},
              {"conv2d", {"8x32x64x64x32", "32x64x128x128x64"}}};
+  if (!only.empty())
+    std::erase_if(cases, [&](const auto& c) { return c.first != only; });
   auto peerMs = peer ? runPeer(cases, runs) : decltype(runPeer(cases, runs)){};
   if (peer && peerMs.empty()) std::cerr << "numpy peer: no results (is python3-numpy installed?)\n";
 
@@ -312,7 +317,9 @@ int main(int argc, char** argv) {
         Built b = build(name, size);
         r.bytes = b.bytes, r.flops = b.flops;
         ir::Context ctx;
-        auto c = lower(ctx, *b.p);
+        LowerOptions lo;
+        lo.fuse = fuse;
+        auto c = lower(ctx, *b.p, lo);
         if (!c) {
           r.error = c.error().message;
           rows.push_back(r);
@@ -381,7 +388,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       js << "  {\"op\": \"" << r.name << "\", \"size\": \"" << r.size << "\", \"target\": \"" << r.target
-         << "\", \"kernels\": " << r.dispatches << ", \"ephc_ms\": " << (std::isnan(r.ms) ? -1 : r.ms)
+         << "\", \"fused\": " << (fuse ? "true" : "false") << ", \"kernels\": " << r.dispatches
+         << ", \"ephc_ms\": " << (std::isnan(r.ms) ? -1 : r.ms)
          << ", \"numpy_ms\": " << (std::isnan(r.peerMs) ? -1 : r.peerMs) << ", \"max_rel_error\": "
          << (std::isnan(r.err) ? -1 : r.err) << ", \"error\": \"" << (r.error.empty() ? "" : "failed") << "\"}"
          << (i + 1 < rows.size() ? ",\n" : "\n");
