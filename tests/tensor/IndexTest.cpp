@@ -1152,3 +1152,33 @@ TEST(IndexErrors, GatherScatterOneHotTriluRange) {
 
 }  // namespace
 }  // namespace eph::tensor::test
+
+namespace eph::tensor::test {
+namespace {
+
+// ONNX's reference uses the unrounded resized length in * scale when scales
+// are given (align_corners: 4 · 0.6 = 2.4, so x' = x · 3 / 1.4), and Resize-11's
+// tf_half_pixel_for_nn maps x to (x + 0.5) / scale. Values from ONNX 1.12's
+// backend tests resize_downsample_scales_linear_align_corners and
+// resize_downsample_sizes_nearest_tf_half_pixel_for_nn.
+TEST(IndexResize, AlignCornersWithScalesAndTfHalfPixelForNn) {
+  Program p;
+  Tensor x = p.input("x", DType::F32, {1, 1, 2, 4});
+  ResizeOptions ac;
+  ac.mode = "linear";
+  ac.coordinate_transformation_mode = "align_corners";
+  ac.scales = {1, 1, 0.6, 0.6};
+  p.output("a", resize(x, {1, 1, 1, 2}, ac));
+  Program q;
+  Tensor y = q.input("y", DType::F32, {1, 1, 4, 4});
+  ResizeOptions nn;
+  nn.coordinate_transformation_mode = "tf_half_pixel_for_nn";
+  q.output("b", resize(y, {1, 1, 3, 2}, nn));
+  std::vector<double> xv = {1, 2, 3, 4, 5, 6, 7, 8}, yv(16);
+  for (size_t i = 0; i < 16; ++i) yv[i] = double(i + 1);
+  expectOnAllTargets(p, {HostTensor::of(DType::F32, {1, 1, 2, 4}, xv)}, {{1, 3.142857142857143}}, 1e-6);
+  expectOnAllTargets(q, {HostTensor::of(DType::F32, {1, 1, 4, 4}, yv)}, {{6, 8, 10, 12, 14, 16}}, 0);
+}
+
+}  // namespace
+}  // namespace eph::tensor::test

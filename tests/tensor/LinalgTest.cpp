@@ -506,9 +506,21 @@ TEST(Linalg, ConvTransposeOutputShapeAndAutoPad) {
   Program q;
   conv_transpose(q.input("x", DType::F32, {1, 2, 4}), q.input("w", DType::F32, {3, 3, 3}));
   EXPECT_ERROR(q, "conv_transpose: x [1, 2, 4] has 2 channels but w [3, 3, 3] has 3");
+  // output_shape past the full extent (ONNX allows it): negative padding,
+  // halves rounded down. 11 of 9: -1 at each end; SAME_UPPER 10 of 9: -1 at the beginning.
   Program r;
-  conv_transpose(r.input("x", DType::F32, {1, 2, 4}), r.input("w", DType::F32, {2, 3, 3}), {}, {.outputShape = {20}});
-  EXPECT_ERROR(r, "conv_transpose: output_shape [20] is larger than the full output extent 6");
+  Tensor rx = r.input("x", DType::F32, {1, 2, 4});
+  Tensor rw = r.input("w", DType::F32, {2, 3, 3});
+  Tensor d = conv_transpose(rx, rw, {}, {.strides = {2}, .outputShape = {11}});
+  Tensor e = conv_transpose(rx, rw, {}, {.strides = {2}, .outputShape = {10}, .autoPad = "SAME_UPPER"});
+  EXPECT_EQ(d.shape(), (Shape{1, 3, 11}));
+  EXPECT_EQ(e.shape(), (Shape{1, 3, 10}));
+  r.output("d", d);
+  r.output("e", e);
+  ConvTCase cd{{1, 2, 4}, {2, 3, 3}, {2}, {-1}, {-1}, {1}, {0}};
+  ConvTCase ce{{1, 2, 4}, {2, 3, 3}, {2}, {-1}, {0}, {1}, {0}};
+  expectOnAllTargets(r, {HostTensor::of(DType::F32, {1, 2, 4}, xv), HostTensor::of(DType::F32, {2, 3, 3}, wv)},
+                     {refConvT(cd, xv, wv, nullptr), refConvT(ce, xv, wv, nullptr)}, 1e-5);
 }
 
 // ---- pooling --------------------------------------------------------------------------------

@@ -730,11 +730,12 @@ std::string convTransposeWindow(const Node& n, const Shape& x, const Shape& ws, 
     int64_t full = w.strides[d] * (w.in[d] - 1) + outPad[d] + eff;
     if (mode == "VALID") w.padBegin[d] = w.padEnd[d] = 0;
     if (!want.empty()) {
+      // Negative when output_shape is larger than the full extent: the
+      // output then extends past it with positions no input reaches (ONNX
+      // allows it). Halves round down, as ONNX's reference (Python's //).
       int64_t total = full - want[d];
-      if (total < 0)
-        return "conv_transpose: output_shape " + shapeText(want) + " is larger than the full output extent " + num(full) +
-               " of spatial dimension " + num(int64_t(d));
-      w.padBegin[d] = mode == "SAME_UPPER" ? total / 2 : total - total / 2;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      w.padBegin[d] = mode == "SAME_UPPER" ? half : total - half;
       w.padEnd[d] = total - w.padBegin[d];
     }
     w.out[d] = full - w.padBegin[d] - w.padEnd[d];

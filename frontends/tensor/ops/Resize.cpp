@@ -6,10 +6,13 @@
 // given, else sizes[d] / in[d]):
 //   half_pixel            (x + 0.5) / scale - 0.5
 //   half_pixel_symmetric  in/2 * (1 - out/(scale*in)) + (x + 0.5) / scale - 0.5
-//   pytorch_half_pixel    out > 1 ? (x + 0.5) / scale - 0.5 : 0
-//   align_corners         out > 1 ? x * (in - 1) / (out - 1) : 0
+//   pytorch_half_pixel    length > 1 ? (x + 0.5) / scale - 0.5 : 0
+//   align_corners         length != 1 ? x * (in - 1) / (length - 1) : 0
 //   asymmetric            x / scale
-//   tf_crop_and_resize    out > 1 ? start*(in-1) + x * (end - start) * (in - 1) / (out - 1)
+//   tf_half_pixel_for_nn  (x + 0.5) / scale   (Resize-11)
+// where `length` is in * scale when scales are given (not rounded, as ONNX's
+// reference), else the output size.
+//   tf_crop_and_resize    length > 1 ? start*(in-1) + x * (end - start) * (in - 1) / (length - 1)
 //                                 : start*(in-1) + (end - start) * (in - 1) / 2,
 //                         outside [0, in - 1]: extrapolation_value
 // nearest rounds x_original by nearest_mode and clamps to [0, in - 1], in one
@@ -38,6 +41,9 @@ std::string num(int64_t v) { return std::to_string(v); }
 struct Axis {
   int64_t in = 0, out = 0;
   double scale = 1, roiStart = 0, roiEnd = 1;
+  // The resized length the formulas use: in * scale when scales are given
+  // (not rounded, as ONNX's reference), else out.
+  double length = 0;
 };
 
 struct ResizeSpec {
@@ -75,7 +81,7 @@ std::string parse(const Node& n, const Shape& in, ResizeSpec& s) {
   if (s.mode != "nearest" && s.mode != "linear" && s.mode != "cubic")
     return "resize: unknown mode '" + s.mode + "' (nearest, linear or cubic)";
   if (s.ctm != "half_pixel" && s.ctm != "half_pixel_symmetric" && s.ctm != "pytorch_half_pixel" && s.ctm != "align_corners" &&
-      s.ctm != "asymmetric" && s.ctm != "tf_crop_and_resize")
+      s.ctm != "asymmetric" && s.ctm != "tf_crop_and_resize" && s.ctm != "tf_half_pixel_for_nn")
     return "resize: unknown coordinate_transformation_mode '" + s.ctm + "'";
   if (s.nearest != "round_prefer_floor" && s.nearest != "round_prefer_ceil" && s.nearest != "floor" && s.nearest != "ceil")
     return "resize: unknown nearest_mode '" + s.nearest + "'";
@@ -106,16 +112,18 @@ std::string parse(const Node& n, const Shape& in, ResizeSpec& s) {
     return "resize: roi " + listText(roi) + " has " + num(int64_t(roi.size())) + " entries, not " + num(int64_t(2 * k)) +
            " (all starts, then all ends)";
   s.axes.assign(r, Axis{});
-  for (size_t d = 0; d < r; ++d) s.axes[d].in = s.axes[d].out = in[d];
+  for (size_t d = 0; d < r; ++d) s.axes[d].in = s.axes[d].out = in[d], s.axes[d].length = double(in[d]);
   for (size_t i = 0; i < k; ++i) {
     Axis& x = s.axes[size_t(axes[i])];
     x.out = sizes[i];
     if (x.out < 0) return "resize: a negative size in " + shapeText(sizes);
     if (x.in == 0 && x.out > 0) return "resize: cannot resize the empty axis " + num(axes[i]) + " of " + shapeText(in) + " to " + num(x.out);
     x.scale = x.in ? double(x.out) / double(x.in) : 1;
+    x.length = double(x.out);
     if (at.has("scales")) {
       x.scale = scales[i];
       if (!(x.scale > 0) || !std::isfinite(x.scale)) return "resize: scales " + listText(scales) + " must be positive and finite";
+      x.length = double(x.in) * x.scale;
     }
     if (at.has("roi")) {
       x.roiStart = roi[i];
@@ -143,19 +151,20 @@ Value* original(Kernel& k, const ResizeSpec& s, const Axis& a, Value* o) {
   auto c = [&](double v) { return b.constFloat(f64, v); };
   Value* x = b.cast(o, f64);
   auto halfPixel = [&] { return b.sub(b.div(b.add(x, c(0.5)), c(a.scale)), c(0.5)); };
-  const double in1 = double(a.in - 1), out1 = double(a.out - 1);
+  const double in1 = double(a.in - 1), out1 = a.length - 1;
   if (s.ctm == "half_pixel") return halfPixel();
   if (s.ctm == "half_pixel_symmetric") {
     const double adjustment = double(a.out) / (a.scale * double(a.in));
     const double offset = double(a.in) / 2 * (1 - adjustment);
     return b.sub(b.add(c(offset), b.div(b.add(x, c(0.5)), c(a.scale))), c(0.5));
   }
-  if (s.ctm == "pytorch_half_pixel") return a.out > 1 ? halfPixel() : c(0);
-  if (s.ctm == "align_corners") return a.out > 1 ? b.div(b.mul(x, c(in1)), c(out1)) : c(0);
+  if (s.ctm == "pytorch_half_pixel") return a.length > 1 ? halfPixel() : c(0);
+  if (s.ctm == "align_corners") return a.length != 1 ? b.div(b.mul(x, c(in1)), c(out1)) : c(0);
+  if (s.ctm == "tf_half_pixel_for_nn") return b.div(b.add(x, c(0.5)), c(a.scale));
   if (s.ctm == "asymmetric") return b.div(x, c(a.scale));
   // tf_crop_and_resize
   const double span = a.roiEnd - a.roiStart;
-  if (a.out == 1) return c(span * in1 / 2 + a.roiStart * in1);
+  if (a.length <= 1) return c(span * in1 / 2 + a.roiStart * in1);
   return b.add(b.div(b.mul(b.mul(x, c(span)), c(in1)), c(out1)), c(a.roiStart * in1));
 }
 
