@@ -1125,8 +1125,8 @@ TEST(IndexErrors, GatherScatterOneHotTriluRange) {
         "resize: unknown mode 'bilinear' (nearest, linear or cubic)");
   check([](Program& p) { resize(p.input("x", DType::F32, {2}), {3}, opts("nearest", "half_pixel", "round")); },
         "resize: unknown nearest_mode 'round'");
-  check([](Program& p) { resize(p.input("x", DType::F32, {2}), {3}, opts("nearest", "tf_half_pixel_for_nn")); },
-        "resize: unknown coordinate_transformation_mode 'tf_half_pixel_for_nn'");
+  check([](Program& p) { resize(p.input("x", DType::F32, {2}), {3}, opts("nearest", "tf_bogus")); },
+        "resize: unknown coordinate_transformation_mode 'tf_bogus'");
   check([](Program& p) { p.apply("resize", {p.input("x", DType::F32, {2})}, {}); },
         "resize: the sizes attribute (the output shape) is required");
   check([](Program& p) {
