@@ -238,7 +238,11 @@ Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
     Value* nOkB = bb.lt(gnB, k.i32(N));
     Value* zero = k.constant(t, 0);
     Values init(kPer * kPer, zero);
-    ir::Op* steps = bb.forOp(k.i32(0), k.i32((K + kTileK - 1) / kTileK), k.i32(1), init,
+    // The step count times num_workgroups.y (always 1): a bound the shader
+    // compiler cannot see, so that it does not unroll the whole K loop around
+    // the 64 accumulators (lavapipe's LLVM took minutes on K = 256).
+    Value* stepCount = bb.mul(k.i32((K + kTileK - 1) / kTileK), bb.numWorkgroups(1, ctx.i32()));
+    ir::Op* steps = bb.forOp(k.i32(0), stepCount, k.i32(1), init,
                              [&](Builder& b, Value* step, const Values& c) -> Values {
       Value* k0 = b.mul(step, k.i32(kTileK));
       // Copy: element e = lin + T²·q of each tile, A's as [m][k] (k fastest, for
