@@ -319,6 +319,7 @@ int main(int argc, char** argv) {
         ir::Context ctx;
         LowerOptions lo;
         lo.fuse = fuse;
+        lo.deviceIO = true;  // inputs and outputs move as bytes (tensor::run does the same)
         auto c = lower(ctx, *b.p, lo);
         if (!c) {
           r.error = c.error().message;

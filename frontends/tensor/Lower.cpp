@@ -320,15 +320,17 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
                            " elements; kernels index with 32 bits, so a tensor may have at most 2147483647"};
   Compiled c;
   c.module = std::make_unique<ir::Module>(ctx);
+  c.deviceIO = opts.deviceIO;
+  const ir::Space io = opts.deviceIO ? ir::Space::Device : ir::Space::Host;
   std::vector<const ir::Type*> params, results;
   for (size_t i = 0; i < nodes.size(); ++i)
     if (needed[i] && (nodes[i].op == "input" || nodes[i].op == "const")) {
       c.params.push_back(uint32_t(i));
-      params.push_back(ctx.bufferType(irType(ctx, nodes[i].dtype), ir::Space::Host, ir::Ownership::Read));
+      params.push_back(ctx.bufferType(irType(ctx, nodes[i].dtype), io, ir::Ownership::Read));
     }
   for (const auto& [name, id] : p.outputs()) {
     c.results.push_back(id);
-    results.push_back(ctx.bufferType(irType(ctx, nodes[id].dtype), ir::Space::Host, ir::Ownership::Linear));
+    results.push_back(ctx.bufferType(irType(ctx, nodes[id].dtype), io, ir::Ownership::Linear));
   }
   ir::Function* main = c.module->addFunction("main", ir::FunctionKind::Host, ctx.functionType(params, results));
   ir::Builder host(ctx, main->body());
@@ -346,6 +348,10 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
     const Node& n = nodes[i];
     if (n.op == "input" || n.op == "const") {
       main->param(unsigned(param))->setName(n.op == "input" ? n.name : "c" + std::to_string(i));
+      if (opts.deviceIO) {
+        storage[i] = main->param(unsigned(param++));  // the caller's, read-only: never freed here
+        continue;
+      }
       storage[i] = l.alloc(n.dtype, numel(n.shape));
       host.h2d(storage[i], main->param(unsigned(param++)));
     } else if (!n.isView) {
@@ -363,9 +369,10 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
       storage[i] = *buf;
     }
     // Free what this node read last (its own storage too, when nothing reads it).
+    // (@main's parameters, with deviceIO, are the caller's.)
     for (uint32_t r : reads[i])
       if (ir::Value*& s = storage[r]; s && lastUse[r] == i) {
-        host.free(s);
+        if (!s->isArgument()) host.free(s);
         s = nullptr;
       }
     if (storage[i] && lastUse[i] == i) {
@@ -373,31 +380,41 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
       storage[i] = nullptr;
     }
   }
-  // Outputs: a view that is not its root's whole storage is copied out first.
+  // Outputs: a view that is not its root's whole storage is copied out
+  // first; with deviceIO so is an input or constant (the caller's) and a
+  // buffer returned already (each result is a buffer of its own).
   std::vector<ir::Value*> out;
   std::vector<ir::Value*> copies;
   for (const auto& [name, id] : p.outputs()) {
     const Node& n = nodes[id];
     ir::Value* dev = storage[p.root(id)];
     bool whole = !n.isView || (p.contiguous(id) && n.offset == 0 && numel(n.shape) == numel(nodes[p.root(id)].shape));
-    if (!whole) {
+    bool mustCopy = !whole || (opts.deviceIO && (!dev || dev->isArgument() ||
+                                                 std::find(out.begin(), out.end(), dev) != out.end()));
+    if (mustCopy) {
       Operand o = operand(id);
       dev = l.map("copy", n.dtype, n.shape, std::span(&o, 1), [](Kernel& k) { return k.loadBroadcast(0); }, "");
       copies.push_back(dev);
     }
     out.push_back(dev);
   }
-  host.wait();
   std::vector<ir::Value*> hostOut;
-  for (size_t k = 0; k < out.size(); ++k) {
-    const Node& n = nodes[p.outputs()[k].second];
-    ir::Value* h = host.alloc(host.constInt(ctx.u32(), std::max<int64_t>(numel(n.shape), 1)), results[k]);
-    host.d2h(h, out[k]);
-    hostOut.push_back(h);
+  if (opts.deviceIO) {
+    hostOut = out;
+  } else {
+    host.wait();
+    for (size_t k = 0; k < out.size(); ++k) {
+      const Node& n = nodes[p.outputs()[k].second];
+      ir::Value* h = host.alloc(host.constInt(ctx.u32(), std::max<int64_t>(numel(n.shape), 1)), results[k]);
+      host.d2h(h, out[k]);
+      hostOut.push_back(h);
+    }
+    for (ir::Value* d : copies) host.free(d);
   }
-  for (ir::Value* d : copies) host.free(d);
   for (ir::Value*& s : storage)
-    if (s) host.free(s);
+    if (s && std::find(hostOut.begin(), hostOut.end(), s) == hostOut.end() &&
+        !s->isArgument())
+      host.free(s);
   host.ret(hostOut);
   c.module->sourceName = "tensor program";
   if (Status st = ir::verify(*c.module); !st)

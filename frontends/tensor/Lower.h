@@ -3,7 +3,7 @@
 //   host @main(inputs..., constants...) -> (outputs...)
 //
 // takes every input and constant as a host buffer (in the order of
-// Compiled::params), uploads each, runs one or more kernels per op, frees
+// Compiled::params; device buffers with LowerOptions::deviceIO), uploads each, runs one or more kernels per op, frees
 // each device buffer after its last use (every buffer is linear, so the
 // linearity pass proves it), downloads the outputs and returns them as host
 // buffers. Kernels are specialised to the static shapes and layouts of their
@@ -32,6 +32,8 @@ struct Compiled {
   std::vector<uint32_t> params;
   // @main's results: the output nodes, in Program::outputs() order.
   std::vector<uint32_t> results;
+  // LowerOptions::deviceIO: parameters and results are device buffers.
+  bool deviceIO = false;
 };
 
 struct LowerOptions {
@@ -42,6 +44,12 @@ struct LowerOptions {
   bool fuse = true;
   // Most device buffers one fused kernel reads.
   unsigned maxFusedBuffers = 16;
+  // @main takes each input and constant as a device buffer it only reads
+  // and returns each output as a device buffer the caller frees, so that
+  // data moves as bytes (Device::uploadBytes/downloadBytes) instead of
+  // through interpreter host buffers, which hold one value per element.
+  // tensor::run (Run.h) lowers with it; `ephc lower|run` show the host form.
+  bool deviceIO = false;
 };
 
 // The module for `p`, verified; or the program's first error, or why it cannot be lowered.

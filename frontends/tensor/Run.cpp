@@ -1,5 +1,8 @@
 #include "frontends/tensor/Run.h"
 
+#include <cstring>
+
+#include "ir/Layout.h"
 #include "ir/interp/Interp.h"
 #include "runtime/Device.h"
 
@@ -21,6 +24,98 @@ interp::RtValue toBuffer(interp::Memory& mem, ir::Context& ctx, const HostTensor
   return v;
 }
 
+// One input per input of `p`, each of the dtype and shape it declared.
+Status checkInputs(const Program& p, const std::vector<HostTensor>& inputs) {
+  if (inputs.size() != p.inputs().size())
+    return Error{{}, "the program has " + std::to_string(p.inputs().size()) + " inputs, but " +
+                         std::to_string(inputs.size()) + " were given"};
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (Status st = checkInput(p.node(p.inputs()[i]), inputs[i]); !st) return st.error();
+  return Status::ok();
+}
+
+// A HostTensor's elements in the storage layout of ir/Layout.h, and back:
+// a copy where the two agree (every dtype but bool, which devices store
+// as u32), else element by element.
+std::vector<std::byte> storageBytes(const ir::Type* t, const HostTensor& h) {
+  size_t stride = ir::storageStride(t), n = size_t(std::max<int64_t>(h.size(), 1));
+  if (stride == hostBytes(h.dtype) && h.dtype != DType::Bool && h.size() > 0) return h.bytes;
+  std::vector<std::byte> out(n * stride);
+  for (int64_t i = 0; i < h.size(); ++i)
+    ir::encode(t->isFloat() ? interp::RtValue::ofFloat(t, h.get(i))
+               : t->isBool() ? interp::RtValue::ofBool(t, h.getInt(i) != 0)
+                             : interp::RtValue::ofInt(t, h.getInt(i)),
+               out.data() + size_t(i) * stride);
+  return out;
+}
+
+void fromStorageBytes(const ir::Type* t, std::span<const std::byte> bytes, HostTensor& h) {
+  size_t stride = ir::storageStride(t);
+  if (stride == hostBytes(h.dtype) && h.dtype != DType::Bool) {
+    std::memcpy(h.bytes.data(), bytes.data(), h.bytes.size());
+    return;
+  }
+  for (int64_t i = 0; i < h.size(); ++i) {
+    interp::RtValue e = ir::decode(t, bytes.data() + size_t(i) * stride);
+    if (isFloat(h.dtype)) h.set(i, e.f);
+    else h.setInt(i, e.i);
+  }
+}
+
+// run() of a program lowered with LowerOptions::deviceIO: each input and
+// constant uploaded as bytes into a device buffer, @main run on them, each
+// result downloaded as bytes; every device buffer made here is freed here.
+Expected<std::vector<HostTensor>> runDeviceIO(runtime::Device& device, const Program& p, const Compiled& c,
+                                              const std::vector<HostTensor>& inputs) {
+  ir::Context& ctx = c.module->context();
+  const ir::Function& main = *c.module->lookup("main");
+  if (Status st = device.prepare(*c.module); !st) return st.error();
+  std::vector<interp::RtValue> args;
+  auto freeAll = [&](const std::vector<interp::RtValue>& bufs) {
+    for (const interp::RtValue& v : bufs) (void)device.free(v.buffer, {});
+  };
+  for (size_t k = 0; k < c.params.size(); ++k) {
+    const Node& n = p.node(c.params[k]);
+    const HostTensor* h = n.data.get();
+    if (n.op != "const") h = &inputs[size_t(std::find(p.inputs().begin(), p.inputs().end(), c.params[k]) - p.inputs().begin())];
+    const ir::Type* t = irType(ctx, h->dtype);
+    auto buf = device.alloc(ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear), uint64_t(std::max<int64_t>(h->size(), 1)), {});
+    if (!buf) {
+      freeAll(args);
+      return buf.error();
+    }
+    interp::RtValue v;
+    v.type = main.paramTypes()[k];
+    v.buffer = *buf;
+    args.push_back(v);
+    std::vector<std::byte> bytes = storageBytes(t, *h);
+    if (Status st = device.uploadBytes(*buf, bytes, {}); !st) {
+      freeAll(args);
+      return st.error();
+    }
+  }
+  interp::Interpreter in(*c.module);
+  auto results = runtime::runHost(device, in, main, args);
+  freeAll(args);
+  if (!results) return results.error();
+  std::vector<HostTensor> out;
+  Status downloaded = Status::ok();
+  for (size_t k = 0; k < results->size() && downloaded; ++k) {
+    const Node& n = p.node(c.results[k]);
+    HostTensor h(n.dtype, n.shape);
+    const ir::Type* t = irType(ctx, n.dtype);
+    std::vector<std::byte> bytes(size_t(std::max<int64_t>(h.size(), 1)) * ir::storageStride(t));
+    if (h.size() > 0) {  // an empty tensor's buffer has one element, never written
+      downloaded = device.downloadBytes(bytes, (*results)[k].buffer, {});
+      fromStorageBytes(t, bytes, h);
+    }
+    out.push_back(std::move(h));
+  }
+  freeAll(*results);
+  if (!downloaded) return downloaded.error();
+  return out;
+}
+
 }  // namespace
 
 Status checkInput(const Node& declared, const HostTensor& given) {
@@ -38,11 +133,7 @@ Status checkInput(const Node& declared, const HostTensor& given) {
 
 Expected<std::vector<interp::RtValue>> mainArgs(interp::Memory& mem, ir::Context& ctx, const Program& p,
                                                 const std::vector<uint32_t>& params, const std::vector<HostTensor>& inputs) {
-  if (inputs.size() != p.inputs().size())
-    return Error{{}, "the program has " + std::to_string(p.inputs().size()) + " inputs, but " +
-                         std::to_string(inputs.size()) + " were given"};
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (Status st = checkInput(p.node(p.inputs()[i]), inputs[i]); !st) return st.error();
+  if (Status st = checkInputs(p, inputs); !st) return st.error();
   std::vector<interp::RtValue> args;
   for (uint32_t id : params) {
     const Node& n = p.node(id);
@@ -70,6 +161,10 @@ Expected<HostTensor> resultTensor(interp::Memory& mem, const interp::RtValue& re
 
 Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p, const Compiled& c,
                                       const std::vector<HostTensor>& inputs) {
+  if (c.deviceIO) {
+    if (Status st = checkInputs(p, inputs); !st) return st.error();
+    return runDeviceIO(device, p, c, inputs);
+  }
   ir::Context& ctx = c.module->context();
   interp::Interpreter in(*c.module);
   auto args = mainArgs(in.memory(), ctx, p, c.params, inputs);
@@ -89,7 +184,9 @@ Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p,
 Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target, const std::vector<HostTensor>& inputs,
                                       const LowerOptions& opts) {
   ir::Context ctx;
-  auto c = lower(ctx, p, opts);
+  LowerOptions o = opts;
+  o.deviceIO = true;
+  auto c = lower(ctx, p, o);
   if (!c) return c.error();
   auto dev = runtime::openDevice(target);
   if (!dev) return dev.error();
