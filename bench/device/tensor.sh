@@ -15,14 +15,14 @@ ldconfig
 exec > >(tee "$OUT/log.txt") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 export PYTHONUNBUFFERED=1
-# The NVIDIA ICD: the default loader search first, then the driver's own file.
-if ! timeout 30 "$BIN/ephc" devices > /tmp/devices.txt 2>&1 || ! grep -q "vulkan 0" /tmp/devices.txt; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  timeout 30 "$BIN/ephc" devices > /tmp/devices.txt 2>&1
-fi
-cat /tmp/devices.txt
+# The NVIDIA ICD: the loader's default search first, then the driver's own file.
 echo "probe (--small, 1 run):"
-timeout 60 "$BIN/eph_tensor_bench" --small --runs 1 --no-peer --targets vulkan 2>&1 | tail -15
+if ! timeout 60 "$BIN/eph_tensor_bench" --small --runs 1 --no-peer --targets vulkan > /tmp/probe.txt 2>&1; then
+  tail -5 /tmp/probe.txt
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  timeout 60 "$BIN/eph_tensor_bench" --small --runs 1 --no-peer --targets vulkan > /tmp/probe.txt 2>&1
+fi
+tail -9 /tmp/probe.txt
 status=0
 timeout "${BENCH_LIMIT:-300}" "$BIN/eph_tensor_bench" --targets vulkan --runs "${RUNS:-20}" --no-peer ${LARGE:+--large} ${ONLY:+--only "$ONLY"} --json "$OUT/ephc_tensor.json" || status=1
 python3 bench/device/torch_tensor.py --eph-json "$OUT/ephc_tensor.json" --json "$OUT/torch_tensor.json" || status=1

@@ -62,60 +62,6 @@ void fromStorageBytes(const ir::Type* t, std::span<const std::byte> bytes, HostT
   }
 }
 
-// run() of a program lowered with LowerOptions::deviceIO: each input and
-// constant uploaded as bytes into a device buffer, @main run on them, each
-// result downloaded as bytes; every device buffer made here is freed here.
-Expected<std::vector<HostTensor>> runDeviceIO(runtime::Device& device, const Program& p, const Compiled& c,
-                                              const std::vector<HostTensor>& inputs) {
-  ir::Context& ctx = c.module->context();
-  const ir::Function& main = *c.module->lookup("main");
-  if (Status st = device.prepare(*c.module); !st) return st.error();
-  std::vector<interp::RtValue> args;
-  auto freeAll = [&](const std::vector<interp::RtValue>& bufs) {
-    for (const interp::RtValue& v : bufs) (void)device.free(v.buffer, {});
-  };
-  for (size_t k = 0; k < c.params.size(); ++k) {
-    const Node& n = p.node(c.params[k]);
-    const HostTensor* h = n.data.get();
-    if (n.op != "const") h = &inputs[size_t(std::find(p.inputs().begin(), p.inputs().end(), c.params[k]) - p.inputs().begin())];
-    const ir::Type* t = irType(ctx, h->dtype);
-    auto buf = device.alloc(ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear), uint64_t(std::max<int64_t>(h->size(), 1)), {});
-    if (!buf) {
-      freeAll(args);
-      return buf.error();
-    }
-    interp::RtValue v;
-    v.type = main.paramTypes()[k];
-    v.buffer = *buf;
-    args.push_back(v);
-    std::vector<std::byte> bytes = storageBytes(t, *h);
-    if (Status st = device.uploadBytes(*buf, bytes, {}); !st) {
-      freeAll(args);
-      return st.error();
-    }
-  }
-  interp::Interpreter in(*c.module);
-  auto results = runtime::runHost(device, in, main, args);
-  freeAll(args);
-  if (!results) return results.error();
-  std::vector<HostTensor> out;
-  Status downloaded = Status::ok();
-  for (size_t k = 0; k < results->size() && downloaded; ++k) {
-    const Node& n = p.node(c.results[k]);
-    HostTensor h(n.dtype, n.shape);
-    const ir::Type* t = irType(ctx, n.dtype);
-    std::vector<std::byte> bytes(size_t(std::max<int64_t>(h.size(), 1)) * ir::storageStride(t));
-    if (h.size() > 0) {  // an empty tensor's buffer has one element, never written
-      downloaded = device.downloadBytes(bytes, (*results)[k].buffer, {});
-      fromStorageBytes(t, bytes, h);
-    }
-    out.push_back(std::move(h));
-  }
-  freeAll(*results);
-  if (!downloaded) return downloaded.error();
-  return out;
-}
-
 }  // namespace
 
 Status checkInput(const Node& declared, const HostTensor& given) {
@@ -162,8 +108,12 @@ Expected<HostTensor> resultTensor(interp::Memory& mem, const interp::RtValue& re
 Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p, const Compiled& c,
                                       const std::vector<HostTensor>& inputs) {
   if (c.deviceIO) {
-    if (Status st = checkInputs(p, inputs); !st) return st.error();
-    return runDeviceIO(device, p, c, inputs);
+    auto args = uploadInputs(device, p, c, inputs);
+    if (!args) return args.error();
+    auto results = runOnDevice(device, c, *args);
+    freeDeviceBuffers(device, *args);
+    if (!results) return results.error();
+    return downloadResults(device, p, c, *results);
   }
   ir::Context& ctx = c.module->context();
   interp::Interpreter in(*c.module);
@@ -179,6 +129,66 @@ Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p,
     out.push_back(std::move(*h));
   }
   return out;
+}
+
+Expected<std::vector<interp::RtValue>> uploadInputs(runtime::Device& device, const Program& p, const Compiled& c,
+                                                    const std::vector<HostTensor>& inputs) {
+  if (Status st = checkInputs(p, inputs); !st) return st.error();
+  ir::Context& ctx = c.module->context();
+  const ir::Function& main = *c.module->lookup("main");
+  if (Status st = device.prepare(*c.module); !st) return st.error();
+  std::vector<interp::RtValue> args;
+  for (size_t k = 0; k < c.params.size(); ++k) {
+    const Node& n = p.node(c.params[k]);
+    const HostTensor* h = n.data.get();
+    if (n.op != "const") h = &inputs[size_t(std::find(p.inputs().begin(), p.inputs().end(), c.params[k]) - p.inputs().begin())];
+    const ir::Type* t = irType(ctx, h->dtype);
+    auto buf = device.alloc(ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear), uint64_t(std::max<int64_t>(h->size(), 1)), {});
+    if (!buf) {
+      freeDeviceBuffers(device, args);
+      return buf.error();
+    }
+    interp::RtValue v;
+    v.type = main.paramTypes()[k];
+    v.buffer = *buf;
+    args.push_back(v);
+    if (Status st = device.uploadBytes(*buf, storageBytes(t, *h), {}); !st) {
+      freeDeviceBuffers(device, args);
+      return st.error();
+    }
+  }
+  return args;
+}
+
+Expected<std::vector<interp::RtValue>> runOnDevice(runtime::Device& device, const Compiled& c,
+                                                   const std::vector<interp::RtValue>& args) {
+  interp::Interpreter in(*c.module);
+  return runtime::runHost(device, in, *c.module->lookup("main"), args);
+}
+
+Expected<std::vector<HostTensor>> downloadResults(runtime::Device& device, const Program& p, const Compiled& c,
+                                                  const std::vector<interp::RtValue>& results) {
+  ir::Context& ctx = c.module->context();
+  std::vector<HostTensor> out;
+  Status downloaded = Status::ok();
+  for (size_t k = 0; k < results.size() && downloaded; ++k) {
+    const Node& n = p.node(c.results[k]);
+    HostTensor h(n.dtype, n.shape);
+    const ir::Type* t = irType(ctx, n.dtype);
+    std::vector<std::byte> bytes(size_t(std::max<int64_t>(h.size(), 1)) * ir::storageStride(t));
+    if (h.size() > 0) {  // an empty tensor's buffer has one element, never written
+      downloaded = device.downloadBytes(bytes, results[k].buffer, {});
+      fromStorageBytes(t, bytes, h);
+    }
+    out.push_back(std::move(h));
+  }
+  freeDeviceBuffers(device, results);
+  if (!downloaded) return downloaded.error();
+  return out;
+}
+
+void freeDeviceBuffers(runtime::Device& device, const std::vector<interp::RtValue>& buffers) {
+  for (const interp::RtValue& v : buffers) (void)device.free(v.buffer, {});
 }
 
 Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target, const std::vector<HostTensor>& inputs,

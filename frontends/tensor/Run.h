@@ -32,6 +32,20 @@ Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p,
 Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target, const std::vector<HostTensor>& inputs,
                                       const LowerOptions& opts = {});
 
+// run() of a program lowered with LowerOptions::deviceIO, in steps, for a
+// caller that runs it many times on the same inputs (eph_tensor_bench):
+// each input and constant uploaded as bytes into a device buffer (@main's
+// arguments); @main run on them, its results device buffers the caller
+// owns; the results downloaded as HostTensors and freed. The caller frees
+// the arguments with freeDeviceBuffers.
+Expected<std::vector<interp::RtValue>> uploadInputs(runtime::Device& device, const Program& p, const Compiled& c,
+                                                    const std::vector<HostTensor>& inputs);
+Expected<std::vector<interp::RtValue>> runOnDevice(runtime::Device& device, const Compiled& c,
+                                                   const std::vector<interp::RtValue>& args);
+Expected<std::vector<HostTensor>> downloadResults(runtime::Device& device, const Program& p, const Compiled& c,
+                                                  const std::vector<interp::RtValue>& results);
+void freeDeviceBuffers(runtime::Device& device, const std::vector<interp::RtValue>& buffers);
+
 // Checks one input against what the program declared (dtype and shape).
 Status checkInput(const Node& declared, const HostTensor& given);
 
