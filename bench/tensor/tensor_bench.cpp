@@ -8,7 +8,7 @@
 // timestamps on Vulkan. Uploads and downloads are not counted (numpy's
 // arrays are in memory already). Prints a table and writes JSON (--json).
 //
-//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--json F] [--no-peer]
+//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--json F] [--no-peer]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -237,6 +237,7 @@ int main(int argc, char** argv) {
   int runs = 7;
   bool small = false, large = false, peer = true, fuse = true;  // --no-fuse: LowerOptions::fuse off
   std::string only;  // --only OP: that op's cases
+  unsigned wg = LowerOptions{}.workgroupSize;  // --wg N: LowerOptions::workgroupSize
   std::string jsonPath;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -249,11 +250,12 @@ int main(int argc, char** argv) {
     else if (a == "--small") small = true;
     else if (a == "--large") large = true;
     else if (a == "--no-fuse") fuse = false;
+    else if (a == "--wg") wg = unsigned(std::atoi(next().c_str()));
     else if (a == "--only") only = next();
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -319,6 +321,7 @@ int main(int argc, char** argv) {
         ir::Context ctx;
         LowerOptions lo;
         lo.fuse = fuse;
+        lo.workgroupSize = wg;
         lo.deviceIO = true;  // inputs and outputs move as bytes (tensor::run does the same)
         auto c = lower(ctx, *b.p, lo);
         if (!c) {

@@ -37,7 +37,7 @@ struct Compiled {
 };
 
 struct LowerOptions {
-  unsigned workgroupSize = 64;
+  unsigned workgroupSize = 256;  // 64 ran the H200 at a third of its bandwidth (block launch rate)
   // Fusion: an elementwise node whose every reader is a kernel that reads
   // through Kernel's loads (OpDef::fusesInputs) at the node's own size is not
   // stored; each reader computes it where it reads it (docs/tensor.md).

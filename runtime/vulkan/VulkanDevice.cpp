@@ -258,7 +258,7 @@ bool VulkanDevice::hasUploadQueue() const { return impl_->xfer.queue != VK_NULL_
 VulkanDevice::PipelineStats VulkanDevice::stats() const { return impl_->stats; }
 VulkanDevice::MemoryStats VulkanDevice::memoryStats() const {
   vk::MemoryPool::Stats s = impl_->pool->stats();
-  return {s.deviceAllocations, s.blocks, s.dedicated, s.allocations};
+  return {s.deviceAllocations, s.blocks, s.dedicated, s.allocations, s.cached};
 }
 
 std::vector<std::string> VulkanDevice::takeValidationMessages() {

@@ -187,6 +187,7 @@ class VulkanDevice : public Device {
     uint64_t blocks = 0;             // 64 MiB blocks live now
     uint64_t dedicated = 0;          // buffers with memory of their own, live now
     uint64_t allocations = 0;        // buffers (and staging buffers) carved from blocks, live now
+    uint64_t cached = 0;             // freed dedicated memory kept for reuse (VulkanMemory.h)
   };
   MemoryStats memoryStats() const;
 

@@ -55,6 +55,8 @@ Expected<Buffer> VulkanDevice::Impl::makeBuffer(uint64_t bytes, VkBufferUsageFla
     if (Status s = waitAll(site); !s) return s.error();
     r = pool->allocate(req, *type, hostVisible, b.memory);
   }
+  exhausted = r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY;
+  if (exhausted && !wedged && pool->releaseCached()) r = pool->allocate(req, *type, hostVisible, b.memory);
   if (r == VK_SUCCESS) b.pool = pool.get();
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
     return Error{site, "allocation of " + std::to_string(bytes) + " bytes failed: out of " +

@@ -8,12 +8,23 @@ namespace eph::runtime::vk {
 MemoryPool::MemoryPool(VkDevice device, uint64_t blockBytes) : device_(device), blockBytes_(blockBytes) {}
 
 MemoryPool::~MemoryPool() {
+  releaseCached();
   for (auto& b : blocks_)
     if (b->memory) api().vkFreeMemory(device_, b->memory, nullptr);
 }
 
 void MemoryPool::abandon() {
   for (auto& b : blocks_) b->memory = VK_NULL_HANDLE;
+  cached_.clear();
+  cachedBytes_ = 0;
+}
+
+bool MemoryPool::releaseCached() {
+  bool any = !cached_.empty();
+  for (const Cached& c : cached_) api().vkFreeMemory(device_, c.memory, nullptr);
+  cached_.clear();
+  cachedBytes_ = 0;
+  return any;
 }
 
 VkResult MemoryPool::allocateMemory(uint64_t bytes, uint32_t type, bool map, VkDeviceMemory& memory,
@@ -76,10 +87,24 @@ VkResult MemoryPool::allocate(const VkMemoryRequirements& req, uint32_t type, bo
     }
     // No room for a whole block: memory of its own may still fit.
   }
+  // A kept dedicated allocation of about this size (at most 1/8 larger):
+  // memory of its own always starts at offset 0, so any alignment holds.
+  for (auto it = cached_.begin(); it != cached_.end(); ++it)
+    if (it->type == type && it->map == map && it->size >= req.size && it->size - req.size <= req.size / 8) {
+      out.memory = it->memory;
+      out.size = it->size;
+      out.mapped = it->mapped;
+      out.type = type;
+      cachedBytes_ -= it->size;
+      cached_.erase(it);
+      ++stats_.dedicated;
+      return VK_SUCCESS;
+    }
   void* mapped = nullptr;
   if (VkResult r = allocateMemory(req.size, type, map, out.memory, mapped); r != VK_SUCCESS) return r;
   out.size = req.size;
   out.mapped = mapped;
+  out.type = type;
   ++stats_.dedicated;
   return VK_SUCCESS;
 }
@@ -88,8 +113,18 @@ void MemoryPool::free(Allocation& a) {
   if (!a.memory) return;
   Block* b = a.block;
   if (!b) {
-    api().vkFreeMemory(device_, a.memory, nullptr);
     --stats_.dedicated;
+    if (a.size <= kMaxCachedBytes) {
+      cached_.push_back({a.memory, a.size, a.type, a.mapped != nullptr, a.mapped});
+      cachedBytes_ += a.size;
+      while (cachedBytes_ > kMaxCachedBytes) {
+        api().vkFreeMemory(device_, cached_.front().memory, nullptr);
+        cachedBytes_ -= cached_.front().size;
+        cached_.erase(cached_.begin());
+      }
+    } else {
+      api().vkFreeMemory(device_, a.memory, nullptr);
+    }
     a = {};
     return;
   }
@@ -127,6 +162,7 @@ void MemoryPool::free(Allocation& a) {
 MemoryPool::Stats MemoryPool::stats() const {
   Stats s = stats_;
   s.blocks = blocks_.size();
+  s.cached = cached_.size();
   return s;
 }
 

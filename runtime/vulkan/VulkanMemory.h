@@ -7,7 +7,12 @@
 // VkDeviceMemory; a buffer's memory is the first free range of a block that
 // holds it at its required alignment; freed ranges merge with their free
 // neighbours and are reused. A request larger than half a block gets memory
-// of its own (a dedicated allocation), as does one no block can hold.
+// of its own (a dedicated allocation), as does one no block can hold; a
+// freed dedicated allocation is kept (up to kMaxCachedBytes in all) for a
+// later request of about its size, as PyTorch's caching allocator does: a
+// fresh vkAllocateMemory is slow, and drivers clear new memory on the GPU,
+// so a program that frees and allocates a large buffer per run would share
+// the memory bandwidth with the clearing (releaseCached gives them back).
 // Host-visible blocks are mapped once, when made, and stay mapped. An empty
 // block is freed unless it is the last of its type (kept for the next
 // buffer).
@@ -32,6 +37,7 @@ namespace eph::runtime::vk {
 class MemoryPool {
  public:
   static constexpr uint64_t kBlockBytes = uint64_t(64) << 20;
+  static constexpr uint64_t kMaxCachedBytes = uint64_t(2) << 30;
 
   struct Block;
   struct Allocation {
@@ -39,6 +45,7 @@ class MemoryPool {
     uint64_t offset = 0, size = 0;
     void* mapped = nullptr;  // host address of `offset` where mapped
     Block* block = nullptr;  // null for a dedicated allocation
+    uint32_t type = 0;       // memory type
   };
 
   explicit MemoryPool(VkDevice device, uint64_t blockBytes = kBlockBytes);
@@ -55,12 +62,16 @@ class MemoryPool {
   // After a lost device: forgets every block without freeing it (the GPU
   // may still use it).
   void abandon();
+  // Frees the dedicated allocations kept for reuse (before retrying an
+  // allocation that ran out of memory). Whether there were any.
+  bool releaseCached();
 
   struct Stats {
     uint64_t deviceAllocations = 0;  // vkAllocateMemory calls so far
     uint64_t blocks = 0;             // blocks live now
     uint64_t dedicated = 0;          // dedicated allocations live now
     uint64_t allocations = 0;        // sub-allocations live now
+    uint64_t cached = 0;             // freed dedicated allocations kept for reuse
   };
   Stats stats() const;
 
@@ -82,6 +93,15 @@ class MemoryPool {
   VkDevice device_;
   uint64_t blockBytes_;
   std::vector<std::unique_ptr<Block>> blocks_;
+  struct Cached {
+    VkDeviceMemory memory;
+    uint64_t size;
+    uint32_t type;
+    bool map;
+    void* mapped;
+  };
+  std::vector<Cached> cached_;  // oldest first
+  uint64_t cachedBytes_ = 0;
   Stats stats_;
 };
 

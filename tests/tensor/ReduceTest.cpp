@@ -407,6 +407,40 @@ TEST(ReduceSoftmax, LongRows) {
   expectOnAllTargets(p, {HostTensor::of(DType::F32, {3, 1000}, xv)}, {rowwise(xv, {3, 1000}, mask(2, {1}), softmaxRow)});
 }
 
+// Rows kept in registers by workgroups of 64, 128 and 1024 invocations
+// (a last position past the row's end in each), and a row too long for
+// registers (folded by a loop that reloads it): softmax, layer norm, max
+// and sum against float64 on every target.
+TEST(ReduceSoftmax, RowsInRegistersAndRowsTooLongForThem) {
+  for (int64_t cols : {int64_t(129), int64_t(2000), int64_t(16383), int64_t(20001)}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    Program p;
+    Tensor x = p.input("x", DType::F32, {2, cols});
+    Tensor g = p.input("g", DType::F32, {cols});
+    p.output("s", softmax(x));
+    p.output("ln", layer_norm(x, g, g));
+    p.output("max", max(x, {1}));
+    p.output("sum", sum(x, {1}));
+    auto xv = randomValues(size_t(2 * cols), 43, -5, 5), gv = randomValues(size_t(cols), 44);
+    auto red = mask(2, {1});
+    auto ln = rowwise(xv, {2, cols}, red, [](const std::vector<double>& r) {
+      double m = refMeanOf(r), var = refSquares(r) / double(r.size());
+      std::vector<double> o;
+      for (double e : r) o.push_back((e - m) / std::sqrt(var + 1e-5));
+      return o;
+    });
+    for (size_t i = 0; i < ln.size(); ++i) ln[i] = ln[i] * gv[i % size_t(cols)] + gv[i % size_t(cols)];
+    auto mx = reduceRef(xv, {2, cols}, red, [](const std::vector<double>& r) { return refMax(r); });
+    auto sm = reduceRef(xv, {2, cols}, red, [](const std::vector<double>& r) {
+      double a = 0;
+      for (double e : r) a += e;
+      return a;
+    });
+    expectOnAllTargets(p, {HostTensor::of(DType::F32, {2, cols}, xv), HostTensor::of(DType::F32, {cols}, gv)},
+                       {rowwise(xv, {2, cols}, red, softmaxRow), ln, mx, sm}, 1e-4);
+  }
+}
+
 // ---- normalisations ---------------------------------------------------------------------
 
 TEST(ReduceNorm, LayerNormOverTrailingAxesWithBroadcastParams) {

@@ -151,8 +151,28 @@ TEST(VulkanMemory, ManyBuffersShareAFewAllocations) {
     ASSERT_TRUE(dev->uploadBytes(*big, std::as_bytes(std::span(v))));
     ASSERT_TRUE(dev->downloadBytes(std::as_writable_bytes(std::span(got)), *big));
     EXPECT_EQ(got, v);
+    uint64_t cached = dev->memoryStats().cached;  // the staging buffers' memory is kept too
     ASSERT_TRUE(dev->free(*big, {}));
     EXPECT_EQ(dev->memoryStats().dedicated, before.dedicated);
+    // Kept for reuse: a buffer of about its size takes it without a
+    // vkAllocateMemory, and sees its own data only.
+    EXPECT_EQ(dev->memoryStats().cached, cached + 1);
+    uint64_t allocations = dev->memoryStats().deviceAllocations;
+    auto again = dev->alloc(t, n - 1000, {});
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_EQ(dev->memoryStats().deviceAllocations, allocations);
+    EXPECT_EQ(dev->memoryStats().cached, cached);
+    std::vector<uint32_t> w = contents(9, n - 1000), got2(n - 1000);
+    ASSERT_TRUE(dev->uploadBytes(*again, std::as_bytes(std::span(w))));
+    ASSERT_TRUE(dev->downloadBytes(std::as_writable_bytes(std::span(got2)), *again));
+    EXPECT_EQ(got2, w);
+    ASSERT_TRUE(dev->free(*again, {}));
+    // A quarter larger: memory of its own, not the kept one.
+    allocations = dev->memoryStats().deviceAllocations;
+    auto larger = dev->alloc(t, n + n / 4, {});
+    ASSERT_TRUE(larger);
+    EXPECT_EQ(dev->memoryStats().deviceAllocations, allocations + 1);
+    ASSERT_TRUE(dev->free(*larger, {}));
   }
   for (const std::string& msg : dev->takeValidationMessages()) ADD_FAILURE() << "validation: " << msg;
 }

@@ -291,15 +291,26 @@ Operand channelOperand(const Operand& p, const Shape& shape) {
 
 // ---- cooperative row kernels ------------------------------------------------------------
 //
-// Long rows are reduced by a workgroup of kRowGroup invocations per row: each
-// invocation folds a strided part of the row (coalesced on a GPU), the
-// partials combine through workgroup memory in two levels of 8 (two
-// barriers, in a fixed order, so every target sums alike), and every
-// invocation gets the row's result. Then the row's outputs are written
-// (strided the same way), or invocation 0 writes the row's one result.
+// Long rows are reduced by a workgroup of W invocations per row (rowGroup:
+// 64 to 1024, enough that each holds at most kMaxPerInvocation of the row).
+// Each invocation loads its elements (positions t, t + W, ...: coalesced on
+// a GPU) once into registers, folds them, and the partials combine across
+// the workgroup: a butterfly of subgroup shuffles within each subgroup,
+// then the subgroups' results through workgroup memory (one barrier), in a
+// fixed order, so every invocation gets the row's result. Then the row's
+// outputs are computed from the same registers and written, or invocation 0
+// writes the row's one result: softmax and layer norm read their input once
+// and write their output once. A row too long for registers (more than
+// 1024 x kMaxPerInvocation) is folded by a loop that reloads it per pass.
 
-constexpr int64_t kRowGroup = 64;  // = 8 x 8: the two combining levels
-constexpr int64_t kCoopMin = 128;  // rows at least this long use a cooperative kernel
+constexpr int64_t kCoopMin = 128;         // rows at least this long use a cooperative kernel
+constexpr int64_t kMaxPerInvocation = 16;  // row elements one invocation keeps in registers
+
+int64_t rowGroup(int64_t R) {
+  int64_t w = 64;
+  while (w < 1024 && w * kMaxPerInvocation < R) w *= 2;
+  return w;
+}
 
 enum class Comb { Sum, Prod, Max, Min };
 
@@ -317,7 +328,7 @@ Value* combine(Builder& b, Comb c, Value* a, Value* x, bool fl) {
 struct Row {
   Kernel& k;
   Value* t;  // the local id (i32)
-  int64_t R;
+  int64_t R, W;
   std::vector<std::vector<Loop>> loops;  // per operand
   std::vector<Value*> bases;             // per operand: the offset of the row's first element
   // The output (when it has x's shape): its buffer, whether this group
@@ -326,9 +337,42 @@ struct Row {
   Value* valid = nullptr;
   Value* obase = nullptr;
   std::vector<Loop> oloops;
+  // This invocation's positions in the row (t + j W), operand 0's elements
+  // there (in registers), and whether each is in the row (null: always);
+  // empty when the row is too long to keep.
+  std::vector<Value*> pos, xs, inRow;
   Value* outOffset(Builder& b, Value* r) { return reducedOffset(b, obase, oloops, r); }
   // Operand `op`'s element at position r of the row, in its compute type.
-  Value* load(Builder& b, size_t op, Value* r) { return loadAt(k, b, op, reducedOffset(b, bases[op], loops[op], r)); }
+  Value* load(Builder& b, size_t op, Value* r) {
+    if (op == 0)
+      for (size_t j = 0; j < pos.size(); ++j)
+        if (pos[j] == r) return xs[j];
+    return loadAt(k, b, op, reducedOffset(b, bases[op], loops[op], r));
+  }
+  // Loads operand 0's elements of this invocation into registers.
+  void keep() {
+    Builder& b = k.b;
+    for (int64_t j = 0; j * W < R; ++j) {
+      Value* r = j == 0 ? t : b.add(t, k.i32(j * W));
+      bool always = (j + 1) * W <= R;
+      Value* at = always ? r : b.min(r, k.i32(R - 1));  // a position past the row reads its last element
+      pos.push_back(r);
+      inRow.push_back(always ? nullptr : b.lt(r, k.i32(R)));
+      xs.push_back(loadAt(k, b, 0, reducedOffset(b, bases[0], loops[0], at)));
+    }
+  }
+  // Runs body(b, r) for each of this invocation's positions r in the row.
+  void forEach(const std::function<void(Builder&, Value*)>& body) {
+    Builder& b = k.b;
+    if (pos.empty()) {
+      b.forOp(t, k.i32(R), k.i32(W), [&](Builder& lb, Value* r, const Values&) { body(lb, r); });
+      return;
+    }
+    for (size_t j = 0; j < pos.size(); ++j) {
+      if (!inRow[j]) body(b, pos[j]);
+      else b.ifOp(inRow[j], {}, [&](Builder& ib) { body(ib, pos[j]); });
+    }
+  }
   // The combination over the row of f(operand 0's element), starting from `init` (of type S).
   Value* reduce(Comb c, DType S, Value* init, const std::function<Value*(Builder&, Value*)>& f) {
     return reduceAt(c, S, init, [&](Builder& b, Value* x, Value*) { return f(b, x); });
@@ -337,24 +381,38 @@ struct Row {
   Value* reduceAt(Comb c, DType S, Value* init, const std::function<Value*(Builder&, Value*, Value*)>& f) {
     Builder& b = k.b;
     bool fl = isFloat(S);
-    ir::Op* loop = b.forOp(t, k.i32(R), k.i32(kRowGroup), {init}, [&](Builder& lb, Value* r, const Values& a) -> Values {
-      return {combine(lb, c, a[0], f(lb, load(lb, 0, r), r), fl)};
-    });
-    const ir::Type* st = computeType(k.ctx, S);
-    Value* A = b.workgroupAlloc(st, kRowGroup);
-    Value* B = b.workgroupAlloc(st, 8);
-    b.store(A, t, loop->result(0));
+    Value* v = init;
+    if (pos.empty()) {
+      v = b.forOp(t, k.i32(R), k.i32(W), {init}, [&](Builder& lb, Value* r, const Values& a) -> Values {
+        return {combine(lb, c, a[0], f(lb, load(lb, 0, r), r), fl)};
+      })->result(0);
+    } else {
+      for (size_t j = 0; j < pos.size(); ++j) {
+        Value* e = f(b, xs[j], pos[j]);
+        v = combine(b, c, v, inRow[j] ? b.select(inRow[j], e, init) : e, fl);
+      }
+    }
+    return acrossGroup(c, S, v);
+  }
+  // v combined over the workgroup, in every invocation.
+  Value* acrossGroup(Comb c, DType S, Value* v) {
+    Builder& b = k.b;
+    ir::Context& ctx = k.ctx;
+    bool fl = isFloat(S);
+    Value* size = b.subgroupSize(ctx.i32());
+    Value* lane = b.subgroupLocalId(ctx.i32());
+    // Subgroup sizes are powers of two up to 128: offsets past the size are skipped.
+    for (int64_t off = 1; off < 128; off *= 2) {
+      Value* other = b.op("subgroup.shuffle", {v, b.xor_(lane, b.and_(k.i32(off), b.sub(size, k.i32(1))))}, v->type());
+      v = b.select(b.lt(k.i32(off), size), combine(b, c, v, other, fl), v);
+    }
+    Value* partial = b.workgroupAlloc(v->type(), W);
+    b.ifOp(b.eq(lane, k.i32(0)), {}, [&](Builder& ib) { ib.store(partial, ib.subgroupId(ctx.i32()), v); });
     b.barrier();
-    b.ifOp(b.lt(t, k.i32(8)), {}, [&](Builder& ib) {
-      Value* base = ib.mul(t, ci(ib, 8));
-      Value* v = ib.load(A, base);
-      for (int i = 1; i < 8; ++i) v = combine(ib, c, v, ib.load(A, ib.add(base, ci(ib, i))), fl);
-      ib.store(B, t, v);
-    });
-    b.barrier();
-    Value* v = b.load(B, k.i32(0));
-    for (int i = 1; i < 8; ++i) v = combine(b, c, v, b.load(B, k.i32(i)), fl);
-    return v;
+    Value* groups = b.div(b.add(k.i32(W - 1), size), size);
+    return b.forOp(k.i32(1), groups, k.i32(1), {b.load(partial, k.i32(0))}, [&](Builder& lb, Value* i, const Values& a) -> Values {
+      return {combine(lb, c, a[0], lb.load(partial, i), fl)};
+    })->result(0);
   }
 };
 
@@ -374,7 +432,9 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
   const int64_t outCount = elem ? numel(shape) : rows;
   const int64_t gx = std::min(rows, kMaxGroupsX);
   const int64_t gy = gx ? (rows + gx - 1) / gx : 0;
-  std::string full = op + "|coop|" + key + "|" + shapeText(shape) + "|gx" + num(gx);
+  const int64_t W = rowGroup(R);
+  const bool cached = R <= W * kMaxPerInvocation;
+  std::string full = op + "|coop|" + key + "|" + shapeText(shape) + "|gx" + num(gx) + "|W" + num(W);
   for (bool r : red) full += r ? "r" : "k";
   for (const Operand& o : in) full += "|" + layoutKey(o);
   full += "|out " + dt(outDt);
@@ -386,7 +446,7 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
       params.push_back(ctx.bufferType(irType(ctx, o.dtype), ir::Space::Device, ir::Ownership::Read));
     params.push_back(ctx.bufferType(irType(ctx, outDt), ir::Space::Device, ir::Ownership::Write));
     ir::Function* f = l.module.addFunction(name, ir::FunctionKind::Kernel, ctx.functionType(params, {}));
-    f->workgroupSize = {unsigned(kRowGroup), 1, 1};
+    f->workgroupSize = {unsigned(W), 1, 1};
     for (size_t i = 0; i < in.size(); ++i) f->param(unsigned(i))->setName("in" + num(int64_t(i)));
     Value* out = f->param(unsigned(in.size()));
     out->setName("out");
@@ -406,7 +466,7 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
       Value* q = cs[d] == 1 ? row : b.div(row, ci(b, cs[d]));
       k.index.push_back(d == 0 ? q : b.rem(q, ci(b, keep[d])));
     }
-    Row rw{k, b.localId(0, ctx.i32()), R, {}, {}};
+    Row rw{k, b.localId(0, ctx.i32()), R, W, {}, {}};
     for (size_t i = 0; i < in.size(); ++i) {
       rw.loops.push_back(loopsOf(in[i], red));
       rw.bases.push_back(rowBase(k, i, red));
@@ -421,10 +481,11 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
       for (size_t d = 0; d < shape.size(); ++d)
         if (!red[d] && shape[d] != 1) rw.obase = b.add(rw.obase, b.mul(k.index[d], ci(b, os[d])));
     }
+    if (cached) rw.keep();
     Values st = stats(rw);
     if (elem) {
       // elem runs inside the `valid` branch (it may read what stats stored).
-      b.forOp(rw.t, ci(b, R), ci(b, kRowGroup), [&](Builder& lb, Value* r, const Values&) {
+      rw.forEach([&](Builder& lb, Value* r) {
         lb.ifOp(valid, {}, [&](Builder& ib) { storeAs(ib, ctx, out, rw.outOffset(ib, r), elem(ib, rw, r, st), outDt); });
       });
     } else {
@@ -641,7 +702,8 @@ Expected<Value*> lowerSoftmax(SK kind, Lowering& l, const Node& n, std::span<con
   if (R >= kCoopMin) {
     // softmax of f32/f64: the second pass stores exp(x - max) in the output,
     // the last divides it by the sum there (one exp per element, not two).
-    const bool storeExp = kind == SK::Softmax && n.dtype == S;
+    // (Not when the row is kept in registers: it is read once either way.)
+    const bool storeExp = kind == SK::Softmax && n.dtype == S && R > rowGroup(R) * kMaxPerInvocation;
     return coopRows(l, n.op, storeExp ? "store-exp" : "", x.shape, red, in.first(1), n.dtype, [&](Row& row) -> Values {
       Kernel& k = row.k;
       Builder& b = k.b;
