@@ -3,12 +3,13 @@
 // and through Vulkan, against numpy (bench/tensor/numpy_peer.py, run in the
 // same call). Each case is first checked against a float64 reference
 // (sampled entries for matmul and conv2d); then, on inputs uploaded once,
-// the program runs --runs times after a warm-up (3 runs and 300 ms) and
-// the kernels' time is the sum of its dispatches: wall time of each dispatch on cpu (dispatches are synchronous there), GPU
-// timestamps on Vulkan. Uploads and downloads are not counted (numpy's
+// the program runs --runs times after a warm-up (3 runs and 300 ms; 2 s
+// for the first case of a target) and the kernels' time is the sum of its
+// dispatches: wall time of each dispatch on cpu (dispatches are synchronous
+// there), GPU timestamps on Vulkan. Uploads and downloads are not counted (numpy's
 // arrays are in memory already). Prints a table and writes JSON (--json).
 //
-//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--json F] [--no-peer]
+//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -238,6 +239,9 @@ int main(int argc, char** argv) {
   bool small = false, large = false, peer = true, fuse = true;  // --no-fuse: LowerOptions::fuse off
   std::string only;  // --only OP: that op's cases
   unsigned wg = LowerOptions{}.workgroupSize;  // --wg N: LowerOptions::workgroupSize
+  unsigned rowElements = LowerOptions{}.rowElements;  // --row-elements N: LowerOptions::rowElements
+  unsigned maxGroupsX = LowerOptions{}.maxGroupsX;    // --max-groups-x N: LowerOptions::maxGroupsX
+  std::string sizesArg;                               // --sizes A,B: the sizes of every case run
   std::string jsonPath;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -251,11 +255,14 @@ int main(int argc, char** argv) {
     else if (a == "--large") large = true;
     else if (a == "--no-fuse") fuse = false;
     else if (a == "--wg") wg = unsigned(std::atoi(next().c_str()));
+    else if (a == "--row-elements") rowElements = unsigned(std::atoi(next().c_str()));
+    else if (a == "--max-groups-x") maxGroupsX = unsigned(std::atoi(next().c_str()));
+    else if (a == "--sizes") sizesArg = next();
     else if (a == "--only") only = next();
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -279,6 +286,12 @@ int main(int argc, char** argv) {
              {"conv2d", {"8x32x64x64x32", "32x64x128x128x64"}}};
   if (!only.empty())
     std::erase_if(cases, [&](const auto& c) { return c.first != only; });
+  if (!sizesArg.empty())
+    for (auto& c : cases) {
+      c.second.clear();
+      std::stringstream ss(sizesArg);
+      for (std::string sz; std::getline(ss, sz, ',');) c.second.push_back(sz);
+    }
   auto peerMs = peer ? runPeer(cases, runs) : decltype(runPeer(cases, runs)){};
   if (peer && peerMs.empty()) std::cerr << "numpy peer: no results (is python3-numpy installed?)\n";
 
@@ -313,6 +326,7 @@ int main(int argc, char** argv) {
     if (vk) base = vk.get();
 #endif
     if (!base) continue;
+    bool firstCase = true;
     for (const auto& [name, sizes] : cases)
       for (const std::string& size : sizes) {
         Row r{name, size, target};
@@ -322,6 +336,8 @@ int main(int argc, char** argv) {
         LowerOptions lo;
         lo.fuse = fuse;
         lo.workgroupSize = wg;
+        lo.rowElements = rowElements;
+        lo.maxGroupsX = maxGroupsX;
         lo.deviceIO = true;  // inputs and outputs move as bytes (tensor::run does the same)
         auto c = lower(ctx, *b.p, lo);
         if (!c) {
@@ -370,10 +386,13 @@ int main(int argc, char** argv) {
             for (const auto& t : vk->takeDispatchTimes()) ms += t.ms;
           }
 #endif
-          // Warm-up: at least 3 runs and 300 ms.
-          if (k >= 3 && std::chrono::steady_clock::now() - warmStart > std::chrono::milliseconds(300)) times.push_back(ms);
+          // Warm-up: at least 3 runs and 300 ms (2 s for a target's first
+          // case: a GPU's clocks rise slowly from idle).
+          if (k >= 3 && std::chrono::steady_clock::now() - warmStart > std::chrono::milliseconds(firstCase ? 2000 : 300))
+            times.push_back(ms);
         }
         freeDeviceBuffers(timed, *args);
+        firstCase = false;
         if (!times.empty()) {
           std::sort(times.begin(), times.end());
           r.ms = times[times.size() / 2];

@@ -43,8 +43,6 @@ std::string kernelName(const std::string& op, size_t n) {
   return s;
 }
 
-constexpr int64_t kMaxGroupsX = 32768;
-
 }  // namespace
 
 std::vector<Operand> leafOperands(std::span<const Operand> in) {
@@ -151,8 +149,7 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
   const int64_t total = numel(shape);
   const int64_t wg = opts.workgroupSize;
   const int64_t groups = (total + wg - 1) / wg;
-  const int64_t gx = std::min(groups, kMaxGroupsX);
-  const int64_t gy = gx ? (groups + gx - 1) / gx : 0;
+  const auto [gx, gy] = grid(groups);
   std::string full = op + "|" + key + "|" + layoutKey(dtype, shape, contiguousStrides(shape), 0) + "|gx" + std::to_string(gx);
   for (const Operand& o : in) full += "|" + operandKey(o);
   // One kernel parameter per distinct buffer: leaves of fused operands often

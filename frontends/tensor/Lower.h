@@ -37,7 +37,14 @@ struct Compiled {
 };
 
 struct LowerOptions {
-  unsigned workgroupSize = 256;  // 64 ran the H200 at a third of its bandwidth (block launch rate)
+  // Invocations per workgroup of elementwise kernels (64 ran the H200 at a
+  // third of its bandwidth: too many workgroups to launch).
+  unsigned workgroupSize = 256;
+  // Row kernels (softmax, norms, long reductions): elements of a row each
+  // invocation keeps in registers; workgroups grow (64 to 1024) to hold it.
+  unsigned rowElements = 16;
+  // Workgroups along x of one dispatch, at most (more go along y).
+  unsigned maxGroupsX = 32768;
   // Fusion: an elementwise node whose every reader is a kernel that reads
   // through Kernel's loads (OpDef::fusesInputs) at the node's own size is not
   // stored; each reader computes it where it reads it (docs/tensor.md).
@@ -131,6 +138,13 @@ class Lowering {
                     const std::string& key);
   // A device buffer of max(count, 1) elements of `dt`, linear.
   ir::Value* alloc(DType dt, int64_t count);
+  // `groups` workgroups laid out as {x, y}: x at most maxGroupsX, y enough
+  // for the rest (a group's number is y * x-count + x; those past `groups`
+  // do nothing). {0, 0} for none.
+  std::array<int64_t, 2> grid(int64_t groups) const {
+    const int64_t gx = std::min(groups, int64_t(opts.maxGroupsX));
+    return {gx, gx ? (groups + gx - 1) / gx : 0};
+  }
   // Frees a buffer made by alloc or map (a temporary of a several-kernel op).
   void free(ir::Value* buf) { host.free(buf); }
   // An operand for a fresh contiguous buffer.

@@ -29,8 +29,6 @@ std::string num(int64_t v) { return std::to_string(v); }
 
 // ---- kernel helpers ---------------------------------------------------------------------------
 
-constexpr int64_t kMaxGroupsX = 32768;
-
 // One invocation per element of `shape`, like Lowering::map, but the body runs
 // at the top level of the kernel in every invocation (the index is clamped to
 // the last element and only the store is guarded), so that its loops, whose
@@ -42,8 +40,7 @@ Value* mapTop(Lowering& l, const std::string& op, DType dtype, const Shape& shap
   if (total == 0) return l.alloc(dtype, 0);
   const int64_t wg = l.opts.workgroupSize;
   const int64_t groups = (total + wg - 1) / wg;
-  const int64_t gx = std::min(groups, kMaxGroupsX);
-  const int64_t gy = gx ? (groups + gx - 1) / gx : 0;
+  const auto [gx, gy] = l.grid(groups);
   auto build = [&](Builder& b, const std::vector<Value*>& bufs) {
     ir::Context& ctx = l.ctx;
     Value* lin = b.globalId(0, ctx.i32());

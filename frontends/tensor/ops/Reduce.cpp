@@ -201,8 +201,6 @@ std::string layoutKey(const Operand& o) {
   return k + "+" + num(o.offset);
 }
 
-constexpr int64_t kMaxGroupsX = 32768;
-
 // A kernel's name from its op and its full cache key (kernels are shared by
 // content through Module::lookup of this name).
 std::string kernelName(const std::string& op, const std::string& full) {
@@ -224,8 +222,7 @@ Values launch(Lowering& l, const std::string& op, const std::string& key, const 
   const int64_t total = numel(domain);
   const int64_t wg = l.opts.workgroupSize;
   const int64_t groups = (total + wg - 1) / wg;
-  const int64_t gx = std::min(groups, kMaxGroupsX);
-  const int64_t gy = gx ? (groups + gx - 1) / gx : 0;
+  const auto [gx, gy] = l.grid(groups);
   std::string full = op + "|" + key + "|" + shapeText(domain) + "|gx" + num(gx) + "|wg" + num(wg);
   for (const Operand& o : in) full += "|" + layoutKey(o);
   for (const auto& [d, c] : outs) full += "|out " + dt(d) + " " + num(c);
@@ -292,7 +289,8 @@ Operand channelOperand(const Operand& p, const Shape& shape) {
 // ---- cooperative row kernels ------------------------------------------------------------
 //
 // Long rows are reduced by a workgroup of W invocations per row (rowGroup:
-// 64 to 1024, enough that each holds at most kMaxPerInvocation of the row).
+// 64 to 1024, enough that each holds at most LowerOptions::rowElements of
+// the row).
 // Each invocation loads its elements (positions t, t + W, ...: coalesced on
 // a GPU) once into registers, folds them, and the partials combine across
 // the workgroup: a butterfly of subgroup shuffles within each subgroup,
@@ -301,16 +299,16 @@ Operand channelOperand(const Operand& p, const Shape& shape) {
 // outputs are computed from the same registers and written, or invocation 0
 // writes the row's one result: softmax and layer norm read their input once
 // and write their output once. A row too long for registers (more than
-// 1024 x kMaxPerInvocation) is folded by a loop that reloads it per pass.
+// 1024 x rowElements) is folded by a loop that reloads it per pass.
 
 constexpr int64_t kCoopMin = 128;         // rows at least this long use a cooperative kernel
-constexpr int64_t kMaxPerInvocation = 16;  // row elements one invocation keeps in registers
-
-int64_t rowGroup(int64_t R) {
+// Invocations per row, and whether the row fits in their registers.
+int64_t rowGroup(const Lowering& l, int64_t R) {
   int64_t w = 64;
-  while (w < 1024 && w * kMaxPerInvocation < R) w *= 2;
+  while (w < 1024 && w * int64_t(l.opts.rowElements) < R) w *= 2;
   return w;
 }
+bool rowInRegisters(const Lowering& l, int64_t R) { return R <= rowGroup(l, R) * int64_t(l.opts.rowElements); }
 
 enum class Comb { Sum, Prod, Max, Min };
 
@@ -430,11 +428,11 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
   const Shape keep = reducedShape(shape, red, true);
   const int64_t rows = numel(keep), R = reducedCount(shape, red);
   const int64_t outCount = elem ? numel(shape) : rows;
-  const int64_t gx = std::min(rows, kMaxGroupsX);
-  const int64_t gy = gx ? (rows + gx - 1) / gx : 0;
-  const int64_t W = rowGroup(R);
-  const bool cached = R <= W * kMaxPerInvocation;
-  std::string full = op + "|coop|" + key + "|" + shapeText(shape) + "|gx" + num(gx) + "|W" + num(W);
+  const auto [gx, gy] = l.grid(rows);
+  const int64_t W = rowGroup(l, R);
+  const bool cached = rowInRegisters(l, R);
+  std::string full = op + "|coop|" + key + "|" + shapeText(shape) + "|gx" + num(gx) + "|W" + num(W) +
+                     (cached ? "|registers" : "");
   for (bool r : red) full += r ? "r" : "k";
   for (const Operand& o : in) full += "|" + layoutKey(o);
   full += "|out " + dt(outDt);
@@ -703,7 +701,7 @@ Expected<Value*> lowerSoftmax(SK kind, Lowering& l, const Node& n, std::span<con
     // softmax of f32/f64: the second pass stores exp(x - max) in the output,
     // the last divides it by the sum there (one exp per element, not two).
     // (Not when the row is kept in registers: it is read once either way.)
-    const bool storeExp = kind == SK::Softmax && n.dtype == S && R > rowGroup(R) * kMaxPerInvocation;
+    const bool storeExp = kind == SK::Softmax && n.dtype == S && !rowInRegisters(l, R);
     return coopRows(l, n.op, storeExp ? "store-exp" : "", x.shape, red, in.first(1), n.dtype, [&](Row& row) -> Values {
       Kernel& k = row.k;
       Builder& b = k.b;
