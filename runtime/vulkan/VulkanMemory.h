@@ -10,9 +10,10 @@
 // of its own (a dedicated allocation), as does one no block can hold; a
 // freed dedicated allocation is kept (up to kMaxCachedBytes in all) for a
 // later request of about its size, as PyTorch's caching allocator does: a
-// fresh vkAllocateMemory is slow, and drivers clear new memory on the GPU,
-// so a program that frees and allocates a large buffer per run would share
-// the memory bandwidth with the clearing (releaseCached gives them back).
+// program that frees and allocates large buffers every run (a tensor
+// program's outputs) would otherwise make a vkAllocateMemory (a system call,
+// and drivers clear new memory) per buffer per run. releaseCached gives
+// them back.
 // Host-visible blocks are mapped once, when made, and stay mapped. An empty
 // block is freed unless it is the last of its type (kept for the next
 // buffer).
