@@ -16,10 +16,6 @@
 #
 #   bash bench/device/value.sh       SIZES (edge, default 1000000,4000000),
 #                                    HINGE (default 1000000), RUNS, BATCH
-#   FUSED=1 bash bench/device/value.sh   only the edge problem: lowerGraph's
-#                                    kernels, the bench's fused kernel
-#                                    (--fused, an experiment) and PyTorch
-#                                    (checksums against the fused run)
 set -u
 OUT=${OUT:-/tmp/eph-value-out}
 mkdir -p "$OUT"
@@ -42,17 +38,6 @@ fi
 cat /tmp/probe.txt | head -3
 
 status=0
-if [ "${FUSED:-0}" = 1 ]; then
-  # The fusion experiment: lowerGraph's kernels, then the bench's fused kernel
-  # (eph_value_bench --fused), then PyTorch, all on the edge problem.
-  "$BIN/eph_value_bench" --target vulkan --family edge --sizes "$SIZES" --runs "$RUNS" --batch "$BATCH" \
-    --json "$OUT/ephc_edge.json" || status=1
-  "$BIN/eph_value_bench" --target vulkan --family edge --sizes "$SIZES" --runs "$RUNS" --batch "$BATCH" --fused \
-    --json "$OUT/ephc_edge_fused.json" || status=1
-  python3 bench/device/torch_value.py --family edge --sizes "$SIZES" --runs "$RUNS" --iters "$BATCH" \
-    --eph-json "$OUT/ephc_edge_fused.json" --json "$OUT/torch_edge.json" || status=1
-  exit $status
-fi
 "$BIN/eph_value_bench" --target vulkan --family edge --sizes "$SIZES" --runs "$RUNS" --batch "$BATCH" \
   --json "$OUT/ephc_edge.json" || status=1
 python3 bench/device/torch_value.py --family edge --sizes "$SIZES" --runs "$RUNS" --iters "$BATCH" \

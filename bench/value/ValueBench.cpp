@@ -156,49 +156,6 @@ const ir::Function* addZeroKernel(ir::Module& m) {
   return k;
 }
 
-// An experiment, not what lowerGraph makes: `@vbench.fused(params, consts,
-// table, r, grad, n)` calls @vg0.r.vjp once per instance and writes both its
-// value (field 0: r) and the trainable slots' adjoints (atomically), where
-// lowerGraph's @vg0 and @vg0.g each read the leaves and compute the forward
-// values. Measures what fusing the two would give.
-const ir::Function* addFusedKernel(ir::Module& m, size_t slots, const std::vector<char>& trainable) {
-  ir::Context& ctx = m.context();
-  const ir::Type *u32 = ctx.u32(), *f64 = ctx.f64();
-  const ir::Function* vjp = m.lookup("vg0.r.vjp");
-  if (!vjp) fail("the lowered module has no @vg0.r.vjp");
-  auto rd = [&](const ir::Type* e) { return ctx.bufferType(e, ir::Space::Device, ir::Ownership::Read); };
-  auto wr = ctx.bufferType(f64, ir::Space::Device, ir::Ownership::Write);
-  ir::Function* k = m.addFunction("vbench.fused", ir::FunctionKind::Kernel,
-                                  ctx.functionType({rd(f64), rd(f64), rd(u32), wr, wr, u32}, {}));
-  k->workgroupSize = {64, 1, 1};
-  ir::Builder b(ctx, k->body());
-  ir::Value* i = b.op("global_id", {}, u32, {{"dim", ir::Attr::integer(0)}});
-  ir::Op* guard = b.create("if", {b.op("lt", {i, k->param(5)}, ctx.boolType())}, {}, {}, 2);
-  ir::Builder(ctx, guard->region(1)).create("yield");
-  b.create("return");
-  ir::Builder body(ctx, guard->region(0));
-  ir::Value* base = body.op("mul", {i, body.constInt(u32, int64_t(slots + 1))}, u32);
-  auto index = [&](size_t s) {
-    return body.op("load", {k->param(2), body.op("add", {base, body.constInt(u32, int64_t(s))}, u32)}, u32);
-  };
-  std::vector<ir::Value*> args, where;
-  for (size_t s = 0; s < slots; ++s) {
-    where.push_back(index(s));
-    args.push_back(body.op("load", {trainable[s] ? k->param(0) : k->param(1), where.back()}, f64));
-  }
-  args.push_back(body.constFloat(f64, 1));
-  ir::Value* res = body.op("call", args, vjp->resultTypes()[0], {{"callee", ir::Attr::symbol(vjp->name())}});
-  body.create("store", {k->param(3), index(slots),
-                        body.op("struct.extract", {res}, f64, {{"index", ir::Attr::integer(0)}})});
-  int64_t field = 1;
-  for (size_t s = 0; s < slots; ++s)
-    if (trainable[s])
-      body.op("atomic.add", {k->param(4), where[s],
-                             body.op("struct.extract", {res}, f64, {{"index", ir::Attr::integer(field++)}})}, f64);
-  body.create("yield");
-  return k;
-}
-
 interp::RtValue bufArg(const ir::Function& k, unsigned param, uint64_t handle) {
   interp::RtValue v;
   v.type = k.paramTypes()[param];
@@ -214,8 +171,8 @@ std::span<const std::byte> bytesOf(const std::vector<T>& v) {
 }  // namespace
 
 KernelRunner::KernelRunner(eph::runtime::Device& dev, const value::Graph& g, const Mesh& m, bool jacobian,
-                           unsigned workgroupSize, bool fused)
-    : dev_(dev), jacobian_(jacobian), fused_(fused), wg_(workgroupSize) {
+                           unsigned workgroupSize)
+    : dev_(dev), jacobian_(jacobian), wg_(workgroupSize) {
   auto t0 = Clock::now();
   std::vector<value::Group> groups = value::groupResiduals(g);
   if (groups.size() != 1) fail("expected one signature, got " + std::to_string(groups.size()));
@@ -232,14 +189,12 @@ KernelRunner::KernelRunner(eph::runtime::Device& dev, const value::Graph& g, con
   mod_ = value::lowerGraph(ctx_, small, smallGroups, lo, error);
   if (!mod_) fail("lowering: " + error);
   if (!jacobian) zeroKernel_ = addZeroKernel(*mod_);
-  if (fused_) {
-    if (jacobian) fail("--fused is for the gradient");
-    fusedKernel_ = addFusedKernel(*mod_, smallGroups[0].slots(), smallGroups[0].trainable);
-  }
   check(ir::verify(*mod_));
-  rKernel_ = mod_->lookup("vg0");
   dKernel_ = mod_->lookup(jacobian ? "vg0.j" : "vg0.g");
-  if (!rKernel_ || !dKernel_) fail("the lowered module has no vg0 / vg0.j / vg0.g kernel");
+  if (!dKernel_) fail("the lowered module has no vg0.j / vg0.g kernel");
+  // lowerGraph's first derivative kernel stores the residuals too (its %r).
+  if (dKernel_->paramTypes().size() != 6 || dKernel_->param(4)->name() != "r")
+    fail("@" + dKernel_->name() + " does not store the residuals (no %r)");
   check(dev_.prepare(*mod_));
   compileMs = msSince(t0);
 
@@ -292,20 +247,10 @@ void KernelRunner::dispatch() {
     interp::RtValue za[] = {bufArg(*zeroKernel_, 0, out_), interp::RtValue::ofInt(u32, int64_t(outLen_))};
     check(dev_.dispatch(*zeroKernel_, {uint32_t((outLen_ + 255) / 256), 1, 1}, za, {}));
   }
-  auto args = [&](const ir::Function& k, uint64_t out) {
-    return std::vector<interp::RtValue>{bufArg(k, 0, params_), bufArg(k, 1, consts_), bufArg(k, 2, table_),
-                                        bufArg(k, 3, out), interp::RtValue::ofInt(u32, n)};
-  };
-  if (fusedKernel_) {
-    std::array<uint32_t, 3> g64 = {uint32_t((numResiduals_ + 63) / 64), 1, 1};
-    const ir::Function& f = *fusedKernel_;
-    interp::RtValue fa[] = {bufArg(f, 0, params_), bufArg(f, 1, consts_), bufArg(f, 2, table_),
-                            bufArg(f, 3, r_),      bufArg(f, 4, out_),    interp::RtValue::ofInt(u32, n)};
-    check(dev_.dispatch(f, g64, fa, {}));
-    return;
-  }
-  check(dev_.dispatch(*rKernel_, groups, args(*rKernel_, r_), {}));
-  check(dev_.dispatch(*dKernel_, groups, args(*dKernel_, out_), {}));
+  const ir::Function& d = *dKernel_;
+  interp::RtValue args[] = {bufArg(d, 0, params_), bufArg(d, 1, consts_), bufArg(d, 2, table_),
+                            bufArg(d, 3, out_),    bufArg(d, 4, r_),      interp::RtValue::ofInt(u32, n)};
+  check(dev_.dispatch(d, groups, args, {}));
 }
 
 void KernelRunner::uploadParams(const std::vector<double>& x) { check(dev_.uploadBytes(params_, bytesOf(x), {})); }

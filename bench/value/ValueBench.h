@@ -21,9 +21,8 @@
 // the full problem's index tables, built from groupResiduals as lowerGraph's
 // @main builds them. (That @main uploads every leaf and table entry with one
 // IR store each, so lowering a million residuals through it would build an
-// IR of tens of millions of ops: the host side is the bench's.) With
-// `fused`, an experiment, the residual and gradient come from one kernel of
-// the bench's own that calls lowerGraph's @vg0.r.vjp once per residual.
+// IR of tens of millions of ops: the host side is the bench's.) The
+// derivative kernel (@vg0.g or @vg0.j) stores the residuals too.
 #pragma once
 
 #include <chrono>
@@ -107,13 +106,11 @@ void check(const eph::Status& s);
 // gradient of Σr (one per parameter).
 class KernelRunner {
  public:
-  // fused (an experiment, gradient only): one kernel of the bench's own that
-  // calls @vg0.r.vjp once and writes r and the gradient (addFusedKernel).
   KernelRunner(eph::runtime::Device& dev, const eph::value::Graph& g, const Mesh& m, bool jacobian,
-               unsigned workgroupSize = 64, bool fused = false);
+               unsigned workgroupSize = 64);
   ~KernelRunner();
   // One evaluation: with the gradient, the zero kernel over grad first; then
-  // the residual kernel and the Jacobian (or gradient) kernel, or the fused one.
+  // the Jacobian (or gradient) kernel, which stores the residuals too.
   void dispatch();
   void uploadParams(const std::vector<double>& x);
   // Downloads r (one per residual) and the Jacobian values or the gradient
@@ -128,14 +125,14 @@ class KernelRunner {
   size_t numParams() const { return numParams_; }
   size_t numResiduals() const { return numResiduals_; }
   double compileMs = 0;  // grouping the full graph, lowering the kernels and prepare()
-  int dispatchesPerEval() const { return jacobian_ || fused_ ? 2 : 3; }
+  int dispatchesPerEval() const { return jacobian_ ? 1 : 2; }
 
  private:
   eph::runtime::Device& dev_;
   eph::ir::Context ctx_;
   std::unique_ptr<eph::ir::Module> mod_;
-  const eph::ir::Function *rKernel_ = nullptr, *dKernel_ = nullptr, *zeroKernel_ = nullptr, *fusedKernel_ = nullptr;
-  bool jacobian_, fused_;
+  const eph::ir::Function *dKernel_ = nullptr, *zeroKernel_ = nullptr;
+  bool jacobian_;
   unsigned wg_;
   size_t numParams_ = 0, numConsts_ = 0, numResiduals_ = 0, trainable_ = 0, outLen_ = 0;
   uint64_t params_ = 0, consts_ = 0, table_ = 0, r_ = 0, out_ = 0;

@@ -22,10 +22,7 @@
 //
 //   eph_value_bench [--target vulkan|cpu|interp] [--family edge|hinge]
 //                   [--sizes 1000000,4000000] [--runs 7] [--batch 20]
-//                   [--jacobian] [--workgroup 64] [--json FILE] [--no-check] [--fused]
-// --fused (an experiment): zero + one kernel of the bench's own that calls
-// lowerGraph's @vg0.r.vjp once per residual and writes r and the gradient
-// (ValueBench.cpp, addFusedKernel), instead of @vg0 and @vg0.g.
+//                   [--jacobian] [--workgroup 64] [--json FILE] [--no-check]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -57,7 +54,7 @@ int main(int argc, char** argv) {
   std::string target = "vulkan", sizes = "1000000,4000000", json, family = "edge";
   int runs = 7, batch = 20;
   unsigned wg = 64;
-  bool jacobian = false, doCheck = true, fused = false;
+  bool jacobian = false, doCheck = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -71,11 +68,10 @@ int main(int argc, char** argv) {
     else if (a == "--batch") batch = std::max(1, std::atoi(next().c_str()));
     else if (a == "--workgroup") wg = unsigned(std::max(1, std::atoi(next().c_str())));
     else if (a == "--jacobian") jacobian = true;
-    else if (a == "--fused") fused = true;
     else if (a == "--no-check") doCheck = false;
     else if (a == "--json") json = next();
     else fail("usage: eph_value_bench [--target T] [--family edge|hinge] [--sizes N,..] [--runs R] [--batch B] "
-              "[--jacobian] [--workgroup W] [--json FILE] [--no-check] [--fused]");
+              "[--jacobian] [--workgroup W] [--json FILE] [--no-check]");
   }
   Family fam;
   if (!parseFamily(family, fam)) fail("--family wants edge or hinge");
@@ -134,7 +130,7 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     eph::value::Graph g = buildGraph(m);
     row.traceMs = msSince(t0);
-    KernelRunner ours(*dev, g, m, jacobian, wg, fused);
+    KernelRunner ours(*dev, g, m, jacobian, wg);
     row.compileMs = ours.compileMs;
     row.params = ours.numParams();
     std::vector<double> r, out;
@@ -158,7 +154,7 @@ int main(int argc, char** argv) {
     row.wall = timeBatches(*dev, ours);
 #ifdef EPH_VALUE_BENCH_VULKAN
     if (prof) {
-      KernelRunner timed(*prof, g, m, jacobian, wg, fused);
+      KernelRunner timed(*prof, g, m, jacobian, wg);
       prof->takeDispatchTimes();
       row.profiledWall = timeBatches(*prof, timed);
       auto times = prof->takeDispatchTimes();  // the warm-up's too: the last runs·batch evaluations count
@@ -187,9 +183,7 @@ int main(int argc, char** argv) {
   }
 
   std::string date = utcNow();
-  const char* what = jacobian ? "residuals + Jacobian"
-                     : fused  ? "residuals + gradient of the sum, fused (experiment: the bench's own kernel)"
-                              : "residuals + gradient of the sum";
+  const char* what = jacobian ? "residuals + Jacobian" : "residuals + gradient of the sum";
   std::printf("eph_value_bench on %s, %s: %s, float64, %s; median of %d batches of %d\n", devName.c_str(),
               date.c_str(), family.c_str(), what, runs, batch);
   std::printf("%10s %10s %10s %10s %10s %10s\n", "N", "params", "wall ms", "gpu ms", "res err", "grad err");

@@ -280,24 +280,28 @@ KindInfo info(Kind k) {
 bool stores(Kind k, bool deterministic) { return deterministic || k == Kind::Jacobian; }
 
 // @vgK<suffix>: per instance, the residual's .vjp with seed 1 gives r and the
-// Jacobian row d; the contributions are d_j (Gradient, Jacobian), r·d_j
+// Jacobian row d; with `residuals` the kernel also stores r in its last
+// buffer parameter, %r, as @vgK does (one kernel where two would read the
+// leaves and compute the forward values twice); the contributions are d_j (Gradient, Jacobian), r·d_j
 // (CostGradient) or d_a·d_b for a ≤ b (Normal). Stored at `offset` +
 // i·(contributions per instance) + q, or atomically added into the output
 // element: the leaf's parameter for a gradient, pairs[i·t² + a·t + b] (and
 // b·t + a) for JᵀJ.
 void derivativeKernel(ir::Module& m, const Group& grp, const std::string& name, const ir::Function& vjp, Kind kind,
-                      bool deterministic, uint64_t offset, const ir::Type* t, unsigned workgroupSize) {
+                      bool deterministic, uint64_t offset, const ir::Type* t, unsigned workgroupSize, bool residuals) {
   ir::Context& ctx = m.context();
   const ir::Type* u32 = ctx.u32();
   bool store = stores(kind, deterministic);
   Params outs = {{ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write), info(kind).buffer}};
   if (kind == Kind::Normal && !store) outs.push_back({ctx.bufferType(u32, ir::Space::Device, ir::Ownership::Read), "pairs"});
+  if (residuals) outs.push_back({ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write), "r"});
   Instance inst = instanceKernel(m, grp, name + info(kind).suffix, outs, t, workgroupSize);
   Builder& b = inst.body;
   std::vector<ir::Value*> args = inst.leaves;
   args.push_back(b.constFloat(t, 1));
   ir::Value* res = b.op("call", args, vjp.resultTypes()[0], {{"callee", ir::Attr::symbol(vjp.name())}});
   auto field = [&](int64_t k) { return b.op("struct.extract", {res}, t, {{"index", ir::Attr::integer(k)}}); };
+  if (residuals) b.create("store", {inst.outs.back(), inst.index(grp.slots()), field(0)});
   std::vector<ir::Value*> d;
   std::vector<size_t> slotOf;
   for (size_t s = 0; s < grp.slots(); ++s)
@@ -405,7 +409,7 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
     hasGradient[k] = true;
     for (Kind kind : kinds)
       derivativeKernel(*m, grp, name, **vjp, kind, opts.deterministic,
-                       kind == Kind::Normal ? layout.pairOffset[k] : layout.jacobianOffset[k], t, wg);
+                       kind == Kind::Normal ? layout.pairOffset[k] : layout.jacobianOffset[k], t, wg, kind == kinds[0]);
   }
   bool reduces = opts.deterministic && std::any_of(kinds.begin(), kinds.end(), [](Kind k) { return k != Kind::Jacobian; });
   if (reduces) reduceKernel(*m, t, wg);
@@ -473,7 +477,7 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
     parts.push_back(dest);
     if (reduce) temporaries.push_back(parts.back() = b.op("alloc", {len(contributions(kind))}, devBuf));
   }
-  // Per signature: its table, its residual kernel, then its derivative kernels.
+  // Per signature: its table, then its residual kernel or its derivative kernels.
   for (size_t k = 0; k < groups.size(); ++k) {
     const Group& grp = groups[k];
     std::vector<uint32_t> table;
@@ -487,12 +491,16 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
     ir::Value* instances = b.constInt(u32, int64_t(grp.residuals.size()));
     ir::Value* groupsX = groupsFor(grp.residuals.size());
     std::string name = "vg" + std::to_string(k);
-    b.create("dispatch", {groupsX, one, one, params, consts, dev, out, instances}, {}, {{"kernel", ir::Attr::symbol(name)}});
-    if (!hasGradient[k]) continue;
+    // The residuals come from the first derivative kernel where there is one.
+    if (!hasGradient[k]) {
+      b.create("dispatch", {groupsX, one, one, params, consts, dev, out, instances}, {}, {{"kernel", ir::Attr::symbol(name)}});
+      continue;
+    }
     for (size_t o = 0; o < kinds.size(); ++o) {
       std::vector<ir::Value*> args = {groupsX, one, one, params, consts, dev, parts[o]};
       if (kinds[o] == Kind::Normal && !stores(kinds[o], opts.deterministic))
         temporaries.push_back(args.emplace_back(upload(b, layout.pairTable[k])));
+      if (o == 0) args.push_back(out);
       args.push_back(instances);
       b.create("dispatch", args, {}, {{"kernel", ir::Attr::symbol(name + info(kinds[o]).suffix)}});
     }

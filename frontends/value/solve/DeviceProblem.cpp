@@ -214,20 +214,22 @@ Status dispatchGraph(runtime::Device& dev, const ir::Module& m, const std::vecto
     std::string name = "vg" + std::to_string(k);
     uint32_t n = uint32_t(groups[k].residuals.size());
     std::array<uint32_t, 3> grid{(n + 63) / 64, 1, 1};
-    auto dispatch = [&](const std::string& kernel, uint64_t out) -> Status {
-      const ir::Function* f = m.lookup(kernel);
-      if (!f) return Status::ok();  // no trainable slot: no derivative kernel
-      auto types = f->paramTypes();
-      std::vector<interp::RtValue> args(5);
-      uint64_t handles[] = {params, consts, tables[k], out};
-      for (int i = 0; i < 4; ++i) args[i].type = types[i], args[i].buffer = handles[i];
-      args[4] = interp::RtValue::ofInt(types[4], n);
-      return dev.dispatch(*f, grid, args, {});
+    // A derivative kernel stores the residuals too when it has an %r (lowerGraph).
+    auto dispatch = [&](const ir::Function& f, uint64_t out, bool withR) -> Status {
+      auto types = f.paramTypes();
+      std::vector<interp::RtValue> args(withR ? 6 : 5);
+      uint64_t handles[] = {params, consts, tables[k], out, rOut};
+      for (size_t i = 0; i + 1 < args.size(); ++i) args[i].type = types[i], args[i].buffer = handles[i];
+      args.back() = interp::RtValue::ofInt(types[args.size() - 1], n);
+      return dev.dispatch(f, grid, args, {});
     };
     if (n == 0) continue;
-    if (Status s = dispatch(name, rOut); !s) return s;
-    if (derivOut)
-      if (Status s = dispatch(name + derivSuffix, derivOut); !s) return s;
+    const ir::Function* deriv = derivOut ? m.lookup(name + derivSuffix) : nullptr;  // none: no trainable slot
+    bool withR = deriv && deriv->paramTypes().size() == 6 && deriv->param(4)->name() == "r";
+    if (!withR)
+      if (Status s = dispatch(*m.lookup(name), rOut, false); !s) return s;
+    if (deriv)
+      if (Status s = dispatch(*deriv, derivOut, withR); !s) return s;
   }
   return Status::ok();
 }

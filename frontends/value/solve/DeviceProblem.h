@@ -103,10 +103,11 @@ std::vector<double> constantValues(const Graph& g);
 // (`slot` from leafSlots), then the residual's index (Lower.h).
 Expected<std::vector<uint64_t>> uploadTables(runtime::Device& dev, ir::Context& ctx, const std::vector<Group>& groups,
                                              std::span<const uint32_t> slot, std::vector<uint64_t>& owned);
-// Dispatches each signature K's residual kernel @vgK into rOut and, when
-// derivOut is not 0, @vgK<derivSuffix> (".j": Jacobian values, ".g": the
-// gradient) into derivOut; a kernel that does not exist (no trainable slot)
-// is skipped. Does not wait.
+// Dispatches, per signature K, @vgK<derivSuffix> (".j": Jacobian values,
+// ".g": the gradient) into derivOut when derivOut is not 0, and the
+// residuals into rOut: from that kernel where it stores them too (its %r,
+// lowerGraph's first derivative kernel), else from @vgK. A derivative
+// kernel that does not exist (no trainable slot) is skipped. Does not wait.
 Status dispatchGraph(runtime::Device& dev, const ir::Module& m, const std::vector<Group>& groups, uint64_t params,
                      uint64_t consts, std::span<const uint64_t> tables, uint64_t rOut, uint64_t derivOut,
                      const std::string& derivSuffix);
