@@ -390,3 +390,78 @@ TEST(DeviceSolve, ParametersStayOnTheDevice) {
 
 }  // namespace
 }  // namespace eph::value
+
+namespace eph::value {
+namespace {
+
+// L-BFGS on a device-resident problem (Lbfgs.cpp's algorithm over device
+// buffers, DeviceSolve.cpp): the host's iterations, cost and minimiser of
+// Σ r_i on every target, with x, the gradient, the direction and the pairs
+// on the device: between the first iteration and the last nothing of
+// parameter size moves; x comes down once.
+TEST(DeviceSolve, LbfgsKeepsItsVectorsOnTheDevice) {
+  const int n = 600;
+  std::string text = "param p[" + std::to_string(n) + "] =";
+  for (int i = 0; i < n; ++i) text += " 0";
+  text += "\n";
+  for (int i = 0; i < n; ++i) {
+    std::string x = "p[" + std::to_string(i) + "]";
+    text += "residual square(" + x + " - " + std::to_string(0.5 + 0.01 * (i % 17)) + ")\n";
+    if (i + 1 < n) text += "residual 0.3 * " + x + " * p[" + std::to_string(i + 1) + "]\n";
+  }
+  Graph g;
+  ParseError err;
+  ASSERT_TRUE(parse(text, g, err)) << err.message;
+  Solved host = solveHost(g, Method::Lbfgs);
+  ASSERT_TRUE(host.res.converged) << stopReasonName(host.res.reason);
+  for (const std::string& target : targets()) {
+    SCOPED_TRACE(target);
+    auto inner = open(target);
+    ASSERT_TRUE(inner);
+    runtime::RunStats stats;
+    CountingDevice dev(*inner, stats, DeviceLinalg::kReduceThreads * sizeof(double));
+    auto p = DeviceProblem::create(g, dev);
+    ASSERT_TRUE(p) << p.error().message;
+    std::vector<double> x = (*p)->initial();
+    SolverOptions o;
+    o.method = Method::Lbfgs;
+    int iterations = 0, upAtFirst = 0, downAtFirst = 0, upAtLast = 0, downAtLast = 0;
+    o.progress = [&](const IterationInfo& it) {
+      if (++iterations == 1) upAtFirst = dev.bigUploads, downAtFirst = dev.bigDownloads;
+      upAtLast = dev.bigUploads, downAtLast = dev.bigDownloads;
+    };
+    int downBefore = dev.bigDownloads;
+    auto r = solve(**p, x, o);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_TRUE(r->converged) << stopReasonName(r->reason);
+    EXPECT_GT(iterations, 3);
+    EXPECT_EQ(upAtLast, upAtFirst);
+    EXPECT_EQ(downAtLast, downAtFirst);
+    EXPECT_EQ(dev.bigDownloads - downBefore, 1);  // x, once at the end
+    EXPECT_EQ(r->iterations, host.res.iterations);
+    EXPECT_NEAR(r->cost, host.res.cost, 1e-9 * std::abs(host.res.cost));
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], host.x[i], 1e-6) << i;
+  }
+}
+
+// A residual that becomes NaN at a line-search step (the first step takes x
+// from 3 to 2) is named with its op, as on the host.
+TEST(DeviceSolve, LbfgsNamesANonFiniteResidual) {
+  Graph g;
+  ParseError err;
+  ASSERT_TRUE(parse("param x = 3\nresidual square(x)\nresidual log(x - 2.9)\n", g, err)) << err.message;
+  for (const std::string& target : targets()) {
+    SCOPED_TRACE(target);
+    OnDevice on = problemOn(target, g);
+    ASSERT_TRUE(on.p);
+    std::vector<double> x = on.p->initial();
+    SolverOptions o;
+    o.method = Method::Lbfgs;
+    auto r = solve(*on.p, x, o);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().message, "residual 1 is NaN: log of -0.8999999999999999 (op log)");
+  }
+}
+
+}  // namespace
+}  // namespace eph::value

@@ -4,8 +4,11 @@
 // GaussNewton.cpp, step for step, with every vector in device buffers. x goes
 // up once and comes back once; per iteration the host sees only scalars (the
 // PCG dot products, ½‖r‖², ‖g‖∞, ‖h‖∞, ‖x‖∞ and the predicted decrease).
+// And L-BFGS (Lbfgs.cpp's algorithm) over device buffers: per evaluation the
+// host sees f, the line search's dot products and the norms.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "frontends/value/solve/DeviceProblem.h"
 #include "frontends/value/solve/Internal.h"
@@ -145,6 +148,74 @@ Expected<SolveResult> solveOnDevice(DeviceProblem& p, std::span<double> xHost, c
   }
   return finish(StopReason::MaxIterations);
 #undef EPH_TRY
+}
+
+}  // namespace eph::value::detail
+
+namespace eph::value::detail {
+
+namespace {
+
+// L-BFGS's vectors in device buffers; the energy Σ r_i with gradient Jᵀ·1
+// from the problem's kernels (r and J stay on the device too).
+class DeviceSpace : public LbfgsSpace {
+ public:
+  DeviceSpace(DeviceProblem& p, std::span<const double> x0) : p_(p), la_(p.linalg()), x0_(x0) {}
+  ~DeviceSpace() override {
+    for (uint64_t b : v_) la_.release(b);
+    for (uint64_t b : {r_, ones_}) if (b) la_.release(b);
+    if (J_) la_.release(J_->vals);
+  }
+  uint64_t buffer(size_t k) const { return v_[k]; }
+  Status make(size_t count) override {
+    const size_t n = p_.numParams(), m = p_.numResiduals();
+    for (size_t k = 0; k < count; ++k) {
+      auto b = la_.alloc(n);
+      if (!b) return b.error();
+      v_.push_back(*b);
+    }
+    for (uint64_t* b : {&r_, &ones_}) {
+      auto got = la_.alloc(m);
+      if (!got) return got.error();
+      *b = *got;
+    }
+    auto J = p_.newJacobian();
+    if (!J) return J.error();
+    J_ = *J;
+    if (Status s = la_.fill(ones_, 1.0, m); !s) return s;
+    return la_.upload(v_[0], x0_);
+  }
+  Expected<double> energy(size_t x, size_t g) override {
+    double halfSquares;  // checkedCost names a non-finite residual or Jacobian entry
+    if (Status s = p_.evaluateOn(v_[x], r_, &*J_); !s) return s.error();
+    if (Status s = p_.checkedCost(v_[x], r_, &*J_, halfSquares); !s) return s.error();
+    if (Status s = la_.multiplyJt(*J_, ones_, v_[g]); !s) return s.error();
+    return la_.dot(r_, ones_, p_.numResiduals());
+  }
+  std::string what() override { return "the sum of the residuals"; }
+  Expected<double> dot(size_t a, size_t b) override { return la_.dot(v_[a], v_[b], p_.numParams()); }
+  Expected<double> maxAbs(size_t a) override { return la_.maxAbs(v_[a], p_.numParams()); }
+  Status axpy(double a, size_t x, size_t y) override { return la_.axpy(a, v_[x], v_[y], p_.numParams()); }
+  Status scale(double a, size_t x, size_t y) override { return la_.scale(a, v_[x], v_[y], p_.numParams()); }
+
+ private:
+  DeviceProblem& p_;
+  DeviceLinalg& la_;
+  std::span<const double> x0_;
+  std::vector<uint64_t> v_;
+  uint64_t r_ = 0, ones_ = 0;
+  std::optional<DeviceJacobian> J_;
+};
+
+}  // namespace
+
+Expected<SolveResult> lbfgsOnDevice(DeviceProblem& p, std::span<double> x, const SolverOptions& o) {
+  DeviceSpace v(p, x);
+  size_t at = 0;
+  auto res = lbfgsIn(v, o, at);
+  if (!res) return res;
+  if (Status s = p.linalg().download(v.buffer(at), x); !s) return s.error();
+  return res;
 }
 
 }  // namespace eph::value::detail

@@ -125,4 +125,27 @@ struct LmDamping {
 // problem with the normal equations solved by DevicePcgOps (DeviceSolve.cpp).
 Expected<SolveResult> solveOnDevice(DeviceProblem& p, std::span<double> x, const SolverOptions& o, bool damped);
 
+// The vectors L-BFGS works on (Lbfgs.cpp), named by number, each numParams
+// long, and the energy: in host memory (lbfgs) or in device buffers
+// (lbfgsOnDevice), so that one algorithm serves both.
+class LbfgsSpace {
+ public:
+  virtual ~LbfgsSpace() = default;
+  // Vectors 0 .. count-1; vector 0 holds the starting point.
+  virtual Status make(size_t count) = 0;
+  // f(x) and, into vector g, its gradient (both may be non-finite: the
+  // algorithm reports that with `what()`'s words).
+  virtual Expected<double> energy(size_t x, size_t g) = 0;
+  virtual std::string what() = 0;
+  virtual Expected<double> dot(size_t a, size_t b) = 0;
+  virtual Expected<double> maxAbs(size_t a) = 0;  // NaN when an entry is
+  virtual Status axpy(double a, size_t x, size_t y) = 0;   // y ← a·x + y
+  virtual Status scale(double a, size_t x, size_t y) = 0;  // y ← a·x
+};
+// L-BFGS in `v`: the result, and in `x` the vector that holds the solution.
+Expected<SolveResult> lbfgsIn(LbfgsSpace& v, const SolverOptions& o, size_t& x);
+// L-BFGS on a device-resident problem, minimising Σ r_i (SumOfResiduals)
+// with every vector in device buffers (DeviceSolve.cpp).
+Expected<SolveResult> lbfgsOnDevice(DeviceProblem& p, std::span<double> x, const SolverOptions& o);
+
 }  // namespace eph::value::detail

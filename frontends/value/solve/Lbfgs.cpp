@@ -4,6 +4,10 @@
 // interpolation with bisection as the safeguard):
 //   f(x + αd) ≤ f(x) + c1·α·∇f(x)ᵀd   and   |∇f(x + αd)ᵀd| ≤ c2·|∇f(x)ᵀd|.
 // A pair (s, y) is kept only when sᵀy > 0, so H stays positive definite.
+//
+// The algorithm (lbfgsIn) works on numbered vectors of an LbfgsSpace: host
+// memory here (lbfgs), device buffers in DeviceSolve.cpp, where only the
+// scalars (f, dot products, norms) come back per evaluation.
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -16,44 +20,54 @@ using namespace detail;
 
 namespace {
 
-double dot(std::span<const double> a, std::span<const double> b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
+#define EPH_TRY(expr)                                  \
+  do {                                                 \
+    if (Status s_ = (expr); !s_) return s_.error();    \
+  } while (0)
+#define EPH_GET(var, expr)                \
+  do {                                    \
+    auto v_ = (expr);                     \
+    if (!v_) return v_.error();           \
+    var = *v_;                            \
+  } while (0)
 
 struct Pair {
-  std::vector<double> s, y;
-  double rho;  // 1 / sᵀy
+  size_t s, y;  // vectors
+  double rho;   // 1 / sᵀy
 };
 
+// The vectors' numbers: x, g, the direction, the trial point and its
+// gradient, then 2·memory for the pairs (reused in turn).
+enum : size_t { X, G, D, XT, GT, kFirstPair };
+
 // d = −H·g by the two-loop recursion.
-void direction(const std::deque<Pair>& mem, std::span<const double> g, std::span<double> d) {
-  std::copy(g.begin(), g.end(), d.begin());
+Status direction(LbfgsSpace& v, const std::deque<Pair>& mem, size_t g, size_t d) {
+  EPH_TRY(v.scale(1.0, g, d));
   std::vector<double> alpha(mem.size());
   for (size_t k = mem.size(); k-- > 0;) {
-    alpha[k] = mem[k].rho * dot(mem[k].s, d);
-    for (size_t i = 0; i < d.size(); ++i) d[i] -= alpha[k] * mem[k].y[i];
+    double sd;
+    EPH_GET(sd, v.dot(mem[k].s, d));
+    alpha[k] = mem[k].rho * sd;
+    EPH_TRY(v.axpy(-alpha[k], mem[k].y, d));
   }
   if (!mem.empty()) {
-    const Pair& last = mem.back();
-    double gamma = 1 / (last.rho * dot(last.y, last.y));
-    for (double& v : d) v *= gamma;
+    double yy;
+    EPH_GET(yy, v.dot(mem.back().y, mem.back().y));
+    EPH_TRY(v.scale(1 / (mem.back().rho * yy), d, d));
   }
   for (size_t k = 0; k < mem.size(); ++k) {
-    double beta = mem[k].rho * dot(mem[k].y, d);
-    for (size_t i = 0; i < d.size(); ++i) d[i] += (alpha[k] - beta) * mem[k].s[i];
+    double yd;
+    EPH_GET(yd, v.dot(mem[k].y, d));
+    EPH_TRY(v.axpy(alpha[k] - mem[k].rho * yd, mem[k].s, d));
   }
-  for (double& v : d) v = -v;
+  return v.scale(-1.0, d, d);
 }
 
-// φ(α) = f(x + α·d) and its derivative, evaluated into xt / gt.
+// φ(α) = f(x + α·d) and its derivative, evaluated into vectors xt and gt.
 struct LineSearch {
-  EnergyProblem& p;
+  LbfgsSpace& v;
   const SolverOptions& o;
-  std::span<const double> x, d;
-  std::vector<double>& xt;
-  std::vector<double>& gt;
+  size_t x, d, xt, gt;
   double f0, dphi0;
   int evaluations = 0;
 
@@ -62,19 +76,17 @@ struct LineSearch {
   };
 
   Expected<Point> at(double alpha) {
-    for (size_t i = 0; i < x.size(); ++i) xt[i] = x[i] + alpha * d[i];
-    auto f = p.evaluate(xt, gt);
+    EPH_TRY(v.scale(1.0, x, xt));
+    EPH_TRY(v.axpy(alpha, d, xt));
+    double f, gmax, dphi;
+    EPH_GET(f, v.energy(xt, gt));
     ++evaluations;
-    if (!f) return f.error();
-    if (!std::isfinite(*f) || firstNonFinite(gt) < gt.size()) {
-      std::string what = p.explainEnergy(xt);
-      return makeError({}, (what.empty() ? "the energy" : what) + (std::isfinite(*f) ? "'s gradient" : "") +
-                               " is not finite at line-search step " + std::to_string(alpha));
-    }
-    return Point{alpha, *f, dot(gt, d)};
-  }
-  bool armijoFails(const Point& pt, const Point& prev) const {
-    return pt.f > f0 + o.wolfeC1 * pt.alpha * dphi0 || pt.f >= prev.f;
+    EPH_GET(gmax, v.maxAbs(gt));
+    if (!std::isfinite(f) || !std::isfinite(gmax))
+      return makeError({}, v.what() + (std::isfinite(f) ? "'s gradient" : "") + " is not finite at line-search step " +
+                               std::to_string(alpha));
+    EPH_GET(dphi, v.dot(gt, d));
+    return Point{alpha, f, dphi};
   }
   bool curvatureHolds(const Point& pt) const { return std::abs(pt.dphi) <= -o.wolfeC2 * dphi0; }
 
@@ -124,59 +136,121 @@ struct LineSearch {
   }
 };
 
+// Host memory: the problem's evaluate on std::vectors.
+class HostSpace : public LbfgsSpace {
+ public:
+  HostSpace(EnergyProblem& p, std::span<const double> x0) : p_(p), x0_(x0) {}
+  std::vector<double>& operator[](size_t k) { return v_[k]; }
+  Status make(size_t count) override {
+    v_.assign(count, std::vector<double>(p_.numParams()));
+    std::copy(x0_.begin(), x0_.end(), v_[0].begin());
+    return Status::ok();
+  }
+  Expected<double> energy(size_t x, size_t g) override {
+    x_ = x;
+    return p_.evaluate(v_[x], v_[g]);
+  }
+  std::string what() override {
+    std::string w = p_.explainEnergy(v_[x_]);
+    return w.empty() ? "the energy" : w;
+  }
+  Expected<double> dot(size_t a, size_t b) override {
+    double s = 0;
+    for (size_t i = 0; i < v_[a].size(); ++i) s += v_[a][i] * v_[b][i];
+    return s;
+  }
+  Expected<double> maxAbs(size_t a) override {
+    return firstNonFinite(v_[a]) < v_[a].size() ? NAN : infNorm(v_[a]);
+  }
+  Status axpy(double a, size_t x, size_t y) override {
+    for (size_t i = 0; i < v_[x].size(); ++i) v_[y][i] += a * v_[x][i];
+    return Status::ok();
+  }
+  Status scale(double a, size_t x, size_t y) override {
+    for (size_t i = 0; i < v_[x].size(); ++i) v_[y][i] = a * v_[x][i];
+    return Status::ok();
+  }
+
+ private:
+  EnergyProblem& p_;
+  std::span<const double> x0_;
+  std::vector<std::vector<double>> v_;
+  size_t x_ = 0;  // the last point evaluated, for what()
+};
+
 }  // namespace
 
-Expected<SolveResult> lbfgs(EnergyProblem& p, std::span<double> x, const SolverOptions& o) {
+Expected<SolveResult> detail::lbfgsIn(LbfgsSpace& v, const SolverOptions& o, size_t& xOut) {
   Clock clock;
-  const size_t n = p.numParams();
-  std::vector<double> g(n), d(n), xt(n), gt(n);
+  const size_t memory = size_t(std::max(o.lbfgsMemory, 1));
+  EPH_TRY(v.make(kFirstPair + 2 * (memory + 1)));
+  size_t x = X, g = G, xt = XT, gt = GT;  // swapped as the iteration moves
+  std::vector<size_t> freePairs;          // vectors no pair uses
+  for (size_t k = kFirstPair; k < kFirstPair + 2 * (memory + 1); ++k) freePairs.push_back(k);
   std::deque<Pair> mem;
   SolveResult res;
-  auto f0 = p.evaluate(x, g);
-  if (!f0) return f0.error();
+  xOut = x;
+  double f, gnorm;
+  EPH_GET(f, v.energy(x, g));
   res.evaluations = 1;
-  double f = *f0;
-  if (!std::isfinite(f) || firstNonFinite(g) < n) {
-    std::string what = p.explainEnergy(x);
-    return makeError({}, (what.empty() ? "the energy" : what) + " is not finite at the starting point");
-  }
+  EPH_GET(gnorm, v.maxAbs(g));
+  if (!std::isfinite(f) || !std::isfinite(gnorm)) return makeError({}, v.what() + " is not finite at the starting point");
   res.initialCost = f;
-  double gnorm = infNorm(g);
 
-  auto finish = [&](StopReason why) { return finished(res, why, f, gnorm, clock); };
+  auto finish = [&](StopReason why) {
+    xOut = x;
+    return finished(res, why, f, gnorm, clock);
+  };
   if (gnorm <= o.gradientTolerance) return finish(StopReason::GradientTolerance);
 
   for (int iter = 1; iter <= o.maxIterations; ++iter) {
     res.iterations = iter;
-    direction(mem, g, d);
-    double dphi0 = dot(g, d);
+    EPH_TRY(direction(v, mem, g, D));
+    double dphi0;
+    EPH_GET(dphi0, v.dot(g, D));
     if (!(dphi0 < 0)) {  // not a descent direction (rounding): restart from steepest descent
+      for (const Pair& p : mem) freePairs.push_back(p.s), freePairs.push_back(p.y);
       mem.clear();
-      for (size_t i = 0; i < n; ++i) d[i] = -g[i];
-      dphi0 = dot(g, d);
+      EPH_TRY(v.scale(-1.0, g, D));
+      EPH_GET(dphi0, v.dot(g, D));
     }
     // Without curvature information the first step moves x by at most 1.
-    double alpha = mem.empty() ? std::min(1.0, 1.0 / norm2(g)) : 1.0;
-    LineSearch ls{p, o, x, d, xt, gt, f, dphi0};
+    double alpha = mem.empty() ? std::min(1.0, 1.0 / std::sqrt(-dphi0)) : 1.0;
+    LineSearch ls{v, o, x, D, xt, gt, f, dphi0};
     auto found = ls.run(alpha);
     res.evaluations += ls.evaluations;
     if (!found) return found.error();
     if (!*found) return finish(StopReason::LineSearchFailed);
 
-    Pair pair{std::vector<double>(n), std::vector<double>(n), 0};
-    for (size_t i = 0; i < n; ++i) pair.s[i] = xt[i] - x[i], pair.y[i] = gt[i] - g[i];
-    double sy = dot(pair.s, pair.y);
-    double stepNorm = infNorm(pair.s);
-    if (sy > 1e-12 * norm2(pair.s) * norm2(pair.y)) {
-      pair.rho = 1 / sy;
-      mem.push_back(std::move(pair));
-      if (mem.size() > size_t(std::max(o.lbfgsMemory, 1))) mem.pop_front();
+    // s = xt − x, y = gt − g.
+    size_t s = freePairs.back();
+    freePairs.pop_back();
+    size_t y = freePairs.back();
+    freePairs.pop_back();
+    EPH_TRY(v.scale(1.0, xt, s));
+    EPH_TRY(v.axpy(-1.0, x, s));
+    EPH_TRY(v.scale(1.0, gt, y));
+    EPH_TRY(v.axpy(-1.0, g, y));
+    double sy, ss, yy, stepNorm, oldXNorm;
+    EPH_GET(sy, v.dot(s, y));
+    EPH_GET(ss, v.dot(s, s));
+    EPH_GET(yy, v.dot(y, y));
+    EPH_GET(stepNorm, v.maxAbs(s));
+    EPH_GET(oldXNorm, v.maxAbs(x));
+    if (sy > 1e-12 * std::sqrt(ss) * std::sqrt(yy)) {
+      mem.push_back({s, y, 1 / sy});
+      if (mem.size() > memory) {
+        freePairs.push_back(mem.front().s), freePairs.push_back(mem.front().y);
+        mem.pop_front();
+      }
+    } else {
+      freePairs.push_back(s), freePairs.push_back(y);
     }
-    double oldF = f, oldXNorm = infNorm(x);
-    std::copy(xt.begin(), xt.end(), x.begin());
+    double oldF = f;
+    std::swap(x, xt);  // x ← the trial point, whose vectors the next line search overwrites
     std::swap(g, gt);
     f = (*found)->f;
-    gnorm = infNorm(g);
+    EPH_GET(gnorm, v.maxAbs(g));
     report(o, clock, {iter, f, gnorm, (*found)->alpha, stepNorm, true, 0});
     if (gnorm <= o.gradientTolerance) return finish(StopReason::GradientTolerance);
     if (stepNorm <= o.stepTolerance * (oldXNorm + o.stepTolerance)) return finish(StopReason::StepTolerance);
@@ -185,5 +259,16 @@ Expected<SolveResult> lbfgs(EnergyProblem& p, std::span<double> x, const SolverO
   }
   return finish(StopReason::MaxIterations);
 }
+
+Expected<SolveResult> lbfgs(EnergyProblem& p, std::span<double> x, const SolverOptions& o) {
+  HostSpace v(p, x);
+  size_t at = X;
+  auto res = lbfgsIn(v, o, at);
+  if (res) std::copy(v[at].begin(), v[at].end(), x.begin());
+  return res;
+}
+
+#undef EPH_TRY
+#undef EPH_GET
 
 }  // namespace eph::value

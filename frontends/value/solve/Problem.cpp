@@ -263,6 +263,7 @@ Expected<SolveResult> solve(LeastSquaresProblem& p, std::span<double> x, const S
     case Method::LevenbergMarquardt: return levenbergMarquardt(p, x, o);
     case Method::GaussNewton: return gaussNewton(p, x, o);
     case Method::Lbfgs: {
+      if (DeviceProblem* d = p.deviceResident()) return detail::lbfgsOnDevice(*d, x, o);
       SumOfResiduals energy(p);
       return lbfgs(energy, x, o);
     }
