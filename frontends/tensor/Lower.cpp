@@ -57,6 +57,20 @@ std::vector<Operand> leafOperands(std::span<const Operand> in) {
   return out;
 }
 
+KernelInputs kernelInputs(std::span<const Operand> in) {
+  KernelInputs ki;
+  for (const Operand& o : in) ki.key += "|" + operandKey(o);
+  ki.leaves = leafOperands(in);
+  for (size_t i = 0; i < ki.leaves.size(); ++i) {
+    auto it = std::find_if(ki.distinct.begin(), ki.distinct.end(),
+                           [&](size_t d) { return ki.leaves[d].buf == ki.leaves[i].buf; });
+    ki.slot.push_back(size_t(it - ki.distinct.begin()));
+    if (it == ki.distinct.end()) ki.distinct.push_back(i);
+    ki.key += (i ? "," : "|slots ") + std::to_string(ki.slot[i]);
+  }
+  return ki;
+}
+
 size_t Kernel::start(size_t k) const {
   size_t s = 0;
   for (size_t i = 0; i < k; ++i) s += leafCount(ins_[i]);
@@ -150,39 +164,28 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
   const int64_t wg = opts.workgroupSize;
   const int64_t groups = (total + wg - 1) / wg;
   const auto [gx, gy] = grid(groups);
-  std::string full = op + "|" + key + "|" + layoutKey(dtype, shape, contiguousStrides(shape), 0) + "|gx" + std::to_string(gx);
-  for (const Operand& o : in) full += "|" + operandKey(o);
-  // One kernel parameter per distinct buffer: leaves of fused operands often
-  // read the same one (x in both x * 2 and exp(x)). Which leaf reads which
-  // parameter is part of the kernel's content.
-  const std::vector<Operand> leaves = leafOperands(in);
-  std::vector<size_t> slot(leaves.size());
-  std::vector<const Operand*> distinct;
-  for (size_t i = 0; i < leaves.size(); ++i) {
-    auto it = std::find_if(distinct.begin(), distinct.end(), [&](const Operand* d) { return d->buf == leaves[i].buf; });
-    slot[i] = size_t(it - distinct.begin());
-    if (it == distinct.end()) distinct.push_back(&leaves[i]);
-    full += (i ? "," : "|slots ") + std::to_string(slot[i]);
-  }
+  const KernelInputs ki = kernelInputs(in);
+  std::string full = op + "|" + key + "|" + layoutKey(dtype, shape, contiguousStrides(shape), 0) + "|gx" +
+                     std::to_string(gx) + ki.key;
 
   const ir::Function*& kern = kernels_[full];
   if (!kern) {
     std::vector<const ir::Type*> params;
-    for (const Operand* o : distinct) params.push_back(deviceBuffer(ctx, o->dtype, ir::Ownership::Read));
+    for (size_t d : ki.distinct) params.push_back(deviceBuffer(ctx, ki.leaves[d].dtype, ir::Ownership::Read));
     params.push_back(deviceBuffer(ctx, dtype, ir::Ownership::Write));
     ir::Function* f = module.addFunction(kernelName(op, kernels_.size()), ir::FunctionKind::Kernel,
                                          ctx.functionType(params, {}));
     f->workgroupSize = {unsigned(wg), 1, 1};
-    for (size_t i = 0; i < distinct.size(); ++i) f->param(unsigned(i))->setName("in" + std::to_string(i));
-    f->param(unsigned(distinct.size()))->setName("out");
+    for (size_t i = 0; i < ki.distinct.size(); ++i) f->param(unsigned(i))->setName("in" + std::to_string(i));
+    f->param(unsigned(ki.distinct.size()))->setName("out");
     ir::Builder b(ctx, f->body());
     ir::Value* x = b.globalId(0, ctx.i32());
     ir::Value* lin = x;
     if (gy > 1) lin = b.add(b.mul(b.globalId(1, ctx.i32()), b.constInt(ctx.i32(), gx * wg)), x);
     ir::Value* inside = b.lt(lin, b.constInt(ctx.i32(), total));
     std::vector<ir::Value*> bufs;
-    for (size_t i = 0; i < leaves.size(); ++i) bufs.push_back(f->param(unsigned(slot[i])));
-    ir::Value* out = f->param(unsigned(distinct.size()));
+    for (size_t i = 0; i < ki.leaves.size(); ++i) bufs.push_back(f->param(unsigned(ki.slot[i])));
+    ir::Value* out = f->param(unsigned(ki.distinct.size()));
     b.ifOp(inside, {}, [&](ir::Builder& ib) {
       Kernel k(ib, ctx, std::vector<Operand>(in.begin(), in.end()), bufs);
       k.linear = lin;
@@ -202,7 +205,7 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
   ir::Value* out = alloc(dtype, total);
   if (total == 0) return out;
   ir::Values args;
-  for (const Operand* o : distinct) args.push_back(o->buf);
+  for (size_t d : ki.distinct) args.push_back(ki.leaves[d].buf);
   args.push_back(out);
   ir::Value* one = host.constInt(ctx.u32(), 1);
   host.dispatch(*kern, {host.constInt(ctx.u32(), gx), host.constInt(ctx.u32(), gy), one}, args);

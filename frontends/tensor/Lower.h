@@ -79,6 +79,11 @@ class Kernel {
   ir::Value* constant(DType dt, double v);
   // Input k's element at `idx` (one i32 per dimension of input k), in its compute type.
   ir::Value* load(size_t k, const std::vector<ir::Value*>& idx);
+  // The same, built at `at` (a builder inside this kernel's body).
+  ir::Value* loadWith(ir::Builder& at, size_t k, const std::vector<ir::Value*>& idx) {
+    Kernel there(at, ctx, ins_, bufs_);
+    return there.load(k, idx);
+  }
   // Input k broadcast to the output (numpy: shapes aligned at the right, extent-1 dimensions repeat).
   ir::Value* loadBroadcast(size_t k);
   // Input k's element at linear (row-major) position `pos` of its own shape.
@@ -103,8 +108,21 @@ class Kernel {
 using KernelBody = std::function<ir::Value*(Kernel& k)>;
 
 // The stored tensors a kernel reads for `in`: each operand, or a fused
-// operand's own leaves, depth first. A kernel has one buffer parameter each.
+// operand's own leaves, depth first.
 std::vector<Operand> leafOperands(std::span<const Operand> in);
+
+// A kernel's buffer parameters for inputs `in`: one per distinct buffer
+// among the leaves (leaves of fused operands often read the same one: x in
+// both x * 2 and exp(x)), the parameter each leaf reads, and a cache key
+// naming the operands' layouts, what fused operands compute, and which leaf
+// reads which parameter.
+struct KernelInputs {
+  std::vector<Operand> leaves;
+  std::vector<size_t> slot;      // per leaf: its parameter
+  std::vector<size_t> distinct;  // per parameter: its first leaf
+  std::string key;
+};
+KernelInputs kernelInputs(std::span<const Operand> in);
 
 // The state of lowering one program, given to each op's `lower`.
 class Lowering {

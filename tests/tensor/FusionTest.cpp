@@ -107,6 +107,56 @@ TEST(TensorFusion, WhatMustBeStoredIsStored) {
   expectBoth(p, {HostTensor::of(DType::F32, {4, 6}, xv), HostTensor::of(DType::F32, {1, 6}, sv)}, {tv, rv, bv, vv});
 }
 
+// Softmax, log-softmax and layer norm compute an elementwise x inside their
+// row kernel when a row is long (one cooperative kernel per op; kept in
+// registers at 300 columns, reloaded per pass at 20,000); with short rows x
+// is stored first (its own kernel), since their statistics kernels read
+// buffers. Values against float64, fused and unfused, on every target.
+TEST(TensorFusion, ElementwiseProducersFuseIntoRowKernels) {
+  for (int64_t cols : {int64_t(300), int64_t(20001), int64_t(20)}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    const int64_t rows = 3;
+    Program p;
+    Tensor x = p.input("x", DType::F32, {rows, cols});
+    Tensor y = p.input("y", DType::F32, {cols});
+    p.output("s", softmax(x * 2.0 + y));
+    p.output("ls", log_softmax(exp(x)));
+    p.output("ln", layer_norm(relu(x - 0.25), y, y));
+    // Unfused: mul, add, softmax, exp, log_softmax, sub, relu, layer norm
+    // (each of the three row ops two kernels with short rows: statistics, map).
+    EXPECT_EQ(countsOf(p, false).dispatches, cols >= 128 ? 8 : 11);
+    // Fused: one kernel per row op; short rows store each x first and run
+    // a statistics kernel and a map (three each).
+    EXPECT_EQ(countsOf(p, true).dispatches, cols >= 128 ? 3 : 9);
+    auto xv = randomValues(size_t(rows * cols), 30), yv = randomValues(size_t(cols), 31);
+    std::vector<double> sv(xv.size()), lsv(xv.size()), lnv(xv.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> a(static_cast<size_t>(cols)), e(a), q(a);
+      for (int64_t c = 0; c < cols; ++c) {
+        double xi = double(float(xv[size_t(r * cols + c)])), yi = double(float(yv[size_t(c)]));
+        a[size_t(c)] = double(float(float(xi * 2) + float(yi)));  // rounded as stored f32 values would be
+        e[size_t(c)] = double(float(std::exp(xi)));
+        q[size_t(c)] = std::max(0.0, double(float(xi - 0.25)));
+      }
+      double ma = *std::max_element(a.begin(), a.end()), me = *std::max_element(e.begin(), e.end());
+      double sa = 0, se = 0, mean = 0, var = 0;
+      for (int64_t c = 0; c < cols; ++c) sa += std::exp(a[size_t(c)] - ma), se += std::exp(e[size_t(c)] - me), mean += q[size_t(c)];
+      mean /= double(cols);
+      for (double v : q) var += (v - mean) * (v - mean);
+      var /= double(cols);
+      for (int64_t c = 0; c < cols; ++c) {
+        size_t i = size_t(r * cols + c);
+        sv[i] = std::exp(a[size_t(c)] - ma) / sa;
+        lsv[i] = e[size_t(c)] - me - std::log(se);
+        double yi = double(float(yv[size_t(c)]));
+        lnv[i] = (q[size_t(c)] - mean) / std::sqrt(var + 1e-5) * yi + yi;
+      }
+    }
+    expectBoth(p, {HostTensor::of(DType::F32, {rows, cols}, xv), HostTensor::of(DType::F32, {cols}, yv)}, {sv, lsv, lnv},
+               1e-4);
+  }
+}
+
 TEST(TensorFusion, HalfPrecisionRoundsAsIfStored) {
   // (x + 1e-4) - x in f16: the sum rounds back to x when stored (f16 has 11
   // bits), so the answer is 0; fused, it must round the same way.

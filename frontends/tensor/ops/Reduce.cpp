@@ -339,13 +339,33 @@ struct Row {
   // there (in registers), and whether each is in the row (null: always);
   // empty when the row is too long to keep.
   std::vector<Value*> pos, xs, inRow;
+  Shape shape;            // x's
+  std::vector<bool> red;  // the reduced dimensions
   Value* outOffset(Builder& b, Value* r) { return reducedOffset(b, obase, oloops, r); }
   // Operand `op`'s element at position r of the row, in its compute type.
   Value* load(Builder& b, size_t op, Value* r) {
     if (op == 0)
       for (size_t j = 0; j < pos.size(); ++j)
         if (pos[j] == r) return xs[j];
-    return loadAt(k, b, op, reducedOffset(b, bases[op], loops[op], r));
+    return fetch(b, op, r);
+  }
+  // The same from memory: a fused operand (operand 0 of softmax and the
+  // normalisations may be one) computed at its index, else a strided load.
+  Value* fetch(Builder& b, size_t op, Value* r) {
+    if (!k.in(op).fused) return loadAt(k, b, op, reducedOffset(b, bases[op], loops[op], r));
+    std::vector<Value*> idx(shape.size());
+    Value* rest = r;
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (!red[d]) {
+        idx[d] = k.index[d];
+      } else if (shape[d] == 1) {
+        idx[d] = k.i32(0);
+      } else {
+        idx[d] = b.rem(rest, b.constInt(k.ctx.i32(), shape[d]));
+        rest = b.div(rest, b.constInt(k.ctx.i32(), shape[d]));
+      }
+    }
+    return k.loadWith(b, op, idx);
   }
   // Loads operand 0's elements of this invocation into registers.
   void keep() {
@@ -354,9 +374,9 @@ struct Row {
       Value* r = j == 0 ? t : b.add(t, k.i32(j * W));
       bool always = (j + 1) * W <= R;
       Value* at = always ? r : b.min(r, k.i32(R - 1));  // a position past the row reads its last element
+      xs.push_back(fetch(b, 0, at));
       pos.push_back(r);
       inRow.push_back(always ? nullptr : b.lt(r, k.i32(R)));
-      xs.push_back(loadAt(k, b, 0, reducedOffset(b, bases[0], loops[0], at)));
     }
   }
   // Runs body(b, r) for each of this invocation's positions r in the row.
@@ -431,26 +451,26 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
   const auto [gx, gy] = l.grid(rows);
   const int64_t W = rowGroup(l, R);
   const bool cached = rowInRegisters(l, R);
+  const KernelInputs ki = kernelInputs(in);
   std::string full = op + "|coop|" + key + "|" + shapeText(shape) + "|gx" + num(gx) + "|W" + num(W) +
                      (cached ? "|registers" : "");
   for (bool r : red) full += r ? "r" : "k";
-  for (const Operand& o : in) full += "|" + layoutKey(o);
-  full += "|out " + dt(outDt);
+  full += ki.key + "|out " + dt(outDt);
   std::string name = kernelName(op, full);
   const ir::Function* kern = l.module.lookup(name);
   if (!kern) {
     std::vector<const ir::Type*> params;
-    for (const Operand& o : in)
-      params.push_back(ctx.bufferType(irType(ctx, o.dtype), ir::Space::Device, ir::Ownership::Read));
+    for (size_t d : ki.distinct)
+      params.push_back(ctx.bufferType(irType(ctx, ki.leaves[d].dtype), ir::Space::Device, ir::Ownership::Read));
     params.push_back(ctx.bufferType(irType(ctx, outDt), ir::Space::Device, ir::Ownership::Write));
     ir::Function* f = l.module.addFunction(name, ir::FunctionKind::Kernel, ctx.functionType(params, {}));
     f->workgroupSize = {unsigned(W), 1, 1};
-    for (size_t i = 0; i < in.size(); ++i) f->param(unsigned(i))->setName("in" + num(int64_t(i)));
-    Value* out = f->param(unsigned(in.size()));
+    for (size_t i = 0; i < ki.distinct.size(); ++i) f->param(unsigned(i))->setName("in" + num(int64_t(i)));
+    Value* out = f->param(unsigned(ki.distinct.size()));
     out->setName("out");
     Builder b(ctx, f->body());
     std::vector<Value*> bufs;
-    for (size_t i = 0; i < in.size(); ++i) bufs.push_back(f->param(unsigned(i)));
+    for (size_t i = 0; i < ki.leaves.size(); ++i) bufs.push_back(f->param(unsigned(ki.slot[i])));
     // Every barrier is in uniform control flow: a group past the last row
     // recomputes the last row and stores nothing.
     Value* wid = b.workgroupId(0, ctx.i32());
@@ -467,10 +487,12 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
     Row rw{k, b.localId(0, ctx.i32()), R, W, {}, {}};
     for (size_t i = 0; i < in.size(); ++i) {
       rw.loops.push_back(loopsOf(in[i], red));
-      rw.bases.push_back(rowBase(k, i, red));
+      rw.bases.push_back(in[i].fused ? nullptr : rowBase(k, i, red));
     }
     rw.out = out;
     rw.valid = valid;
+    rw.shape = shape;
+    rw.red = red;
     if (elem) {
       Operand o{nullptr, outDt, shape, contiguousStrides(shape), 0};
       rw.oloops = loopsOf(o, red);
@@ -495,7 +517,7 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
   Value* made = l.alloc(outDt, outCount);
   if (outCount == 0) return made;
   ir::Values args;
-  for (const Operand& o : in) args.push_back(o.buf);
+  for (size_t d : ki.distinct) args.push_back(ki.leaves[d].buf);
   args.push_back(made);
   ir::Value* one = l.host.constInt(ctx.u32(), 1);
   l.host.dispatch(*kern, {l.host.constInt(ctx.u32(), gx), l.host.constInt(ctx.u32(), gy), one}, args);
@@ -514,6 +536,22 @@ Operand broadcastOperand(const Operand& p, const Shape& shape) {
 Value* castTo(Builder& b, ir::Context& ctx, Value* v, DType S) {
   const ir::Type* t = computeType(ctx, S);
   return v->type() == t ? v : b.cast(v, t);
+}
+
+// `in` with its fused operands (Operand::fused) computed into buffers of
+// their own, one kernel each, for a lowering that reads raw buffers; all of
+// them, or all but operand 0 (which a cooperative row kernel computes where
+// it reads it). The buffers made go into `temps`, for the caller to free.
+std::vector<Operand> stored(Lowering& l, std::span<const Operand> in, bool keepFirst, std::vector<Value*>& temps) {
+  std::vector<Operand> out(in.begin(), in.end());
+  for (size_t i = keepFirst ? 1 : 0; i < out.size(); ++i) {
+    const Operand& o = out[i];
+    if (!o.fused) continue;
+    Value* buf = l.map("copy", o.dtype, o.shape, std::span(&o, 1), [](Kernel& k) { return k.loadBroadcast(0); }, "");
+    temps.push_back(buf);
+    out[i] = Operand{buf, o.dtype, o.shape, contiguousStrides(o.shape), 0};
+  }
+  return out;
 }
 
 // ---- reduce_* ------------------------------------------------------------------------
@@ -719,18 +757,21 @@ Expected<Value*> lowerSoftmax(SK kind, Lowering& l, const Node& n, std::span<con
       return kind == SK::Softmax ? b.div(b.exp(d), st[1]) : b.sub(d, st[1]);
     });
   }
-  Values st = launch(l, n.op + "_stats", "", keep, in.first(1), {{S, rows}, {S, rows}}, [&](Kernel& k, const Values& out) {
-    auto [shift, s] = maxAndSumExp(k, 0, rowBase(k, 0, red), loops, R, S);
+  std::vector<Value*> temps;
+  const std::vector<Operand> xs = stored(l, in.first(1), false, temps);  // the stats kernel reads x's buffer
+  Values st = launch(l, n.op + "_stats", "", keep, xs, {{S, rows}, {S, rows}}, [&](Kernel& k, const Values& out) {
+    auto [shift, s] = maxAndSumExp(k, 0, rowBase(k, 0, red), loopsOf(xs[0], red), R, S);
     k.b.store(out[0], k.linear, shift);
     k.b.store(out[1], k.linear, s);
   });
-  std::vector<Operand> ops = {x, statOperand(st[0], S, x.shape, red), statOperand(st[1], S, x.shape, red)};
+  std::vector<Operand> ops = {xs[0], statOperand(st[0], S, x.shape, red), statOperand(st[1], S, x.shape, red)};
   Value* y = l.map(n, ops, [&](Kernel& k) {
     Builder& b = k.b;
     Value* d = b.sub(k.loadBroadcast(0), k.loadBroadcast(1));
     return kind == SK::Softmax ? b.div(b.exp(d), k.loadBroadcast(2)) : b.sub(d, b.log(k.loadBroadcast(2)));
   });
   for (Value* s : st) l.free(s);
+  for (Value* t : temps) l.free(t);
   return y;
 }
 
@@ -855,9 +896,14 @@ Expected<Value*> lowerLayerNorm(Lowering& l, const Node& n, std::span<const Oper
   normaliseAxis(ax, in[0].shape.size());
   std::vector<bool> red(in[0].shape.size(), false);
   for (size_t d = size_t(ax); d < red.size(); ++d) red[d] = true;
+  // x may stay fused where a cooperative row kernel reads it; the rest is stored.
+  std::vector<Value*> temps;
+  const std::vector<Operand> ins = stored(l, in, reducedCount(in[0].shape, red) >= kCoopMin, temps);
   std::vector<Operand> params;
-  for (size_t i = 1; i < in.size(); ++i) params.push_back(broadcastOperand(in[i], in[0].shape));
-  return normalise(l, n, in[0], red, false, params);
+  for (size_t i = 1; i < ins.size(); ++i) params.push_back(broadcastOperand(ins[i], ins[0].shape));
+  auto y = normalise(l, n, ins[0], red, false, params);
+  for (Value* t : temps) l.free(t);
+  return y;
 }
 
 // x[N, C, ...] and per-channel parameters of shape [C].
@@ -1120,10 +1166,16 @@ void addReduceOps(std::vector<OpDef>& ops) {
       d.lower = [soft = std::string_view(name) == "softmax"](Lowering& l, const Node& n, std::span<const Operand> in) {
         return lowerSoftmax(soft ? SK::Softmax : SK::LogSoftmax, l, n, in);
       };
+    d.fusesInputs = !hard;  // x computed inside the row kernel (a short row stores it first)
     ops.push_back(std::move(d));
   }
 
-  ops.push_back({.name = "layer_norm", .minInputs = 2, .maxInputs = 3, .infer = inferLayerNorm, .lower = lowerLayerNorm});
+  ops.push_back({.name = "layer_norm",
+                 .minInputs = 2,
+                 .maxInputs = 3,
+                 .infer = inferLayerNorm,
+                 .lower = lowerLayerNorm,
+                 .fusesInputs = true});  // as softmax's
   ops.push_back({.name = "batch_norm",
                  .minInputs = 5,
                  .maxInputs = 5,
