@@ -338,6 +338,36 @@ class CountingDevice : public runtime::StatsDevice {
   size_t big_;
 };
 
+// solve() of p on `dev` (a CountingDevice under it) with the transfers
+// larger than a reduction's partials counted before it, at its first
+// iteration's report, at its last, and after it.
+struct Counted {
+  Expected<SolveResult> result = SolveResult{};
+  int iterations = 0, upBefore = 0, downBefore = 0, upAtFirst = 0, downAtFirst = 0, upAtLast = 0, downAtLast = 0;
+  int upAfter = 0, downAfter = 0;
+};
+Counted solveCounted(DeviceProblem& p, CountingDevice& dev, std::vector<double>& x, SolverOptions o) {
+  Counted c;
+  o.progress = [&](const IterationInfo&) {
+    if (++c.iterations == 1) c.upAtFirst = dev.bigUploads, c.downAtFirst = dev.bigDownloads;
+    c.upAtLast = dev.bigUploads, c.downAtLast = dev.bigDownloads;
+  };
+  c.upBefore = dev.bigUploads, c.downBefore = dev.bigDownloads;
+  c.result = solve(p, x, o);
+  c.upAfter = dev.bigUploads, c.downAfter = dev.bigDownloads;
+  return c;
+}
+
+// Converged, and between the first iteration and the last nothing of
+// parameter size moved; x came down once, at the end.
+void expectConvergedOnTheDevice(const Counted& c) {
+  EXPECT_TRUE(c.result->converged) << stopReasonName(c.result->reason);
+  EXPECT_GT(c.iterations, 3);
+  EXPECT_EQ(c.upAtLast, c.upAtFirst);
+  EXPECT_EQ(c.downAtLast, c.downAtFirst);
+  EXPECT_EQ(c.downAfter - c.downBefore, 1);
+}
+
 // 500 extended-Rosenbrock pairs (1000 parameters, 1000 residuals): between
 // the first and the last iteration nothing of parameter or residual size
 // crosses between host and device (only the reductions' 256 partials), and
@@ -366,21 +396,12 @@ TEST(DeviceSolve, ParametersStayOnTheDevice) {
     std::vector<double> x = (*p)->initial();
     SolverOptions o;
     o.linearSolver = LinearSolver::Pcg;
-    int iterations = 0, upAtFirst = 0, downAtFirst = 0, upAtLast = 0, downAtLast = 0;
-    o.progress = [&](const IterationInfo& it) {
-      if (++iterations == 1) upAtFirst = dev.bigUploads, downAtFirst = dev.bigDownloads;
-      upAtLast = dev.bigUploads, downAtLast = dev.bigDownloads;
-    };
-    int upBefore = dev.bigUploads, downBefore = dev.bigDownloads;
-    auto r = solve(**p, x, o);
-    ASSERT_TRUE(r) << r.error().message;
-    EXPECT_TRUE(r->converged) << stopReasonName(r->reason);
-    EXPECT_GT(iterations, 3);
-    EXPECT_EQ(upAtLast, upAtFirst);
-    EXPECT_EQ(downAtLast, downAtFirst);
-    EXPECT_EQ(dev.bigDownloads - downBefore, 1);  // x, once at the end
+    Counted c = solveCounted(**p, dev, x, o);
+    ASSERT_TRUE(c.result) << c.result.error().message;
+    const SolveResult* r = &*c.result;
+    expectConvergedOnTheDevice(c);
     // Uploads: x once, and the zeros that each new buffer starts with.
-    EXPECT_LE(dev.bigUploads - upBefore, 20);
+    EXPECT_LE(c.upAfter - c.upBefore, 20);
     for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], 1.0, 1e-6) << i;
     Solved host = solveHost(g, Method::LevenbergMarquardt);
     EXPECT_NEAR(r->cost, host.res.cost, 1e-12);
@@ -388,11 +409,6 @@ TEST(DeviceSolve, ParametersStayOnTheDevice) {
   }
 }
 
-}  // namespace
-}  // namespace eph::value
-
-namespace eph::value {
-namespace {
 
 // L-BFGS on a device-resident problem (Lbfgs.cpp's algorithm over device
 // buffers, DeviceSolve.cpp): the host's iterations, cost and minimiser of
@@ -425,19 +441,10 @@ TEST(DeviceSolve, LbfgsKeepsItsVectorsOnTheDevice) {
     std::vector<double> x = (*p)->initial();
     SolverOptions o;
     o.method = Method::Lbfgs;
-    int iterations = 0, upAtFirst = 0, downAtFirst = 0, upAtLast = 0, downAtLast = 0;
-    o.progress = [&](const IterationInfo& it) {
-      if (++iterations == 1) upAtFirst = dev.bigUploads, downAtFirst = dev.bigDownloads;
-      upAtLast = dev.bigUploads, downAtLast = dev.bigDownloads;
-    };
-    int downBefore = dev.bigDownloads;
-    auto r = solve(**p, x, o);
-    ASSERT_TRUE(r) << r.error().message;
-    EXPECT_TRUE(r->converged) << stopReasonName(r->reason);
-    EXPECT_GT(iterations, 3);
-    EXPECT_EQ(upAtLast, upAtFirst);
-    EXPECT_EQ(downAtLast, downAtFirst);
-    EXPECT_EQ(dev.bigDownloads - downBefore, 1);  // x, once at the end
+    Counted c = solveCounted(**p, dev, x, o);
+    ASSERT_TRUE(c.result) << c.result.error().message;
+    const SolveResult* r = &*c.result;
+    expectConvergedOnTheDevice(c);
     EXPECT_EQ(r->iterations, host.res.iterations);
     EXPECT_NEAR(r->cost, host.res.cost, 1e-9 * std::abs(host.res.cost));
     for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], host.x[i], 1e-6) << i;
