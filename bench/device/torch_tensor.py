@@ -27,6 +27,9 @@ def case(name, size):
     if name == 'softmax':
         x = r(d[0], d[1])
         return lambda: torch.softmax(x, -1)
+    if name == 'softmax_chain':
+        x, y = r(d[0], d[1]), r(d[1])
+        return lambda: torch.softmax(x * 2 + y, -1)
     if name == 'layer_norm':
         x, s, b = r(d[0], d[1]), r(d[1]), r(d[1])
         return lambda: F.layer_norm(x, (d[1],), s, b, 1e-5)

@@ -25,6 +25,13 @@ def case(name, size, rng):
             e = np.exp(x - x.max(axis=-1, keepdims=True))
             return e / e.sum(axis=-1, keepdims=True)
         return run
+    if name == 'softmax_chain':
+        x, y = rng.random((d[0], d[1]), f), rng.random(d[1], f)
+        def run():
+            z = x * 2 + y
+            e = np.exp(z - z.max(axis=-1, keepdims=True))
+            return e / e.sum(axis=-1, keepdims=True)
+        return run
     if name == 'layer_norm':
         x, s, b = rng.random((d[0], d[1]), f), rng.random(d[1], f), rng.random(d[1], f)
         def run():

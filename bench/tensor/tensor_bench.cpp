@@ -1,5 +1,5 @@
 // Per-op time of tensor programs (issue 13 item 7): add, a broadcast chain,
-// softmax, layer norm, matmul and conv2d at several sizes, on the cpu target
+// softmax, softmax of a chain (softmax(x * 2 + y)), layer norm, matmul and conv2d at several sizes, on the cpu target
 // and through Vulkan, against numpy (bench/tensor/numpy_peer.py, run in the
 // same call). Each case is first checked against a float64 reference
 // (sampled entries for matmul and conv2d); then, on inputs uploaded once,
@@ -93,29 +93,35 @@ Built build(const std::string& name, const std::string& size) {
         e = std::max(e, relErr(z.get(i), std::max(0.0, double(float(b.inputs[0].get(i) * 2)) + b.inputs[1].get(i % c))));
       return e;
     };
-  } else if (name == "softmax" || name == "layer_norm") {
+  } else if (name == "softmax" || name == "layer_norm" || name == "softmax_chain") {
     int64_t r = d[0], c = d[1];
     Tensor x = input("x", {r, c}, 1);
-    if (name == "softmax") {
+    if (name == "softmax_chain") {  // softmax(x * 2 + y): the chain computed inside the softmax kernel
+      Tensor y = input("y", {c}, 2);
+      x = x * 2.0 + y;
+      p.output("z", p.apply("softmax", {x}, {{"axis", int64_t(-1)}}));
+    } else if (name == "softmax") {
       p.output("z", p.apply("softmax", {x}, {{"axis", int64_t(-1)}}));
     } else {
       Tensor s = input("scale", {c}, 2), bias = input("bias", {c}, 3);
       p.output("z", p.apply("layer_norm", {x, s, bias}, {{"axis", int64_t(-1)}, {"epsilon", 1e-5}}));
     }
-    b.bytes = 8.0 * double(r * c);
-    bool soft = name == "softmax";
-    b.check = [&b, r, c, soft](const HostTensor& z) {
+    b.bytes = 8.0 * double(r * c);  // x read, z written (softmax_chain's y: one row)
+    bool soft = name != "layer_norm", chain = name == "softmax_chain";
+    b.check = [&b, r, c, soft, chain](const HostTensor& z) {
       double e = 0;
+      auto xAt = [&](int64_t i, int64_t j) {
+        return chain ? double(float(float(b.inputs[0].get(i * c + j) * 2) + float(b.inputs[1].get(j)))) : b.inputs[0].get(i * c + j);
+      };
       for (int64_t i = 0; i < r; i += std::max<int64_t>(1, r / 16)) {
-        const HostTensor& x = b.inputs[0];
         double mx = -INFINITY, sum = 0, mean = 0, var = 0;
-        for (int64_t j = 0; j < c; ++j) mx = std::max(mx, x.get(i * c + j)), mean += x.get(i * c + j);
+        for (int64_t j = 0; j < c; ++j) mx = std::max(mx, xAt(i, j)), mean += xAt(i, j);
         mean /= double(c);
-        for (int64_t j = 0; j < c; ++j) sum += std::exp(x.get(i * c + j) - mx), var += std::pow(x.get(i * c + j) - mean, 2);
+        for (int64_t j = 0; j < c; ++j) sum += std::exp(xAt(i, j) - mx), var += std::pow(xAt(i, j) - mean, 2);
         var /= double(c);
         for (int64_t j = 0; j < c; j += 7) {
-          double want = soft ? std::exp(x.get(i * c + j) - mx) / sum
-                             : (x.get(i * c + j) - mean) / std::sqrt(var + 1e-5) * b.inputs[1].get(j) + b.inputs[2].get(j);
+          double want = soft ? std::exp(xAt(i, j) - mx) / sum
+                             : (xAt(i, j) - mean) / std::sqrt(var + 1e-5) * b.inputs[1].get(j) + b.inputs[2].get(j);
           e = std::max(e, std::abs(z.get(i * c + j) - want) / (1e-3 + std::abs(want)));
         }
       }
@@ -268,12 +274,14 @@ int main(int argc, char** argv) {
   }
   std::vector<std::pair<std::string, std::vector<std::string>>> cases =
       small ? std::vector<std::pair<std::string, std::vector<std::string>>>{
-                  {"add", {"1000", "4099"}}, {"chain", {"33x65"}}, {"softmax", {"17x129"}}, {"layer_norm", {"17x129"}},
+                  {"add", {"1000", "4099"}}, {"chain", {"33x65"}}, {"softmax", {"17x129"}},
+                  {"softmax_chain", {"17x129"}}, {"layer_norm", {"17x129"}},
                   {"matmul", {"33"}}, {"conv2d", {"1x3x9x11x4"}}}
             : std::vector<std::pair<std::string, std::vector<std::string>>>{
                   {"add", {"1048576", "16777216"}},
                   {"chain", {"1024x1024", "4096x4096"}},
                   {"softmax", {"1024x1024", "4096x4096"}},
+                  {"softmax_chain", {"1024x1024", "4096x4096"}},
                   {"layer_norm", {"1024x1024", "4096x4096"}},
                   {"matmul", {"256", "1024"}},
                   {"conv2d", {"8x32x64x64x32"}}};
@@ -281,6 +289,7 @@ int main(int argc, char** argv) {
     cases = {{"add", {"16777216", "67108864"}},
              {"chain", {"4096x4096", "8192x8192"}},
              {"softmax", {"4096x4096", "8192x8192"}},
+             {"softmax_chain", {"4096x4096", "8192x8192"}},
              {"layer_norm", {"4096x4096", "8192x8192"}},
              {"matmul", {"1024", "4096"}},
              {"conv2d", {"8x32x64x64x32", "32x64x128x128x64"}}};
