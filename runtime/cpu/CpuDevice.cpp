@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -14,6 +15,9 @@ namespace {
 constexpr size_t kAlign = 64;
 // Dispatches smaller than this many invocations run on the calling thread.
 constexpr uint64_t kInlineInvocations = 1 << 14;
+// ... and at most this long (ns): 10,000 residuals of a Value-graph hinge
+// kernel (0.35 ms) gained nothing from a second thread below it.
+constexpr double kInlineNs = 50'000;
 
 uint64_t physicalMemory() {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -347,13 +351,19 @@ Status CpuDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3> g
   if (total == 0) return Status::ok();
 
   llvmtarget::KernelStatus status;
-  if (total * pk->invocationsPerGroup < kInlineInvocations) {
-    // A small grid: on this thread, without waking the pool.
+  const uint64_t gridInvocations = total * pk->invocationsPerGroup;
+  if (gridInvocations < kInlineInvocations &&
+      (pool_.size() == 1 || double(gridInvocations) * pk->nsPerInvocation < kInlineNs)) {
+    // A small grid (in invocations, and in time where a run measured it):
+    // on this thread, without waking the pool.
     std::byte* shared = k->workgroupBytes ? scratch(k->workgroupBytes) : nullptr;
     if (!shared && k->workgroupBytes)
       return Error{site, "out of memory for " + std::to_string(k->workgroupBytes) +
                              " bytes of workgroup memory running kernel @" + kernel.name()};
+    auto t0 = std::chrono::steady_clock::now();
     k->range(bufs_.data(), lens_.data(), block, groups[0], groups[1], groups[2], 0, total, shared, &status);
+    pk->nsPerInvocation = double(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()) /
+                          double(gridInvocations);
     if (!status.diverged && !status.trapMask) return Status::ok();
     return llvmtarget::statusError(kernel, status);
   }

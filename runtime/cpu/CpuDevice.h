@@ -103,6 +103,9 @@ class CpuDevice : public Device {
     uint64_t quickRun = 0;    // invocations run by the -O0 code
     llvmtarget::ParamBlockLayout params;
     uint64_t invocationsPerGroup = 1;
+    // Measured on its last grid run on the calling thread: a small grid whose
+    // invocations take long enough goes to the pool next time.
+    mutable double nsPerInvocation = 0;
   };
   // The prepared and compiled kernel for a dispatch of `invocations`,
   // preparing its module and compiling it first if needed (at -O0 or not,
