@@ -25,6 +25,7 @@
 
 #include "frontends/tensor/Run.h"
 #include "frontends/tensor/Tensor.h"
+#include "frontends/tensor/Tuning.h"
 #include "ir/interp/Interp.h"
 #include "runtime/Device.h"
 #ifdef EPH_TENSOR_BENCH_VULKAN
@@ -201,6 +202,7 @@ struct Row {
   std::string name, size, target;
   double ms = NAN, peerMs = NAN, err = NAN;
   int dispatches = 0;
+  unsigned wg = 0, rowElements = 0;  // the LowerOptions sizes used
   std::string error;
   double bytes = 0, flops = 0;
 };
@@ -244,8 +246,7 @@ int main(int argc, char** argv) {
   int runs = 7;
   bool small = false, large = false, peer = true, fuse = true;  // --no-fuse: LowerOptions::fuse off
   std::string only;  // --only OP: that op's cases
-  unsigned wg = LowerOptions{}.workgroupSize;  // --wg N: LowerOptions::workgroupSize
-  unsigned rowElements = LowerOptions{}.rowElements;  // --row-elements N: LowerOptions::rowElements
+  unsigned wg = 0, rowElements = 0;  // --wg N, --row-elements N (0: the device's row of the tuning table)
   unsigned maxGroupsX = LowerOptions{}.maxGroupsX;    // --max-groups-x N: LowerOptions::maxGroupsX
   std::string sizesArg;                               // --sizes A,B: the sizes of every case run
   std::string jsonPath;
@@ -341,12 +342,13 @@ int main(int argc, char** argv) {
         Built b = build(name, size);
         r.bytes = b.bytes, r.flops = b.flops;
         ir::Context ctx;
-        LowerOptions lo;
+        LowerOptions lo = tunedFor(base->caps().name);
         lo.fuse = fuse;
-        lo.workgroupSize = wg;
-        lo.rowElements = rowElements;
+        if (wg) lo.workgroupSize = wg;
+        if (rowElements) lo.rowElements = rowElements;
         lo.maxGroupsX = maxGroupsX;
         lo.deviceIO = true;  // inputs and outputs move as bytes (tensor::run does the same)
+        r.wg = lo.workgroupSize, r.rowElements = lo.rowElements;
         auto c = lower(ctx, *b.p, lo);
         if (!c) {
           r.error = c.error().message;
@@ -431,7 +433,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       js << "  {\"op\": \"" << r.name << "\", \"size\": \"" << r.size << "\", \"target\": \"" << r.target
-         << "\", \"fused\": " << (fuse ? "true" : "false") << ", \"kernels\": " << r.dispatches
+         << "\", \"fused\": " << (fuse ? "true" : "false") << ", \"wg\": " << r.wg
+         << ", \"row_elements\": " << r.rowElements << ", \"kernels\": " << r.dispatches
          << ", \"ephc_ms\": " << (std::isnan(r.ms) ? -1 : r.ms)
          << ", \"numpy_ms\": " << (std::isnan(r.peerMs) ? -1 : r.peerMs) << ", \"max_rel_error\": "
          << (std::isnan(r.err) ? -1 : r.err) << ", \"error\": \"" << (r.error.empty() ? "" : "failed") << "\"}"

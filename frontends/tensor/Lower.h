@@ -45,6 +45,9 @@ struct LowerOptions {
   unsigned rowElements = 16;
   // Workgroups along x of one dispatch, at most (more go along y).
   unsigned maxGroupsX = 32768;
+  // tensor::run (Run.h), which opens the device: take workgroupSize and
+  // rowElements from the device's row of the tuning table (Tuning.h).
+  bool tune = true;
   // Fusion: an elementwise node whose every reader is a kernel that reads
   // through Kernel's loads (OpDef::fusesInputs) at the node's own size is not
   // stored; each reader computes it where it reads it (docs/tensor.md).

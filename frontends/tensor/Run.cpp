@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "frontends/tensor/Tuning.h"
 #include "ir/Layout.h"
 #include "ir/interp/Interp.h"
 #include "runtime/Device.h"
@@ -198,13 +199,13 @@ void freeDeviceBuffers(runtime::Device& device, const std::vector<interp::RtValu
 
 Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target, const std::vector<HostTensor>& inputs,
                                       const LowerOptions& opts) {
+  auto dev = runtime::openDevice(target);
+  if (!dev) return dev.error();
   ir::Context ctx;
-  LowerOptions o = opts;
+  LowerOptions o = opts.tune ? tunedFor((*dev)->caps().name, opts) : opts;
   o.deviceIO = true;
   auto c = lower(ctx, p, o);
   if (!c) return c.error();
-  auto dev = runtime::openDevice(target);
-  if (!dev) return dev.error();
   return run(**dev, p, *c, inputs);
 }
 

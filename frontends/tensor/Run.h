@@ -28,7 +28,8 @@ namespace eph::tensor {
 // shape, is an error naming the input, what it wants and what it got.
 Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p, const Compiled& c,
                                       const std::vector<HostTensor>& inputs);
-// Lowers `p` and runs it on a device of `target` ("interp", "cpu", "vulkan").
+// Lowers `p` and runs it on a device of `target` ("interp", "cpu", "vulkan"),
+// with the device's sizes from the tuning table (Tuning.h) unless opts.tune is off.
 Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target, const std::vector<HostTensor>& inputs,
                                       const LowerOptions& opts = {});
 

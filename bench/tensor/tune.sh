@@ -1,0 +1,50 @@
+#!/bin/bash
+# The search that produced frontends/tensor/Tuning.cpp's rows (issue 14):
+# eph_tensor_bench over candidate sizes on one target, each op timed in a
+# process of its own; prints a table of every candidate, then the row for
+# Tuning.cpp (the workgroup size with the least total time over the
+# elementwise cases, the row length per invocation with the least over the
+# row cases).
+#
+#   TARGET=vulkan bash bench/tensor/tune.sh           (BIN: the bench's folder)
+#   TARGET=cpu SIZE=2048x2048 RUNS=5 bash bench/tensor/tune.sh
+set -eu
+BIN=${BIN:-build/bench}
+TARGET=${TARGET:-vulkan}
+SIZE=${SIZE:-2048x2048}
+RUNS=${RUNS:-5}
+WGS=${WGS:-"64 128 256 512 1024"}
+ROWS=${ROWS:-"4 8 16 32 64"}
+dir=$(mktemp -d)
+for wg in $WGS; do
+  for op in add chain; do
+    size=$SIZE; [ $op = add ] && size=$(( ${SIZE%x*} * ${SIZE#*x} ))
+    "$BIN/eph_tensor_bench" --targets "$TARGET" --runs "$RUNS" --no-peer --only $op --sizes $size --wg $wg \
+      --json "$dir/wg-$wg-$op.json" > /dev/null 2>&1
+  done
+done
+for re in $ROWS; do
+  for op in softmax layer_norm; do
+    "$BIN/eph_tensor_bench" --targets "$TARGET" --runs "$RUNS" --no-peer --only $op --sizes "$SIZE" \
+      --row-elements $re --json "$dir/re-$re-$op.json" > /dev/null 2>&1
+  done
+done
+python3 - "$dir" <<'PY'
+import glob, json, os, sys
+rows = [r for f in sorted(glob.glob(os.path.join(sys.argv[1], '*.json'))) for r in json.load(open(f))]
+rows = [r for r in rows if r['ephc_ms'] > 0 and not r['error']]
+print('| op | size | target | wg | row elements | ms |')
+print('| --- | --- | --- | ---: | ---: | ---: |')
+for r in rows:
+    print(f"| {r['op']} | {r['size']} | {r['target']} | {r['wg']} | {r['row_elements']} | {r['ephc_ms']:.4f} |")
+def best(ops, key):
+    total = {}
+    for r in rows:
+        if r['op'] in ops:
+            total[r[key]] = total.get(r[key], 0) + r['ephc_ms']
+    return min(total, key=total.get) if total else None
+wg = best({'add', 'chain'}, 'wg')
+re = best({'softmax', 'layer_norm'}, 'row_elements')
+print(f'row for frontends/tensor/Tuning.cpp: {{"<device>", {wg}, {re}, "<date, device, bench/tensor/tune.sh>"}},')
+PY
+rm -rf "$dir"

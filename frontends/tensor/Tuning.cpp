@@ -1,0 +1,31 @@
+// The tuning table (Tuning.h). A new row: run bench/tensor/tune.sh on the
+// device (TARGET=vulkan or cpu) and paste the row it prints last.
+#include "frontends/tensor/Tuning.h"
+
+namespace eph::tensor {
+
+namespace {
+
+const TuningRow kTable[] = {
+    {"NVIDIA H200", 256, 16, "2026-11-27, H200 driver 580.159.04: --wg 128/256/512/1024 on add and relu(x*2+y), "
+                             "--row-elements 8/16/32/64 on softmax and layer norm (bench/RESULTS.md)"},
+    {"llvmpipe", 1024, 32, "2026-11-27, lavapipe (LLVM 15) on 2 AMD EPYC cores: bench/tensor/tune.sh, 2048x2048"},
+    {"cpu: ", 128, 32, "2026-11-27, the cpu target on 2 AMD EPYC (znver5) cores: bench/tensor/tune.sh, 2048x2048 "
+                       "(wg 64-256 within noise of each other; 512 and 1024 5-7x slower on the chain)"},
+};
+
+}  // namespace
+
+std::span<const TuningRow> tuningTable() { return kTable; }
+
+LowerOptions tunedFor(std::string_view deviceName, LowerOptions base) {
+  for (const TuningRow& r : kTable)
+    if (deviceName.find(r.device) != std::string_view::npos) {
+      base.workgroupSize = r.workgroupSize;
+      base.rowElements = r.rowElements;
+      break;
+    }
+  return base;
+}
+
+}  // namespace eph::tensor

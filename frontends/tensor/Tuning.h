@@ -1,0 +1,30 @@
+// Per-device sizes for the tensor lowering (issue 14): each row names a
+// device (a part of its DeviceCaps::name) and the LowerOptions sizes that
+// ran fastest there, as bench/tensor/tune.sh measured them; the row says
+// when and on what. tensor::run applies the row of the device it runs on
+// (LowerOptions::tune); `ephc run` of an ONNX model lowers before it opens
+// a device and uses LowerOptions' defaults (the H200's row).
+//
+//   LowerOptions o = tensor::tunedFor(dev->caps().name);
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "frontends/tensor/Lower.h"
+
+namespace eph::tensor {
+
+struct TuningRow {
+  const char* device;          // occurs in DeviceCaps::name
+  unsigned workgroupSize;      // LowerOptions::workgroupSize
+  unsigned rowElements;        // LowerOptions::rowElements
+  const char* measured;        // when, and with which sweep
+};
+std::span<const TuningRow> tuningTable();
+
+// `base` with the sizes of the first row whose device occurs in
+// `deviceName`; unchanged when none does.
+LowerOptions tunedFor(std::string_view deviceName, LowerOptions base = {});
+
+}  // namespace eph::tensor

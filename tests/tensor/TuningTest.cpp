@@ -1,0 +1,66 @@
+// The tuning table (frontends/tensor/Tuning.h): a device's row sets the
+// lowering's sizes, an unknown device keeps the defaults, and a program
+// lowered with every row's sizes gives the same values on every target.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "frontends/tensor/Tuning.h"
+#include "tests/tensor/TensorTestUtil.h"
+
+namespace eph::tensor::test {
+namespace {
+
+TEST(TensorTuning, ADevicesRowSetsTheSizes) {
+  LowerOptions h200 = tunedFor("NVIDIA H200");
+  EXPECT_EQ(h200.workgroupSize, 256u);
+  EXPECT_EQ(h200.rowElements, 16u);
+  LowerOptions base;
+  base.fuse = false;
+  base.workgroupSize = 32;
+  LowerOptions lavapipe = tunedFor("llvmpipe (LLVM 15.0.6, 256 bits)", base);
+  EXPECT_EQ(lavapipe.workgroupSize, tuningTable()[1].workgroupSize);
+  EXPECT_FALSE(lavapipe.fuse);  // the rest of `base` stays
+  LowerOptions unknown = tunedFor("some other GPU", base);
+  EXPECT_EQ(unknown.workgroupSize, 32u);
+  EXPECT_EQ(unknown.rowElements, LowerOptions{}.rowElements);
+}
+
+// softmax and layer norm of long rows, and a chain, with each row's sizes
+// (tune off, so that the row is used on every target) against float64.
+TEST(TensorTuning, EveryRowsSizesComputeTheSameValues) {
+  const int64_t rows = 2, cols = 700;
+  Program p;
+  Tensor x = p.input("x", DType::F32, {rows, cols});
+  p.output("s", softmax(x));
+  p.output("c", relu(x * 2.0 + 1.0));
+  auto xv = randomValues(size_t(rows * cols), 50, -3, 3);
+  std::vector<double> sv(xv.size()), cv(xv.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = -INFINITY, sum = 0;
+    for (int64_t c = 0; c < cols; ++c) m = std::max(m, double(float(xv[size_t(r * cols + c)])));
+    for (int64_t c = 0; c < cols; ++c) sum += std::exp(double(float(xv[size_t(r * cols + c)])) - m);
+    for (int64_t c = 0; c < cols; ++c) {
+      double xi = double(float(xv[size_t(r * cols + c)]));
+      sv[size_t(r * cols + c)] = std::exp(xi - m) / sum;
+      cv[size_t(r * cols + c)] = std::max(0.0, double(float(xi * 2)) + 1);
+    }
+  }
+  for (const TuningRow& row : tuningTable()) {
+    SCOPED_TRACE(row.device);
+    LowerOptions o = tunedFor(row.device);
+    o.tune = false;
+    for (const std::string& t : targets()) {
+      SCOPED_TRACE("target " + t);
+      auto got = run(p, t, {HostTensor::of(DType::F32, {rows, cols}, xv)}, o);
+      ASSERT_TRUE(got) << got.error().message;
+      for (size_t i = 0; i < xv.size(); ++i) {
+        EXPECT_NEAR((*got)[0].get(int64_t(i)), sv[i], 1e-6) << i;
+        EXPECT_NEAR((*got)[1].get(int64_t(i)), cv[i], 1e-6) << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace eph::tensor::test
