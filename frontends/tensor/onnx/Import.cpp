@@ -11,6 +11,8 @@
 
 namespace eph::tensor::onnx {
 
+constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
+
 namespace {
 
 Error err(const char* code, std::string message) { return Error{{}, std::move(message), code}; }
@@ -326,9 +328,11 @@ Expected<Model> importModel(std::string_view bytes, const ImportOptions& opts) {
   out.irVersion = m.ir_version();
   out.producer = m.producer_name();
   Program& p = *out.program;
-  int64_t opset = -1;
-  for (const auto& o : m.opset_import())
+  int64_t opset = -1, trainingOpset = 1;
+  for (const auto& o : m.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+    if (o.domain() == kTrainingDomain) trainingOpset = o.version();
+  }
   if (opset < 0) {
     if (m.opset_import_size() == 0) return err("E400", "the model imports no version of the default ONNX opset (ai.onnx)");
     opset = 0;  // only other domains: their nodes are E401 below
@@ -427,14 +431,18 @@ Expected<Model> importModel(std::string_view bytes, const ImportOptions& opts) {
     bool feedsShapes = false;
     for (const auto& o : node.output()) feedsShapes |= shapeLike.count(o) != 0;
     std::string where = site.substr(0, site.size() - 1) + ", opset " + std::to_string(opset) + ")";
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
+    // The training domain's ops (optimizer steps) are in the table under
+    // their domain-qualified names, at that domain's opsets.
+    const bool training = node.domain() == kTrainingDomain;
+    if (!node.domain().empty() && node.domain() != "ai.onnx" && !training)
       return err("E401", where + ": ops of domain '" + node.domain() + "' are not supported");
-    const OpEntry* e = findEntry(node.op_type(), opset);
+    const std::string opName = training ? std::string(kTrainingDomain) + "." + node.op_type() : node.op_type();
+    const OpEntry* e = findEntry(opName, training ? trainingOpset : opset);
     if (!e) {
       std::string range;
       for (const OpEntry& x : opTable())
-        if (x.name == node.op_type()) range += (range.empty() ? "" : ", ") + std::to_string(x.since) + "-" + std::to_string(x.until);
-      return err("E401", where + ": the op " + node.op_type() + " is not supported" +
+        if (x.name == opName) range += (range.empty() ? "" : ", ") + std::to_string(x.since) + "-" + std::to_string(x.until);
+      return err("E401", where + ": the op " + opName + " is not supported" +
                              (range.empty() ? "" : " at this opset (supported: opsets " + range + ")"));
     }
     for (const auto& a : node.attribute())
