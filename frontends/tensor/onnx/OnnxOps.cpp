@@ -1511,6 +1511,9 @@ std::string mapMomentum(NodeCtx& c) {
   return "";
 }
 
+// (node/test_adam_multiple fails: its expected outputs use epsilon 1e-2,
+// which its node does not set; ONNX's test generator passes it only to its
+// reference function. With 1e-2 our X1 is its 0.759136.)
 std::string mapAdam(NodeCtx& c) {
   size_t n;
   if (std::string why = groups(c, 4, n); !why.empty()) return why;
