@@ -11,6 +11,7 @@ const std::vector<OpDef>& allOps() {
     addViewOps(v);
     addReduceOps(v);
     addLinalgOps(v);
+    addConvOps(v);
     addIndexOps(v);
     std::sort(v.begin(), v.end(), [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
     return v;

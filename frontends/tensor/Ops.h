@@ -73,7 +73,8 @@ const std::vector<OpDef>& allOps();
 void addElementwiseOps(std::vector<OpDef>& ops);
 void addViewOps(std::vector<OpDef>& ops);
 void addReduceOps(std::vector<OpDef>& ops);   // reductions, softmax, norms, cumsum, top-k, sort
-void addLinalgOps(std::vector<OpDef>& ops);   // matmul, gemm, conv, pooling, einsum, attention
+void addLinalgOps(std::vector<OpDef>& ops);   // matmul, gemm, einsum, attention
+void addConvOps(std::vector<OpDef>& ops);     // conv, conv_transpose, pooling
 void addIndexOps(std::vector<OpDef>& ops);    // concat, tile, pad, gather/scatter, one-hot, trilu, resize, random
 
 // Shared by families: the axis `a` of a rank-r tensor, counted from the end

@@ -258,7 +258,9 @@ TEST(TensorFusion, KernelsReadAtMostMaxFusedBuffers) {
   auto c = lower(ctx, p, o);
   ASSERT_TRUE(c) << c.error().message;
   for (const auto& f : c->module->functions())
-    if (f->kind() == ir::FunctionKind::Kernel) EXPECT_LE(f->paramTypes().size(), 8u + 1) << f->name();
+    if (f->kind() == ir::FunctionKind::Kernel) {
+      EXPECT_LE(f->paramTypes().size(), 8u + 1) << f->name();
+    }
   for (const std::string& t : targets()) {
     SCOPED_TRACE("target " + t);
     auto got = run(p, t, in, o);

@@ -85,24 +85,6 @@ std::string variadic(NodeCtx& c, const char* op) {
 
 Tensor castTo(NodeCtx& c, Tensor t, DType to) { return c.cast(t, to); }
 
-// lowest/highest of a dtype as a scalar constant.
-Tensor limit(NodeCtx& c, DType dt, bool high) {
-  HostTensor h(dt, {});
-  switch (dt) {
-    case DType::F16: h.set(0, high ? INFINITY : -INFINITY); break;
-    case DType::F32: h.set(0, high ? INFINITY : -INFINITY); break;
-    case DType::F64: h.set(0, high ? INFINITY : -INFINITY); break;
-    case DType::U64: h.setInt(0, high ? -1 : 0); break;
-    case DType::I64: h.setInt(0, high ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min()); break;
-    default: {
-      int b = int(bits(dt));
-      if (isSigned(dt)) h.setInt(0, high ? (int64_t(1) << (b - 1)) - 1 : -(int64_t(1) << (b - 1)));
-      else h.setInt(0, high ? (int64_t(1) << b) - 1 : 0);
-    }
-  }
-  return c.constant(h);
-}
-
 std::string onnxCast(NodeCtx& c, int32_t to) {
   auto dt = dtypeOfOnnx(to);
   if (!dt) return "cast to " + onnxTypeName(to) + " is not supported";
