@@ -286,7 +286,8 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
       bool ok = true;
       for (uint32_t j : readers[i]) {
         const OpDef* rd = nodes[j].isView ? nullptr : findOp(nodes[j].op);
-        ok = ok && rd && (rd->fusesInputs || rd->element) && numel(nodes[j].shape) == numel(nodes[i].shape);
+        ok = ok && rd && (rd->fusesInputs || rd->element) &&
+             (numel(nodes[j].shape) == numel(nodes[i].shape) || (rd->reduces && nodes[j].inputs[0] == i));
       }
       fused[i] = ok;
     }

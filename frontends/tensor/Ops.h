@@ -57,6 +57,10 @@ struct OpDef {
   // Whether `lower` reads its inputs only through Kernel's load functions, so
   // that an input may be a fused operand. True for every op with `element`.
   bool fusesInputs = false;
+  // With fusesInputs: the op reduces (its output is smaller than its input)
+  // and reads each input element once, so a fused input of the input's size
+  // is computed once per element, not recomputed (reduce_*).
+  bool reduces = false;
 };
 
 // An elementwise node that is not stored: its inputs, computed where it is read.

@@ -157,6 +157,31 @@ TEST(TensorFusion, ElementwiseProducersFuseIntoRowKernels) {
   }
 }
 
+// A reduction of long rows computes an elementwise x in its row kernel too
+// (each element once): sum(x * x) and max(exp(x)) are one kernel each; a
+// short row stores x first. Values against float64, fused and unfused.
+TEST(TensorFusion, ElementwiseProducersFuseIntoReductions) {
+  for (int64_t cols : {int64_t(500), int64_t(30)}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    const int64_t rows = 4;
+    Program p;
+    Tensor x = p.input("x", DType::F32, {rows, cols});
+    p.output("ss", sum(x * x, {1}));
+    p.output("me", max(exp(x), {1}));
+    EXPECT_EQ(countsOf(p, false).dispatches, 4);  // mul, sum, exp, max
+    EXPECT_EQ(countsOf(p, true).dispatches, cols >= 128 ? 2 : 4);
+    auto xv = randomValues(size_t(rows * cols), 60);
+    std::vector<double> ss(size_t(rows), 0), me(size_t(rows), -INFINITY);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        double xi = double(float(xv[size_t(r * cols + c)]));
+        ss[size_t(r)] += double(float(xi * xi));
+        me[size_t(r)] = std::max(me[size_t(r)], double(float(std::exp(xi))));
+      }
+    expectBoth(p, {HostTensor::of(DType::F32, {rows, cols}, xv)}, {ss, me}, 1e-5);
+  }
+}
+
 TEST(TensorFusion, HalfPrecisionRoundsAsIfStored) {
   // (x + 1e-4) - x in f16: the sum rounds back to x when stored (f16 has 11
   // bits), so the answer is 0; fused, it must round the same way.

@@ -605,10 +605,25 @@ std::pair<Value*, Value*> meanAndSquares(Kernel& k, size_t in, Value* base, cons
   return {mean, q};
 }
 
+Expected<Value*> lowerReduceStored(RK kind, Lowering& l, const Node& n, std::span<const Operand> in,
+                                   const std::vector<bool>& red);
+
 Expected<Value*> lowerReduce(RK kind, Lowering& l, const Node& n, std::span<const Operand> in) {
-  const Operand& x = in[0];
   std::vector<bool> red;
-  reduceAxes(n, x.shape, red);
+  reduceAxes(n, in[0].shape, red);
+  const int64_t R = reducedCount(in[0].shape, red);
+  const bool fl = isFloat(in[0].dtype);
+  // A fused x stays fused where the cooperative kernel reads it; else it is stored first.
+  std::vector<Value*> temps;
+  const std::vector<Operand> ins = stored(l, in, fl && R >= kCoopMin, temps);
+  auto y = lowerReduceStored(kind, l, n, ins, red);
+  for (Value* t : temps) l.free(t);
+  return y;
+}
+
+Expected<Value*> lowerReduceStored(RK kind, Lowering& l, const Node& n, std::span<const Operand> in,
+                                   const std::vector<bool>& red) {
+  const Operand& x = in[0];
   const Shape keep = reducedShape(x.shape, red, true);
   const int64_t R = reducedCount(x.shape, red);
   const std::vector<Loop> loops = loopsOf(x, red);
@@ -1096,6 +1111,7 @@ void addReduceOps(std::vector<OpDef>& ops) {
     d.name = r.name;
     d.infer = [r](const Program& p, Node& n) { return inferReduce(p, n, r.floatOnly); };
     d.lower = [r](Lowering& l, const Node& n, std::span<const Operand> in) { return lowerReduce(r.kind, l, n, in); };
+    d.fusesInputs = d.reduces = true;  // x computed in the row kernel (short rows store it first)
     ops.push_back(std::move(d));
   }
 
