@@ -4,6 +4,7 @@
 // accumulate in the compute type; kernels read operands through strides.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -260,6 +261,34 @@ std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const O
   return out;
 }
 
+// Σ over the Cg channels of a group (x's and w's bases stepping by sxc and
+// swc) and the window's taps of x[xbase + xoff]·w[wbase + woff], a tap
+// outside the input reading 0: the taps `listed` (unrolled), or else tapAt
+// of each of `taps` tap numbers in a loop. conv and conv_transpose differ
+// only in their taps.
+Value* accumulateTaps(Kernel& k, DType t, Value* xbase, Value* wbase, int64_t Cg, int64_t sxc, int64_t swc,
+                      const std::vector<Tap>& listed, int64_t taps, const std::function<Tap(Value* tap)>& tapAt) {
+  Value* acc0 = k.constant(t, 0);
+  auto term = [&](Builder& b, Value* acc, const Tap& tp, Value* xb, Value* wb) {
+    Value* xv = loadAt(k, 0, b.add(xb, tp.xoff), t);
+    if (tp.ok) xv = b.select(tp.ok, xv, acc0);
+    return b.add(acc, b.mul(xv, loadAt(k, 1, b.add(wb, tp.woff), t)));
+  };
+  ir::Op* loop = k.b.forOp(k.i32(0), k.i32(Cg), k.i32(1), {acc0, xbase, wbase},
+                           [&](Builder& lb, Value*, const Values& c) -> Values {
+    Value* acc = c[0];
+    if (!listed.empty()) {
+      for (const Tap& tp : listed) acc = term(lb, acc, tp, c[1], c[2]);
+    } else {
+      acc = lb.forOp(k.i32(0), k.i32(taps), k.i32(1), {c[0]}, [&](Builder& ib, Value* tv, const Values& a) -> Values {
+                return {term(ib, a[0], tapAt(tv), c[1], c[2])};
+              })->result(0);
+    }
+    return {acc, addConst(k, c[1], sxc), addConst(k, c[2], swc)};
+  });
+  return loop->result(0);
+}
+
 Expected<Value*> lowerConv(Lowering& l, const Node& n, std::span<const Operand> in, const Window& w) {
   if (auto viaMatmul = convAsMatmul(l, n, in, w)) return *viaMatmul;
   const Operand& X = in[0];
@@ -282,45 +311,18 @@ Expected<Value*> lowerConv(Lowering& l, const Node& n, std::span<const Operand> 
     Value* xbase = k.offsetOf(0, xi);
     Value* wbase = k.offsetOf(1, wi);
     const int64_t sxc = X.shape[1] == 1 ? 0 : X.strides[1], swc = W.shape[1] == 1 ? 0 : W.strides[1];
-    Value* acc0 = k.constant(t, 0);
-    Value* sum;
-    if (taps <= kUnrollTaps) {
-      std::vector<Tap> tl;
-      std::vector<int64_t> woffs;
+    std::vector<Tap> tl;
+    if (taps <= kUnrollTaps)
       for (int64_t tp = 0; tp < taps; ++tp) {
         std::vector<int64_t> j = tapIndex(w, tp);
         tl.push_back(forwardTap(k, w, o, &j, {}, xs, {}, false));
         int64_t wo = 0;
         for (size_t d = 0; d < w.k; ++d) wo += j[d] * (W.shape[d + 2] == 1 ? 0 : wsp[d]);
-        woffs.push_back(wo);
+        tl.back().woff = k.i32(wo);
       }
-      ir::Op* loop = b.forOp(k.i32(0), k.i32(Cg), k.i32(1), {acc0, xbase, wbase},
-                             [&](Builder& lb, Value*, const Values& c) -> Values {
-        Value* acc = c[0];
-        for (size_t tp = 0; tp < tl.size(); ++tp) {
-          Value* xv = loadAt(k, 0, lb.add(c[1], tl[tp].xoff), t);
-          if (tl[tp].ok) xv = lb.select(tl[tp].ok, xv, acc0);
-          Value* wv = loadAt(k, 1, addConst(k, c[2], woffs[tp]), t);
-          acc = lb.add(acc, lb.mul(xv, wv));
-        }
-        return {acc, addConst(k, c[1], sxc), addConst(k, c[2], swc)};
-      });
-      sum = loop->result(0);
-    } else {
-      ir::Op* loop = b.forOp(k.i32(0), k.i32(Cg), k.i32(1), {acc0, xbase, wbase},
-                             [&](Builder& lb, Value*, const Values& c) -> Values {
-        ir::Op* inner = lb.forOp(k.i32(0), k.i32(taps), k.i32(1), {c[0]},
-                                 [&](Builder& ib, Value* tv, const Values& a) -> Values {
-          Tap tap = forwardTap(k, w, o, nullptr, tapValues(k, w, tv), xs, wsp, false);
-          Value* xv = loadAt(k, 0, ib.add(c[1], tap.xoff), t);
-          if (tap.ok) xv = ib.select(tap.ok, xv, acc0);
-          Value* wv = loadAt(k, 1, ib.add(c[2], tap.woff), t);
-          return {ib.add(a[0], ib.mul(xv, wv))};
-        });
-        return {inner->result(0), addConst(k, c[1], sxc), addConst(k, c[2], swc)};
-      });
-      sum = loop->result(0);
-    }
+    Value* sum = accumulateTaps(k, t, xbase, wbase, Cg, sxc, swc, tl, taps, [&](Value* tv) {
+      return forwardTap(k, w, o, nullptr, tapValues(k, w, tv), xs, wsp, false);
+    });
     if (in.size() == 3) sum = b.add(sum, loadAt(k, 2, k.offsetOf(2, {m}), t));
     return sum;
   }, n.attrs.key());
@@ -414,7 +416,6 @@ Expected<Value*> lowerConvTranspose(Lowering& l, const Node& n, std::span<const 
     Value* xbase = k.offsetOf(0, xi);
     Value* wbase = k.offsetOf(1, wi);
     const int64_t sxc = X.shape[1] == 1 ? 0 : X.strides[1], swc = W.shape[0] == 1 ? 0 : W.strides[0];
-    Value* acc0 = k.constant(t, 0);
     // Tap j of output coordinate o reads input i = (o + pb − j·dil) / s when that divides exactly and is inside.
     auto tapOf = [&](const std::vector<Value*>& j) {
       Tap tp;
@@ -435,39 +436,15 @@ Expected<Value*> lowerConvTranspose(Lowering& l, const Node& n, std::span<const 
       tp.woff = woff;
       return tp;
     };
-    Value* sum;
-    if (taps <= kUnrollTaps) {
-      std::vector<Tap> tl;
+    std::vector<Tap> tl;
+    if (taps <= kUnrollTaps)
       for (int64_t tp = 0; tp < taps; ++tp) {
         std::vector<Value*> jv;
         for (int64_t j : tapIndex(w, tp)) jv.push_back(k.i32(j));
         tl.push_back(tapOf(jv));
       }
-      ir::Op* loop = b.forOp(k.i32(0), k.i32(Cg), k.i32(1), {acc0, xbase, wbase},
-                             [&](Builder& lb, Value*, const Values& c) -> Values {
-        Value* acc = c[0];
-        for (const Tap& tp : tl) {
-          Value* xv = lb.select(tp.ok, loadAt(k, 0, lb.add(c[1], tp.xoff), t), acc0);
-          Value* wv = loadAt(k, 1, lb.add(c[2], tp.woff), t);
-          acc = lb.add(acc, lb.mul(xv, wv));
-        }
-        return {acc, addConst(k, c[1], sxc), addConst(k, c[2], swc)};
-      });
-      sum = loop->result(0);
-    } else {
-      ir::Op* loop = b.forOp(k.i32(0), k.i32(Cg), k.i32(1), {acc0, xbase, wbase},
-                             [&](Builder& lb, Value*, const Values& c) -> Values {
-        ir::Op* inner = lb.forOp(k.i32(0), k.i32(taps), k.i32(1), {c[0]},
-                                 [&](Builder& ib, Value* tv, const Values& a) -> Values {
-          Tap tp = tapOf(tapValues(k, w, tv));
-          Value* xv = ib.select(tp.ok, loadAt(k, 0, ib.add(c[1], tp.xoff), t), acc0);
-          Value* wv = loadAt(k, 1, ib.add(c[2], tp.woff), t);
-          return {ib.add(a[0], ib.mul(xv, wv))};
-        });
-        return {inner->result(0), addConst(k, c[1], sxc), addConst(k, c[2], swc)};
-      });
-      sum = loop->result(0);
-    }
+    Value* sum = accumulateTaps(k, t, xbase, wbase, Cg, sxc, swc, tl, taps,
+                                [&](Value* tv) { return tapOf(tapValues(k, w, tv)); });
     if (in.size() == 3) sum = b.add(sum, loadAt(k, 2, k.offsetOf(2, {m}), t));
     return sum;
   }, n.attrs.key());
