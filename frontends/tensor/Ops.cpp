@@ -10,6 +10,7 @@ const std::vector<OpDef>& allOps() {
     addElementwiseOps(v);
     addViewOps(v);
     addReduceOps(v);
+    addScanOps(v);
     addLinalgOps(v);
     addConvOps(v);
     addIndexOps(v);
