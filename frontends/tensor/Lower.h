@@ -43,6 +43,10 @@ struct LowerOptions {
   // Row kernels (softmax, norms, long reductions): elements of a row each
   // invocation keeps in registers; workgroups grow (64 to 1024) to hold it.
   unsigned rowElements = 16;
+  // Matmul (and conv through it) with f32 sums: the R of the blocked kernel
+  // (ops/Linalg.cpp: 256 invocations, an R x R block each; 4 or 8), or 0 for
+  // the 64-invocation kernel of 8x8 blocks.
+  unsigned matmulBlock = 8;
   // Workgroups along x of one dispatch, at most (more go along y).
   unsigned maxGroupsX = 32768;
   // tensor::run (Run.h), which opens the device: take workgroupSize and

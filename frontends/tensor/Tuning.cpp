@@ -7,11 +7,14 @@ namespace eph::tensor {
 namespace {
 
 const TuningRow kTable[] = {
-    {"NVIDIA H200", 256, 16, "2026-11-27, H200 driver 580.159.04: --wg 128/256/512/1024 on add and relu(x*2+y), "
-                             "--row-elements 8/16/32/64 on softmax and layer norm (bench/RESULTS.md)"},
-    {"llvmpipe", 1024, 32, "2026-11-27, lavapipe (LLVM 15) on 2 AMD EPYC cores: bench/tensor/tune.sh, 2048x2048"},
-    {"cpu: ", 128, 32, "2026-11-27, the cpu target on 2 AMD EPYC (znver5) cores: bench/tensor/tune.sh, 2048x2048 "
-                       "(wg 64-256 within noise of each other; 512 and 1024 5-7x slower on the chain)"},
+    {"NVIDIA H200", 256, 16, 8, "2026-11-27, H200 driver 580.159.04: --wg 128/256/512/1024 on add and relu(x*2+y), "
+                             "--row-elements 8/16/32/64 on softmax and layer norm, --matmul-block 0/4/8 on matmul 1024-8192 "
+                                "(bench/RESULTS.md)"},
+    {"llvmpipe", 1024, 32, 8, "2026-11-27, lavapipe (LLVM 15) on 2 AMD EPYC cores: bench/tensor/tune.sh, 2048x2048; "
+                          "--matmul-block 0/4/8 on matmul 1024: 5.2/7.9/17.4 GFLOP/s"},
+    {"cpu: ", 128, 32, 0, "2026-11-27, the cpu target on 2 AMD EPYC (znver5) cores: bench/tensor/tune.sh, 2048x2048 "
+                       "(wg 64-256 within noise of each other; 512 and 1024 5-7x slower on the chain); "
+                       "--matmul-block 0/4/8 on matmul 1024: 46/12/3 GFLOP/s"},
 };
 
 }  // namespace
@@ -23,6 +26,7 @@ LowerOptions tunedFor(std::string_view deviceName, LowerOptions base) {
     if (deviceName.find(r.device) != std::string_view::npos) {
       base.workgroupSize = r.workgroupSize;
       base.rowElements = r.rowElements;
+      base.matmulBlock = r.matmulBlock;
       break;
     }
   return base;

@@ -19,6 +19,7 @@ struct TuningRow {
   const char* device;          // occurs in DeviceCaps::name
   unsigned workgroupSize;      // LowerOptions::workgroupSize
   unsigned rowElements;        // LowerOptions::rowElements
+  unsigned matmulBlock;        // LowerOptions::matmulBlock
   const char* measured;        // when, and with which sweep
 };
 std::span<const TuningRow> tuningTable();

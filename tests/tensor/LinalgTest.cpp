@@ -4,6 +4,8 @@
 // the op and the shapes.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <functional>
 #include <map>
 
@@ -138,6 +140,32 @@ TEST(Linalg, MatmulTiledOddSizesBatchesAndViews) {
   expectOnAllTargets(p, {HostTensor::of(DType::F32, {70, 33}, av), HostTensor::of(DType::F32, {33, 65}, bv),
                          HostTensor::of(DType::F32, {2, 40, 20}, cv), HostTensor::of(DType::F32, {36, 20}, dv)},
                      {w1, w2}, 1e-5);
+}
+
+// Each matmul kernel (LowerOptions::matmulBlock: the 64-invocation kernel and
+// the blocked one with 4x4 and 8x8 blocks) over several tiles in M and N,
+// K steps with a partial last one, a broadcast batch and a transposed b; and
+// sizes that are multiples of both tiles (no bounds checks), with an odd
+// number of K steps of 8.
+TEST(Linalg, MatmulEveryKernelOverManyTiles) {
+  for (auto [M, K, N] : {std::array<int64_t, 3>{150, 45, 260}, std::array<int64_t, 3>{256, 72, 128}}) {
+    SCOPED_TRACE("M K N " + std::to_string(M) + " " + std::to_string(K) + " " + std::to_string(N));
+    Program p;
+    Vec av = randomValues(size_t(2 * M * K), 8), bv = randomValues(size_t(N * K), 9);
+    Tensor a = p.input("a", DType::F32, {2, M, K});
+    Tensor b = transpose(p.input("bt", DType::F32, {N, K}));  // [K, N]
+    p.output("ab", matmul(a, b));
+    Shape s;
+    Vec want = refMatmul(av, {2, M, K}, transposed(bv, N, K), {K, N}, s);
+    for (unsigned block : {0u, 4u, 8u}) {
+      SCOPED_TRACE("matmulBlock " + std::to_string(block));
+      LowerOptions o;
+      o.tune = false;
+      o.matmulBlock = block;
+      expectOnAllTargets(p, {HostTensor::of(DType::F32, {2, M, K}, av), HostTensor::of(DType::F32, {N, K}, bv)},
+                         {want}, 1e-5, o);
+    }
+  }
 }
 
 TEST(Linalg, MatmulIntegersPromoteAndF64) {

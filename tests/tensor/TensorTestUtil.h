@@ -37,11 +37,12 @@ inline std::vector<std::string> targets() {
 // output, as doubles) within `tol` (absolute + relative), and the dtypes and shapes
 // against the program's.
 inline void expectOnAllTargets(const Program& p, const std::vector<HostTensor>& inputs,
-                               const std::vector<std::vector<double>>& want, double tol = 1e-5) {
+                               const std::vector<std::vector<double>>& want, double tol = 1e-5,
+                               const LowerOptions& opts = {}) {
   ASSERT_FALSE(p.error()) << p.error()->message;
   for (const std::string& t : targets()) {
     SCOPED_TRACE("target " + t);
-    auto got = run(p, t, inputs);
+    auto got = run(p, t, inputs, opts);
     ASSERT_TRUE(got) << got.error().message;
     ASSERT_EQ(got->size(), want.size());
     for (size_t o = 0; o < want.size(); ++o) {

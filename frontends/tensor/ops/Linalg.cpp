@@ -196,7 +196,18 @@ std::pair<Operand, Operand> matmulOperands(const Operand& A, const Operand& B, c
 constexpr int64_t kTile = 64, kTileK = 16, kThreads = 8, kPer = kTile / kThreads;
 constexpr int64_t kLoads = kTile * kTileK / (kThreads * kThreads);  // elements of each tile one invocation copies
 
+Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, int64_t R);
+
 Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
+  if (const unsigned R = l.opts.matmulBlock; (R == 4 || R == 8) && computeType(l.ctx, t) == l.ctx.f32()) {
+    // 8x8 blocks, unless their 128x128 tiles would leave a big GPU's SMs
+    // idle: on the H200 (132 SMs) 1024x1024 (64 tiles) ran 10% faster in
+    // 4x4 blocks, 2048 and up 1.7x slower (bench/RESULTS.md, 2026-11-27).
+    const size_t r = vshape.size();
+    const int64_t tiles128 = ((vshape[r - 2] + 127) / 128) * ((vshape[r - 1] + 127) / 128) *
+                             numel(Shape(vshape.begin(), vshape.end() - 2));
+    return blockedMatmul(l, t, a, b, vshape, R == 8 && tiles128 < 128 ? 4 : R);
+  }
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
@@ -293,6 +304,158 @@ Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
   };
   return l.custom("matmul_tiled", t, numel(vshape), in, {unsigned(kThreads), unsigned(kThreads), 1},
                   {tilesM * tilesN, 1, batches}, build, shapeText(vshape));
+}
+
+// ---- the blocked matmul (256 invocations, vec4 reads of workgroup memory) -------------------
+//
+// The algorithm of bench/ephapax/gemm.eph's sgemm (84-90% of cuBLAS on the
+// H200, issue 6) for any strides and edges, with f32 sums: a workgroup of
+// 16x16 invocations computes a T x T tile of C (T = 16R), each invocation an
+// R x R block of it, rows g*64 + ty*4 + i and columns h*64 + tx*4 + j
+// (g, h < R/4; i, j < 4), so that it reads workgroup memory as vec4s: R/2 of
+// them per k for R² multiply-adds. K is walked in steps of 8: A's T x 8 slice
+// is staged transposed ([k][m/4], vec4s along m) and B's 8 x T slice as it is
+// ([k][n/4], vec4s along n), by the first 2T invocations, one vec4 of each
+// (zero past the edges); the next step's slices are read into registers while
+// this one's are used. LowerOptions::matmulBlock is R (4 or 8; 0 selects the
+// 64-invocation kernel above).
+Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, int64_t R) {
+  const size_t r = vshape.size();
+  const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
+  const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
+  const int64_t T = 16 * R, Q = T / 4, kSteps = (K + 7) / 8;
+  const int64_t tilesM = (M + T - 1) / T, tilesN = (N + T - 1) / T;
+  std::vector<Operand> in = {a, b};
+  auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
+    ir::Context& ctx = l.ctx;
+    Kernel k(bb, ctx, in, {bufs[0], bufs[1]});
+    const ir::Type* f32 = ctx.f32();
+    const ir::Type* v4 = ctx.vectorType(f32, 4);
+    Value* As = bb.workgroupAlloc(v4, 2 * 8 * Q);  // two stages of [k][m/4]
+    Value* Bs = bb.workgroupAlloc(v4, 2 * 8 * Q);  // two stages of [k][n/4]
+    Value* lid = bb.localId(0, ctx.i32());
+    Value* tx = bb.rem(lid, k.i32(16));
+    Value* ty = bb.div(lid, k.i32(16));
+    Value* gx = bb.workgroupId(0, ctx.i32());
+    Value* gz = bb.workgroupId(2, ctx.i32());  // batch
+    Value* row0 = bb.mul(bb.div(gx, k.i32(tilesN)), k.i32(T));
+    Value* col0 = bb.mul(bb.rem(gx, k.i32(tilesN)), k.i32(T));
+    std::vector<Value*> bidx(r, k.i32(0));
+    Shape batchShape(vshape.begin(), vshape.end() - 2);
+    std::vector<int64_t> bcs = contiguousStrides(batchShape);
+    for (size_t d = 0; d + 2 < r; ++d) {
+      Value* q = bcs[d] == 1 ? gz : bb.div(gz, k.i32(bcs[d]));
+      bidx[d] = d == 0 ? q : bb.rem(q, k.i32(batchShape[d]));
+    }
+    Value* baseA = k.offsetOf(0, bidx);
+    Value* baseB = k.offsetOf(1, bidx);
+    const int64_t sam = a.strides[r - 2], sak = a.strides[r - 1], sbk = b.strides[r - 2], sbn = b.strides[r - 1];
+    // Staging: invocation lid < 8Q reads A's column k = lid % 8 at rows
+    // (lid / 8)·4 + {0..3}, and B's row lid / Q at columns (lid % Q)·4 + {0..3}.
+    // With M and N multiples of the tile and K of 8 (shapes are static), no
+    // element is outside: no bounds checks at all.
+    const bool exact = M % T == 0 && N % T == 0 && K % 8 == 0;
+    Value* stages = 8 * Q < 256 ? bb.lt(lid, k.i32(8 * Q)) : nullptr;
+    // (The others read the slices of lid % 8Q too, in bounds, and store nothing.)
+    Value* slid = stages ? bb.rem(lid, k.i32(8 * Q)) : lid;
+    Value* ak = bb.rem(slid, k.i32(8));
+    Value* aq = bb.div(slid, k.i32(8));
+    Value* bk = bb.div(slid, k.i32(Q));
+    Value* bq = bb.rem(slid, k.i32(Q));
+    Value* zero = bb.constFloat(f32, 0);
+    // The four elements (row or column `first` + e) of one operand's slice, zero outside.
+    auto read4 = [&](Builder& b, size_t op, Value* gk, Value* first, int64_t limit, int64_t sMN, int64_t sK, Value* base) {
+      Kernel at(b, ctx, in, {bufs[0], bufs[1]});
+      Value* inK = exact ? nullptr : b.lt(gk, k.i32(K));
+      Values e;
+      for (int64_t q = 0; q < 4; ++q) {
+        Value* g = addConst(k, first, q);
+        Value* ok = exact ? nullptr : b.and_(inK, b.lt(g, k.i32(limit)));
+        Value* off = b.add(base, b.add(mulConst(k, ok ? b.select(ok, g, k.i32(0)) : g, sMN),
+                                       mulConst(k, ok ? b.select(ok, gk, k.i32(0)) : gk, sK)));
+        Value* v = loadAt(at, op, off, t);
+        e.push_back(ok ? b.select(ok, v, zero) : v);
+      }
+      return b.vecMake(e);
+    };
+    // The slices of k-step `ks` (an i32), into registers.
+    auto read = [&](Builder& b, Value* ks) -> std::pair<Value*, Value*> {
+      Value* k0 = b.mul(ks, k.i32(8));
+      return {read4(b, 0, b.add(k0, ak), b.add(row0, b.mul(aq, k.i32(4))), M, sam, sak, baseA),
+              read4(b, 1, b.add(k0, bk), b.add(col0, b.mul(bq, k.i32(4))), N, sbn, sbk, baseB)};
+    };
+    // Workgroup memory holds two stages of both slices: while one is read, the
+    // next k-step's slices go into the other, so one barrier per step both
+    // publishes them and ends the reads of the stage written next.
+    auto stage = [&](Builder& b, std::pair<Value*, Value*> ab, int64_t s) {
+      auto put = [&](Builder& ib) {
+        ib.store(As, addConst(k, ib.add(ib.mul(ak, k.i32(Q)), aq), s * 8 * Q), ab.first);
+        ib.store(Bs, addConst(k, ib.add(ib.mul(bk, k.i32(Q)), bq), s * 8 * Q), ab.second);
+      };
+      if (stages) b.ifOp(stages, {}, put);
+      else put(b);
+    };
+    // The 8 multiply-add steps of stage s on the accumulators.
+    auto multiply = [&](Builder& b, const Values& c, int64_t s) {
+      ir::Op* inner = b.forOp(k.i32(0), k.i32(8), k.i32(1), c, [&](Builder& ib, Value* kk, const Values& acc) -> Values {
+        Value* at = addConst(k, ib.mul(kk, k.i32(Q)), s * 8 * Q);
+        Values av, bv;
+        for (int64_t g = 0; g < R / 4; ++g) {
+          Value* va = ib.load(As, ib.add(at, addConst(k, ty, g * 16)));
+          Value* vb = ib.load(Bs, ib.add(at, addConst(k, tx, g * 16)));
+          for (unsigned e = 0; e < 4; ++e) av.push_back(ib.vecExtract(va, e)), bv.push_back(ib.vecExtract(vb, e));
+        }
+        Values next;
+        for (int64_t i = 0; i < R; ++i)
+          for (int64_t j = 0; j < R; ++j) next.push_back(ib.add(acc[size_t(i * R + j)], ib.mul(av[size_t(i)], bv[size_t(j)])));
+        return next;
+      });
+      Values out;
+      for (size_t i = 0; i < c.size(); ++i) out.push_back(inner->result(unsigned(i)));
+      return out;
+    };
+    stage(bb, read(bb, k.i32(0)), 0);
+    bb.barrier();
+    // Two k-steps per trip (stage 0, then stage 1), so that the stage offsets
+    // are constants (with the stage in a variable the NVIDIA driver used 151
+    // registers instead of 128: bench/RESULTS.md, sgemm_db_cur); an odd last
+    // step after the loop. The trip count times num_workgroups.y (always 1)
+    // is a bound the shader compiler cannot see, so that it does not unroll
+    // the whole K loop.
+    Value* trips = bb.mul(k.i32(kSteps / 2), bb.numWorkgroups(1, ctx.i32()));
+    Value* last = k.i32(kSteps - 1);
+    ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), Values(size_t(R * R), zero),
+                            [&](Builder& b, Value* trip, const Values& c) -> Values {
+      Value* step = b.mul(trip, k.i32(2));
+      auto next = read(b, b.min(b.add(step, k.i32(1)), last));
+      Values acc = multiply(b, c, 0);
+      stage(b, next, 1);
+      b.barrier();
+      auto after = read(b, b.min(b.add(step, k.i32(2)), last));
+      acc = multiply(b, acc, 1);
+      stage(b, after, 0);
+      b.barrier();
+      return acc;
+    });
+    Values acc;
+    for (unsigned i = 0; i < unsigned(R * R); ++i) acc.push_back(loop->result(i));
+    if (kSteps % 2) acc = multiply(bb, acc, 0);
+    Value* out = bufs.back();
+    const ir::Type* storage = irType(ctx, t);
+    Value* obase = bb.mul(gz, k.i32(M * N));
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t j = 0; j < R; ++j) {
+        Value* gm = bb.add(row0, addConst(k, bb.mul(ty, k.i32(4)), (i / 4) * 64 + i % 4));
+        Value* gn = bb.add(col0, addConst(k, bb.mul(tx, k.i32(4)), (j / 4) * 64 + j % 4));
+        Value* v = acc[size_t(i * R + j)];
+        if (v->type() != storage) v = bb.cast(v, storage);
+        auto put = [&](Builder& ib) { ib.store(out, ib.add(obase, ib.add(ib.mul(gm, k.i32(N)), gn)), v); };
+        if (exact) put(bb);
+        else bb.ifOp(bb.and_(bb.lt(gm, k.i32(M)), bb.lt(gn, k.i32(N))), {}, put);
+      }
+  };
+  return l.custom("matmul_blocked", t, numel(vshape), in, {256, 1, 1}, {tilesM * tilesN, 1, batches}, build,
+                  shapeText(vshape) + "|R" + std::to_string(R));
 }
 
 // Whether the tiled kernel is worth it (and fits the grid: batches in z).
