@@ -307,7 +307,7 @@ Vec refConv(const ConvCase& c, const Vec& x, const Vec& w, const Vec& b) {
   return y;
 }
 
-void runConvCases(const std::vector<ConvCase>& cases) {
+void runConvCases(const std::vector<ConvCase>& cases, const LowerOptions& opts = {}) {
   Program p;
   std::vector<HostTensor> inputs;
   std::vector<Vec> want;
@@ -330,7 +330,7 @@ void runConvCases(const std::vector<ConvCase>& cases) {
     if (c.bias) inputs.push_back(HostTensor::of(DType::F32, {c.w[0]}, bv));
     want.push_back(refConv(c, xv, wv, bv));
   }
-  expectOnAllTargets(p, inputs, want, 1e-5);
+  expectOnAllTargets(p, inputs, want, 1e-5, opts);
 }
 
 TEST(Linalg, Conv1dStridesPadsDilationsGroups) {
@@ -348,9 +348,20 @@ TEST(Linalg, Conv2dStridesPadsDilationsGroups) {
 }
 
 TEST(Linalg, Conv2dAsTiledMatmul) {
-  // Enough output channels, positions and taps for im2col + the tiled matmul (with groups, dilations, odd sizes).
-  runConvCases({{{1, 2, 6, 6}, {32, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, true},
-                {{2, 4, 6, 7}, {64, 2, 3, 3}, {1, 1}, {1, 0}, {1, 1}, {2, 1}, 2, true}});
+  // Enough output channels, positions and taps for a matrix product (with
+  // groups, dilations, odd sizes): im2col + the 64-invocation kernel
+  // (matmulBlock 0), and the blocked kernel's implicit GEMM (4 and 8: one
+  // dispatch gathering from x, storing in place with the bias).
+  for (unsigned block : {0u, 4u, 8u}) {
+    SCOPED_TRACE("matmulBlock " + std::to_string(block));
+    LowerOptions o;
+    o.tune = false;
+    o.matmulBlock = block;
+    runConvCases({{{1, 2, 6, 6}, {32, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, true},
+                  {{2, 4, 6, 7}, {64, 2, 3, 3}, {1, 1}, {1, 0}, {1, 1}, {2, 1}, 2, true},
+                  {{2, 3, 12, 12}, {130, 3, 3, 3}, {2, 1}, {1, 1}, {1, 1}, {1, 1}, 1, false}},
+                 o);
+  }
 }
 
 TEST(Linalg, Conv3dAndLargeKernelLoop) {

@@ -201,10 +201,14 @@ std::string convWindow(const Node& n, const Shape& x, const Shape& ws, const Sha
 }
 
 // conv as a matrix product when it is big enough for the tiled kernel:
-// col[g, (c, j), (n, p)] gathers tap j of output position p from channel c of
-// group g (0 in the padding), the tiled matmul multiplies w viewed as
-// [g, M/g, C/g·taps] by it, and a last kernel puts [g, m', (n, p)] back as
-// [n, m, p], adding the bias. The temporaries are in the compute type.
+// col[g, (c, j), (n, p)] is tap j of output position p from channel c of
+// group g (0 in the padding), and w viewed as [g, M/g, C/g·taps] multiplies
+// it. With the blocked kernel (matmulBlockFor) that is an implicit GEMM: the
+// kernel gathers col's elements from x where it reads them and stores
+// [g, m', (n, p)] as [n, m, p] with the bias added, one dispatch. Otherwise
+// col is a temporary (im2col), the tiled matmul multiplies, and a last kernel
+// puts the product back in place, adding the bias; the temporaries are in the
+// compute type.
 std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const Operand> in, const Window& w) {
   const Operand& X = in[0];
   const Operand& W = in[1];
@@ -215,13 +219,10 @@ std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const O
     return std::nullopt;
   const DType t = n.dtype;
   const DType acc = t == DType::F64 ? DType::F64 : DType::F32;
-  const Shape colShape = {G, Kc, NP};
-  std::vector<Operand> xin = {X};
-  Value* col = mapTop(l, "conv_im2col", acc, colShape, xin, [&](Kernel& k) {
+  const std::string key = n.attrs.key() + "|" + shapeText(n.shape);
+  // col's element (g, r, q) from input `x` (x's layout) of kernel k.
+  auto gather = [&](Kernel& k, size_t x, Value* g, Value* r, Value* q) {
     Builder& b = k.b;
-    Value* g = k.index[0];
-    Value* r = k.index[1];
-    Value* q = k.index[2];
     Value* c = taps == 1 ? r : b.div(r, k.i32(taps));
     Value* j = taps == 1 ? k.i32(0) : b.rem(r, k.i32(taps));
     Value* nn = P == 1 ? q : b.div(q, k.i32(P));
@@ -242,9 +243,31 @@ std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const O
       ok = ok ? b.and_(ok, inside) : inside;
     }
     for (size_t d = 0; d < w.k; ++d) idx.push_back(b.select(ok, pos[d], k.i32(0)));
-    return b.select(ok, loadAt(k, 0, k.offsetOf(0, idx), acc), k.constant(acc, 0));
-  }, n.attrs.key() + "|" + shapeText(n.shape));
+    return b.select(ok, loadAt(k, x, k.offsetOf(x, idx), acc), k.constant(acc, 0));
+  };
   Operand wm{W.buf, W.dtype, {G, Mg, Kc}, {Mg * Kc, Kc, 1}, W.offset};
+  if (int64_t R = matmulBlockFor(l, t, vshape)) {
+    MatmulParts parts;
+    if (in.size() == 3) parts.extra.push_back(in[2]);
+    parts.bElement = [&](Kernel& k, Value* g, Value* r, Value* q) { return gather(k, 1, g, r, q); };
+    parts.store = [&](Kernel& k, Value* g, Value* m, Value* q, Value* v) -> std::pair<Value*, Value*> {
+      Builder& b = k.b;
+      Value* mm = G == 1 ? m : b.add(b.mul(g, k.i32(Mg)), m);
+      if (in.size() == 3) v = b.add(v, loadAt(k, 2, k.offsetOf(2, {mm}), acc));
+      Value* nn = P == 1 ? q : b.div(q, k.i32(P));
+      Value* p = P == 1 ? k.i32(0) : b.rem(q, k.i32(P));
+      return {v, b.add(b.mul(b.add(b.mul(nn, k.i32(M)), mm), k.i32(P)), p)};
+    };
+    parts.outType = t;
+    parts.outCount = numel(n.shape);
+    parts.key = "conv|" + key;
+    return blockedMatmul(l, t, wm, X, vshape, R, parts);
+  }
+  const Shape colShape = {G, Kc, NP};
+  std::vector<Operand> xin = {X};
+  Value* col = mapTop(l, "conv_im2col", acc, colShape, xin, [&](Kernel& k) {
+    return gather(k, 0, k.index[0], k.index[1], k.index[2]);
+  }, key);
   Value* prod = tiledMatmul(l, acc, wm, Lowering::contiguous(col, acc, colShape), vshape);
   l.free(col);
   std::vector<Operand> fin = {Lowering::contiguous(prod, acc, vshape)};

@@ -196,18 +196,21 @@ std::pair<Operand, Operand> matmulOperands(const Operand& A, const Operand& B, c
 constexpr int64_t kTile = 64, kTileK = 16, kThreads = 8, kPer = kTile / kThreads;
 constexpr int64_t kLoads = kTile * kTileK / (kThreads * kThreads);  // elements of each tile one invocation copies
 
-Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, int64_t R);
+int64_t matmulBlockFor(const Lowering& l, DType t, const Shape& vshape) {
+  const unsigned R = l.opts.matmulBlock;
+  if ((R != 4 && R != 8) || computeType(l.ctx, t) != l.ctx.f32()) return 0;
+  // 8x8 blocks, unless their 128x128 tiles would leave a big GPU's SMs idle
+  // (on the H200, 132 SMs, 1024x1024 = 64 tiles ran 10% faster in 4x4
+  // blocks, 2048 and up 1.7x slower: bench/RESULTS.md, 2026-11-27) or M or
+  // N is at most 64 (half of every tile would be outside).
+  const size_t r = vshape.size();
+  const int64_t M = vshape[r - 2], N = vshape[r - 1];
+  const int64_t tiles128 = ((M + 127) / 128) * ((N + 127) / 128) * numel(Shape(vshape.begin(), vshape.end() - 2));
+  return R == 8 && (tiles128 < 128 || M <= 64 || N <= 64) ? 4 : R;
+}
 
 Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
-  if (const unsigned R = l.opts.matmulBlock; (R == 4 || R == 8) && computeType(l.ctx, t) == l.ctx.f32()) {
-    // 8x8 blocks, unless their 128x128 tiles would leave a big GPU's SMs
-    // idle: on the H200 (132 SMs) 1024x1024 (64 tiles) ran 10% faster in
-    // 4x4 blocks, 2048 and up 1.7x slower (bench/RESULTS.md, 2026-11-27).
-    const size_t r = vshape.size();
-    const int64_t tiles128 = ((vshape[r - 2] + 127) / 128) * ((vshape[r - 1] + 127) / 128) *
-                             numel(Shape(vshape.begin(), vshape.end() - 2));
-    return blockedMatmul(l, t, a, b, vshape, R == 8 && tiles128 < 128 ? 4 : R);
-  }
+  if (int64_t R = matmulBlockFor(l, t, vshape)) return blockedMatmul(l, t, a, b, vshape, R, {});
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
@@ -319,16 +322,19 @@ Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
 // (zero past the edges); the next step's slices are read into registers while
 // this one's are used. LowerOptions::matmulBlock is R (4 or 8; 0 selects the
 // 64-invocation kernel above).
-Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, int64_t R) {
+Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, int64_t R,
+                     const MatmulParts& parts) {
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
   const int64_t T = 16 * R, Q = T / 4, kSteps = (K + 7) / 8;
   const int64_t tilesM = (M + T - 1) / T, tilesN = (N + T - 1) / T;
   std::vector<Operand> in = {a, b};
+  in.insert(in.end(), parts.extra.begin(), parts.extra.end());
   auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
     ir::Context& ctx = l.ctx;
-    Kernel k(bb, ctx, in, {bufs[0], bufs[1]});
+    const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
+    Kernel k(bb, ctx, in, inBufs);
     const ir::Type* f32 = ctx.f32();
     const ir::Type* v4 = ctx.vectorType(f32, 4);
     Value* As = bb.workgroupAlloc(v4, 2 * 8 * Q);  // two stages of [k][m/4]
@@ -348,8 +354,9 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
       bidx[d] = d == 0 ? q : bb.rem(q, k.i32(batchShape[d]));
     }
     Value* baseA = k.offsetOf(0, bidx);
-    Value* baseB = k.offsetOf(1, bidx);
-    const int64_t sam = a.strides[r - 2], sak = a.strides[r - 1], sbk = b.strides[r - 2], sbn = b.strides[r - 1];
+    Value* baseB = parts.bElement ? nullptr : k.offsetOf(1, bidx);
+    const int64_t sam = a.strides[r - 2], sak = a.strides[r - 1];
+    const int64_t sbk = parts.bElement ? 0 : b.strides[r - 2], sbn = parts.bElement ? 0 : b.strides[r - 1];
     // Staging: invocation lid < 8Q reads A's column k = lid % 8 at rows
     // (lid / 8)·4 + {0..3}, and B's row lid / Q at columns (lid % Q)·4 + {0..3}.
     // With M and N multiples of the tile and K of 8 (shapes are static), no
@@ -365,15 +372,17 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     Value* zero = bb.constFloat(f32, 0);
     // The four elements (row or column `first` + e) of one operand's slice, zero outside.
     auto read4 = [&](Builder& b, size_t op, Value* gk, Value* first, int64_t limit, int64_t sMN, int64_t sK, Value* base) {
-      Kernel at(b, ctx, in, {bufs[0], bufs[1]});
+      Kernel at(b, ctx, in, inBufs);
       Value* inK = exact ? nullptr : b.lt(gk, k.i32(K));
       Values e;
       for (int64_t q = 0; q < 4; ++q) {
         Value* g = addConst(k, first, q);
         Value* ok = exact ? nullptr : b.and_(inK, b.lt(g, k.i32(limit)));
-        Value* off = b.add(base, b.add(mulConst(k, ok ? b.select(ok, g, k.i32(0)) : g, sMN),
-                                       mulConst(k, ok ? b.select(ok, gk, k.i32(0)) : gk, sK)));
-        Value* v = loadAt(at, op, off, t);
+        Value* gIn = ok ? b.select(ok, g, k.i32(0)) : g;
+        Value* gkIn = ok ? b.select(ok, gk, k.i32(0)) : gk;
+        Value* v = op == 1 && parts.bElement
+                       ? parts.bElement(at, gz, gkIn, gIn)
+                       : loadAt(at, op, b.add(base, b.add(mulConst(k, gIn, sMN), mulConst(k, gkIn, sK))), t);
         e.push_back(ok ? b.select(ok, v, zero) : v);
       }
       return b.vecMake(e);
@@ -441,21 +450,29 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     for (unsigned i = 0; i < unsigned(R * R); ++i) acc.push_back(loop->result(i));
     if (kSteps % 2) acc = multiply(bb, acc, 0);
     Value* out = bufs.back();
-    const ir::Type* storage = irType(ctx, t);
+    const ir::Type* storage = irType(ctx, parts.store ? parts.outType : t);
     Value* obase = bb.mul(gz, k.i32(M * N));
     for (int64_t i = 0; i < R; ++i)
       for (int64_t j = 0; j < R; ++j) {
         Value* gm = bb.add(row0, addConst(k, bb.mul(ty, k.i32(4)), (i / 4) * 64 + i % 4));
         Value* gn = bb.add(col0, addConst(k, bb.mul(tx, k.i32(4)), (j / 4) * 64 + j % 4));
-        Value* v = acc[size_t(i * R + j)];
-        if (v->type() != storage) v = bb.cast(v, storage);
-        auto put = [&](Builder& ib) { ib.store(out, ib.add(obase, ib.add(ib.mul(gm, k.i32(N)), gn)), v); };
+        auto put = [&](Builder& ib) {
+          Kernel at(ib, ctx, in, inBufs);
+          Value* v = acc[size_t(i * R + j)];
+          Value* off = nullptr;
+          if (parts.store) std::tie(v, off) = parts.store(at, gz, gm, gn, v);
+          else off = ib.add(obase, ib.add(ib.mul(gm, k.i32(N)), gn));
+          if (v->type() != storage) v = ib.cast(v, storage);
+          ib.store(out, off, v);
+        };
         if (exact) put(bb);
         else bb.ifOp(bb.and_(bb.lt(gm, k.i32(M)), bb.lt(gn, k.i32(N))), {}, put);
       }
   };
-  return l.custom("matmul_blocked", t, numel(vshape), in, {256, 1, 1}, {tilesM * tilesN, 1, batches}, build,
-                  shapeText(vshape) + "|R" + std::to_string(R));
+  const DType outType = parts.store ? parts.outType : t;
+  return l.custom("matmul_blocked", outType, parts.store ? parts.outCount : numel(vshape), in, {256, 1, 1},
+                  {tilesM * tilesN, 1, batches}, build,
+                  shapeText(vshape) + "|R" + std::to_string(R) + "|" + parts.key);
 }
 
 // Whether the tiled kernel is worth it (and fits the grid: batches in z).
