@@ -29,9 +29,9 @@ status=0
 # length, buffer reuse, the transfer queue or queued runs), so each case is
 # timed as a process's first.
 if [ -n "${LARGE:-}" ]; then
-  CASES=${CASES:-"add:16777216 add:67108864 chain:4096x4096 chain:8192x8192 softmax:4096x4096 softmax:8192x8192 softmax_chain:4096x4096 softmax_chain:8192x8192 layer_norm:4096x4096 layer_norm:8192x8192 matmul:1024 matmul:4096 conv2d:8x32x64x64x32 conv2d:32x64x128x128x64"}
+  CASES=${CASES:-"add:16777216 add:67108864 chain:4096x4096 chain:8192x8192 softmax:4096x4096 softmax:8192x8192 softmax_chain:4096x4096 softmax_chain:8192x8192 layer_norm:4096x4096 layer_norm:8192x8192 matmul:1024 matmul:4096 matmul:8192 linear:8192x1024x4096 conv2d:8x32x64x64x32 conv2d:32x64x128x128x64"}
 else
-  CASES=${CASES:-"add:1048576 add:16777216 chain:1024x1024 chain:4096x4096 softmax:1024x1024 softmax:4096x4096 softmax_chain:1024x1024 softmax_chain:4096x4096 layer_norm:1024x1024 layer_norm:4096x4096 matmul:256 matmul:1024 conv2d:8x32x64x64x32"}
+  CASES=${CASES:-"add:1048576 add:16777216 chain:1024x1024 chain:4096x4096 softmax:1024x1024 softmax:4096x4096 softmax_chain:1024x1024 softmax_chain:4096x4096 layer_norm:1024x1024 layer_norm:4096x4096 matmul:256 matmul:1024 linear:2048x512x512 conv2d:8x32x64x64x32"}
 fi
 mkdir -p /tmp/cases
 for c in $CASES; do

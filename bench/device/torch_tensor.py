@@ -36,6 +36,10 @@ def case(name, size):
     if name == 'matmul':
         a, b = r(d[0], d[0]), r(d[0], d[0])
         return lambda: a @ b
+    if name == 'linear':  # relu(x @ w + b): addmm (the bias in cuBLAS's epilogue), then relu
+        m, k, n = d
+        x, w, b = r(m, k), r(k, n), r(n)
+        return lambda: torch.relu(torch.addmm(b, x, w))
     if name == 'conv2d':
         n, c, h, w, k = d
         x, wt = r(n, c, h, w), r(k, c, 3, 3)

@@ -42,6 +42,10 @@ def case(name, size, rng):
     if name == 'matmul':
         a, b = rng.random((d[0], d[0]), f), rng.random((d[0], d[0]), f)
         return lambda: a @ b
+    if name == 'linear':
+        m, k, n = d
+        x, w, b = rng.random((m, k), f), rng.random((k, n), f), rng.random(n, f)
+        return lambda: np.maximum(x @ w + b, 0)
     if name == 'conv2d':  # N C H W K, 3x3, pad 1
         n, c, h, w, k = d
         x = rng.random((n, c, h + 2, w + 2), f)

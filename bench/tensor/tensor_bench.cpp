@@ -143,6 +143,21 @@ Built build(const std::string& name, const std::string& size) {
       }
       return e;
     };
+  } else if (name == "linear") {  // M x K x N: relu(x·w + b), a layer of an MLP (the bias and relu: the matmul's epilogue)
+    int64_t M = d[0], K = d[1], N = d[2];
+    Tensor x = input("x", {M, K}, 1), w = input("w", {K, N}, 2), bias = input("bias", {N}, 3);
+    p.output("y", relu(p.apply("matmul", {x, w}) + bias));
+    b.flops = 2.0 * double(M * N * K);
+    b.check = [&b, K, N, M](const HostTensor& y) {
+      double e = 0;
+      for (int k = 0; k < 64; ++k) {
+        int64_t i = (k * 7919) % M, j = (k * 104729) % N;
+        double want = b.inputs[2].get(j);
+        for (int64_t t = 0; t < K; ++t) want += b.inputs[0].get(i * K + t) * b.inputs[1].get(t * N + j);
+        e = std::max(e, relErr(y.get(i * N + j), std::max(0.0, want)));
+      }
+      return e;
+    };
   } else if (name == "conv2d") {  // N C H W K, 3x3, pad 1
     int64_t N = d[0], C = d[1], H = d[2], W = d[3], K = d[4];
     Tensor x = input("x", {N, C, H, W}, 1), w = input("w", {K, C, 3, 3}, 2);
@@ -279,7 +294,7 @@ int main(int argc, char** argv) {
       small ? std::vector<std::pair<std::string, std::vector<std::string>>>{
                   {"add", {"1000", "4099"}}, {"chain", {"33x65"}}, {"softmax", {"17x129"}},
                   {"softmax_chain", {"17x129"}}, {"layer_norm", {"17x129"}},
-                  {"matmul", {"33"}}, {"conv2d", {"1x3x9x11x4"}}}
+                  {"matmul", {"33"}}, {"linear", {"33x20x70"}}, {"conv2d", {"1x3x9x11x4"}}}
             : std::vector<std::pair<std::string, std::vector<std::string>>>{
                   {"add", {"1048576", "16777216"}},
                   {"chain", {"1024x1024", "4096x4096"}},
@@ -287,6 +302,7 @@ int main(int argc, char** argv) {
                   {"softmax_chain", {"1024x1024", "4096x4096"}},
                   {"layer_norm", {"1024x1024", "4096x4096"}},
                   {"matmul", {"256", "1024"}},
+                  {"linear", {"2048x512x512"}},
                   {"conv2d", {"8x32x64x64x32"}}};
   if (large)  // the GPU machine's sizes (bench/device/tensor.sh): issue 14's 8192x8192 and bigger GEMM and conv
     cases = {{"add", {"16777216", "67108864"}},
@@ -295,6 +311,7 @@ int main(int argc, char** argv) {
              {"softmax_chain", {"4096x4096", "8192x8192"}},
              {"layer_norm", {"4096x4096", "8192x8192"}},
              {"matmul", {"1024", "4096"}},
+             {"linear", {"8192x1024x4096"}},
              {"conv2d", {"8x32x64x64x32", "32x64x128x128x64"}}};
   if (!only.empty())
     std::erase_if(cases, [&](const auto& c) { return c.first != only; });

@@ -1,7 +1,9 @@
 #include "frontends/tensor/Lower.h"
 
 #include <algorithm>
+#include <cassert>
 #include <climits>
+#include <functional>
 
 #include "ir/Verifier.h"
 
@@ -22,12 +24,14 @@ std::string operandKey(const Operand& o) {
   if (!o.fused) return layoutKey(o.dtype, o.shape, o.strides, o.offset);
   std::string k = "(" + o.fused->node->op + "{" + o.fused->node->attrs.key() + "}" + std::string(dtypeName(o.dtype)) +
                   shapeText(o.shape);
+  if (o.fused->accumulator) return k + " accumulator)";
   for (const Operand& in : o.fused->in) k += " " + operandKey(in);
   return k + ")";
 }
 
 size_t leafCount(const Operand& o) {
   if (!o.fused) return 1;
+  if (o.fused->accumulator) return 0;
   size_t n = 0;
   for (const Operand& in : o.fused->in) n += leafCount(in);
   return n;
@@ -52,6 +56,7 @@ std::vector<Operand> leafOperands(std::span<const Operand> in) {
       out.push_back(o);
       continue;
     }
+    if (o.fused->accumulator) continue;
     for (Operand& leaf : leafOperands(o.fused->in)) out.push_back(std::move(leaf));
   }
   return out;
@@ -98,6 +103,12 @@ ir::Value* Kernel::offsetOf(size_t k, const std::vector<ir::Value*>& idx) {
 
 ir::Value* Kernel::load(size_t k, const std::vector<ir::Value*>& idx) {
   const Operand& o = ins_[k];
+  if (o.fused && o.fused->accumulator) {
+    // The epilogue's own element (the planner fuses only readers of the
+    // accumulator's shape that read it elementwise: idx is this element's).
+    assert(accumulator && "an accumulator operand outside its epilogue");
+    return o.dtype == DType::F16 ? b.cast(b.cast(accumulator, ctx.floatType(16)), ctx.f32()) : accumulator;
+  }
   if (o.fused) {
     // Compute the fused node's element at idx from its own inputs, rounded
     // as storing it would round it.
@@ -105,6 +116,7 @@ ir::Value* Kernel::load(size_t k, const std::vector<ir::Value*>& idx) {
     Kernel sub(b, ctx, o.fused->in,
                std::vector<ir::Value*>(bufs_.begin() + ptrdiff_t(s), bufs_.begin() + ptrdiff_t(s + leafCount(o))));
     sub.index = idx;
+    sub.accumulator = accumulator;
     ir::Value* v = o.fused->def->element(sub, *o.fused->node, o.fused->in);
     if (o.dtype == DType::F16) v = b.cast(b.cast(v, ctx.floatType(16)), ctx.f32());
     return v;
@@ -269,13 +281,13 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
     std::sort(reads[i].begin(), reads[i].end());
     reads[i].erase(std::unique(reads[i].begin(), reads[i].end()), reads[i].end());
   };
+  std::vector<std::vector<uint32_t>> readers(nodes.size());
+  for (size_t j = 0; j < nodes.size(); ++j)
+    if (needed[j])
+      for (uint32_t in : nodes[j].inputs) readers[in].push_back(uint32_t(j));
+  std::vector<bool> isOutputRoot(nodes.size(), false);
+  for (const auto& [name, id] : p.outputs()) isOutputRoot[p.root(id)] = true;
   {
-    std::vector<std::vector<uint32_t>> readers(nodes.size());
-    for (size_t j = 0; j < nodes.size(); ++j)
-      if (needed[j])
-        for (uint32_t in : nodes[j].inputs) readers[in].push_back(uint32_t(j));
-    std::vector<bool> isOutputRoot(nodes.size(), false);
-    for (const auto& [name, id] : p.outputs()) isOutputRoot[p.root(id)] = true;
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (!needed[i]) continue;
       findReads(i);
@@ -304,6 +316,34 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
         if (changed) findReads(j);
       }
     }
+  }
+  // Epilogues: a node whose kernel can compute an elementwise reader where
+  // it stores (matmul: OpDef::takesEpilogue), read by one elementwise node
+  // of its shape, which is stored or fused into one such reader, and so on
+  // up to a stored elementwise node of its shape: that node's kernel is the
+  // matmul's, and the matmul's sums are never stored. One per stored node.
+  std::vector<bool> accumulates(nodes.size(), false);
+  if (opts.fuse) {
+    std::vector<bool> hosts(nodes.size(), false);
+    auto elementwiseOfShape = [&](uint32_t j, const Shape& shape) {
+      const OpDef* d = nodes[j].isView ? nullptr : findOp(nodes[j].op);
+      return d && d->element && !d->lower && nodes[j].shape == shape;
+    };
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const OpDef* def = nodes[i].isView ? nullptr : findOp(nodes[i].op);
+      if (!needed[i] || fused[i] || !def || !def->takesEpilogue || isOutputRoot[i] || readers[i].size() != 1 ||
+          !def->takesEpilogue(p, nodes[i], opts))
+        continue;
+      uint32_t j = readers[i][0];
+      while (elementwiseOfShape(j, nodes[i].shape) && fused[j] && readers[j].size() == 1) j = readers[j][0];
+      if (!elementwiseOfShape(j, nodes[i].shape) || fused[j] || hosts[j] ||
+          (nodes[j].dtype != DType::F32 && nodes[j].dtype != DType::F16))
+        continue;
+      hosts[j] = true;
+      accumulates[i] = fused[i] = true;
+    }
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (needed[i]) findReads(i);
   }
   std::vector<size_t> lastUse(nodes.size(), 0);
   for (size_t i = 0; i < nodes.size(); ++i)
@@ -361,11 +401,18 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
       std::vector<Operand> in;
       for (uint32_t x : n.inputs) in.push_back(operand(x));
       if (fused[i]) {
-        fusion[i] = std::make_shared<const Fused>(Fused{&n, def, std::move(in)});
+        fusion[i] = std::make_shared<const Fused>(Fused{&n, def, std::move(in), accumulates[i]});
         continue;
       }
-      auto buf = def->lower ? def->lower(l, n, in)
-                            : Expected<ir::Value*>(l.map(n, in, [&](Kernel& k) { return def->element(k, n, in); }));
+      const Fused* acc = nullptr;  // an epilogue's matmul among the operands
+      std::function<void(const Operand&)> find = [&](const Operand& o) {
+        if (o.fused && o.fused->accumulator) acc = o.fused.get();
+        else if (o.fused) std::for_each(o.fused->in.begin(), o.fused->in.end(), find);
+      };
+      std::for_each(in.begin(), in.end(), find);
+      auto buf = acc           ? acc->def->lowerWithEpilogue(l, *acc->node, acc->in, n, in)
+                 : def->lower ? def->lower(l, n, in)
+                              : Expected<ir::Value*>(l.map(n, in, [&](Kernel& k) { return def->element(k, n, in); }));
       if (!buf) return Error{{}, n.site + ": " + n.op + ": " + buf.error().message};
       storage[i] = *buf;
     }

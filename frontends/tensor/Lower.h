@@ -78,6 +78,9 @@ class Kernel {
   // The output element's index, one i32 per dimension, and its linear index.
   std::vector<ir::Value*> index;
   ir::Value* linear = nullptr;
+  // In an epilogue (Fused::accumulator): the element of the accumulator
+  // operand, in f32; the kernel computing it sets it.
+  ir::Value* accumulator = nullptr;
 
   const Operand& in(size_t k) const { return ins_[k]; }
   size_t numInputs() const { return ins_.size(); }

@@ -21,6 +21,7 @@ class Value;
 namespace eph::tensor {
 
 class Lowering;
+struct LowerOptions;
 class Kernel;
 struct Fused;
 
@@ -61,13 +62,26 @@ struct OpDef {
   // and reads each input element once, so a fused input of the input's size
   // is computed once per element, not recomputed (reduce_*).
   bool reduces = false;
+  // Epilogues (matmul): whether node n, with options o, lowers to a kernel
+  // that can compute an elementwise reader of it where it stores each
+  // element (LowerOptions::fuse); and that lowering: n (inputs `in`) whose
+  // sums are computed into reader r (inputs rIn, one of whose operand trees
+  // holds n as a Fused::accumulator), returning r's fresh buffer.
+  std::function<bool(const Program& p, const Node& n, const LowerOptions& o)> takesEpilogue;
+  std::function<Expected<ir::Value*>(Lowering& l, const Node& n, std::span<const Operand> in, const Node& r,
+                                     std::span<const Operand> rIn)>
+      lowerWithEpilogue;
 };
 
-// An elementwise node that is not stored: its inputs, computed where it is read.
+// An elementwise node that is not stored: its inputs, computed where it is
+// read. Or, with `accumulator`, a node whose kernel computes its reader as
+// an epilogue (OpDef::takesEpilogue): the reader's Kernel::accumulator holds
+// its element, and `in` (the node's own inputs) are no leaves of the reader.
 struct Fused {
   const Node* node = nullptr;
   const OpDef* def = nullptr;
   std::vector<Operand> in;
+  bool accumulator = false;
 };
 
 const OpDef* findOp(std::string_view name);

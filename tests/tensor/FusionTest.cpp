@@ -8,6 +8,8 @@
 #include <cmath>
 
 #include "frontends/tensor/Lower.h"
+#include "frontends/tensor/TensorLinalg.h"
+#include "frontends/tensor/TensorReduce.h"
 #include "tests/tensor/TensorTestUtil.h"
 
 namespace eph::tensor::test {
@@ -17,9 +19,8 @@ struct Counts {
   int kernels = 0, dispatches = 0, allocs = 0;
 };
 
-Counts countsOf(const Program& p, bool fuse) {
+Counts countsOf(const Program& p, bool fuse, LowerOptions o = {}) {
   ir::Context ctx;
-  LowerOptions o;
   o.fuse = fuse;
   auto c = lower(ctx, p, o);
   EXPECT_TRUE(c) << (c ? "" : c.error().message);
@@ -291,6 +292,129 @@ TEST(TensorFusion, KernelsReadAtMostMaxFusedBuffers) {
     auto got = run(p, t, in, o);
     ASSERT_TRUE(got) << got.error().message;
     for (size_t i = 0; i < 16; ++i) EXPECT_NEAR((*got)[0].get(int64_t(i)), want[i], 1e-5 * want[i]);
+  }
+}
+
+
+// ---- epilogues: elementwise readers of a matmul computed where the blocked kernel stores ----
+
+// a [batch.., M, K] · b [K, N] in float64 (inputs rounded to f32).
+std::vector<double> refMatmul(const std::vector<double>& a, const std::vector<double>& b, int64_t batches, int64_t M,
+                              int64_t K, int64_t N) {
+  std::vector<double> c(size_t(batches * M * N), 0);
+  for (int64_t z = 0; z < batches; ++z)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) s += double(float(a[size_t((z * M + i) * K + k)])) * double(float(b[size_t(k * N + j)]));
+        c[size_t((z * M + i) * N + j)] = s;
+      }
+  return c;
+}
+
+// Runs p with the blocked matmul (epilogues) and with the 64-invocation
+// kernel (none), fused and unfused, on every target, against `want`.
+void expectEveryMatmulKernel(const Program& p, const std::vector<HostTensor>& in,
+                             const std::vector<std::vector<double>>& want, double tol = 1e-5) {
+  for (unsigned block : {8u, 0u})
+    for (bool fuse : {true, false}) {
+      SCOPED_TRACE("matmulBlock " + std::to_string(block) + (fuse ? " fused" : " unfused"));
+      LowerOptions o;
+      o.tune = false;
+      o.matmulBlock = block;
+      o.fuse = fuse;
+      for (const std::string& t : targets()) {
+        SCOPED_TRACE("target " + t);
+        auto got = run(p, t, in, o);
+        ASSERT_TRUE(got) << got.error().message;
+        ASSERT_EQ(got->size(), want.size());
+        for (size_t k = 0; k < want.size(); ++k)
+          for (size_t i = 0; i < want[k].size(); ++i)
+            EXPECT_NEAR((*got)[k].get(int64_t(i)), want[k][i], tol * (1 + std::abs(want[k][i])))
+                << "output " << k << " at " << i;
+      }
+    }
+}
+
+TEST(TensorFusion, BiasAndActivationAreTheMatmulsEpilogue) {
+  const int64_t B = 2, M = 70, K = 40, N = 130;
+  Program p;
+  Tensor x = p.input("x", DType::F32, {B, M, K});
+  Tensor w = p.input("w", DType::F32, {K, N});
+  Tensor b = p.input("b", DType::F32, {N});
+  p.output("y", relu(matmul(x, w) + b));
+  EXPECT_EQ(countsOf(p, true).dispatches, 1);  // matmul, + b and relu in one kernel
+  EXPECT_EQ(countsOf(p, false).dispatches, 3);
+  LowerOptions old;
+  old.matmulBlock = 0;  // the 64-invocation kernel takes no epilogue
+  EXPECT_EQ(countsOf(p, true, old).dispatches, 2);
+  auto xv = randomValues(size_t(B * M * K), 30), wv = randomValues(size_t(K * N), 31), bv = randomValues(size_t(N), 32);
+  std::vector<double> want = refMatmul(xv, wv, B, M, K, N);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(0.0, want[i] + double(float(bv[i % size_t(N)])));
+  expectEveryMatmulKernel(p, {HostTensor::of(DType::F32, {B, M, K}, xv), HostTensor::of(DType::F32, {K, N}, wv),
+                              HostTensor::of(DType::F32, {N}, bv)},
+                          {want});
+}
+
+TEST(TensorFusion, AResidualThroughFusedNodesIsTheMatmulsEpilogue) {
+  // tanh(x·w + b) + r: `+ b` fused into tanh, tanh into `+ r`, which is stored.
+  const int64_t M = 128, K = 64, N = 256;  // multiples of the tile: the kernel without bounds checks
+  Program p;
+  Tensor x = p.input("x", DType::F32, {M, K});
+  Tensor w = p.input("w", DType::F32, {K, N});
+  Tensor b = p.input("b", DType::F32, {N});
+  Tensor r = p.input("r", DType::F32, {M, N});
+  p.output("y", tanh(matmul(x, w) + b) + r);
+  EXPECT_EQ(countsOf(p, true).dispatches, 1);
+  auto xv = randomValues(size_t(M * K), 33), wv = randomValues(size_t(K * N), 34), bv = randomValues(size_t(N), 35),
+       rv = randomValues(size_t(M * N), 36);
+  std::vector<double> want = refMatmul(xv, wv, 1, M, K, N);
+  for (size_t i = 0; i < want.size(); ++i)
+    want[i] = double(float(std::tanh(want[i] + double(float(bv[i % size_t(N)]))))) + double(float(rv[i]));
+  expectEveryMatmulKernel(p, {HostTensor::of(DType::F32, {M, K}, xv), HostTensor::of(DType::F32, {K, N}, wv),
+                              HostTensor::of(DType::F32, {N}, bv), HostTensor::of(DType::F32, {M, N}, rv)},
+                          {want}, 2e-5);
+}
+
+TEST(TensorFusion, WhatMustNotBeAMatmulsEpilogue) {
+  const int64_t M = 40, K = 33, N = 50;
+  auto xv = randomValues(size_t(M * K), 37), wv = randomValues(size_t(K * N), 38);
+  std::vector<double> mm = refMatmul(xv, wv, 1, M, K, N);
+  std::vector<HostTensor> in = {HostTensor::of(DType::F32, {M, K}, xv), HostTensor::of(DType::F32, {K, N}, wv)};
+  {
+    // The product is an output itself: stored, its reader a kernel of its own.
+    Program p;
+    Tensor x = p.input("x", DType::F32, {M, K}), w = p.input("w", DType::F32, {K, N});
+    Tensor y = matmul(x, w);
+    p.output("y", y);
+    p.output("z", y + 1.0);
+    EXPECT_EQ(countsOf(p, true).dispatches, 2);
+    std::vector<double> z = mm;
+    for (double& v : z) v += 1;
+    expectEveryMatmulKernel(p, in, {mm, z});
+  }
+  {
+    // Two readers: computing it in both would multiply twice.
+    Program p;
+    Tensor x = p.input("x", DType::F32, {M, K}), w = p.input("w", DType::F32, {K, N});
+    Tensor y = matmul(x, w);
+    p.output("a", y + 1.0);
+    p.output("b", y * 2.0);
+    EXPECT_EQ(countsOf(p, true).dispatches, 3);
+  }
+  {
+    // A row reduction reads it (softmax), and a broadcast over a bigger
+    // shape: neither is an element-for-element reader of the product.
+    Program p;
+    Tensor x = p.input("x", DType::F32, {M, K}), w = p.input("w", DType::F32, {K, N});
+    p.output("s", softmax(matmul(x, w)));
+    Program alone;
+    alone.output("s", softmax(alone.input("y", DType::F32, {M, N})));
+    EXPECT_EQ(countsOf(p, true).dispatches, 1 + countsOf(alone, true).dispatches);
+    Program q;
+    Tensor x2 = q.input("x", DType::F32, {M, K}), w2 = q.input("w", DType::F32, {K, N});
+    q.output("t", matmul(x2, w2) + q.input("big", DType::F32, {3, M, N}));
+    EXPECT_EQ(countsOf(q, true).dispatches, 2);
   }
 }
 

@@ -246,7 +246,7 @@ std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const O
     return b.select(ok, loadAt(k, x, k.offsetOf(x, idx), acc), k.constant(acc, 0));
   };
   Operand wm{W.buf, W.dtype, {G, Mg, Kc}, {Mg * Kc, Kc, 1}, W.offset};
-  if (int64_t R = matmulBlockFor(l, t, vshape)) {
+  if (int64_t R = matmulBlockFor(l.opts, t, vshape)) {
     MatmulParts parts;
     if (in.size() == 3) parts.extra.push_back(in[2]);
     parts.bElement = [&](Kernel& k, Value* g, Value* r, Value* q) { return gather(k, 1, g, r, q); };

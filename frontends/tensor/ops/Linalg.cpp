@@ -196,9 +196,9 @@ std::pair<Operand, Operand> matmulOperands(const Operand& A, const Operand& B, c
 constexpr int64_t kTile = 64, kTileK = 16, kThreads = 8, kPer = kTile / kThreads;
 constexpr int64_t kLoads = kTile * kTileK / (kThreads * kThreads);  // elements of each tile one invocation copies
 
-int64_t matmulBlockFor(const Lowering& l, DType t, const Shape& vshape) {
-  const unsigned R = l.opts.matmulBlock;
-  if ((R != 4 && R != 8) || computeType(l.ctx, t) != l.ctx.f32()) return 0;
+int64_t matmulBlockFor(const LowerOptions& o, DType t, const Shape& vshape) {
+  const unsigned R = o.matmulBlock;
+  if ((R != 4 && R != 8) || (t != DType::F32 && t != DType::F16)) return 0;  // f32 sums
   // 8x8 blocks, unless their 128x128 tiles would leave a big GPU's SMs idle
   // (on the H200, 132 SMs, 1024x1024 = 64 tiles ran 10% faster in 4x4
   // blocks, 2048 and up 1.7x slower: bench/RESULTS.md, 2026-11-27) or M or
@@ -210,7 +210,7 @@ int64_t matmulBlockFor(const Lowering& l, DType t, const Shape& vshape) {
 }
 
 Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
-  if (int64_t R = matmulBlockFor(l, t, vshape)) return blockedMatmul(l, t, a, b, vshape, R, {});
+  if (int64_t R = matmulBlockFor(l.opts, t, vshape)) return blockedMatmul(l, t, a, b, vshape, R, {});
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
@@ -504,6 +504,50 @@ Expected<Value*> lowerMatmul(Lowering& l, const Node& n, std::span<const Operand
   return mapTop(l, "matmul", t, vshape, ops, [&](Kernel& k) { return dotMN(k, t, 0, 1); }, "");
 }
 
+// Epilogues: the blocked kernel computes matmul n's elementwise reader r
+// (inputs rIn, one of whose operand trees holds n's sums as an accumulator)
+// where it would store the sums: bias, activation, residual in one kernel.
+// Only where r has the product's shape and both operands are matrices or
+// batches of them (n.shape is then [batch.., M, N]).
+bool matmulTakesEpilogue(const Program& p, const Node& n, const LowerOptions& o) {
+  const Shape& a = p.node(n.inputs[0]).shape;
+  const Shape& b = p.node(n.inputs[1]).shape;
+  if (a.size() < 2 || b.size() < 2) return false;
+  return matmulBlockFor(o, n.dtype, n.shape) && useTiled(n.shape, a.back());
+}
+
+Expected<Value*> lowerMatmulWithEpilogue(Lowering& l, const Node& n, std::span<const Operand> in, const Node& r,
+                                         std::span<const Operand> rIn) {
+  MatmulShape m;
+  Shape vshape;
+  if (std::string why = matmulShape("matmul", in[0].shape, in[1].shape, m, vshape); !why.empty()) return Error{{}, why};
+  auto [a, b] = matmulOperands(in[0], in[1], m);
+  const OpDef* rdef = findOp(r.op);
+  MatmulParts parts;
+  parts.extra = leafOperands(rIn);
+  const size_t extras = parts.extra.size();
+  parts.store = [&](Kernel& k, Value* batch, Value* row, Value* col, Value* v) -> std::pair<Value*, Value*> {
+    Builder& bb = k.b;
+    std::vector<Value*> leaves;
+    for (size_t e = 0; e < extras; ++e) leaves.push_back(k.buffer(2 + e));
+    Kernel ek(bb, k.ctx, std::vector<Operand>(rIn.begin(), rIn.end()), leaves);
+    std::vector<int64_t> bcs = contiguousStrides(m.batch);
+    for (size_t d = 0; d < m.batch.size(); ++d) {
+      Value* q = bcs[d] == 1 ? batch : bb.div(batch, k.i32(bcs[d]));
+      ek.index.push_back(d == 0 ? q : bb.rem(q, k.i32(m.batch[d])));
+    }
+    ek.index.push_back(row);
+    ek.index.push_back(col);
+    ek.linear = bb.add(bb.mul(bb.add(bb.mul(batch, k.i32(m.M)), row), k.i32(m.N)), col);
+    ek.accumulator = v;
+    return {rdef->element(ek, r, rIn), ek.linear};
+  };
+  parts.outType = r.dtype;
+  parts.outCount = numel(r.shape);
+  parts.key = "epilogue " + r.op + "{" + r.attrs.key() + "}" + std::string(dtypeName(r.dtype)) + kernelInputs(rIn).key;
+  return blockedMatmul(l, n.dtype, a, b, vshape, matmulBlockFor(l.opts, n.dtype, vshape), parts);
+}
+
 void addMatmul(std::vector<OpDef>& ops) {
   OpDef d;
   d.name = "matmul";
@@ -514,6 +558,8 @@ void addMatmul(std::vector<OpDef>& ops) {
     return matmulShape("matmul", p.node(n.inputs[0]).shape, p.node(n.inputs[1]).shape, m, n.shape);
   };
   d.lower = lowerMatmul;
+  d.takesEpilogue = matmulTakesEpilogue;
+  d.lowerWithEpilogue = lowerMatmulWithEpilogue;
   ops.push_back(std::move(d));
 
   // gemm(A, B, [C]) = alpha·A'·B' + beta·C, A' = transA ? Aᵀ : A.

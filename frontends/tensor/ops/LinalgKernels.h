@@ -57,8 +57,8 @@ struct MatmulParts {
 // are f32 (t: F16 or F32). Returns the output's fresh buffer.
 ir::Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, int64_t R,
                          const MatmulParts& parts);
-// The R for a [batch.., M, N] product under l's options, or 0 when the
-// blocked kernel does not apply (options or dtype).
-int64_t matmulBlockFor(const Lowering& l, DType t, const Shape& vshape);
+// The R for a [batch.., M, N] product of dtype t under options o, or 0 when
+// the blocked kernel does not apply (options or dtype).
+int64_t matmulBlockFor(const LowerOptions& o, DType t, const Shape& vshape);
 
 }  // namespace eph::tensor::linalg
