@@ -92,7 +92,7 @@ Expected<std::vector<interp::RtValue>> runHost(std::span<Device* const> devices,
       d = counted.back().get();
     }
   DeviceSet set(std::move(used));
-  if (const ir::Module* m = entry.module(); m)
+  if (const ir::Module* m = entry.module(); m && !opts.prepared)
     if (Status s = set.prepare(*m); !s) return s.error();
   Expected<std::vector<interp::RtValue>> results = std::vector<interp::RtValue>{};
   bool compiled = false;

@@ -8,7 +8,7 @@ PACKAGES="cmake ninja-build g++ libgtest-dev googletest libbenchmark-dev libfmt-
 llvm-19-dev llvm-19-tools libopenblas-dev python3
 libvulkan-dev mesa-vulkan-drivers spirv-tools spirv-headers vulkan-validationlayers
 clang-14 libclang-rt-14-dev ccache libeigen3-dev
-libonnx-dev libonnx-testdata libprotobuf-dev python3-numpy libceres-dev chromium"
+libonnx-dev libonnx-testdata libprotobuf-dev python3-numpy python3-torch libceres-dev chromium"
 
 missing=""
 for p in $PACKAGES; do

@@ -31,6 +31,11 @@
 #ifdef EPH_TENSOR_BENCH_VULKAN
 #include "runtime/vulkan/VulkanDevice.h"
 #endif
+#ifdef EPH_TENSOR_BENCH_ONNX
+#include <filesystem>
+
+#include "frontends/tensor/onnx/Onnx.h"
+#endif
 
 using namespace eph;
 using namespace eph::tensor;
@@ -65,7 +70,45 @@ std::vector<int64_t> dims(const std::string& size) {
 
 double relErr(double got, double want) { return std::abs(got - want) / (1e-6 + std::abs(want)); }
 
+// --onnx DIR: a backend-test folder (model.onnx, test_data_set_0/input_N.pb
+// and output_0.pb, as bench/tensor/bert_export.py writes them): its program,
+// inputs, and a check of output 0 (largest |got - want| / (1 + |want|)).
+Built buildOnnx(const std::string& dir) {
+  Built b;
+#ifdef EPH_TENSOR_BENCH_ONNX
+  namespace fs = std::filesystem;
+  std::ifstream f(dir + "/model.onnx", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  onnx::ImportOptions io;
+  io.baseDir = dir;
+  for (int i = 0; fs::exists(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb"); ++i) {
+    std::ifstream in(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb", std::ios::binary);
+    std::string pb((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string name;
+    auto t = onnx::readTensorProto(pb, "input " + std::to_string(i), &name);
+    if (!t) throw std::runtime_error(t.error().message);
+    io.given.emplace(name, *t);
+  }
+  auto m = onnx::importModel(bytes, io);
+  if (!m) throw std::runtime_error(dir + ": " + m.error().message);
+  for (const std::string& n : m->inputs) b.inputs.push_back(io.given.at(n));
+  b.p = std::move(m->program);
+  auto want = onnx::readTensorFile(dir + "/test_data_set_0/output_0.pb");
+  if (!want) throw std::runtime_error(want.error().message);
+  b.check = [w = *want](const HostTensor& got) {
+    if (got.size() != w.size()) return double(INFINITY);
+    double e = 0;
+    for (int64_t i = 0; i < got.size(); ++i) e = std::max(e, std::abs(got.get(i) - w.get(i)) / (1 + std::abs(w.get(i))));
+    return e;
+  };
+#else
+  throw std::runtime_error("--onnx " + dir + ": this eph_tensor_bench was built without libonnx-dev");
+#endif
+  return b;
+}
+
 Built build(const std::string& name, const std::string& size) {
+  if (name == "onnx") return buildOnnx(size);
   Built b;
   b.p = std::make_unique<Program>();
   Program& p = *b.p;
@@ -193,20 +236,48 @@ class Timed : public runtime::Device {
   double ms = 0;
   std::string_view target() const override { return d_.target(); }
   const DeviceCaps& caps() const override { return d_.caps(); }
-  Status prepare(const ir::Module& m) override { return d_.prepare(m); }
-  Expected<uint64_t> alloc(const ir::Type* t, uint64_t n, Loc s) override { return d_.alloc(t, n, s); }
-  Status free(uint64_t h, Loc s) override { return d_.free(h, s); }
+  Status prepare(const ir::Module& m) override {
+    auto t0 = std::chrono::steady_clock::now();
+    Status r = d_.prepare(m);
+    hostMs["prepare"] += since(t0);
+    return r;
+  }
+  Expected<uint64_t> alloc(const ir::Type* t, uint64_t n, Loc s) override {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = d_.alloc(t, n, s);
+    hostMs["alloc"] += since(t0);
+    return r;
+  }
+  Status free(uint64_t h, Loc s) override {
+    auto t0 = std::chrono::steady_clock::now();
+    Status r = d_.free(h, s);
+    hostMs["free"] += since(t0);
+    return r;
+  }
   Status upload(uint64_t dst, const interp::BufferData& src, Loc s) override { return d_.upload(dst, src, s); }
   Status download(interp::BufferData& dst, uint64_t src, Loc s) override { return d_.download(dst, src, s); }
   Status uploadBytes(uint64_t dst, std::span<const std::byte> b, Loc s) override { return d_.uploadBytes(dst, b, s); }
   Status downloadBytes(std::span<std::byte> b, uint64_t src, Loc s) override { return d_.downloadBytes(b, src, s); }
-  Status wait(Loc s) override { return d_.wait(s); }
+  Status wait(Loc s) override {
+    auto t0 = std::chrono::steady_clock::now();
+    Status r = d_.wait(s);
+    hostMs["wait"] += since(t0);
+    return r;
+  }
   bool supportsViews() const override { return d_.supportsViews(); }
   Status dispatch(const ir::Function& k, std::array<uint32_t, 3> g, std::span<const interp::RtValue> a, Loc s) override {
     auto t0 = std::chrono::steady_clock::now();
     Status st = d_.dispatch(k, g, a, s);
-    ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ms += t;
+    perKernel[k.name()] += t;
+    hostMs["dispatch"] += t;
     return st;
+  }
+  std::map<std::string, double> perKernel;  // --profile: time per kernel (cpu)
+  std::map<std::string, double> hostMs;     // --profile: host time in each call (alloc, free, dispatch, wait)
+  static double since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
 
  private:
@@ -216,6 +287,7 @@ class Timed : public runtime::Device {
 struct Row {
   std::string name, size, target;
   double ms = NAN, peerMs = NAN, err = NAN;
+  double wallMs = NAN;  // a whole run (allocations, dispatches, frees, and the wait for them), on the host's clock
   int dispatches = 0;
   unsigned wg = 0, rowElements = 0, matmulBlock = 0;  // the LowerOptions sizes used
   std::string error;
@@ -265,6 +337,8 @@ int main(int argc, char** argv) {
   int matmulBlock = -1;              // --matmul-block R (-1: the device's row)
   unsigned maxGroupsX = LowerOptions{}.maxGroupsX;    // --max-groups-x N: LowerOptions::maxGroupsX
   std::string sizesArg;                               // --sizes A,B: the sizes of every case run
+  std::vector<std::string> onnxDirs;                  // --onnx DIR: a model's backend-test folder (repeatable)
+  bool profile = false;                               // --profile: each case's kernels by time, on stderr
   std::string jsonPath;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -283,10 +357,12 @@ int main(int argc, char** argv) {
     else if (a == "--max-groups-x") maxGroupsX = unsigned(std::atoi(next().c_str()));
     else if (a == "--sizes") sizesArg = next();
     else if (a == "--only") only = next();
+    else if (a == "--onnx") onnxDirs.push_back(next());
+    else if (a == "--profile") profile = true;
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -321,7 +397,8 @@ int main(int argc, char** argv) {
       std::stringstream ss(sizesArg);
       for (std::string sz; std::getline(ss, sz, ',');) c.second.push_back(sz);
     }
-  auto peerMs = peer ? runPeer(cases, runs) : decltype(runPeer(cases, runs)){};
+  if (!onnxDirs.empty()) cases = {{"onnx", onnxDirs}};  // models only; their peer is bench/tensor/bert_peer.py
+  auto peerMs = peer && onnxDirs.empty() ? runPeer(cases, runs) : decltype(runPeer(cases, runs)){};
   if (peer && peerMs.empty()) std::cerr << "numpy peer: no results (is python3-numpy installed?)\n";
 
   std::vector<Row> rows;
@@ -358,7 +435,15 @@ int main(int argc, char** argv) {
     for (const auto& [name, sizes] : cases)
       for (const std::string& size : sizes) {
         Row r{name, size, target};
-        Built b = build(name, size);
+        Built b;
+        try {
+          b = build(name, size);
+        } catch (const std::exception& e) {
+          r.error = e.what();
+          rows.push_back(r);
+          ++failures;
+          continue;
+        }
         r.bytes = b.bytes, r.flops = b.flops;
         ir::Context ctx;
         LowerOptions lo = tunedFor(base->caps().name);
@@ -396,24 +481,30 @@ int main(int argc, char** argv) {
         r.err = b.check((*out)[0]);
         if (!(r.err < 1e-3)) ++failures;
         std::cerr << "[" << target << "] " << name << " " << size << ": error " << r.err << ", timing\n";
-        std::vector<double> times;
+        std::vector<double> times, walls;
+        std::map<std::string, double> gpuPerKernel;  // --profile on Vulkan
         auto warmStart = std::chrono::steady_clock::now();
         for (int k = 0; times.size() < size_t(runs); ++k) {
           timed.ms = 0;
 #ifdef EPH_TENSOR_BENCH_VULKAN
           if (vk) vk->takeDispatchTimes();
 #endif
+          auto w0 = std::chrono::steady_clock::now();
           auto again = runOnDevice(timed, *c, *args);
           if (!again) {
             r.error = again.error().message;
             break;
           }
           freeDeviceBuffers(timed, *again);
+          double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
           double ms = timed.ms;
 #ifdef EPH_TENSOR_BENCH_VULKAN
           if (vk) {
             ms = 0;
-            for (const auto& t : vk->takeDispatchTimes()) ms += t.ms;
+            for (const auto& t : vk->takeDispatchTimes()) {
+              ms += t.ms;
+              if (k >= 3) gpuPerKernel[t.kernel] += t.ms;
+            }
           }
 #endif
           // Warm-up: at least 3 runs and 300 ms, 2 s on Vulkan: a GPU's
@@ -421,12 +512,32 @@ int main(int argc, char** argv) {
           // and rise slowly (the H200 ran the second case of a call at a
           // third of its bandwidth after 300 ms).
           if (k >= 3 && std::chrono::steady_clock::now() - warmStart > std::chrono::milliseconds(target == "vulkan" ? 2000 : 300))
-            times.push_back(ms);
+            times.push_back(ms), walls.push_back(wall);
         }
         freeDeviceBuffers(timed, *args);
+        if (profile) {
+          std::map<std::string, double> byKernel = timed.perKernel;
+#ifdef EPH_TENSOR_BENCH_VULKAN
+          if (vk) byKernel = gpuPerKernel;
+#endif
+          std::vector<std::pair<double, std::string>> order;
+          for (const auto& [k, t] : byKernel) order.push_back({t, k});
+          std::sort(order.rbegin(), order.rend());
+          std::cerr << "[" << target << "] " << name << " " << size << ": time by kernel, all timed runs\n";
+          for (const auto& [t, k] : order) std::fprintf(stderr, "  %10.3f ms  %s\n", t, k.c_str());
+          std::cerr << "[" << target << "] " << name << " " << size << ": host time in device calls, all runs\n";
+          for (const auto& [call, t] : timed.hostMs) std::fprintf(stderr, "  %10.3f ms  %s\n", t, call.c_str());
+#ifdef EPH_TENSOR_BENCH_VULKAN
+          if (vk)
+            std::fprintf(stderr, "  submits %u, barriers %u, vkAllocateMemory calls %llu\n", vk->stats().submits,
+                         vk->stats().barriers, (unsigned long long)vk->memoryStats().deviceAllocations);
+#endif
+        }
         if (!times.empty()) {
           std::sort(times.begin(), times.end());
+          std::sort(walls.begin(), walls.end());
           r.ms = times[times.size() / 2];
+          r.wallMs = walls[walls.size() / 2];
         }
         if (auto pc = peerMs.find(name); pc != peerMs.end())
           if (auto ps = pc->second.find(size); ps != pc->second.end()) r.peerMs = ps->second;
@@ -434,18 +545,18 @@ int main(int argc, char** argv) {
       }
   }
 
-  std::printf("| op | size | target | kernels | ephc ms | numpy ms | numpy / ephc | rate | max rel. error |\n");
-  std::printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  std::printf("| op | size | target | kernels | ephc ms | wall ms | numpy ms | numpy / ephc | rate | max rel. error |\n");
+  std::printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (const Row& r : rows) {
     if (!r.error.empty()) {
-      std::printf("| %s | %s | %s | — | error: %s | | | | |\n", r.name.c_str(), r.size.c_str(), r.target.c_str(),
+      std::printf("| %s | %s | %s | — | error: %s | | | | | |\n", r.name.c_str(), r.size.c_str(), r.target.c_str(),
                   r.error.c_str());
       continue;
     }
     char rate[32];
     std::snprintf(rate, sizeof rate, r.flops > 0 ? "%.1f GFLOP/s" : "%.1f GB/s", (r.flops > 0 ? r.flops : r.bytes) / r.ms / 1e6);
-    std::printf("| %s | %s | %s | %d | %.4f | %.4f | %.2f× | %s | %.1e |\n", r.name.c_str(), r.size.c_str(),
-                r.target.c_str(), r.dispatches, r.ms, r.peerMs, r.peerMs / r.ms, rate, r.err);
+    std::printf("| %s | %s | %s | %d | %.4f | %.4f | %.4f | %.2f× | %s | %.1e |\n", r.name.c_str(), r.size.c_str(),
+                r.target.c_str(), r.dispatches, r.ms, r.wallMs, r.peerMs, r.peerMs / r.ms, rate, r.err);
   }
   if (!jsonPath.empty()) {
     std::ofstream js(jsonPath);
@@ -455,7 +566,7 @@ int main(int argc, char** argv) {
       js << "  {\"op\": \"" << r.name << "\", \"size\": \"" << r.size << "\", \"target\": \"" << r.target
          << "\", \"fused\": " << (fuse ? "true" : "false") << ", \"wg\": " << r.wg
          << ", \"row_elements\": " << r.rowElements << ", \"matmul_block\": " << r.matmulBlock << ", \"kernels\": " << r.dispatches
-         << ", \"ephc_ms\": " << (std::isnan(r.ms) ? -1 : r.ms)
+         << ", \"ephc_ms\": " << (std::isnan(r.ms) ? -1 : r.ms) << ", \"wall_ms\": " << (std::isnan(r.wallMs) ? -1 : r.wallMs)
          << ", \"numpy_ms\": " << (std::isnan(r.peerMs) ? -1 : r.peerMs) << ", \"max_rel_error\": "
          << (std::isnan(r.err) ? -1 : r.err) << ", \"error\": \"" << (r.error.empty() ? "" : "failed") << "\"}"
          << (i + 1 < rows.size() ? ",\n" : "\n");

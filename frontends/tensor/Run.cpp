@@ -169,6 +169,11 @@ Expected<std::vector<interp::RtValue>> runOnDevice(runtime::Device& device, cons
   // @main frees what it allocates and does not return).
   runtime::RunOptions o = runtime::RunOptions::fromEnvironment();
   o.checkBuffers = false;
+  o.prepared = true;  // by uploadInputs
+  // @main is straight-line allocations and dispatches: interpreting it costs
+  // microseconds, compiling it (or finding it in the cpu cache, which prints
+  // the module for its key) milliseconds a run.
+  if (o.host == runtime::RunOptions::Host::Auto) o.host = runtime::RunOptions::Host::Interp;
   return runtime::runHost(device, in, *c.module->lookup("main"), args, o);
 }
 

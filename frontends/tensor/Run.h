@@ -38,7 +38,9 @@ Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target,
 // each input and constant uploaded as bytes into a device buffer (@main's
 // arguments); @main run on them, its results device buffers the caller
 // owns; the results downloaded as HostTensors and freed. The caller frees
-// the arguments with freeDeviceBuffers.
+// the arguments with freeDeviceBuffers. uploadInputs prepares the module on
+// the device, runOnDevice does not again (RunOptions::prepared): a run then
+// costs its dispatches, not a re-emission of every kernel.
 Expected<std::vector<interp::RtValue>> uploadInputs(runtime::Device& device, const Program& p, const Compiled& c,
                                                     const std::vector<HostTensor>& inputs);
 Expected<std::vector<interp::RtValue>> runOnDevice(runtime::Device& device, const Compiled& c,

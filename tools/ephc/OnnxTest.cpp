@@ -67,6 +67,8 @@ CommandSpec onnxTestSpec() {
               {"--shard", "K/N", "run the K-th (1-based) of N interleaved shards of the sorted tests"},
               {"--filter", "TEXT", "only the tests whose name contains TEXT"},
               {"--timeout", "SECONDS", "per test (default 20)"},
+              {"--rtol", "R", "relative tolerance (default 1e-3, ONNX's)"},
+              {"--atol", "A", "absolute tolerance (default 1e-7, ONNX's; a whole model's float32 outputs near 0 need about 1e-5)"},
               {"--jobs", "N", "tests run at once (default 1)"},
               {"--results", "FILE", "write name<TAB>PASS|FAIL<TAB>reason<TAB>ops per test"},
               {"--write-passes", "FILE", "write the names of the passing tests, sorted"},
@@ -132,12 +134,17 @@ std::string indexText(const tensor::Shape& shape, int64_t i) {
   return tensor::shapeText(idx);
 }
 
+// ONNX's backend runner's tolerances by default (--rtol, --atol).
+struct Tolerance {
+  double rtol = 1e-3, atol = 1e-7;
+};
+
 // "" when `got` matches `want` as the backend runner compares.
-std::string compare(const HostTensor& got, const HostTensor& want) {
+std::string compare(const HostTensor& got, const HostTensor& want, const Tolerance& tol) {
   if (got.dtype != want.dtype)
     return "dtype " + std::string(tensor::dtypeName(got.dtype)) + ", want " + std::string(tensor::dtypeName(want.dtype));
   if (got.shape != want.shape) return "shape " + tensor::shapeText(got.shape) + ", want " + tensor::shapeText(want.shape);
-  const double rtol = 1e-3, atol = 1e-7;
+  const double rtol = tol.rtol, atol = tol.atol;
   int64_t bad = 0, first = -1;
   for (int64_t i = 0; i < got.size(); ++i) {
     bool ok;
@@ -171,7 +178,7 @@ std::string modelOps(const std::string& bytes) {
 }
 
 // Runs one test in this process (the child).
-Result runTest(const TestCase& t, const std::string& target) {
+Result runTest(const TestCase& t, const std::string& target, const Tolerance& tol) {
   Result r;
   std::string bytes = slurp(t.dir / "model.onnx");
   r.ops = modelOps(bytes);
@@ -187,7 +194,7 @@ Result runTest(const TestCase& t, const std::string& target) {
   // A data file that is not a tensor (a sequence, an optional, strings): the
   // model's own error when it has one (its inputs are not tensors), else the file's.
   auto dataError = [&](const Error& e) {
-    auto m = tensor::onnx::importModel(bytes, {});
+    auto m = tensor::onnx::importModel(bytes, {.baseDir = t.dir.string()});
     std::string why = m ? errorText(e) : errorText(m.error());
     for (size_t at; (at = why.find(set0)) != std::string::npos;) why.erase(at, set0.size());
     return why;
@@ -208,6 +215,7 @@ Result runTest(const TestCase& t, const std::string& target) {
     for (const auto& i : m.graph().input())
       if (!inits.count(i.name())) names.push_back(i.name());
     tensor::onnx::ImportOptions opts;
+    opts.baseDir = t.dir.string();
     for (size_t k = 0; k < inputs->size() && k < names.size(); ++k) opts.given[names[k]] = (*inputs)[k];
     auto model = tensor::onnx::importModel(bytes, opts);
     if (!model) return r.reason = errorText(model.error()), r;
@@ -225,7 +233,7 @@ Result runTest(const TestCase& t, const std::string& target) {
     if (got->size() != outputs->size())
       return r.reason = std::to_string(got->size()) + " outputs, want " + std::to_string(outputs->size()), r;
     for (size_t k = 0; k < got->size(); ++k)
-      if (std::string why = compare((*got)[k], (*outputs)[k]); !why.empty())
+      if (std::string why = compare((*got)[k], (*outputs)[k], tol); !why.empty())
         return r.reason = "output " + std::to_string(k) + " ('" + model->outputs[k] + "'): " + why +
                           (sets.size() > 1 ? " (" + set.filename().string() + ")" : ""),
                r;
@@ -252,7 +260,7 @@ bool writeAll(int fd, const std::string& s) {
   return true;
 }
 
-Child spawn(const std::vector<TestCase>& tests, size_t i, const std::string& target) {
+Child spawn(const std::vector<TestCase>& tests, size_t i, const std::string& target, const Tolerance& tol) {
   int p[2];
   if (pipe(p) != 0) return {-1, -1, i, {}, {}};
   pid_t pid = fork();
@@ -264,7 +272,7 @@ Child spawn(const std::vector<TestCase>& tests, size_t i, const std::string& tar
       dup2(devnull, 1);
       dup2(devnull, 2);
     }
-    Result r = runTest(tests[i], target);
+    Result r = runTest(tests[i], target, tol);
     writeAll(p[1], std::string(r.pass ? "PASS" : "FAIL") + "\t" + oneLine(r.reason) + "\t" + r.ops + "\n");
     close(p[1]);
     _exit(0);
@@ -275,7 +283,7 @@ Child spawn(const std::vector<TestCase>& tests, size_t i, const std::string& tar
 
 // Runs every test, `jobs` at a time, each with `timeout` seconds.
 std::vector<Result> runAll(const std::vector<TestCase>& tests, const std::string& target, int jobs, double timeout,
-                           const std::function<void(size_t, const Result&)>& done) {
+                           const Tolerance& tol, const std::function<void(size_t, const Result&)>& done) {
   std::vector<Result> results(tests.size());
   std::vector<Child> running;
   size_t next = 0;
@@ -285,7 +293,7 @@ std::vector<Result> runAll(const std::vector<TestCase>& tests, const std::string
   };
   while (next < tests.size() || !running.empty()) {
     while (int(running.size()) < jobs && next < tests.size()) {
-      Child c = spawn(tests, next++, target);
+      Child c = spawn(tests, next++, target, tol);
       if (c.pid < 0) {
         Result r;
         r.reason = "cannot fork";
@@ -578,6 +586,14 @@ int runOnnxTestCommand(Session& s, std::span<const std::string> argv) {
     return s.fail("onnx-test: --target must be interp, cpu or vulkan, not '" + target + "'");
   double timeout = 20;
   if (args->has("--timeout")) timeout = std::atof(args->get("--timeout").c_str());
+  Tolerance tol;
+  for (auto [flag, value] : {std::pair{"--rtol", &tol.rtol}, std::pair{"--atol", &tol.atol}})
+    if (args->has(flag)) {
+      char* end = nullptr;
+      *value = std::strtod(args->get(flag).c_str(), &end);
+      if (args->get(flag).empty() || *end || !(*value >= 0))
+        return s.fail(std::string("onnx-test: ") + flag + " must be a number >= 0, not '" + args->get(flag) + "'");
+    }
   int jobs = args->has("--jobs") ? std::max(1, std::atoi(args->get("--jobs").c_str())) : 1;
   std::set<std::string> expected;
   bool haveExpect = args->has("--expect");
@@ -607,7 +623,7 @@ int runOnnxTestCommand(Session& s, std::span<const std::string> argv) {
   }
   bool quiet = args->has("--quiet");
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<Result> results = runAll(tests, target, jobs, timeout, [&](size_t i, const Result& r) {
+  std::vector<Result> results = runAll(tests, target, jobs, timeout, tol, [&](size_t i, const Result& r) {
     if (r.pass && quiet) return;
     s.io.out << (r.pass ? "PASS " : "FAIL ") << tests[i].name << (r.pass ? "" : ": " + r.reason) << "\n";
     s.io.out.flush();

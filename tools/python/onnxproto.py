@@ -50,6 +50,18 @@ def tensor(name, dtype, dims, values):
     return body + f_bytes(9, raw)
 
 
+def external_tensor(name, dtype, dims, location, offset=None, length=None):
+    """A TensorProto whose data is in the file `location` (external_data, 13; data_location EXTERNAL, 14)."""
+    body = b"".join(f_varint(1, d) for d in dims) + f_varint(2, dtype) + f_bytes(8, name)
+    entries = [("location", location)]
+    if offset is not None:
+        entries.append(("offset", str(offset)))
+    if length is not None:
+        entries.append(("length", str(length)))
+    body += b"".join(f_bytes(13, f_bytes(1, k) + f_bytes(2, v)) for k, v in entries)
+    return body + f_varint(14, 1)
+
+
 def value_info(name, dtype, dims):
     shape = b"".join(f_bytes(1, f_varint(1, d) if isinstance(d, int) else f_bytes(2, d)) for d in dims)
     tensor_type = f_varint(1, dtype) + f_bytes(2, shape)

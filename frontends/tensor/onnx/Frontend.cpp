@@ -90,6 +90,8 @@ std::unique_ptr<ir::Module> compileModel(ir::Context& ctx, std::string_view text
   auto given = givenInputs(o);
   if (!given) return diagnostics += render(file, given.error()), nullptr;
   ImportOptions opts;
+  opts.baseDir = std::filesystem::path(file).parent_path().string();
+  if (opts.baseDir.empty()) opts.baseDir = ".";
   if (!given->byPosition.empty() || !given->byName.empty()) {
     // Position-bound inputs need the input names: import once without them
     // when the shapes are all static, else bind in order of the graph's inputs.

@@ -2,6 +2,7 @@
 // graph, constant folding, and the errors E400-E403.
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -66,11 +67,55 @@ std::string onnxTypeName(int32_t code) {
   return "data type " + std::to_string(code);
 }
 
-Expected<HostTensor> fromProto(const ::onnx::TensorProto& t, const std::string& what) {
+// The bytes of an external tensor's data: external_data's location (a
+// relative path inside baseDir), offset and length (default: to the end).
+Expected<std::string> externalData(const ::onnx::TensorProto& t, const std::string& what, const std::string& baseDir) {
+  if (baseDir.empty())
+    return err("E401", what + ": tensor data in external files needs the model's folder (import from a file)");
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& e : t.external_data()) {
+    try {
+      if (e.key() == "location") location = e.value();
+      else if (e.key() == "offset") offset = std::stoll(e.value());
+      else if (e.key() == "length") length = std::stoll(e.value());
+    } catch (const std::exception&) {
+      return err("E400", what + ": external data " + e.key() + " '" + e.value() + "' is not a number");
+    }
+  }
+  if (location.empty()) return err("E400", what + ": external data without a location");
+  std::filesystem::path rel(location);
+  bool inside = rel.is_relative();
+  for (const auto& part : rel) inside = inside && part != "..";
+  if (!inside) return err("E400", what + ": external data location '" + location + "' is outside the model's folder");
+  if (offset < 0 || length < -1) return err("E400", what + ": a negative external data offset or length");
+  std::string path = (std::filesystem::path(baseDir) / rel).string();
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return err("E400", what + ": cannot read its external data file '" + location + "'");
+  f.seekg(0, std::ios::end);
+  const int64_t size = int64_t(f.tellg());
+  if (length < 0) length = size - std::min(offset, size);
+  if (offset + length > size)
+    return err("E400", what + ": external data at " + std::to_string(offset) + " + " + std::to_string(length) +
+                           " bytes is past the end of '" + location + "' (" + std::to_string(size) + " bytes)");
+  std::string data(size_t(length), '\0');
+  f.seekg(offset);
+  f.read(data.data(), length);
+  return data;
+}
+
+Expected<HostTensor> fromProto(const ::onnx::TensorProto& t, const std::string& what, const std::string& baseDir) {
   auto dt = dtypeOfOnnx(t.data_type());
   if (!dt) return err("E401", what + ": tensors of type " + onnxTypeName(t.data_type()) + " are not supported");
-  if (t.data_location() == ::onnx::TensorProto::EXTERNAL)
-    return err("E401", what + ": tensor data in external files is not supported");
+  if (t.data_location() == ::onnx::TensorProto::EXTERNAL) {
+    auto data = externalData(t, what, baseDir);
+    if (!data) return data.takeError();
+    ::onnx::TensorProto inline_ = t;
+    inline_.clear_external_data();
+    inline_.set_data_location(::onnx::TensorProto::DEFAULT);
+    inline_.set_raw_data(std::move(*data));
+    return fromProto(inline_, what, {});
+  }
   if (t.has_segment()) return err("E401", what + ": segmented tensors are not supported");
   Shape shape;
   int64_t count = 1;
@@ -345,7 +390,7 @@ Expected<Model> importModel(std::string_view bytes, const ImportOptions& opts) {
   std::map<std::string, Val, std::less<>> values;
   if (g.sparse_initializer_size()) return err("E401", "sparse initializers are not supported");
   for (const auto& init : g.initializer()) {
-    auto h = fromProto(init, "initializer '" + init.name() + "'");
+    auto h = fromProto(init, "initializer '" + init.name() + "'", opts.baseDir);
     if (!h) return h.takeError();
     Val v;
     v.dtype = h->dtype;

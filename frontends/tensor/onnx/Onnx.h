@@ -45,6 +45,10 @@ struct ImportOptions {
   // as backend tests do): the program is compiled for that value, and the
   // value is not checked again when it runs.
   std::map<std::string, HostTensor, std::less<>> given;
+  // The model's folder: initializers whose data is in external files (as
+  // PyTorch 2 exports them) are read from there, by a relative location that
+  // stays inside it. Empty: such an initializer is an error (E401).
+  std::string baseDir;
 };
 
 // Imports a serialized ModelProto. Errors carry their code (Error::code).

@@ -28,7 +28,8 @@ struct Val {
 
 std::optional<DType> dtypeOfOnnx(int32_t code);
 std::string onnxTypeName(int32_t code);
-Expected<HostTensor> fromProto(const ::onnx::TensorProto& t, const std::string& what);
+// baseDir: the model's folder, for data in external files (ImportOptions::baseDir).
+Expected<HostTensor> fromProto(const ::onnx::TensorProto& t, const std::string& what, const std::string& baseDir = {});
 
 // One node being mapped: its inputs (absent ones have no tensor and no
 // value), its attributes, and the program to add ops to.

@@ -7,7 +7,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../../tools/python"))
-from onnxproto import FLOAT, INT64, attr_int, model, node, tensor, value_info, write  # noqa: E402
+from onnxproto import FLOAT, INT64, attr_int, external_tensor, model, node, tensor, value_info, write  # noqa: E402
 
 # tiny: y = Relu(x * w + b) reshaped to x's shape through Shape (folded at import),
 # and s = Shape(x) as a second output.
@@ -56,3 +56,29 @@ write("symbolic.onnx", model([node("Relu", ["x"], ["y"], "relu")], [], [value_in
                              [value_info("y", FLOAT, ["N", 4])]))
 write("opset99.onnx", model([node("Relu", ["x"], ["y"], "relu")], [], [value_info("x", FLOAT, [2, 3])],
                             [value_info("y", FLOAT, [2, 3])], opset=99))
+
+# external: tiny's graph with w's data in a file beside the model (at offset 8
+# of weights.bin, as PyTorch 2 exports big models) and b's in its own file.
+def with_external(w_location, w_offset=8, w_length=12):
+    return model(
+        [node("Mul", ["x", "w"], ["xw"], "mul"),
+         node("Add", ["xw", "b"], ["xwb"], "add"),
+         node("Relu", ["xwb"], ["r"], "relu"),
+         node("Shape", ["x"], ["s"], "shape"),
+         node("Reshape", ["r", "s"], ["y"], "reshape")],
+        [external_tensor("w", FLOAT, [3], w_location, w_offset, w_length),
+         external_tensor("b", FLOAT, [], "b.bin")],
+        [value_info("x", FLOAT, [2, 3])],
+        [value_info("y", FLOAT, [2, 3]), value_info("s", INT64, [2])])
+
+
+write("external/model.onnx", with_external("weights.bin"))
+write("external/weights.bin", b"\0" * 8 + struct.pack("<3f", *w) + b"\0" * 4)
+write("external/b.bin", struct.pack("<f", b))
+write("external/test_data_set_0/input_0.pb", tensor("x", FLOAT, [2, 3], x))
+write("external/test_data_set_0/output_0.pb", tensor("y", FLOAT, [2, 3], y))
+write("external/test_data_set_0/output_1.pb", tensor("s", INT64, [2], [2, 3]))
+# Errors: a location outside the model's folder, a missing file, data past the end.
+write("external/escape.onnx", with_external("../x34.pb"))
+write("external/missing.onnx", with_external("nowhere.bin"))
+write("external/short.onnx", with_external("weights.bin", 16, 12))
