@@ -15,8 +15,8 @@
 // and drivers clear new memory) per buffer per run. releaseCached gives
 // them back.
 // Host-visible blocks are mapped once, when made, and stay mapped. An empty
-// block is freed unless it is the last of its type (kept for the next
-// buffer).
+// block is kept for the next buffers (up to kMaxEmptyBlocks; the last of
+// its type always).
 //
 //   vk::MemoryPool pool(device);
 //   vk::MemoryPool::Allocation a;
@@ -39,6 +39,7 @@ class MemoryPool {
  public:
   static constexpr uint64_t kBlockBytes = uint64_t(64) << 20;
   static constexpr uint64_t kMaxCachedBytes = uint64_t(2) << 30;
+  static constexpr unsigned kMaxEmptyBlocks = 8;  // empty blocks kept (512 MiB at most)
 
   struct Block;
   struct Allocation {
@@ -63,8 +64,9 @@ class MemoryPool {
   // After a lost device: forgets every block without freeing it (the GPU
   // may still use it).
   void abandon();
-  // Frees the dedicated allocations kept for reuse (before retrying an
-  // allocation that ran out of memory). Whether there were any.
+  // Frees the dedicated allocations and the empty blocks kept for reuse
+  // (before retrying an allocation that ran out of memory). Whether there
+  // were any.
   bool releaseCached();
 
   struct Stats {

@@ -177,6 +177,34 @@ TEST(VulkanMemory, ManyBuffersShareAFewAllocations) {
   for (const std::string& msg : dev->takeValidationMessages()) ADD_FAILURE() << "validation: " << msg;
 }
 
+// A program that frees its buffers and allocates them again every run (a
+// tensor program's intermediates) reuses its blocks: no vkAllocateMemory
+// after the first run, though every block was empty in between.
+TEST(VulkanMemory, EmptyBlocksAreKeptForTheNextRun) {
+  REQUIRE_VULKAN();
+  auto dev = open();
+  ASSERT_TRUE(dev);
+  ir::Context ctx;
+  const ir::Type* t = ctx.bufferType(ctx.u32(), ir::Space::Device, ir::Ownership::Linear);
+  const size_t n = (size_t(30) << 20) / 4;  // 30 MiB: two to a 64 MiB block
+  AllocateHook hook;
+  uint64_t afterFirst = 0;
+  for (int run = 0; run < 3; ++run) {
+    std::vector<uint64_t> bufs;
+    for (int k = 0; k < 6; ++k) {  // three blocks
+      auto h = dev->alloc(t, n, {});
+      ASSERT_TRUE(h) << h.error().message;
+      bufs.push_back(*h);
+    }
+    for (uint64_t h : bufs) ASSERT_TRUE(dev->free(h, {}));
+    if (run == 0) afterFirst = allocateCalls.load();
+  }
+  EXPECT_GE(afterFirst, 3u);
+  EXPECT_EQ(allocateCalls.load(), afterFirst);
+  EXPECT_GE(dev->memoryStats().blocks, 3u);
+  for (const std::string& msg : dev->takeValidationMessages()) ADD_FAILURE() << "validation: " << msg;
+}
+
 // `copy` between two buffers of one Vulkan device is a vkCmdCopyBuffer in
 // the open batch (no submit of its own, no trip through the host), ordered
 // after the upload it reads and before the dispatch that reads it.
