@@ -59,6 +59,7 @@ struct Built {
   std::vector<HostTensor> inputs;
   std::function<double(const HostTensor&)> check;
   double bytes = 0, flops = 0;  // moved / computed, for the units
+  std::string error;            // the case could not be built (--onnx: an unreadable model)
 };
 
 std::vector<int64_t> dims(const std::string& size) {
@@ -86,15 +87,24 @@ Built buildOnnx(const std::string& dir) {
     std::string pb((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::string name;
     auto t = onnx::readTensorProto(pb, "input " + std::to_string(i), &name);
-    if (!t) throw std::runtime_error(t.error().message);
+    if (!t) {
+      b.error = t.error().message;
+      return b;
+    }
     io.given.emplace(name, *t);
   }
   auto m = onnx::importModel(bytes, io);
-  if (!m) throw std::runtime_error(dir + ": " + m.error().message);
+  if (!m) {
+    b.error = dir + ": " + m.error().message;
+    return b;
+  }
   for (const std::string& n : m->inputs) b.inputs.push_back(io.given.at(n));
   b.p = std::move(m->program);
   auto want = onnx::readTensorFile(dir + "/test_data_set_0/output_0.pb");
-  if (!want) throw std::runtime_error(want.error().message);
+  if (!want) {
+    b.error = want.error().message;
+    return b;
+  }
   b.check = [w = *want](const HostTensor& got) {
     if (got.size() != w.size()) return double(INFINITY);
     double e = 0;
@@ -102,13 +112,14 @@ Built buildOnnx(const std::string& dir) {
     return e;
   };
 #else
-  throw std::runtime_error("--onnx " + dir + ": this eph_tensor_bench was built without libonnx-dev");
+  b.error = "--onnx " + dir + ": this eph_tensor_bench was built without libonnx-dev";
 #endif
   return b;
 }
 
+// (One return, of `b`: its check captures it by reference, so it must be
+// constructed in place, never moved.)
 Built build(const std::string& name, const std::string& size) {
-  if (name == "onnx") return buildOnnx(size);
   Built b;
   b.p = std::make_unique<Program>();
   Program& p = *b.p;
@@ -435,11 +446,9 @@ int main(int argc, char** argv) {
     for (const auto& [name, sizes] : cases)
       for (const std::string& size : sizes) {
         Row r{name, size, target};
-        Built b;
-        try {
-          b = build(name, size);
-        } catch (const std::exception& e) {
-          r.error = e.what();
+        Built b = name == "onnx" ? buildOnnx(size) : build(name, size);  // in place: checks capture b
+        if (!b.error.empty()) {
+          r.error = b.error;
           rows.push_back(r);
           ++failures;
           continue;

@@ -148,22 +148,31 @@ TEST(Linalg, MatmulTiledOddSizesBatchesAndViews) {
 // sizes that are multiples of both tiles (no bounds checks), with an odd
 // number of K steps of 8.
 TEST(Linalg, MatmulEveryKernelOverManyTiles) {
-  for (auto [M, K, N] : {std::array<int64_t, 3>{150, 45, 260}, std::array<int64_t, 3>{256, 72, 128}}) {
+  for (auto [M, K, N] : {std::array<int64_t, 3>{150, 21, 140}, std::array<int64_t, 3>{128, 24, 128}}) {
     SCOPED_TRACE("M K N " + std::to_string(M) + " " + std::to_string(K) + " " + std::to_string(N));
     Program p;
     Vec av = randomValues(size_t(2 * M * K), 8), bv = randomValues(size_t(N * K), 9);
     Tensor a = p.input("a", DType::F32, {2, M, K});
-    Tensor b = transpose(p.input("bt", DType::F32, {N, K}));  // [K, N]
+    Tensor b = transpose(p.input("bt", DType::F32, {N, K}));  // [K, N], contiguous along K
     p.output("ab", matmul(a, b));
+    Tensor c = p.input("c", DType::F32, {M, N});
+    p.output("atc", matmul(transpose(a, {0, 2, 1}), c));  // aᵀ [2, K, M], contiguous along its rows
     Shape s;
     Vec want = refMatmul(av, {2, M, K}, transposed(bv, N, K), {K, N}, s);
+    Vec at(size_t(2 * K * M)), cv = randomValues(size_t(M * N), 10);
+    for (int64_t z = 0; z < 2; ++z) {
+      Vec t = transposed(Vec(av.begin() + z * M * K, av.begin() + (z + 1) * M * K), M, K);
+      std::copy(t.begin(), t.end(), at.begin() + z * K * M);
+    }
+    Vec wantT = refMatmul(at, {2, K, M}, cv, {M, N}, s);
     for (unsigned block : {0u, 4u, 8u}) {
       SCOPED_TRACE("matmulBlock " + std::to_string(block));
       LowerOptions o;
       o.tune = false;
       o.matmulBlock = block;
-      expectOnAllTargets(p, {HostTensor::of(DType::F32, {2, M, K}, av), HostTensor::of(DType::F32, {N, K}, bv)},
-                         {want}, 1e-5, o);
+      expectOnAllTargets(p, {HostTensor::of(DType::F32, {2, M, K}, av), HostTensor::of(DType::F32, {N, K}, bv),
+                             HostTensor::of(DType::F32, {M, N}, cv)},
+                         {want, wantT}, 1e-5, o);
     }
   }
 }

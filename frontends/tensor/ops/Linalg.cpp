@@ -357,18 +357,24 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     Value* baseB = parts.bElement ? nullptr : k.offsetOf(1, bidx);
     const int64_t sam = a.strides[r - 2], sak = a.strides[r - 1];
     const int64_t sbk = parts.bElement ? 0 : b.strides[r - 2], sbn = parts.bElement ? 0 : b.strides[r - 1];
-    // Staging: invocation lid < 8Q reads A's column k = lid % 8 at rows
-    // (lid / 8)·4 + {0..3}, and B's row lid / Q at columns (lid % Q)·4 + {0..3}.
+    // Staging: invocation lid < 8Q reads one k of a slice at four rows (A)
+    // or columns (B), q·4 + {0..3}. Neighbouring invocations read neighbouring
+    // memory: k = lid % 8, q = lid / 8 where the operand is contiguous along
+    // k (A row-major, B transposed: attention's q·kᵀ), else q = lid % Q,
+    // k = lid / Q (contiguous along m or n).
     // With M and N multiples of the tile and K of 8 (shapes are static), no
     // element is outside: no bounds checks at all.
     const bool exact = M % T == 0 && N % T == 0 && K % 8 == 0;
     Value* stages = 8 * Q < 256 ? bb.lt(lid, k.i32(8 * Q)) : nullptr;
     // (The others read the slices of lid % 8Q too, in bounds, and store nothing.)
     Value* slid = stages ? bb.rem(lid, k.i32(8 * Q)) : lid;
-    Value* ak = bb.rem(slid, k.i32(8));
-    Value* aq = bb.div(slid, k.i32(8));
-    Value* bk = bb.div(slid, k.i32(Q));
-    Value* bq = bb.rem(slid, k.i32(Q));
+    auto kFastest = [&](int64_t sMN, int64_t sK) { return sK == 1 || (sMN != 1 && std::abs(sK) < std::abs(sMN)); };
+    const bool aAlongK = kFastest(a.strides[r - 2], a.strides[r - 1]);
+    const bool bAlongK = !parts.bElement && kFastest(b.strides[r - 1], b.strides[r - 2]);
+    Value* ak = aAlongK ? bb.rem(slid, k.i32(8)) : bb.div(slid, k.i32(Q));
+    Value* aq = aAlongK ? bb.div(slid, k.i32(8)) : bb.rem(slid, k.i32(Q));
+    Value* bk = bAlongK ? bb.rem(slid, k.i32(8)) : bb.div(slid, k.i32(Q));
+    Value* bq = bAlongK ? bb.div(slid, k.i32(8)) : bb.rem(slid, k.i32(Q));
     Value* zero = bb.constFloat(f32, 0);
     // The four elements (row or column `first` + e) of one operand's slice, zero outside.
     auto read4 = [&](Builder& b, size_t op, Value* gk, Value* first, int64_t limit, int64_t sMN, int64_t sK, Value* base) {
