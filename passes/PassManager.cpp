@@ -28,6 +28,7 @@ PassRegistry& PassRegistry::get() {
     r->add(inlinePass());
     r->add(linearityPass());
     r->add(memoryPlanPass());
+    r->add(fusePass());
     r->add(monomorphizePass());
     return r;
   }();

@@ -92,6 +92,7 @@ Pass autodiffPass();
 Pass canonicalizePass();
 Pass csePass();
 Pass dcePass();
+Pass fusePass();
 Pass inlinePass();
 Pass linearityPass();
 Pass memoryPlanPass();
