@@ -29,6 +29,11 @@ def expected_for_file(name, data):
         if not lines:
             return None
         ops = [r['name'] for r in lines]
+    elif isinstance(data, list) and data and all(isinstance(r, dict) and 'model' in r and isinstance(r.get('ephc'), dict)
+                                                 and isinstance(r.get('torch'), dict) for r in data):
+        # bench/device/bert.sh: one op (the model family), ratios where both times are there.
+        ops, rows = ['model'], len(data)
+        ratios = any(r['torch'].get('ms', -1) > 0 and r['ephc'].get('wall_ms', -1) > 0 for r in data)
     elif isinstance(data, list):
         if not data or not all(isinstance(r, dict) and 'op' in r and 'ephc_ms' in r for r in data):
             return None

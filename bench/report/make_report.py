@@ -377,8 +377,33 @@ def parse_tensor(name, data):
     return d
 
 
+def parse_bert(name, data):
+    """bench/device/bert.sh: [{model, ephc: (an eph_tensor_bench --onnx row: kernels, ephc_ms, wall_ms, ...),
+    torch: {device, ms}}]: a model end to end, ephc against PyTorch eager."""
+    if not (isinstance(data, list) and data and all(isinstance(r, dict) and 'model' in r and
+                                                   isinstance(r.get('ephc'), dict) and isinstance(r.get('torch'), dict)
+                                                   for r in data)):
+        return None
+    d = Dataset(name, 'ONNX models end to end (bench/device/bert.sh)', '%s, vulkan' % name.split('-')[0], file_date(name))
+    d.x_label = 'model'
+    d.columns = ['op', 'model', 'kernels', 'ephc GPU ms', 'ephc wall ms', 'PyTorch ms', 'PyTorch / ephc (wall)',
+                 'max error']
+    d.ratio_note = 'PyTorch eager time / ephc wall time: above 1, ephc is faster.'
+    op = 'BERT-like encoder'
+    for r in data:
+        e, t = r['ephc'], r['torch']
+        wall, peer = e.get('wall_ms'), t.get('ms')
+        ratio = peer / wall if isinstance(peer, (int, float)) and isinstance(wall, (int, float)) and wall > 0 else None
+        d.rows.append([op, r['model'], e.get('kernels'), e.get('ephc_ms'), wall, peer, ratio, e.get('max_rel_error')])
+        d.measure(op, r['model'], 'ephc vulkan GPU', e.get('ephc_ms'))
+        d.measure(op, r['model'], 'ephc vulkan wall', wall)
+        d.measure(op, r['model'], 'PyTorch %s' % t.get('device', 'cuda'), peer)
+        d.ratio(op, r['model'], 'PyTorch / ephc wall', ratio)
+    return d
+
+
 PARSERS = [parse_cpu_bench, parse_gpu_bench, parse_gpu_jsonl, parse_overlap, parse_value_ephc, parse_value_torch,
-           parse_value_ceres, parse_startup, parse_tensor]
+           parse_value_ceres, parse_startup, parse_tensor, parse_bert]
 
 
 def load(path):
