@@ -358,9 +358,9 @@ TEST(Linalg, Conv2dStridesPadsDilationsGroups) {
 
 TEST(Linalg, Conv2dAsTiledMatmul) {
   // Enough output channels, positions and taps for a matrix product (with
-  // groups, dilations, odd sizes): im2col + the 64-invocation kernel
-  // (matmulBlock 0), and the blocked kernel's implicit GEMM (4 and 8: one
-  // dispatch gathering from x, storing in place with the bias).
+  // groups, dilations, odd sizes): an implicit GEMM (one dispatch gathering
+  // from x, storing in place with the bias) in the 64-invocation kernel
+  // (matmulBlock 0) and in the blocked one (4 and 8).
   for (unsigned block : {0u, 4u, 8u}) {
     SCOPED_TRACE("matmulBlock " + std::to_string(block));
     LowerOptions o;
@@ -390,7 +390,7 @@ TEST(Linalg, ConvAutoPadAndNonContiguousInput) {
   Tensor va = conv(x, w, {}, {.strides = {2, 1}, .autoPad = "VALID"});
   Vec w3v = randomValues(32 * 2 * 9, 202);
   Tensor w3 = p.input("w3", DType::F32, {32, 2, 3, 3});
-  Tensor big = conv(x, w3, {}, {.pads = {1, 2, 1, 2}});  // the im2col + tiled matmul path, from a view
+  Tensor big = conv(x, w3, {}, {.pads = {1, 2, 1, 2}});  // the implicit GEMM, gathering from a view
   EXPECT_EQ(up.shape(), (Shape{1, 3, 3, 6}));
   EXPECT_EQ(va.shape(), (Shape{1, 3, 2, 5}));
   p.output("up", up);

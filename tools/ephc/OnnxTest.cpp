@@ -594,10 +594,11 @@ int runOnnxTestCommand(Session& s, std::span<const std::string> argv) {
   Tolerance tol;
   for (auto [flag, value] : {std::pair{"--rtol", &tol.rtol}, std::pair{"--atol", &tol.atol}})
     if (args->has(flag)) {
+      const std::string text = args->get(flag);
       char* end = nullptr;
-      *value = std::strtod(args->get(flag).c_str(), &end);
-      if (args->get(flag).empty() || *end || !(*value >= 0))
-        return s.fail(std::string("onnx-test: ") + flag + " must be a number >= 0, not '" + args->get(flag) + "'");
+      *value = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end || !(*value >= 0))
+        return s.fail(std::string("onnx-test: ") + flag + " must be a number >= 0, not '" + text + "'");
     }
   int jobs = args->has("--jobs") ? std::max(1, std::atoi(args->get("--jobs").c_str())) : 1;
   std::set<std::string> expected;

@@ -1,4 +1,4 @@
-// Window ops: conv 1-D to 3-D (direct, or im2col and the tiled matmul),
+// Window ops: conv 1-D to 3-D (direct, or an implicit GEMM in the tiled matmul),
 // conv_transpose, and pooling (max, average, Lp and their global forms)
 // (docs/tensor.md, "Linear algebra, convolution and pooling"). Sums
 // accumulate in the compute type; kernels read operands through strides.
@@ -200,15 +200,12 @@ std::string convWindow(const Node& n, const Shape& x, const Shape& ws, const Sha
   return forwardWindow(n, x, kernel, false, w);
 }
 
-// conv as a matrix product when it is big enough for the tiled kernel:
-// col[g, (c, j), (n, p)] is tap j of output position p from channel c of
-// group g (0 in the padding), and w viewed as [g, M/g, C/g·taps] multiplies
-// it. With the blocked kernel (matmulBlockFor) that is an implicit GEMM: the
-// kernel gathers col's elements from x where it reads them and stores
-// [g, m', (n, p)] as [n, m, p] with the bias added, one dispatch. Otherwise
-// col is a temporary (im2col), the tiled matmul multiplies, and a last kernel
-// puts the product back in place, adding the bias; the temporaries are in the
-// compute type.
+// conv as a matrix product when it is big enough for the tiled kernel: w
+// viewed as [g, M/g, C/g·taps] times the taps col[g, (c, j), (n, p)] (tap j
+// of output position p from channel c of group g, 0 in the padding), as an
+// implicit GEMM: the kernel gathers col's elements from x where it reads them
+// (MatmulParts::bElement) and stores [g, m', (n, p)] as [n, m, p] with the
+// bias added, one dispatch.
 std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const Operand> in, const Window& w) {
   const Operand& X = in[0];
   const Operand& W = in[1];
@@ -246,42 +243,21 @@ std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const O
     return b.select(ok, loadAt(k, x, k.offsetOf(x, idx), acc), k.constant(acc, 0));
   };
   Operand wm{W.buf, W.dtype, {G, Mg, Kc}, {Mg * Kc, Kc, 1}, W.offset};
-  if (int64_t R = matmulBlockFor(l.opts, t, vshape)) {
-    MatmulParts parts;
-    if (in.size() == 3) parts.extra.push_back(in[2]);
-    parts.bElement = [&](Kernel& k, Value* g, Value* r, Value* q) { return gather(k, 1, g, r, q); };
-    parts.store = [&](Kernel& k, Value* g, Value* m, Value* q, Value* v) -> std::pair<Value*, Value*> {
-      Builder& b = k.b;
-      Value* mm = G == 1 ? m : b.add(b.mul(g, k.i32(Mg)), m);
-      if (in.size() == 3) v = b.add(v, loadAt(k, 2, k.offsetOf(2, {mm}), acc));
-      Value* nn = P == 1 ? q : b.div(q, k.i32(P));
-      Value* p = P == 1 ? k.i32(0) : b.rem(q, k.i32(P));
-      return {v, b.add(b.mul(b.add(b.mul(nn, k.i32(M)), mm), k.i32(P)), p)};
-    };
-    parts.outType = t;
-    parts.outCount = numel(n.shape);
-    parts.key = "conv|" + key;
-    return blockedMatmul(l, t, wm, X, vshape, R, parts);
-  }
-  const Shape colShape = {G, Kc, NP};
-  std::vector<Operand> xin = {X};
-  Value* col = mapTop(l, "conv_im2col", acc, colShape, xin, [&](Kernel& k) {
-    return gather(k, 0, k.index[0], k.index[1], k.index[2]);
-  }, key);
-  Value* prod = tiledMatmul(l, acc, wm, Lowering::contiguous(col, acc, colShape), vshape);
-  l.free(col);
-  std::vector<Operand> fin = {Lowering::contiguous(prod, acc, vshape)};
-  if (in.size() == 3) fin.push_back(in[2]);
-  Value* out = mapTop(l, "conv_out", t, n.shape, fin, [&](Kernel& k) {
+  MatmulParts parts;
+  if (in.size() == 3) parts.extra.push_back(in[2]);
+  parts.bElement = [&](Kernel& k, Value* g, Value* r, Value* q) { return gather(k, 1, g, r, q); };
+  parts.store = [&](Kernel& k, Value* g, Value* m, Value* q, Value* v) -> std::pair<Value*, Value*> {
     Builder& b = k.b;
-    Value* p = P == 1 ? k.i32(0) : b.rem(k.linear, k.i32(P));
-    Value* at = b.add(b.add(b.mul(k.index[1], k.i32(NP)), b.mul(k.index[0], k.i32(P))), p);
-    Value* v = b.load(k.buffer(0), at);
-    if (fin.size() == 2) v = b.add(v, loadAt(k, 1, k.offsetOf(1, {k.index[1]}), acc));
-    return v;
-  }, num(NP));
-  l.free(prod);
-  return out;
+    Value* mm = G == 1 ? m : b.add(b.mul(g, k.i32(Mg)), m);
+    if (in.size() == 3) v = b.add(v, loadAt(k, 2, k.offsetOf(2, {mm}), acc));
+    Value* nn = P == 1 ? q : b.div(q, k.i32(P));
+    Value* p = P == 1 ? k.i32(0) : b.rem(q, k.i32(P));
+    return {v, b.add(b.mul(b.add(b.mul(nn, k.i32(M)), mm), k.i32(P)), p)};
+  };
+  parts.outType = t;
+  parts.outCount = numel(n.shape);
+  parts.key = "conv|" + key;
+  return tiledMatmul(l, t, wm, X, vshape, parts);
 }
 
 // Σ over the Cg channels of a group (x's and w's bases stepping by sxc and

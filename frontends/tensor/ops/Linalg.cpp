@@ -196,6 +196,11 @@ std::pair<Operand, Operand> matmulOperands(const Operand& A, const Operand& B, c
 constexpr int64_t kTile = 64, kTileK = 16, kThreads = 8, kPer = kTile / kThreads;
 constexpr int64_t kLoads = kTile * kTileK / (kThreads * kThreads);  // elements of each tile one invocation copies
 
+Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, int64_t R,
+                     const MatmulParts& parts);
+
+// The R of the blocked kernel for a [batch.., M, N] product of dtype t under
+// options o, or 0 when it does not apply (options or dtype).
 int64_t matmulBlockFor(const LowerOptions& o, DType t, const Shape& vshape) {
   const unsigned R = o.matmulBlock;
   if ((R != 4 && R != 8) || (t != DType::F32 && t != DType::F16)) return 0;  // f32 sums
@@ -209,17 +214,20 @@ int64_t matmulBlockFor(const LowerOptions& o, DType t, const Shape& vshape) {
   return R == 8 && (tiles128 < 128 || M <= 64 || N <= 64) ? 4 : R;
 }
 
-Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
-  if (int64_t R = matmulBlockFor(l.opts, t, vshape)) return blockedMatmul(l, t, a, b, vshape, R, {});
+Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape,
+                   const MatmulParts& parts) {
+  if (int64_t R = matmulBlockFor(l.opts, t, vshape)) return blockedMatmul(l, t, a, b, vshape, R, parts);
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
   const int64_t tilesM = (M + kTile - 1) / kTile, tilesN = (N + kTile - 1) / kTile;
   std::vector<Operand> in = {a, b};
+  in.insert(in.end(), parts.extra.begin(), parts.extra.end());
   const ir::Type* acc = computeType(l.ctx, t);
   auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
     ir::Context& ctx = l.ctx;
-    Kernel k(bb, ctx, in, {bufs[0], bufs[1]});
+    const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
+    Kernel k(bb, ctx, in, inBufs);
     Value* As = bb.workgroupAlloc(acc, kTileK * kTile);  // [k][m]
     Value* Bs = bb.workgroupAlloc(acc, kTileK * kTile);  // [k][n]
     Value* tx = bb.localId(0, ctx.i32());
@@ -239,8 +247,9 @@ Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
       bidx[d] = d == 0 ? q : bb.rem(q, k.i32(batchShape[d]));
     }
     Value* baseA = k.offsetOf(0, bidx);
-    Value* baseB = k.offsetOf(1, bidx);
-    const int64_t sam = a.strides[r - 2], sak = a.strides[r - 1], sbk = b.strides[r - 2], sbn = b.strides[r - 1];
+    Value* baseB = parts.bElement ? nullptr : k.offsetOf(1, bidx);
+    const int64_t sam = a.strides[r - 2], sak = a.strides[r - 1];
+    const int64_t sbk = parts.bElement ? 0 : b.strides[r - 2], sbn = parts.bElement ? 0 : b.strides[r - 1];
     Value* lin = bb.add(bb.mul(ty, k.i32(kThreads)), tx);
     static_assert((kThreads * kThreads) % kTileK == 0 && (kThreads * kThreads) % kTile == 0);
     Value* amA = bb.div(lin, k.i32(kTileK));  // the A element's row and column in the tile (q = 0)
@@ -272,9 +281,11 @@ Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
         Value* bk = addConst(k, bkB, q * (kThreads * kThreads / kTile));
         Value* gk = b.add(k0, bk);
         Value* okB = b.and_(b.lt(gk, k.i32(K)), nOkB);
-        Value* offB = b.add(baseB, b.add(mulConst(k, b.select(okB, gk, k.i32(0)), sbk),
-                                         mulConst(k, b.select(okB, gnB, k.i32(0)), sbn)));
-        b.store(Bs, b.add(b.mul(bk, k.i32(kTile)), bnB), b.select(okB, loadAt(k, 1, offB, t), zero));
+        Value* gkIn = b.select(okB, gk, k.i32(0));
+        Value* gnIn = b.select(okB, gnB, k.i32(0));
+        Value* bv = parts.bElement ? parts.bElement(k, gz, gkIn, gnIn)
+                                   : loadAt(k, 1, b.add(baseB, b.add(mulConst(k, gkIn, sbk), mulConst(k, gnIn, sbn))), t);
+        b.store(Bs, b.add(b.mul(bk, k.i32(kTile)), bnB), b.select(okB, bv, zero));
       }
       b.barrier();
       ir::Op* inner = b.forOp(k.i32(0), k.i32(kTileK), k.i32(1), c, [&](Builder& ib, Value* kk, const Values& acc) -> Values {
@@ -293,20 +304,27 @@ Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
       return out;
     });
     Value* out = bufs.back();
-    const ir::Type* storage = irType(ctx, t);
+    const ir::Type* storage = irType(ctx, parts.store ? parts.outType : t);
     Value* obase = bb.mul(gz, k.i32(M * N));
     for (int64_t i = 0; i < kPer; ++i)
       for (int64_t j = 0; j < kPer; ++j) {
         Value* gm = bb.add(row0, addConst(k, ty, i * kThreads));
         Value* gn = bb.add(col0, addConst(k, tx, j * kThreads));
         Value* ok = bb.and_(bb.lt(gm, k.i32(M)), bb.lt(gn, k.i32(N)));
-        Value* v = steps->result(unsigned(i * kPer + j));
-        if (v->type() != storage) v = bb.cast(v, storage);
-        bb.ifOp(ok, {}, [&](Builder& ib) { ib.store(out, ib.add(obase, ib.add(ib.mul(gm, k.i32(N)), gn)), v); });
+        bb.ifOp(ok, {}, [&](Builder& ib) {
+          Kernel at(ib, ctx, in, inBufs);
+          Value* v = steps->result(unsigned(i * kPer + j));
+          Value* off = nullptr;
+          if (parts.store) std::tie(v, off) = parts.store(at, gz, gm, gn, v);
+          else off = ib.add(obase, ib.add(ib.mul(gm, k.i32(N)), gn));
+          if (v->type() != storage) v = ib.cast(v, storage);
+          ib.store(out, off, v);
+        });
       }
   };
-  return l.custom("matmul_tiled", t, numel(vshape), in, {unsigned(kThreads), unsigned(kThreads), 1},
-                  {tilesM * tilesN, 1, batches}, build, shapeText(vshape));
+  return l.custom("matmul_tiled", parts.store ? parts.outType : t, parts.store ? parts.outCount : numel(vshape), in,
+                  {unsigned(kThreads), unsigned(kThreads), 1}, {tilesM * tilesN, 1, batches}, build,
+                  shapeText(vshape) + "|" + parts.key);
 }
 
 // ---- the blocked matmul (256 invocations, vec4 reads of workgroup memory) -------------------
@@ -515,11 +533,11 @@ Expected<Value*> lowerMatmul(Lowering& l, const Node& n, std::span<const Operand
 // where it would store the sums: bias, activation, residual in one kernel.
 // Only where r has the product's shape and both operands are matrices or
 // batches of them (n.shape is then [batch.., M, N]).
-bool matmulTakesEpilogue(const Program& p, const Node& n, const LowerOptions& o) {
+bool matmulTakesEpilogue(const Program& p, const Node& n, const LowerOptions&) {
   const Shape& a = p.node(n.inputs[0]).shape;
   const Shape& b = p.node(n.inputs[1]).shape;
-  if (a.size() < 2 || b.size() < 2) return false;
-  return matmulBlockFor(o, n.dtype, n.shape) && useTiled(n.shape, a.back());
+  if (a.size() < 2 || b.size() < 2 || (n.dtype != DType::F32 && n.dtype != DType::F16)) return false;  // f32 sums
+  return useTiled(n.shape, a.back());
 }
 
 Expected<Value*> lowerMatmulWithEpilogue(Lowering& l, const Node& n, std::span<const Operand> in, const Node& r,
@@ -551,7 +569,7 @@ Expected<Value*> lowerMatmulWithEpilogue(Lowering& l, const Node& n, std::span<c
   parts.outType = r.dtype;
   parts.outCount = numel(r.shape);
   parts.key = "epilogue " + r.op + "{" + r.attrs.key() + "}" + std::string(dtypeName(r.dtype)) + kernelInputs(rIn).key;
-  return blockedMatmul(l, n.dtype, a, b, vshape, matmulBlockFor(l.opts, n.dtype, vshape), parts);
+  return tiledMatmul(l, n.dtype, a, b, vshape, parts);
 }
 
 void addMatmul(std::vector<OpDef>& ops) {

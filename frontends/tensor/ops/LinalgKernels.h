@@ -29,23 +29,18 @@ ir::Value* addConst(Kernel& k, ir::Value* v, int64_t c);  // v + c (v when c is 
 ir::Value* mulConst(Kernel& k, ir::Value* v, int64_t c);  // v · c (v when c is 1)
 // The promoted dtype of n's first `count` inputs, or why it is not a float.
 std::string floatDtype(const Program& p, const Node& n, size_t count, DType& out);
-// a [batch.., M, K] · b [batch.., K, N] by the workgroup-tiled kernel, into a
-// fresh buffer of `vshape` ([batch.., M, N]); and whether that kernel is
-// worth it (and fits the grid) for `vshape` and K.
-ir::Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape);
-bool useTiled(const Shape& vshape, int64_t K);
-
-// How the blocked matmul reads B and writes C where they are not plain
+// How the tiled matmul reads B and writes C where they are not plain
 // strided tensors: conv as an implicit GEMM (B's elements gathered from the
 // input, C stored in the output's layout with the bias added), epilogues.
 struct MatmulParts {
   std::vector<Operand> extra;  // more inputs of the kernel: Kernel inputs 2, 3, ...
-  // B's element (k, n) of batch `batch` in f32 instead of b's strided read
-  // (b: the operand it reads as input 1). Called with k < K and n < N.
+  // B's element (k, n) of batch `batch` in the compute type instead of b's
+  // strided read (b: the operand it reads as input 1). Called with k < K and n < N.
   std::function<ir::Value*(Kernel& k, ir::Value* batch, ir::Value* kk, ir::Value* n)> bElement;
   // The value to store for C's element (m, n) of batch `batch`, whose sum is
-  // `v` (f32), and its element offset in an output of `outCount` elements of
-  // `outType`, instead of v at [batch, m, n] of a fresh [batch.., M, N].
+  // `v` (the compute type), and its element offset in an output of
+  // `outCount` elements of `outType`, instead of v at [batch, m, n] of a
+  // fresh [batch.., M, N].
   std::function<std::pair<ir::Value*, ir::Value*>(Kernel& k, ir::Value* batch, ir::Value* m, ir::Value* n,
                                                   ir::Value* v)>
       store;
@@ -53,12 +48,13 @@ struct MatmulParts {
   int64_t outCount = 0;
   std::string key;  // what bElement and store compute, for the kernel cache
 };
-// The blocked kernel (R x R per invocation, R 4 or 8) with `parts`; its sums
-// are f32 (t: F16 or F32). Returns the output's fresh buffer.
-ir::Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, int64_t R,
-                         const MatmulParts& parts);
-// The R for a [batch.., M, N] product of dtype t under options o, or 0 when
-// the blocked kernel does not apply (options or dtype).
-int64_t matmulBlockFor(const LowerOptions& o, DType t, const Shape& vshape);
+// a [batch.., M, K] · b [batch.., K, N] by a workgroup-tiled kernel (the
+// blocked one where LowerOptions::matmulBlock and the dtype allow, else the
+// 64-invocation one), with `parts`, into a fresh buffer of `vshape`
+// ([batch.., M, N]) or `parts.outCount` elements; and whether a tiled kernel
+// is worth it (and fits the grid) for `vshape` and K.
+ir::Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape,
+                       const MatmulParts& parts = {});
+bool useTiled(const Shape& vshape, int64_t K);
 
 }  // namespace eph::tensor::linalg
