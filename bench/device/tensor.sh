@@ -10,6 +10,8 @@ set -u
 OUT=${OUT:-/tmp/eph-tensor-out}
 mkdir -p "$OUT"
 BIN=${BIN:-.gl/bin}
+# eph_tensor_bench links the ONNX protobuf classes (--onnx), shared libraries in .gl/lib.
+export LD_LIBRARY_PATH=$PWD/.gl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
 ldconfig
 exec > >(tee "$OUT/log.txt") 2>&1
