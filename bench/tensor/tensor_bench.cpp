@@ -9,7 +9,7 @@
 // there), GPU timestamps on Vulkan. Uploads and downloads are not counted (numpy's
 // arrays are in memory already). Prints a table and writes JSON (--json).
 //
-//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
+//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--elements E] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -300,7 +300,7 @@ struct Row {
   double ms = NAN, peerMs = NAN, err = NAN;
   double wallMs = NAN;  // a whole run (allocations, dispatches, frees, and the wait for them), on the host's clock
   int dispatches = 0;
-  unsigned wg = 0, rowElements = 0, matmulBlock = 0;  // the LowerOptions sizes used
+  unsigned wg = 0, rowElements = 0, matmulBlock = 0, elements = 0;  // the LowerOptions sizes used
   std::string error;
   double bytes = 0, flops = 0;
 };
@@ -346,6 +346,7 @@ int main(int argc, char** argv) {
   std::string only;  // --only OP: that op's cases
   unsigned wg = 0, rowElements = 0;  // --wg N, --row-elements N (0: the device's row of the tuning table)
   int matmulBlock = -1;              // --matmul-block R (-1: the device's row)
+  int elements = 0;                  // --elements E: LowerOptions::elementsPerInvocation (0: the device's row)
   unsigned maxGroupsX = LowerOptions{}.maxGroupsX;    // --max-groups-x N: LowerOptions::maxGroupsX
   std::string sizesArg;                               // --sizes A,B: the sizes of every case run
   std::vector<std::string> onnxDirs;                  // --onnx DIR: a model's backend-test folder (repeatable)
@@ -365,6 +366,7 @@ int main(int argc, char** argv) {
     else if (a == "--wg") wg = unsigned(std::atoi(next().c_str()));
     else if (a == "--row-elements") rowElements = unsigned(std::atoi(next().c_str()));
     else if (a == "--matmul-block") matmulBlock = std::atoi(next().c_str());
+    else if (a == "--elements") elements = std::atoi(next().c_str());
     else if (a == "--max-groups-x") maxGroupsX = unsigned(std::atoi(next().c_str()));
     else if (a == "--sizes") sizesArg = next();
     else if (a == "--only") only = next();
@@ -373,7 +375,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -460,9 +462,11 @@ int main(int argc, char** argv) {
         if (wg) lo.workgroupSize = wg;
         if (rowElements) lo.rowElements = rowElements;
         if (matmulBlock >= 0) lo.matmulBlock = unsigned(matmulBlock);
+        if (elements > 0) lo.elementsPerInvocation = unsigned(elements);
         lo.maxGroupsX = maxGroupsX;
         lo.deviceIO = true;  // inputs and outputs move as bytes (tensor::run does the same)
         r.wg = lo.workgroupSize, r.rowElements = lo.rowElements, r.matmulBlock = lo.matmulBlock;
+        r.elements = lo.elementsPerInvocation;
         auto c = lower(ctx, *b.p, lo);
         if (!c) {
           r.error = c.error().message;
@@ -574,7 +578,7 @@ int main(int argc, char** argv) {
       const Row& r = rows[i];
       js << "  {\"op\": \"" << r.name << "\", \"size\": \"" << r.size << "\", \"target\": \"" << r.target
          << "\", \"fused\": " << (fuse ? "true" : "false") << ", \"wg\": " << r.wg
-         << ", \"row_elements\": " << r.rowElements << ", \"matmul_block\": " << r.matmulBlock << ", \"kernels\": " << r.dispatches
+         << ", \"row_elements\": " << r.rowElements << ", \"matmul_block\": " << r.matmulBlock << ", \"elements\": " << r.elements << ", \"kernels\": " << r.dispatches
          << ", \"ephc_ms\": " << (std::isnan(r.ms) ? -1 : r.ms) << ", \"wall_ms\": " << (std::isnan(r.wallMs) ? -1 : r.wallMs)
          << ", \"numpy_ms\": " << (std::isnan(r.peerMs) ? -1 : r.peerMs) << ", \"max_rel_error\": "
          << (std::isnan(r.err) ? -1 : r.err) << ", \"error\": \"" << (r.error.empty() ? "" : "failed") << "\"}"

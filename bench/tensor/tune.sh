@@ -4,7 +4,8 @@
 # process of its own; prints a table of every candidate, then the row for
 # Tuning.cpp (the workgroup size with the least total time over the
 # elementwise cases, the row length per invocation with the least over the
-# row cases, the matmul block with the least over the matmul sizes).
+# row cases, the matmul block with the least over the matmul sizes, the
+# elements per invocation with the least over the elementwise cases).
 #
 #   TARGET=vulkan bash bench/tensor/tune.sh           (BIN: the bench's folder)
 #   TARGET=cpu SIZE=2048x2048 RUNS=5 bash bench/tensor/tune.sh
@@ -16,6 +17,7 @@ RUNS=${RUNS:-5}
 WGS=${WGS:-"64 128 256 512 1024"}
 ROWS=${ROWS:-"4 8 16 32 64"}
 BLOCKS=${BLOCKS:-"0 4 8"}
+ELEMENTS=${ELEMENTS:-"1 2 4 8"}
 MATMUL=${MATMUL:-"1024,4096"}
 dir=$(mktemp -d)
 for wg in $WGS; do
@@ -31,27 +33,39 @@ for re in $ROWS; do
       --row-elements $re --json "$dir/re-$re-$op.json" > /dev/null 2>&1
   done
 done
+for e in $ELEMENTS; do
+  for op in add chain; do
+    size=$SIZE; [ $op = add ] && size=$(( ${SIZE%x*} * ${SIZE#*x} ))
+    "$BIN/eph_tensor_bench" --targets "$TARGET" --runs "$RUNS" --no-peer --only $op --sizes $size --elements $e \
+      --json "$dir/el-$e-$op.json" > /dev/null 2>&1
+  done
+done
 for mb in $BLOCKS; do
   "$BIN/eph_tensor_bench" --targets "$TARGET" --runs "$RUNS" --no-peer --only matmul --sizes "$MATMUL" \
     --matmul-block $mb --json "$dir/mb-$mb-matmul.json" > /dev/null 2>&1
 done
 python3 - "$dir" <<'PY'
 import glob, json, os, sys
-rows = [r for f in sorted(glob.glob(os.path.join(sys.argv[1], '*.json'))) for r in json.load(open(f))]
+# Each row with its sweep (the file's prefix: wg, re, el, mb), so that a
+# setting is judged only against the other settings of its own sweep.
+rows = [dict(r, sweep=os.path.basename(f).split('-')[0])
+        for f in sorted(glob.glob(os.path.join(sys.argv[1], '*.json'))) for r in json.load(open(f))]
 rows = [r for r in rows if r['ephc_ms'] > 0 and not r['error']]
-print('| op | size | target | wg | row elements | matmul block | ms |')
-print('| --- | --- | --- | ---: | ---: | ---: | ---: |')
+print('| op | size | target | wg | row elements | matmul block | elements | ms |')
+print('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |')
 for r in rows:
-    print(f"| {r['op']} | {r['size']} | {r['target']} | {r['wg']} | {r['row_elements']} | {r.get('matmul_block', '')} | {r['ephc_ms']:.4f} |")
-def best(ops, key):
+    print(f"| {r['op']} | {r['size']} | {r['target']} | {r['wg']} | {r['row_elements']} | {r.get('matmul_block', '')} | "
+          f"{r.get('elements', '')} | {r['ephc_ms']:.4f} |")
+def best(sweep, ops, key):
     total = {}
     for r in rows:
-        if r['op'] in ops:
+        if r['sweep'] == sweep and r['op'] in ops:
             total[r[key]] = total.get(r[key], 0) + r['ephc_ms']
     return min(total, key=total.get) if total else None
-wg = best({'add', 'chain'}, 'wg')
-re = best({'softmax', 'layer_norm'}, 'row_elements')
-mb = best({'matmul'}, 'matmul_block')
-print(f'row for frontends/tensor/Tuning.cpp: {{"<device>", {wg}, {re}, {mb}, "<date, device, bench/tensor/tune.sh>"}},')
+wg = best('wg', {'add', 'chain'}, 'wg')
+re = best('re', {'softmax', 'layer_norm'}, 'row_elements')
+mb = best('mb', {'matmul'}, 'matmul_block')
+el = best('el', {'add', 'chain'}, 'elements')
+print(f'row for frontends/tensor/Tuning.cpp: {{"<device>", {wg}, {re}, {mb}, {el}, "<date, device, bench/tensor/tune.sh>"}},')
 PY
 rm -rf "$dir"

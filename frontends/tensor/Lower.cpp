@@ -103,6 +103,9 @@ ir::Value* Kernel::offsetOf(size_t k, const std::vector<ir::Value*>& idx) {
 
 ir::Value* Kernel::load(size_t k, const std::vector<ir::Value*>& idx) {
   const Operand& o = ins_[k];
+  // Element `linear` of an input laid out as the output: read there.
+  bool asOutput = linear && o.shape == shape && idx.size() == index.size();
+  for (size_t d = 0; asOutput && d < idx.size(); ++d) asOutput = idx[d] == index[d] || o.shape[d] == 1;
   if (o.fused && o.fused->accumulator) {
     // The epilogue's own element (the planner fuses only readers of the
     // accumulator's shape that read it elementwise: idx is this element's).
@@ -117,11 +120,14 @@ ir::Value* Kernel::load(size_t k, const std::vector<ir::Value*>& idx) {
                std::vector<ir::Value*>(bufs_.begin() + ptrdiff_t(s), bufs_.begin() + ptrdiff_t(s + leafCount(o))));
     sub.index = idx;
     sub.accumulator = accumulator;
+    if (asOutput) sub.linear = linear, sub.shape = shape;
     ir::Value* v = o.fused->def->element(sub, *o.fused->node, o.fused->in);
     if (o.dtype == DType::F16) v = b.cast(b.cast(v, ctx.floatType(16)), ctx.f32());
     return v;
   }
-  ir::Value* v = b.load(bufs_[start(k)], offsetOf(k, idx));
+  const bool contiguous = asOutput && o.strides == contiguousStrides(o.shape);
+  ir::Value* at = contiguous ? (o.offset ? b.add(linear, i32(o.offset)) : linear) : offsetOf(k, idx);
+  ir::Value* v = b.load(bufs_[start(k)], at);
   if (o.dtype == DType::F16) v = b.cast(v, ctx.f32());
   return v;
 }
@@ -174,11 +180,13 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
                          const KernelBody& body, const std::string& key) {
   const int64_t total = numel(shape);
   const int64_t wg = opts.workgroupSize;
-  const int64_t groups = (total + wg - 1) / wg;
+  // Each invocation computes E elements, wg apart (LowerOptions::elementsPerInvocation).
+  const int64_t E = std::max<int64_t>(1, std::min<int64_t>(opts.elementsPerInvocation, (total + wg - 1) / wg));
+  const int64_t groups = (total + wg * E - 1) / (wg * E);
   const auto [gx, gy] = grid(groups);
   const KernelInputs ki = kernelInputs(in);
   std::string full = op + "|" + key + "|" + layoutKey(dtype, shape, contiguousStrides(shape), 0) + "|gx" +
-                     std::to_string(gx) + ki.key;
+                     std::to_string(gx) + "|e" + std::to_string(E) + ki.key;
 
   const ir::Function*& kern = kernels_[full];
   if (!kern) {
@@ -191,26 +199,45 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
     for (size_t i = 0; i < ki.distinct.size(); ++i) f->param(unsigned(i))->setName("in" + std::to_string(i));
     f->param(unsigned(ki.distinct.size()))->setName("out");
     ir::Builder b(ctx, f->body());
-    ir::Value* x = b.globalId(0, ctx.i32());
-    ir::Value* lin = x;
-    if (gy > 1) lin = b.add(b.mul(b.globalId(1, ctx.i32()), b.constInt(ctx.i32(), gx * wg)), x);
-    ir::Value* inside = b.lt(lin, b.constInt(ctx.i32(), total));
     std::vector<ir::Value*> bufs;
     for (size_t i = 0; i < ki.leaves.size(); ++i) bufs.push_back(f->param(unsigned(ki.slot[i])));
     ir::Value* out = f->param(unsigned(ki.distinct.size()));
-    b.ifOp(inside, {}, [&](ir::Builder& ib) {
-      Kernel k(ib, ctx, std::vector<Operand>(in.begin(), in.end()), bufs);
-      k.linear = lin;
-      std::vector<int64_t> cs = contiguousStrides(shape);
-      for (size_t d = 0; d < shape.size(); ++d) {
-        ir::Value* q = cs[d] == 1 ? lin : ib.div(lin, k.i32(cs[d]));
-        k.index.push_back(d == 0 ? q : ib.rem(q, k.i32(shape[d])));
-      }
-      ir::Value* v = body(k);
-      const ir::Type* storage = irType(ctx, dtype);
-      if (v->type() != storage) v = ib.cast(v, storage);
-      ib.store(out, lin, v);
-    });
+    // Element e of this invocation: first + e·wg, where first is the
+    // workgroup's first element plus the local id (with E = 1: the global id).
+    ir::Value* first = b.globalId(0, ctx.i32());
+    if (E > 1) {
+      ir::Value* group = b.workgroupId(0, ctx.i32());
+      if (gy > 1) group = b.add(b.mul(b.workgroupId(1, ctx.i32()), b.constInt(ctx.i32(), gx)), group);
+      first = b.add(b.mul(group, b.constInt(ctx.i32(), wg * E)), b.localId(0, ctx.i32()));
+    } else if (gy > 1) {
+      first = b.add(b.mul(b.globalId(1, ctx.i32()), b.constInt(ctx.i32(), gx * wg)), first);
+    }
+    for (int64_t e = 0; e < E; ++e) {
+      ir::Value* lin = e ? b.add(first, b.constInt(ctx.i32(), e * wg)) : first;
+      ir::Value* inside = b.lt(lin, b.constInt(ctx.i32(), total));
+      b.ifOp(inside, {}, [&](ir::Builder& ib) {
+        Kernel k(ib, ctx, std::vector<Operand>(in.begin(), in.end()), bufs);
+        k.linear = lin;
+        k.shape = shape;
+        // The index, unravelled in unsigned arithmetic (lin >= 0): a
+        // power-of-two extent is then a shift and a mask, no sign fix-ups.
+        std::vector<int64_t> cs = contiguousStrides(shape);
+        const ir::Type* u32 = ctx.u32();
+        ir::Value* ulin = shape.size() > 1 ? ib.bitcast(lin, u32) : nullptr;
+        for (size_t d = 0; d < shape.size(); ++d) {
+          if (shape.size() == 1) {
+            k.index.push_back(lin);
+            break;
+          }
+          ir::Value* q = cs[d] == 1 ? ulin : ib.div(ulin, ib.constInt(u32, cs[d]));
+          k.index.push_back(ib.bitcast(d == 0 ? q : ib.rem(q, ib.constInt(u32, shape[d])), ctx.i32()));
+        }
+        ir::Value* v = body(k);
+        const ir::Type* storage = irType(ctx, dtype);
+        if (v->type() != storage) v = ib.cast(v, storage);
+        ib.store(out, lin, v);
+      });
+    }
     b.ret();
     kern = f;
   }

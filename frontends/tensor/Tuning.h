@@ -20,6 +20,7 @@ struct TuningRow {
   unsigned workgroupSize;      // LowerOptions::workgroupSize
   unsigned rowElements;        // LowerOptions::rowElements
   unsigned matmulBlock;        // LowerOptions::matmulBlock
+  unsigned elements;           // LowerOptions::elementsPerInvocation
   const char* measured;        // when, and with which sweep
 };
 std::span<const TuningRow> tuningTable();

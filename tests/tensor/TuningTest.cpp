@@ -3,6 +3,7 @@
 // lowered with every row's sizes gives the same values on every target.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "frontends/tensor/Tuning.h"
@@ -15,6 +16,9 @@ TEST(TensorTuning, ADevicesRowSetsTheSizes) {
   LowerOptions h200 = tunedFor("NVIDIA H200");
   EXPECT_EQ(h200.workgroupSize, 256u);
   EXPECT_EQ(h200.rowElements, 16u);
+  EXPECT_EQ(h200.matmulBlock, 8u);
+  EXPECT_EQ(h200.elementsPerInvocation, 8u);
+  EXPECT_EQ(tunedFor("cpu: AMD EPYC").elementsPerInvocation, 1u);  // the cpu target vectorises across invocations
   LowerOptions base;
   base.fuse = false;
   base.workgroupSize = 32;
@@ -24,6 +28,27 @@ TEST(TensorTuning, ADevicesRowSetsTheSizes) {
   LowerOptions unknown = tunedFor("some other GPU", base);
   EXPECT_EQ(unknown.workgroupSize, 32u);
   EXPECT_EQ(unknown.rowElements, LowerOptions{}.rowElements);
+}
+
+// Elementwise kernels computing E elements per invocation (a workgroup
+// apart), over a size that fills no whole number of workgroups, with a
+// broadcast operand and a fused chain.
+TEST(TensorTuning, ElementsPerInvocationComputeTheSameValues) {
+  Program p;
+  Tensor x = p.input("x", DType::F32, {3, 1001});
+  Tensor y = p.input("y", DType::F32, {1001});
+  p.output("c", relu(x * 2.0 + y));
+  auto xv = randomValues(3003, 60), yv = randomValues(1001, 61);
+  std::vector<double> want(3003);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(0.0, double(float(xv[i] * 2)) + double(float(yv[i % 1001])));
+  for (unsigned e : {1u, 2u, 4u, 8u}) {
+    SCOPED_TRACE("elements " + std::to_string(e));
+    LowerOptions o;
+    o.tune = false;
+    o.elementsPerInvocation = e;
+    expectOnAllTargets(p, {HostTensor::of(DType::F32, {3, 1001}, xv), HostTensor::of(DType::F32, {1001}, yv)}, {want},
+                       1e-6, o);
+  }
 }
 
 // softmax and layer norm of long rows, and a chain, with each row's sizes
