@@ -8,11 +8,7 @@
 set -u
 OUT=${OUT:-/tmp/eph-bert-out}
 mkdir -p "$OUT"
-BIN=${BIN:-.gl/bin}
-# --onnx links the ONNX protobuf classes, which Debian ships as shared libraries only.
-export LD_LIBRARY_PATH=$PWD/.gl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
-ldconfig
+. bench/device/gl_env.sh
 exec > >(tee "$OUT/log.txt") 2>&1
 nvidia-smi --query-gpu=name,driver_version --format=csv
 export PYTHONUNBUFFERED=1

@@ -9,11 +9,7 @@
 set -u
 OUT=${OUT:-/tmp/eph-tensor-out}
 mkdir -p "$OUT"
-BIN=${BIN:-.gl/bin}
-# eph_tensor_bench links the ONNX protobuf classes (--onnx), shared libraries in .gl/lib.
-export LD_LIBRARY_PATH=$PWD/.gl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
-ldconfig
+. bench/device/gl_env.sh
 exec > >(tee "$OUT/log.txt") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 export PYTHONUNBUFFERED=1

@@ -74,15 +74,20 @@ def tensor_proto(t, name, dtype_code):
     return body + b'\x4a' + varint(len(raw)) + raw
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('out')
+def add_model_args(ap):
+    """The model's sizes, as bert_peer.py takes them too."""
     ap.add_argument('--batch', type=int, default=1)
     ap.add_argument('--seq', type=int, default=128)
     ap.add_argument('--hidden', type=int, default=256)
     ap.add_argument('--layers', type=int, default=2)
     ap.add_argument('--heads', type=int, default=4)
     ap.add_argument('--vocab', type=int, default=1000)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('out')
+    add_model_args(ap)
     a = ap.parse_args()
     torch.manual_seed(0)
     model = Encoder(a.vocab, a.seq, a.hidden, a.layers, a.heads).eval()

@@ -14,7 +14,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_export import Encoder  # noqa: E402
+from bert_export import Encoder, add_model_args  # noqa: E402
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -25,12 +25,7 @@ def main():
     ap.add_argument('--device', default='cpu')
     ap.add_argument('--threads', type=int, default=0)
     ap.add_argument('--runs', type=int, default=20)
-    ap.add_argument('--batch', type=int, default=1)
-    ap.add_argument('--seq', type=int, default=128)
-    ap.add_argument('--hidden', type=int, default=256)
-    ap.add_argument('--layers', type=int, default=2)
-    ap.add_argument('--heads', type=int, default=4)
-    ap.add_argument('--vocab', type=int, default=1000)
+    add_model_args(ap)
     ap.add_argument('--label', default='')
     a = ap.parse_args()
     if a.threads:

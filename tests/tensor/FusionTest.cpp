@@ -37,12 +37,12 @@ Counts countsOf(const Program& p, bool fuse, LowerOptions o = {}) {
   return n;
 }
 
-// Runs p fused and unfused on every target against `want`.
+// Runs p fused and unfused on every target against `want` (`base`: the other options).
 void expectBoth(const Program& p, const std::vector<HostTensor>& in, const std::vector<std::vector<double>>& want,
-                double tol = 1e-5) {
+                double tol = 1e-5, const LowerOptions& base = {}) {
   for (bool fuse : {true, false}) {
     SCOPED_TRACE(fuse ? "fused" : "unfused");
-    LowerOptions o;
+    LowerOptions o = base;
     o.fuse = fuse;
     for (const std::string& t : targets()) {
       SCOPED_TRACE("target " + t);
@@ -316,24 +316,13 @@ std::vector<double> refMatmul(const std::vector<double>& a, const std::vector<do
 // and unfused, on every target, against `want`.
 void expectEveryMatmulKernel(const Program& p, const std::vector<HostTensor>& in,
                              const std::vector<std::vector<double>>& want, double tol = 1e-5) {
-  for (unsigned block : {8u, 0u})
-    for (bool fuse : {true, false}) {
-      SCOPED_TRACE("matmulBlock " + std::to_string(block) + (fuse ? " fused" : " unfused"));
-      LowerOptions o;
-      o.tune = false;
-      o.matmulBlock = block;
-      o.fuse = fuse;
-      for (const std::string& t : targets()) {
-        SCOPED_TRACE("target " + t);
-        auto got = run(p, t, in, o);
-        ASSERT_TRUE(got) << got.error().message;
-        ASSERT_EQ(got->size(), want.size());
-        for (size_t k = 0; k < want.size(); ++k)
-          for (size_t i = 0; i < want[k].size(); ++i)
-            EXPECT_NEAR((*got)[k].get(int64_t(i)), want[k][i], tol * (1 + std::abs(want[k][i])))
-                << "output " << k << " at " << i;
-      }
-    }
+  for (unsigned block : {8u, 0u}) {
+    SCOPED_TRACE("matmulBlock " + std::to_string(block));
+    LowerOptions o;
+    o.tune = false;
+    o.matmulBlock = block;
+    expectBoth(p, in, want, tol, o);
+  }
 }
 
 TEST(TensorFusion, BiasAndActivationAreTheMatmulsEpilogue) {

@@ -196,6 +196,36 @@ std::pair<Operand, Operand> matmulOperands(const Operand& A, const Operand& B, c
 constexpr int64_t kTile = 64, kTileK = 16, kThreads = 8, kPer = kTile / kThreads;
 constexpr int64_t kLoads = kTile * kTileK / (kThreads * kThreads);  // elements of each tile one invocation copies
 
+// Batch number `batch` (a product's z) as an index of `vshape`'s batch
+// dimensions ([batch.., M, N]): one i32 each, then 0 for M and N.
+std::vector<Value*> batchIndex(Kernel& k, Value* batch, const Shape& vshape) {
+  const size_t r = vshape.size();
+  std::vector<Value*> idx(r, k.i32(0));
+  Shape batchShape(vshape.begin(), vshape.end() - 2);
+  std::vector<int64_t> bcs = contiguousStrides(batchShape);
+  for (size_t d = 0; d + 2 < r; ++d) {
+    Value* q = bcs[d] == 1 ? batch : k.b.div(batch, k.i32(bcs[d]));
+    idx[d] = d == 0 ? q : k.b.rem(q, k.i32(batchShape[d]));
+  }
+  return idx;
+}
+
+// A tiled kernel's operands for batch `batch`: A's and B's element offsets
+// (B's null when parts.bElement reads it) and their row and column strides.
+struct OperandBases {
+  Value* baseA;
+  Value* baseB;
+  int64_t sam, sak, sbk, sbn;
+};
+OperandBases operandBases(Kernel& k, Value* batch, const Operand& a, const Operand& b, const Shape& vshape,
+                          const MatmulParts& parts) {
+  const size_t r = vshape.size();
+  std::vector<Value*> bidx = batchIndex(k, batch, vshape);
+  if (parts.bElement) return {k.offsetOf(0, bidx), nullptr, a.strides[r - 2], a.strides[r - 1], 0, 0};
+  return {k.offsetOf(0, bidx), k.offsetOf(1, bidx), a.strides[r - 2], a.strides[r - 1], b.strides[r - 2],
+          b.strides[r - 1]};
+}
+
 Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, int64_t R,
                      const MatmulParts& parts);
 
@@ -238,18 +268,7 @@ Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
     Value* tileN = bb.rem(gx, k.i32(tilesN));
     Value* row0 = bb.mul(tileM, k.i32(kTile));
     Value* col0 = bb.mul(tileN, k.i32(kTile));
-    // The batch index's element offsets in A and B.
-    std::vector<Value*> bidx(r, k.i32(0));
-    Shape batchShape(vshape.begin(), vshape.end() - 2);
-    std::vector<int64_t> bcs = contiguousStrides(batchShape);
-    for (size_t d = 0; d + 2 < r; ++d) {
-      Value* q = bcs[d] == 1 ? gz : bb.div(gz, k.i32(bcs[d]));
-      bidx[d] = d == 0 ? q : bb.rem(q, k.i32(batchShape[d]));
-    }
-    Value* baseA = k.offsetOf(0, bidx);
-    Value* baseB = parts.bElement ? nullptr : k.offsetOf(1, bidx);
-    const int64_t sam = a.strides[r - 2], sak = a.strides[r - 1];
-    const int64_t sbk = parts.bElement ? 0 : b.strides[r - 2], sbn = parts.bElement ? 0 : b.strides[r - 1];
+    const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, parts);
     Value* lin = bb.add(bb.mul(ty, k.i32(kThreads)), tx);
     static_assert((kThreads * kThreads) % kTileK == 0 && (kThreads * kThreads) % kTile == 0);
     Value* amA = bb.div(lin, k.i32(kTileK));  // the A element's row and column in the tile (q = 0)
@@ -364,17 +383,7 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     Value* gz = bb.workgroupId(2, ctx.i32());  // batch
     Value* row0 = bb.mul(bb.div(gx, k.i32(tilesN)), k.i32(T));
     Value* col0 = bb.mul(bb.rem(gx, k.i32(tilesN)), k.i32(T));
-    std::vector<Value*> bidx(r, k.i32(0));
-    Shape batchShape(vshape.begin(), vshape.end() - 2);
-    std::vector<int64_t> bcs = contiguousStrides(batchShape);
-    for (size_t d = 0; d + 2 < r; ++d) {
-      Value* q = bcs[d] == 1 ? gz : bb.div(gz, k.i32(bcs[d]));
-      bidx[d] = d == 0 ? q : bb.rem(q, k.i32(batchShape[d]));
-    }
-    Value* baseA = k.offsetOf(0, bidx);
-    Value* baseB = parts.bElement ? nullptr : k.offsetOf(1, bidx);
-    const int64_t sam = a.strides[r - 2], sak = a.strides[r - 1];
-    const int64_t sbk = parts.bElement ? 0 : b.strides[r - 2], sbn = parts.bElement ? 0 : b.strides[r - 1];
+    const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, parts);
     // Staging: invocation lid < 8Q reads one k of a slice at four rows (A)
     // or columns (B), q·4 + {0..3}. Neighbouring invocations read neighbouring
     // memory: k = lid % 8, q = lid / 8 where the operand is contiguous along
@@ -555,13 +564,9 @@ Expected<Value*> lowerMatmulWithEpilogue(Lowering& l, const Node& n, std::span<c
     std::vector<Value*> leaves;
     for (size_t e = 0; e < extras; ++e) leaves.push_back(k.buffer(2 + e));
     Kernel ek(bb, k.ctx, std::vector<Operand>(rIn.begin(), rIn.end()), leaves);
-    std::vector<int64_t> bcs = contiguousStrides(m.batch);
-    for (size_t d = 0; d < m.batch.size(); ++d) {
-      Value* q = bcs[d] == 1 ? batch : bb.div(batch, k.i32(bcs[d]));
-      ek.index.push_back(d == 0 ? q : bb.rem(q, k.i32(m.batch[d])));
-    }
-    ek.index.push_back(row);
-    ek.index.push_back(col);
+    ek.index = batchIndex(k, batch, vshape);
+    ek.index[vshape.size() - 2] = row;
+    ek.index[vshape.size() - 1] = col;
     ek.linear = bb.add(bb.mul(bb.add(bb.mul(batch, k.i32(m.M)), row), k.i32(m.N)), col);
     ek.accumulator = v;
     return {rdef->element(ek, r, rIn), ek.linear};
