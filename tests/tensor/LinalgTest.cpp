@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 
+#include "frontends/tensor/Lower.h"
 #include "tests/tensor/TensorTestUtil.h"
 
 namespace eph::tensor::test {
@@ -865,6 +866,41 @@ Vec refAttention(const Vec& q, const Vec& k, const Vec& v, int64_t B, int64_t S,
       }
     }
   return out;
+}
+
+// Heads wider than the one-pass kernel's registers (q's 130) take the four
+// kernels (scores, max, sum, output); a wide one with masks and causal too;
+// and the one pass over a long key sequence (T = 300) stays accurate.
+TEST(Linalg, AttentionWideHeadsAndLongSequences) {
+  for (auto [D, T] : {std::pair<int64_t, int64_t>{130, 5}, std::pair<int64_t, int64_t>{8, 300}}) {
+    SCOPED_TRACE("D " + std::to_string(D) + " T " + std::to_string(T));
+    const int64_t B = 2, S = 3, DV = 3;
+    Vec qv = randomValues(size_t(B * S * D), 1010), kv = randomValues(size_t(B * T * D), 1011),
+        vv = randomValues(size_t(B * T * DV), 1012);
+    Program p;
+    Tensor q = p.input("q", DType::F32, {B, S, D});
+    Tensor k = p.input("k", DType::F32, {B, T, D});
+    Tensor v = p.input("v", DType::F32, {B, T, DV});
+    p.output("plain", attention(q, k, v));
+    p.output("causal", attention(q, k, v, {}, {.causal = true}));
+    {
+      // One dispatch per attention in one pass, four for wide heads.
+      ir::Context ctx;
+      auto c = lower(ctx, p);
+      ASSERT_TRUE(c) << c.error().message;
+      int dispatches = 0;
+      for (const auto& op : c->module->lookup("main")->body().ops()) dispatches += op->name() == "dispatch";
+      EXPECT_EQ(dispatches, D > 128 ? 8 : 2);
+    }
+    auto all = [](int64_t, int64_t, int64_t) { return true; };
+    auto none = [](int64_t, int64_t, int64_t) { return 0.0; };
+    double sc = 1 / std::sqrt(double(D));
+    Vec plain = refAttention(qv, kv, vv, B, S, T, D, DV, sc, all, none);
+    Vec wc = refAttention(qv, kv, vv, B, S, T, D, DV, sc, [](int64_t, int64_t s, int64_t t) { return t <= s; }, none);
+    expectOnAllTargets(p, {HostTensor::of(DType::F32, {B, S, D}, qv), HostTensor::of(DType::F32, {B, T, D}, kv),
+                           HostTensor::of(DType::F32, {B, T, DV}, vv)},
+                       {plain, wc}, 1e-5);
+  }
 }
 
 TEST(Linalg, AttentionMasksCausalAndScale) {

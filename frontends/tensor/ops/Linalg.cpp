@@ -849,6 +849,106 @@ std::string attentionShape(const Program& p, const Node& n, Shape& batch) {
   return "";
 }
 
+// Heads of at most this many elements (q's and v's) take the one-pass kernel.
+constexpr int64_t kOnePassHead = 128;
+
+// attention in one kernel, flash-style: one invocation per query row (batch
+// and s) keeps q's row and the output row in registers and walks the keys
+// once with an online softmax: for each t, the score s_t (scaled, masked),
+// the running maximum m' = max(m, s_t), then sum = sum·e^(m−m') + e^(s_t−m')
+// and out_j = out_j·e^(m−m') + e^(s_t−m')·v[t, j]; at the end out_j / sum (0
+// for a row with nothing kept: m stays −inf). The scores never exist in
+// memory. Invocations of one workgroup are neighbouring rows of one batch, so
+// they read the same k and v rows together.
+Value* onePassAttention(Lowering& l, const Node& n, const Operand& q, const Operand& kk, const Operand& v,
+                        const std::optional<Operand>& mask, double scale, bool causal) {
+  const DType t = n.dtype;
+  const DType acc = t == DType::F64 ? DType::F64 : DType::F32;
+  const size_t r = n.shape.size();
+  const int64_t S = n.shape[r - 2], DV = n.shape[r - 1], D = q.shape[r - 1], T = kk.shape[r - 2];
+  const int64_t rows = numel(Shape(n.shape.begin(), n.shape.end() - 1));
+  const int64_t wg = 64;
+  std::vector<Operand> in = {q, kk, v};
+  if (mask) in.push_back(*mask);
+  const auto [gx, gy] = l.grid((rows + wg - 1) / wg);
+  auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
+    ir::Context& ctx = l.ctx;
+    const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
+    Kernel k(bb, ctx, in, inBufs);
+    Value* row = bb.add(bb.mul(bb.add(bb.mul(bb.workgroupId(1, ctx.i32()), k.i32(gx)), bb.workgroupId(0, ctx.i32())),
+                               k.i32(wg)),
+                        bb.localId(0, ctx.i32()));
+    bb.ifOp(bb.lt(row, k.i32(rows)), {}, [&](Builder& ib) {
+      Kernel kb(ib, ctx, in, inBufs);
+      // The row's index: batch dimensions, then s.
+      std::vector<Value*> idx(r, kb.i32(0));
+      Value* rest = row;
+      for (size_t d = r - 1; d-- > 0;) {
+        const int64_t extent = n.shape[d];
+        idx[d] = d == 0 ? rest : ib.rem(rest, kb.i32(extent));
+        if (d > 0) rest = ib.div(rest, kb.i32(extent));
+      }
+      Value* sIdx = idx[r - 2];
+      Values qv;
+      {
+        std::vector<Value*> qi = idx;
+        qi[r - 1] = kb.i32(0);
+        Value* base = kb.offsetOf(0, qi);
+        for (int64_t d = 0; d < D; ++d) qv.push_back(loadAt(kb, 0, addConst(kb, base, d * q.strides[r - 1]), acc));
+      }
+      std::vector<Value*> ki = idx, vi = idx, mi = idx;
+      ki[r - 2] = vi[r - 2] = kb.i32(0);
+      ki[r - 1] = vi[r - 1] = mi[r - 1] = kb.i32(0);
+      Value* kBase = kb.offsetOf(1, ki);
+      Value* vBase = kb.offsetOf(2, vi);
+      Value* mBase = mask ? kb.offsetOf(3, mi) : nullptr;
+      Value* zero = kb.constant(acc, 0);
+      Value* ninf = kb.constant(acc, -INFINITY);
+      Values init = {ninf, zero};  // m, sum, then out_0..out_DV-1
+      for (int64_t j = 0; j < DV; ++j) init.push_back(zero);
+      ir::Op* loop = ib.forOp(kb.i32(0), kb.i32(T), kb.i32(1), init, [&](Builder& lb, Value* tt, const Values& c) -> Values {
+        Kernel kl(lb, ctx, in, inBufs);
+        Value* kRow = lb.add(kBase, mulConst(kl, tt, kk.strides[r - 2]));
+        Value* dot = zero;
+        for (int64_t d = 0; d < D; ++d)
+          dot = lb.add(dot, lb.mul(qv[size_t(d)], loadAt(kl, 1, addConst(kl, kRow, d * kk.strides[r - 1]), acc)));
+        Value* sc = lb.mul(dot, kl.constant(acc, scale));
+        if (mask) {
+          Value* at = lb.add(mBase, mulConst(kl, tt, mask->strides[r - 1]));
+          Value* mv = lb.load(kl.buffer(3), at);
+          if (mask->dtype == DType::Bool) sc = lb.select(mv, sc, ninf);
+          else sc = lb.add(sc, kl.convert(mask->dtype == DType::F16 ? lb.cast(mv, ctx.f32()) : mv, mask->dtype, acc));
+        }
+        if (causal) sc = lb.select(lb.gt(tt, sIdx), ninf, sc);
+        Value* m = c[0];
+        Value* mNew = lb.max(m, sc);
+        Value* none = lb.eq(mNew, ninf);  // nothing kept yet: keep the zeros
+        Value* alpha = lb.select(none, kl.constant(acc, 1), lb.exp(lb.sub(m, mNew)));
+        Value* pr = lb.select(none, zero, lb.exp(lb.sub(sc, mNew)));
+        Values next = {mNew, lb.add(lb.mul(c[1], alpha), pr)};
+        Value* vRow = lb.add(vBase, mulConst(kl, tt, v.strides[r - 2]));
+        for (int64_t j = 0; j < DV; ++j) {
+          Value* vj = loadAt(kl, 2, addConst(kl, vRow, j * v.strides[r - 1]), acc);
+          next.push_back(lb.add(lb.mul(c[size_t(2 + j)], alpha), lb.mul(pr, vj)));
+        }
+        return next;
+      });
+      Value* sum = loop->result(1);
+      Value* safe = ib.select(ib.eq(sum, zero), kb.constant(acc, 1), sum);
+      const ir::Type* storage = irType(ctx, t);
+      Value* out = bufs.back();
+      Value* outBase = ib.mul(row, kb.i32(DV));
+      for (int64_t j = 0; j < DV; ++j) {
+        Value* o = ib.div(loop->result(unsigned(2 + j)), safe);
+        if (o->type() != storage) o = ib.cast(o, storage);
+        ib.store(out, addConst(kb, outBase, j), o);
+      }
+    });
+  };
+  return l.custom("attention", t, numel(n.shape), in, {unsigned(wg), 1, 1}, {gx, gy, 1}, build,
+                  n.attrs.key() + "|" + shapeText(n.shape) + "|S" + num(S));
+}
+
 void addAttention(std::vector<OpDef>& ops) {
   OpDef d;
   d.name = "attention";
@@ -875,6 +975,11 @@ void addAttention(std::vector<OpDef>& ops) {
     Shape sshape = batch;
     sshape.push_back(S);
     sshape.push_back(T);
+    const int64_t DV = n.shape[r - 1];
+    if (D <= kOnePassHead && DV <= kOnePassHead)
+      return onePassAttention(l, n, q, kk, v, in.size() == 4 ? std::optional(withBatch(in[3], sshape, 0)) : std::nullopt,
+                              scale, causal);
+    // Heads too large for registers: four kernels.
     // 1. scores[.., s, t] = scale·q·k (+ mask), −inf where masked.
     std::vector<Operand> ops1 = {q, kk};
     if (in.size() == 4) ops1.push_back(withBatch(in[3], sshape, 0));
