@@ -88,7 +88,27 @@ struct OpEntry {
   const char* note = "";
 };
 
+// The whole table: OnnxOps.cpp's entries, then the op families kept in
+// files of their own (each returns its entries).
 const std::vector<OpEntry>& opTable();
 const OpEntry* findEntry(const std::string& op, int64_t opset);
+std::vector<OpEntry> recurrentEntries();  // OnnxRecurrent.cpp: RNN, GRU, LSTM
+std::vector<OpEntry> signalEntries();     // OnnxSignal.cpp: DFT, STFT, the windows
+std::vector<OpEntry> trainingEntries();   // OnnxTraining.cpp: ai.onnx.preview.training
+
+// Shared by the mapping functions.
+using Ints = std::vector<int64_t>;
+inline std::string dn(DType t) { return std::string(dtypeName(t)); }
+// Sets the node's one output; "" (supported).
+inline std::string one(NodeCtx& c, Tensor t) {
+  c.outs = {t};
+  return "";
+}
+// max(0, min(1, alpha·x + beta)) (HardSigmoid, and the recurrent ops' activation of that name).
+inline Tensor hardSigmoid(NodeCtx& c, Tensor x, double alpha, double beta) {
+  DType t = x.dtype();
+  Tensor y = c.op("add", {c.op("mul", {x, c.scalar(t, alpha)}), c.scalar(t, beta)});
+  return c.op("min", {c.op("max", {y, c.scalar(t, 0)}), c.scalar(t, 1)});
+}
 
 }  // namespace eph::tensor::onnx

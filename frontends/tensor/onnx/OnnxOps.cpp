@@ -15,16 +15,7 @@ namespace eph::tensor::onnx {
 
 namespace {
 
-using Ints = std::vector<int64_t>;
-
-std::string dn(DType t) { return std::string(dtypeName(t)); }
-
 // ---- helpers ------------------------------------------------------------------
-
-std::string one(NodeCtx& c, Tensor t) {
-  c.outs = {t};
-  return "";
-}
 
 // axes from attribute `axes` (before `inputSince`) or from input 1 (from it on).
 bool axesOf(NodeCtx& c, int64_t inputSince, Ints& axes, bool& given, std::string& why, size_t input = 1) {
@@ -335,11 +326,6 @@ std::string mapThresholdedRelu(NodeCtx& c) {
   Tensor x = c.in(0);
   DType t = x.dtype();
   return one(c, c.op("where", {c.op("gt", {x, c.scalar(t, c.f("alpha", 1.0))}), x, c.scalar(t, 0)}));
-}
-Tensor hardSigmoid(NodeCtx& c, Tensor x, double alpha, double beta) {
-  DType t = x.dtype();
-  Tensor y = c.op("add", {c.op("mul", {x, c.scalar(t, alpha)}), c.scalar(t, beta)});
-  return c.op("min", {c.op("max", {y, c.scalar(t, 0)}), c.scalar(t, 1)});
 }
 std::string mapHardSigmoid(NodeCtx& c) { return one(c, hardSigmoid(c, c.in(0), c.f("alpha", 0.2), c.f("beta", 0.5))); }
 std::string mapHardSwish(NodeCtx& c) {
@@ -843,172 +829,6 @@ std::string mapDynamicQuantize(NodeCtx& c) {
   return "";
 }
 
-std::string mapWindow(NodeCtx& c) {
-  Ints size;
-  std::string why;
-  if (!c.ints(0, size, why, "size")) return why;
-  if (size.size() != 1 || size[0] < 0) return "size must be one non-negative integer";
-  auto dt = dtypeOfOnnx(int32_t(c.i("output_datatype", 1)));
-  if (!dt) return "output_datatype " + onnxTypeName(int32_t(c.i("output_datatype", 1))) + " is not supported";
-  int64_t n = size[0];
-  double denom = c.i("periodic", 1) ? double(n) : double(n - 1);
-  const std::string& op = c.node.op_type();
-  HostTensor h(*dt, {n});
-  for (int64_t k = 0; k < n; ++k) {
-    double a = 2 * M_PI * double(k) / denom, v;
-    if (op == "HannWindow") v = 0.5 - 0.5 * std::cos(a);
-    else if (op == "HammingWindow") v = 25.0 / 46 - (1 - 25.0 / 46) * std::cos(a);
-    else v = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
-    h.set(k, v);
-  }
-  return one(c, c.constant(std::move(h)));
-}
-
-// RNN, GRU and LSTM, unrolled over the (static) sequence: one matmul of the
-// whole input by W up front, then per step a matmul by R and the gates.
-enum class Cell { Rnn, Gru, Lstm };
-
-std::string activation(NodeCtx& c, const std::string& name, double alpha, double beta, Tensor x, Tensor& out) {
-  DType t = x.dtype();
-  if (name == "Sigmoid") out = c.op("sigmoid", {x});
-  else if (name == "Tanh") out = c.op("tanh", {x});
-  else if (name == "Relu") out = c.op("relu", {x});
-  else if (name == "Affine") out = c.op("add", {c.op("mul", {x, c.scalar(t, alpha)}), c.scalar(t, beta)});
-  else if (name == "LeakyRelu") out = c.op("where", {c.op("lt", {x, c.scalar(t, 0)}), c.op("mul", {x, c.scalar(t, alpha)}), x});
-  else if (name == "ScaledTanh") out = c.op("mul", {c.op("tanh", {c.op("mul", {x, c.scalar(t, beta)})}), c.scalar(t, alpha)});
-  else if (name == "HardSigmoid") out = hardSigmoid(c, x, alpha, beta);
-  else if (name == "Softsign") out = c.op("softsign", {x});
-  else if (name == "Softplus") out = c.op("softplus", {x});
-  else return "activation '" + name + "' is not supported";
-  return "";
-}
-
-std::string mapRecurrent(NodeCtx& c, Cell cell) {
-  const int G = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 3 : 4;
-  int64_t H = c.i("hidden_size", 0);
-  std::string direction = c.s("direction", "forward");
-  int dirs = direction == "bidirectional" ? 2 : 1;
-  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
-    return "direction '" + direction + "' is not supported";
-  if (c.i("input_forget", 0)) return "input_forget=1 is not supported";
-  Tensor X = c.in(0);
-  if (X.rank() != 3) return "X must be 3-D, not " + shapeText(X.shape());
-  bool batchFirst = c.i("layout", 0) == 1;
-  if (batchFirst) X = c.op("transpose", {X}, {{"perm", Ints{1, 0, 2}}});
-  int64_t S = X.shape()[0], B = X.shape()[1];
-  if (H <= 0) H = c.shape(2)[2];
-  if (c.present(4)) {
-    Ints lens;
-    std::string why;
-    if (!c.ints(4, lens, why, "sequence_lens")) return why;
-    for (int64_t l : lens)
-      if (l != S) return "sequence_lens shorter than the sequence are not supported";
-  }
-  // Activations: f, g(, h) per direction.
-  std::vector<std::string> acts;
-  const auto* aa = c.attr("activations");
-  if (aa)
-    for (const auto& a : aa->strings()) acts.push_back(a);
-  size_t perDir = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 2 : 3;
-  if (acts.empty()) {
-    for (int d = 0; d < dirs; ++d) {
-      if (cell == Cell::Rnn) acts.push_back("Tanh");
-      else if (cell == Cell::Gru) acts.insert(acts.end(), {"Sigmoid", "Tanh"});
-      else acts.insert(acts.end(), {"Sigmoid", "Tanh", "Tanh"});
-    }
-  }
-  if (acts.size() != perDir * size_t(dirs)) return "activations has " + std::to_string(acts.size()) + " entries";
-  std::vector<double> alphas = c.floats("activation_alpha"), betas = c.floats("activation_beta");
-  double clip = c.f("clip", 0);
-  bool hasClip = c.has("clip");
-  DType t = X.dtype();
-  std::vector<Tensor> Ys, Hs, Cs;
-  for (int d = 0; d < dirs; ++d) {
-    bool reverse = direction == "reverse" || d == 1;
-    auto pick = [&](Tensor w) {  // w[d] without the direction axis
-      return c.op("squeeze", {c.op("slice", {w}, {{"starts", Ints{d}}, {"ends", Ints{d + 1}}, {"axes", Ints{0}}})}, {{"axes", Ints{0}}});
-    };
-    Tensor W = pick(c.in(1)), R = pick(c.in(2));  // [G*H, I], [G*H, H]
-    Tensor Wb, Rb;
-    if (c.present(3)) {
-      Tensor b = pick(c.in(3));
-      Wb = c.op("slice", {b}, {{"starts", Ints{0}}, {"ends", Ints{G * H}}});
-      Rb = c.op("slice", {b}, {{"starts", Ints{G * H}}, {"ends", Ints{2 * G * H}}});
-    }
-    Tensor h = c.present(5) ? pick(c.in(5)) : c.op("expand", {c.scalar(t, 0)}, {{"shape", Ints{B, H}}});
-    Tensor cst = cell == Cell::Lstm ? (c.present(6) ? pick(c.in(6)) : c.op("expand", {c.scalar(t, 0)}, {{"shape", Ints{B, H}}})) : Tensor();
-    Tensor P = cell == Cell::Lstm && c.present(7) ? pick(c.in(7)) : Tensor();
-    Tensor XW = c.op("matmul", {X, c.op("transpose", {W})});  // [S, B, G*H]
-    if (Wb) XW = c.op("add", {XW, Wb});
-    Tensor RT = c.op("transpose", {R});  // [H, G*H]
-    auto gate = [&](Tensor v, int k) { return c.op("slice", {v}, {{"starts", Ints{k * H}}, {"ends", Ints{(k + 1) * H}}, {"axes", Ints{-1}}}); };
-    auto act = [&](size_t k, Tensor x, Tensor& out) {
-      size_t i = size_t(d) * perDir + k;
-      double al = i < alphas.size() ? alphas[i] : (acts[i] == "LeakyRelu" ? 0.01 : acts[i] == "HardSigmoid" ? 0.2 : 1.0);
-      double be = i < betas.size() ? betas[i] : (acts[i] == "HardSigmoid" ? 0.5 : 0.0);
-      if (hasClip) x = c.op("clip", {x, c.scalar(t, -clip), c.scalar(t, clip)});
-      return activation(c, acts[i], al, be, x, out);
-    };
-    std::vector<Tensor> steps(static_cast<size_t>(S), Tensor());
-    for (int64_t k = 0; k < S; ++k) {
-      int64_t step = reverse ? S - 1 - k : k;
-      Tensor xw = c.op("squeeze", {c.op("slice", {XW}, {{"starts", Ints{step}}, {"ends", Ints{step + 1}}, {"axes", Ints{0}}})}, {{"axes", Ints{0}}});
-      std::string why;
-      if (cell == Cell::Rnn) {
-        Tensor v = c.op("add", {xw, c.op("matmul", {h, RT})});
-        if (Rb) v = c.op("add", {v, Rb});
-        if (!(why = act(0, v, h)).empty()) return why;
-      } else if (cell == Cell::Gru) {
-        Tensor hr = c.op("matmul", {h, RT});  // [B, 3H]
-        if (Rb) hr = c.op("add", {hr, Rb});
-        Tensor z, r, hh;
-        if (!(why = act(0, c.op("add", {gate(xw, 0), gate(hr, 0)}), z)).empty()) return why;
-        if (!(why = act(0, c.op("add", {gate(xw, 1), gate(hr, 1)}), r)).empty()) return why;
-        Tensor hpart;
-        if (c.i("linear_before_reset", 0)) {
-          hpart = c.op("mul", {r, gate(hr, 2)});
-        } else {
-          Tensor Rh = c.op("slice", {RT}, {{"starts", Ints{2 * H}}, {"ends", Ints{3 * H}}, {"axes", Ints{1}}});
-          hpart = c.op("matmul", {c.op("mul", {r, h}), Rh});
-          if (Rb) hpart = c.op("add", {hpart, gate(Rb, 2)});
-        }
-        if (!(why = act(1, c.op("add", {gate(xw, 2), hpart}), hh)).empty()) return why;
-        Tensor one1 = c.scalar(t, 1);
-        h = c.op("add", {c.op("mul", {c.op("sub", {one1, z}), hh}), c.op("mul", {z, h})});
-      } else {
-        Tensor v = c.op("add", {xw, c.op("matmul", {h, RT})});
-        if (Rb) v = c.op("add", {v, Rb});
-        Tensor gi = gate(v, 0), go = gate(v, 1), gf = gate(v, 2), gc = gate(v, 3);
-        if (P) {
-          gi = c.op("add", {gi, c.op("mul", {gate(P, 0), cst})});
-          gf = c.op("add", {gf, c.op("mul", {gate(P, 2), cst})});
-        }
-        Tensor i, f, cc, o, hc;
-        if (!(why = act(0, gi, i)).empty() || !(why = act(0, gf, f)).empty() || !(why = act(1, gc, cc)).empty()) return why;
-        cst = c.op("add", {c.op("mul", {f, cst}), c.op("mul", {i, cc})});
-        if (P) go = c.op("add", {go, c.op("mul", {gate(P, 1), cst})});
-        if (!(why = act(0, go, o)).empty() || !(why = act(2, cst, hc)).empty()) return why;
-        h = c.op("mul", {o, hc});
-      }
-      steps[size_t(step)] = c.op("unsqueeze", {h}, {{"axes", Ints{0}}});
-    }
-    Ys.push_back(c.op("unsqueeze", {steps.size() == 1 ? steps[0] : c.op("concat", steps, {{"axis", int64_t(0)}})}, {{"axes", Ints{1}}}));
-    Hs.push_back(c.op("unsqueeze", {h}, {{"axes", Ints{0}}}));
-    if (cst) Cs.push_back(c.op("unsqueeze", {cst}, {{"axes", Ints{0}}}));
-  }
-  auto join = [&](std::vector<Tensor>& v, int64_t axis) { return v.size() == 1 ? v[0] : c.op("concat", v, {{"axis", axis}}); };
-  Tensor Y = join(Ys, 1), Yh = join(Hs, 0);  // [S, dirs, B, H], [dirs, B, H]
-  Tensor Yc = Cs.empty() ? Tensor() : join(Cs, 0);
-  if (batchFirst) {
-    Y = c.op("transpose", {Y}, {{"perm", Ints{2, 0, 1, 3}}});
-    Yh = c.op("transpose", {Yh}, {{"perm", Ints{1, 0, 2}}});
-    if (Yc) Yc = c.op("transpose", {Yc}, {{"perm", Ints{1, 0, 2}}});
-  }
-  c.outs = {Y, Yh};
-  if (Yc) c.outs.push_back(Yc);
-  return "";
-}
-
 // Compress with a condition known at import: a gather of the kept positions.
 std::string mapCompress(NodeCtx& c) {
   const HostTensor* cond = c.known(1);
@@ -1149,120 +969,6 @@ std::string mapMaxUnpool(NodeCtx& c) {
   return one(c, y);
 }
 
-// DFT along the last axis of xr (+ i·xi, when xi is set) as matmuls with
-// constant cos/sin tables: y_k = Σ_n x_n e^{∓2πi kn/N} (1/N for the inverse).
-void dftLast(NodeCtx& c, Tensor xr, Tensor xi, int64_t N, bool inverse, bool onesided, Tensor& yr, Tensor& yi) {
-  DType t = xr.dtype();
-  int64_t K = onesided ? N / 2 + 1 : N;
-  HostTensor C(t, {N, K}), S(t, {N, K});
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t k = 0; k < K; ++k) {
-      double a = 2 * M_PI * double((n * k) % N) / double(N);
-      C.set(n * K + k, std::cos(a));
-      S.set(n * K + k, std::sin(a));
-    }
-  Tensor cm = c.constant(std::move(C)), sm = c.constant(std::move(S));
-  Tensor rc = c.op("matmul", {xr, cm}), rs = c.op("matmul", {xr, sm});
-  if (!inverse) {
-    yr = rc;
-    yi = c.op("neg", {rs});
-    if (xi) {
-      yr = c.op("add", {yr, c.op("matmul", {xi, sm})});
-      yi = c.op("add", {yi, c.op("matmul", {xi, cm})});
-    }
-  } else {
-    yr = rc;
-    yi = rs;
-    if (xi) {
-      yr = c.op("sub", {yr, c.op("matmul", {xi, sm})});
-      yi = c.op("add", {yi, c.op("matmul", {xi, cm})});
-    }
-    yr = c.op("div", {yr, c.scalar(t, double(N))});
-    yi = c.op("div", {yi, c.scalar(t, double(N))});
-  }
-}
-
-// Splits x[..., 1|2] into its real and imaginary parts (no imaginary part: null).
-bool complexParts(NodeCtx& c, Tensor x, Tensor& re, Tensor& im, std::string& why) {
-  size_t r = x.rank();
-  int64_t last = r ? x.shape()[r - 1] : 0;
-  if (last != 1 && last != 2) return why = "the last dimension must be 1 (real) or 2 (complex), not " + shapeText(x.shape()), false;
-  auto part = [&](int64_t k) {
-    return c.op("squeeze", {c.op("slice", {x}, {{"starts", Ints{k}}, {"ends", Ints{k + 1}}, {"axes", Ints{-1}}})}, {{"axes", Ints{-1}}});
-  };
-  re = part(0);
-  if (last == 2) im = part(1);
-  return true;
-}
-
-std::string mapDFT(NodeCtx& c) {
-  Tensor x = c.in(0), re, im;
-  std::string why;
-  if (!complexParts(c, x, re, im, why)) return why;
-  size_t r = re.rank();
-  int64_t axis = c.i("axis", 1);
-  if (!normaliseAxis(axis, r) ) return "axis " + std::to_string(c.i("axis", 1)) + " is out of range";
-  int64_t len = re.shape()[size_t(axis)], N = len;
-  if (c.present(1)) {
-    Ints v;
-    if (!c.ints(1, v, why, "dft_length")) return why;
-    if (v.size() != 1 || v[0] <= 0) return "dft_length must be one positive integer";
-    N = v[0];
-  }
-  Ints perm, inv(r);
-  for (size_t d = 0; d < r; ++d)
-    if (int64_t(d) != axis) perm.push_back(int64_t(d));
-  perm.push_back(axis);
-  for (size_t d = 0; d < r; ++d) inv[size_t(perm[d])] = int64_t(d);
-  auto prep = [&](Tensor v) {
-    if (!v) return v;
-    v = c.op("transpose", {v}, {{"perm", perm}});
-    if (N < len) v = c.op("slice", {v}, {{"starts", Ints{0}}, {"ends", Ints{N}}, {"axes", Ints{-1}}});
-    if (N > len) {
-      Ints p(2 * r, 0);
-      p[2 * r - 1] = N - len;
-      v = c.op("pad", {v}, {{"pads", p}});
-    }
-    return v;
-  };
-  Tensor yr, yi;
-  dftLast(c, prep(re), prep(im), N, c.i("inverse", 0) != 0, c.i("onesided", 0) != 0, yr, yi);
-  auto back = [&](Tensor v) { return c.op("unsqueeze", {c.op("transpose", {v}, {{"perm", inv}})}, {{"axes", Ints{-1}}}); };
-  return one(c, c.op("concat", {back(yr), back(yi)}, {{"axis", int64_t(-1)}}));
-}
-
-std::string mapSTFT(NodeCtx& c) {
-  Tensor x = c.in(0), re, im;
-  std::string why;
-  if (!complexParts(c, x, re, im, why)) return why;
-  if (re.rank() != 2) return "the signal must be [batch, length, 1|2], not " + shapeText(x.shape());
-  Ints step;
-  if (!c.ints(1, step, why, "frame_step")) return why;
-  int64_t len = re.shape()[1], fl = 0;
-  if (c.present(3)) {
-    Ints v;
-    if (!c.ints(3, v, why, "frame_length")) return why;
-    fl = v.empty() ? 0 : v[0];
-  } else if (c.present(2)) {
-    fl = c.shape(2).empty() ? 0 : c.shape(2)[0];
-  }
-  if (step.size() != 1 || step[0] <= 0 || fl <= 0 || fl > len) return "frame_step and frame_length must be positive, the frame no longer than the signal";
-  int64_t frames = 1 + (len - fl) / step[0];
-  HostTensor idx(DType::I64, {frames * fl});
-  for (int64_t f = 0; f < frames; ++f)
-    for (int64_t k = 0; k < fl; ++k) idx.setInt(f * fl + k, f * step[0] + k);
-  Tensor gi = c.constant(std::move(idx));
-  auto frame = [&](Tensor v) {
-    if (!v) return v;
-    v = c.op("reshape", {c.op("gather", {v, gi}, {{"axis", int64_t(1)}})}, {{"shape", Ints{v.shape()[0], frames, fl}}});
-    if (c.present(2)) v = c.op("mul", {v, c.in(2)});
-    return v;
-  };
-  Tensor yr, yi;
-  dftLast(c, frame(re), frame(im), fl, false, c.i("onesided", 1) != 0, yr, yi);
-  auto last = [&](Tensor v) { return c.op("unsqueeze", {v}, {{"axes", Ints{-1}}}); };
-  return one(c, c.op("concat", {last(yr), last(yi)}, {{"axis", int64_t(-1)}}));
-}
 
 // GridSample (2-D), as PyTorch's grid_sample that ONNX follows: each output
 // position reads X at grid (x, y) in [-1, 1], unnormalised by align_corners;
@@ -1435,100 +1141,7 @@ std::string mapSCELoss(NodeCtx& c) {
   return "";
 }
 
-// ---- ai.onnx.preview.training: one optimizer step over n tensors --------------------
-// Inputs R (learning rate, a scalar), T (the step count, an i64 scalar), then
-// n tensors each of X, G and the optimizer's state; outputs the new X and
-// state, n each (the formulas of the ONNX operator specs).
-
-// The n tensors of input group `g` (0: X, 1: G, 2...: state), or why the count does not fit.
-std::string groups(NodeCtx& c, size_t count, size_t& n) {
-  if (c.numInputs() < 2 + count || (c.numInputs() - 2) % count != 0)
-    return "wants R, T and " + std::to_string(count) + " groups of n tensors, got " + std::to_string(c.numInputs()) +
-           " inputs";
-  n = (c.numInputs() - 2) / count;
-  return "";
-}
-
-std::string mapAdagrad(NodeCtx& c) {
-  size_t n;
-  if (std::string why = groups(c, 3, n); !why.empty()) return why;
-  std::vector<Tensor> xs, hs;
-  for (size_t k = 0; k < n; ++k) {
-    Tensor x = c.in(2 + k), g = c.in(2 + n + k), h = c.in(2 + 2 * n + k);
-    DType t = x.dtype();
-    Tensor steps = c.cast(c.in(1), t);
-    Tensor r = c.op("div", {c.cast(c.in(0), t), c.op("add", {c.scalar(t, 1), c.op("mul", {steps, c.scalar(t, c.f("decay_factor", 0))})})});
-    Tensor gr = c.op("add", {c.op("mul", {x, c.scalar(t, c.f("norm_coefficient", 0))}), g});
-    Tensor hNew = c.op("add", {h, c.op("mul", {gr, gr})});
-    Tensor adaptive = c.op("add", {c.op("sqrt", {hNew}), c.scalar(t, c.f("epsilon", 1e-6))});
-    xs.push_back(c.op("sub", {x, c.op("div", {c.op("mul", {r, gr}), adaptive})}));
-    hs.push_back(hNew);
-  }
-  c.outs = xs;
-  c.outs.insert(c.outs.end(), hs.begin(), hs.end());
-  return "";
-}
-
-std::string mapMomentum(NodeCtx& c) {
-  size_t n;
-  if (std::string why = groups(c, 3, n); !why.empty()) return why;
-  std::string mode = c.s("mode", "standard");
-  if (mode != "standard" && mode != "nesterov") return "mode '" + mode + "' is not 'standard' or 'nesterov'";
-  std::vector<Tensor> xs, vs;
-  for (size_t k = 0; k < n; ++k) {
-    Tensor x = c.in(2 + k), g = c.in(2 + n + k), v = c.in(2 + 2 * n + k);
-    DType t = x.dtype();
-    Tensor lr = c.cast(c.in(0), t);
-    double alpha = c.f("alpha", 0), beta = c.f("beta", 0);
-    Tensor gr = c.op("add", {c.op("mul", {x, c.scalar(t, c.f("norm_coefficient", 0))}), g});
-    // β on every step but the first (T = 0), where the velocity takes G whole.
-    Tensor b = c.op("where", {c.op("gt", {c.in(1), c.scalar(c.dtype(1), 0)}), c.scalar(t, beta), c.scalar(t, 1)});
-    Tensor vNew = c.op("add", {c.op("mul", {v, c.scalar(t, alpha)}), c.op("mul", {b, gr})});
-    Tensor step = mode == "standard" ? vNew : c.op("add", {gr, c.op("mul", {vNew, c.scalar(t, alpha)})});
-    xs.push_back(c.op("sub", {x, c.op("mul", {lr, step})}));
-    vs.push_back(vNew);
-  }
-  c.outs = xs;
-  c.outs.insert(c.outs.end(), vs.begin(), vs.end());
-  return "";
-}
-
-// (node/test_adam_multiple fails: its expected outputs use epsilon 1e-2,
-// which its node does not set; ONNX's test generator passes it only to its
-// reference function. With 1e-2 our X1 is its 0.759136.)
-std::string mapAdam(NodeCtx& c) {
-  size_t n;
-  if (std::string why = groups(c, 4, n); !why.empty()) return why;
-  std::vector<Tensor> xs, vs, hs;
-  for (size_t k = 0; k < n; ++k) {
-    Tensor x = c.in(2 + k), g = c.in(2 + n + k), v = c.in(2 + 2 * n + k), h = c.in(2 + 3 * n + k);
-    DType t = x.dtype();
-    double alpha = c.f("alpha", 0.9), beta = c.f("beta", 0.999);
-    Tensor lr = c.cast(c.in(0), t), steps = c.cast(c.in(1), t);
-    Tensor gr = c.op("add", {c.op("mul", {x, c.scalar(t, c.f("norm_coefficient", 0))}), g});
-    Tensor vNew = c.op("add", {c.op("mul", {v, c.scalar(t, alpha)}), c.op("mul", {gr, c.scalar(t, 1 - alpha)})});
-    Tensor hNew = c.op("add", {c.op("mul", {h, c.scalar(t, beta)}), c.op("mul", {c.op("mul", {gr, gr}), c.scalar(t, 1 - beta)})});
-    Tensor hSqrt = c.op("add", {c.op("sqrt", {hNew}), c.scalar(t, c.f("epsilon", 1e-6))});
-    // Bias correction after the first step: R·sqrt(1 − β^T) / (1 − α^T).
-    Tensor corrected = c.op("div", {c.op("mul", {lr, c.op("sqrt", {c.op("sub", {c.scalar(t, 1), c.op("pow", {c.scalar(t, beta), steps})})})}),
-                                    c.op("sub", {c.scalar(t, 1), c.op("pow", {c.scalar(t, alpha), steps})})});
-    Tensor r = c.op("where", {c.op("gt", {c.in(1), c.scalar(c.dtype(1), 0)}), corrected, lr});
-    Tensor xNew = c.op("sub", {x, c.op("mul", {r, c.op("div", {vNew, hSqrt})})});
-    xs.push_back(c.op("mul", {xNew, c.scalar(t, 1 - c.f("norm_coefficient_post", 0))}));
-    vs.push_back(vNew);
-    hs.push_back(hNew);
-  }
-  c.outs = xs;
-  c.outs.insert(c.outs.end(), vs.begin(), vs.end());
-  c.outs.insert(c.outs.end(), hs.begin(), hs.end());
-  return "";
-}
-
 const std::vector<OpEntry> kTable = {
-    // Domain ai.onnx.preview.training: named with the domain, at its opsets (Import.cpp).
-    {"ai.onnx.preview.training.Adagrad", 1, 99, "decay_factor,epsilon,norm_coefficient", mapAdagrad},
-    {"ai.onnx.preview.training.Momentum", 1, 99, "alpha,beta,mode,norm_coefficient", mapMomentum},
-    {"ai.onnx.preview.training.Adam", 1, 99, "alpha,beta,epsilon,norm_coefficient,norm_coefficient_post", mapAdam},
     {"Constant", 1, 99, "value,value_float,value_floats,value_int,value_ints", mapConstant},
     {"Shape", 1, 99, "start,end", mapShape},
     {"Size", 1, 99, "", mapSize},
@@ -1608,13 +1221,8 @@ const std::vector<OpEntry> kTable = {
     {"LpNormalization", 1, 99, "axis,p", mapLpNorm},
     {"MeanVarianceNormalization", 9, 99, "axes", mapMVN},
     {"LRN", 1, 99, "alpha,beta,bias,size", mapLRN},
-    {"RNN", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout", [](NodeCtx& c) { return mapRecurrent(c, Cell::Rnn); }},
-    {"GRU", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout,linear_before_reset", [](NodeCtx& c) { return mapRecurrent(c, Cell::Gru); }},
-    {"LSTM", 7, 99, "activation_alpha,activation_beta,activations,clip,direction,hidden_size,input_forget,layout", [](NodeCtx& c) { return mapRecurrent(c, Cell::Lstm); }},
     {"Compress", 9, 99, "axis", mapCompress},
     {"GridSample", 16, 99, "align_corners,mode,padding_mode", mapGridSample},
-    {"DFT", 17, 99, "axis,inverse,onesided", mapDFT},
-    {"STFT", 17, 99, "onesided", mapSTFT},
     {"MaxUnpool", 9, 99, "kernel_shape,pads,strides", mapMaxUnpool},
     {"ReverseSequence", 10, 99, "batch_axis,time_axis", mapReverseSequence},
     {"MatMulInteger", 10, 99, "", mapMatMulInteger},
@@ -1625,9 +1233,6 @@ const std::vector<OpEntry> kTable = {
     {"QuantizeLinear", 10, 99, "axis", mapQuantize},
     {"DequantizeLinear", 10, 99, "axis", mapDequantize},
     {"DynamicQuantizeLinear", 11, 99, "", mapDynamicQuantize},
-    {"HannWindow", 17, 99, "output_datatype,periodic", mapWindow},
-    {"HammingWindow", 17, 99, "output_datatype,periodic", mapWindow},
-    {"BlackmanWindow", 17, 99, "output_datatype,periodic", mapWindow},
     {"NegativeLogLikelihoodLoss", 12, 99, "ignore_index,reduction", mapNLLLoss},
     {"SoftmaxCrossEntropyLoss", 12, 99, "ignore_index,reduction", mapSCELoss},
     // Linalg family
@@ -1659,10 +1264,21 @@ const std::vector<OpEntry> kTable = {
 
 }  // namespace
 
-const std::vector<OpEntry>& opTable() { return kTable; }
+// This file's entries, then each family file's (OnnxImpl.h).
+const std::vector<OpEntry>& opTable() {
+  static const std::vector<OpEntry> table = [] {
+    std::vector<OpEntry> t = kTable;
+    for (auto family : {recurrentEntries, signalEntries, trainingEntries}) {
+      std::vector<OpEntry> more = family();
+      t.insert(t.end(), more.begin(), more.end());
+    }
+    return t;
+  }();
+  return table;
+}
 
 const OpEntry* findEntry(const std::string& op, int64_t opset) {
-  for (const OpEntry& e : kTable)
+  for (const OpEntry& e : opTable())
     if (e.name == op && opset >= e.since && opset <= e.until) return &e;
   return nullptr;
 }
@@ -1670,7 +1286,7 @@ const OpEntry* findEntry(const std::string& op, int64_t opset) {
 const std::vector<OpSupport>& supportedOps() {
   static const std::vector<OpSupport> v = [] {
     std::vector<OpSupport> out;
-    for (const OpEntry& e : kTable) out.push_back({e.name, e.since, e.until, e.attrs, e.note});
+    for (const OpEntry& e : opTable()) out.push_back({e.name, e.since, e.until, e.attrs, e.note});
     return out;
   }();
   return v;
