@@ -66,9 +66,8 @@ void buildEncoder(Program& p, DType dt) {
   Tensor q = heads(matmul(x, weight(p, dt, {D, D}, 40)));
   Tensor k = heads(matmul(x, weight(p, dt, {D, D}, 41)));
   Tensor v = heads(matmul(x, weight(p, dt, {D, D}, 42)));
-  Tensor scores = matmul(q, transpose(k, {0, 2, 1})) * (1 / std::sqrt(double(dh)));  // [H, S, S]
-  Tensor probs = p.apply("softmax", {scores}, {{"axis", int64_t(-1)}});
-  Tensor ctx = reshape(transpose(matmul(probs, v), {1, 0, 2}), {S, D});
+  // softmax(q·kᵀ / sqrt(dh))·v per head: one flash-style kernel (docs/tensor.md).
+  Tensor ctx = reshape(transpose(attention(q, k, v), {1, 0, 2}), {S, D});
   Tensor h = layerNorm(p, dt, x + matmul(ctx, weight(p, dt, {D, D}, 43)), D, 44);
   Tensor ff = matmul(gelu(matmul(h, weight(p, dt, {D, F}, 46)) + weight(p, dt, {F}, 47)), weight(p, dt, {F, D}, 48));
   p.output("y", layerNorm(p, dt, h + ff + weight(p, dt, {D}, 49), D, 50));
