@@ -1,8 +1,10 @@
 // ONNX signal ops: DFT and STFT as matmuls with constant cos/sin tables, and
-// the Hann, Hamming and Blackman windows (constants at import).
+// the Hann, Hamming and Blackman windows and MelWeightMatrix (constants at import).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <sstream>
+#include <stdexcept>
 
 #include "frontends/tensor/Ops.h"
 #include "frontends/tensor/onnx/OnnxImpl.h"
@@ -32,6 +34,54 @@ std::string mapWindow(NodeCtx& c) {
   return one(c, c.constant(std::move(h)));
 }
 
+// MelWeightMatrix (opset 17): [dft_length/2 + 1, num_mel_bins] triangular
+// filters, peak 1, between num_mel_bins + 2 points evenly spaced on the mel
+// scale mel(f) = 2595·log10(1 + f/700) from lower_edge_hertz to
+// upper_edge_hertz, each mapped to the bin floor((dft_length + 1)·f /
+// sample_rate) (ONNX's reference). A constant at import, like the windows.
+std::string mapMelWeightMatrix(NodeCtx& c) {
+  Ints bins, dftLength, rate;
+  std::vector<double> lower, upper;
+  std::string why;
+  if (!c.ints(0, bins, why, "num_mel_bins") || !c.ints(1, dftLength, why, "dft_length") ||
+      !c.ints(2, rate, why, "sample_rate") || !c.floats(3, lower, why, "lower_edge_hertz") ||
+      !c.floats(4, upper, why, "upper_edge_hertz"))
+    return why;
+  if (bins.size() != 1 || dftLength.size() != 1 || rate.size() != 1 || lower.size() != 1 || upper.size() != 1)
+    return "every input must be one value";
+  const int64_t M = bins[0], N = dftLength[0], R = rate[0];
+  if (M < 1 || N < 1 || R < 1) return "num_mel_bins, dft_length and sample_rate must be positive";
+  auto dt = dtypeOfOnnx(int32_t(c.i("output_datatype", 1)));
+  if (!dt) return "output_datatype " + onnxTypeName(int32_t(c.i("output_datatype", 1))) + " is not supported";
+  const int64_t K = N / 2 + 1;
+  auto mel = [](double f) { return 2595 * std::log10(1 + f / 700); };
+  const double lowMel = mel(lower[0]), step = (mel(upper[0]) - lowMel) / double(M + 2);
+  std::vector<int64_t> point(size_t(M + 2));
+  for (int64_t i = 0; i < M + 2; ++i) {
+    double f = 700 * (std::pow(10.0, (double(i) * step + lowMel) / 2595) - 1);
+    point[size_t(i)] = int64_t(std::floor(double(N + 1) * f / double(R)));
+  }
+  std::vector<double> w(size_t(K * M), 0);
+  auto at = [&](int64_t j, int64_t i) -> double& {
+    if (j < 0 || j >= K) throw std::out_of_range("bin");
+    return w[size_t(j * M + i)];
+  };
+  try {
+    for (int64_t i = 0; i < M; ++i) {
+      const int64_t lo = point[size_t(i)], mid = point[size_t(i + 1)], hi = point[size_t(i + 2)];
+      if (mid == lo) at(mid, i) = 1;
+      else
+        for (int64_t j = lo; j <= mid; ++j) at(j, i) = double(j - lo) / double(mid - lo);
+      for (int64_t j = mid; j < hi; ++j) at(j, i) = double(hi - j) / double(hi - mid);
+    }
+  } catch (const std::out_of_range&) {
+    std::ostringstream hz;
+    hz << upper[0];
+    return "upper_edge_hertz " + hz.str() + " maps past the last of the " + std::to_string(K) +
+           " bins of a " + std::to_string(N) + "-point DFT at " + std::to_string(R) + " Hz";
+  }
+  return one(c, c.constant(HostTensor::of(*dt, {K, M}, w)));
+}
 
 // DFT along the last axis of xr (+ i·xi, when xi is set) as matmuls with
 // constant cos/sin tables: y_k = Σ_n x_n e^{∓2πi kn/N} (1/N for the inverse).
@@ -153,6 +203,7 @@ std::string mapSTFT(NodeCtx& c) {
 std::vector<OpEntry> signalEntries() {
   return {
     {"DFT", 17, 99, "axis,inverse,onesided", mapDFT},
+    {"MelWeightMatrix", 17, 99, "output_datatype", mapMelWeightMatrix},
     {"STFT", 17, 99, "onesided", mapSTFT},
     {"HannWindow", 17, 99, "output_datatype,periodic", mapWindow},
     {"HammingWindow", 17, 99, "output_datatype,periodic", mapWindow},

@@ -82,3 +82,10 @@ write("external/test_data_set_0/output_1.pb", tensor("s", INT64, [2], [2, 3]))
 write("external/escape.onnx", with_external("../x34.pb"))
 write("external/missing.onnx", with_external("nowhere.bin"))
 write("external/short.onnx", with_external("weights.bin", 16, 12))
+
+# MelWeightMatrix whose upper edge (the sample rate) maps past the DFT's last bin.
+write("melweight-past-nyquist.onnx", model(
+    [node("MelWeightMatrix", ["m", "n", "r", "lo", "hi"], ["w"], "mel")],
+    [tensor("m", INT64, [], [8]), tensor("n", INT64, [], [16]), tensor("r", INT64, [], [8192]),
+     tensor("lo", FLOAT, [], [0.0]), tensor("hi", FLOAT, [], [8192.0])],
+    [], [value_info("w", FLOAT, [9, 8])], opset=17))
