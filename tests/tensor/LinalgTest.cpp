@@ -250,6 +250,13 @@ TEST(Linalg, GemmTransposesAlphaBetaAndBroadcastC) {
   Tensor Y = p.input("y", DType::F32, {20, 48});
   p.output("g4", gemm(X, Y));
   p.output("g5", gemm(transpose(A), transpose(B), p.constant(HostTensor::of(DType::F32, {}, {3}))));
+  // Big enough for the tiled kernels: alpha and beta·C applied where they store.
+  Vec cb = randomValues(48, 26), cr = randomValues(40, 27);
+  Tensor CB = p.input("cb", DType::F32, {48});
+  Tensor CR = p.input("cr", DType::F32, {40, 1});
+  p.output("g6", gemm(X, Y, CB, {.alpha = 0.5, .beta = 2}));
+  p.output("g7", gemm(transpose(X), Y, CR, {.beta = -1, .transA = true}));
+  p.output("g8", gemm(X, Y, p.constant(HostTensor::of(DType::F32, {}, {3})), {.alpha = 1.5}));
   Vec a = transposed(at, 4, 3), bl = transposed(b, 5, 4);  // a [3, 4], bl [4, 5]
   Shape s;
   Vec ab = refMatmul(a, {3, 4}, bl, {4, 5}, s);
@@ -263,10 +270,17 @@ TEST(Linalg, GemmTransposesAlphaBetaAndBroadcastC) {
       w5[k] = ab[k] + 3;
     }
   Vec w4 = refMatmul(big1, {40, 20}, big2, {20, 48}, s);
+  Vec w6(w4.size()), w7(w4.size()), w8(w4.size());
+  for (size_t k = 0; k < w4.size(); ++k) {
+    w6[k] = 0.5 * w4[k] + 2 * double(float(cb[k % 48]));
+    w7[k] = w4[k] - double(float(cr[k / 48]));
+    w8[k] = 1.5 * w4[k] + 3;
+  }
   expectOnAllTargets(p, {HostTensor::of(DType::F32, {4, 3}, at), HostTensor::of(DType::F32, {5, 4}, b),
                          HostTensor::of(DType::F32, {5}, c1), HostTensor::of(DType::F32, {3, 1}, c2),
-                         HostTensor::of(DType::F32, {40, 20}, big1), HostTensor::of(DType::F32, {20, 48}, big2)},
-                     {w1, w2, w3, w4, w5}, 1e-5);
+                         HostTensor::of(DType::F32, {40, 20}, big1), HostTensor::of(DType::F32, {20, 48}, big2),
+                         HostTensor::of(DType::F32, {48}, cb), HostTensor::of(DType::F32, {40, 1}, cr)},
+                     {w1, w2, w3, w4, w5, w6, w7, w8}, 1e-5);
 }
 
 // ---- conv -----------------------------------------------------------------------------------

@@ -624,8 +624,31 @@ void addMatmul(std::vector<OpDef>& ops) {
       }
     double alpha = n.attrs.f("alpha", 1.0), beta = n.attrs.f("beta", 1.0);
     DType t = n.dtype;
-    bool plain = alpha == 1.0 && (ops.size() == 2 || beta == 0.0);
-    if (plain && useTiled(n.shape, ops[0].shape[1])) return tiledMatmul(l, t, ops[0], ops[1], n.shape);
+    const bool withC = ops.size() == 3 && beta != 0.0;
+    if (useTiled(n.shape, ops[0].shape[1])) {
+      if (alpha == 1.0 && !withC) return tiledMatmul(l, t, ops[0], ops[1], n.shape);
+      // alpha and beta·C (broadcast to [M, N]) where the tiled kernel stores.
+      MatmulParts parts;
+      if (withC) parts.extra.push_back(ops[2]);
+      const int64_t N = n.shape[1];
+      parts.store = [&](Kernel& k, Value*, Value* m, Value* col, Value* v) -> std::pair<Value*, Value*> {
+        Builder& b = k.b;
+        if (alpha != 1.0) v = b.mul(v, k.constant(t, alpha));
+        if (withC) {
+          const Shape& cs = ops[2].shape;
+          std::vector<Value*> idx;
+          if (cs.size() == 2) idx.push_back(cs[0] == 1 ? k.i32(0) : m);
+          if (!cs.empty()) idx.push_back(cs.back() == 1 ? k.i32(0) : col);
+          Value* c = loadAt(k, 2, k.offsetOf(2, idx), t);
+          v = b.add(v, beta == 1.0 ? c : b.mul(c, k.constant(t, beta)));
+        }
+        return {v, b.add(b.mul(m, k.i32(N)), col)};
+      };
+      parts.outType = t;
+      parts.outCount = numel(n.shape);
+      parts.key = "gemm|" + n.attrs.key() + (withC ? "|c" : "");
+      return tiledMatmul(l, t, ops[0], ops[1], n.shape, parts);
+    }
     return mapTop(l, "gemm", t, n.shape, ops, [&](Kernel& k) {
       Value* v = dotMN(k, t, 0, 1);
       if (alpha != 1.0) v = k.b.mul(v, k.constant(t, alpha));
