@@ -13,6 +13,7 @@ const std::vector<OpDef>& allOps() {
     addScanOps(v);
     addLinalgOps(v);
     addConvOps(v);
+    addAttentionOps(v);
     addIndexOps(v);
     std::sort(v.begin(), v.end(), [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
     return v;

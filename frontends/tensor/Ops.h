@@ -92,7 +92,8 @@ void addElementwiseOps(std::vector<OpDef>& ops);
 void addViewOps(std::vector<OpDef>& ops);
 void addReduceOps(std::vector<OpDef>& ops);    // reductions, softmax, norms
 void addScanOps(std::vector<OpDef>& ops);      // cumsum, topk, sort, argsort
-void addLinalgOps(std::vector<OpDef>& ops);   // matmul, gemm, einsum, attention
+void addLinalgOps(std::vector<OpDef>& ops);   // matmul, gemm, einsum
+void addAttentionOps(std::vector<OpDef>& ops);  // attention
 void addConvOps(std::vector<OpDef>& ops);     // conv, conv_transpose, pooling
 void addIndexOps(std::vector<OpDef>& ops);    // concat, tile, pad, gather/scatter, one-hot, trilu, resize, random
 

@@ -1,5 +1,5 @@
-// Kernel helpers shared by the linalg ops (Linalg.cpp: matmul, gemm, einsum,
-// attention) and the window ops (Conv.cpp: conv, conv_transpose, pooling).
+// Kernel helpers shared by the linalg ops (Linalg.cpp: matmul, gemm, einsum;
+// Attention.cpp) and the window ops (Conv.cpp: conv, conv_transpose, pooling).
 #pragma once
 
 #include <functional>
@@ -23,6 +23,9 @@ std::string num(int64_t v);
 // invocation loop and vectorise across invocations.
 ir::Value* mapTop(Lowering& l, const std::string& op, DType dtype, const Shape& shape, std::span<const Operand> in,
                   const KernelBody& body, const std::string& key);
+// `o` with its leading dimensions (all but the last `tail`) broadcast to
+// `batch`: missing and extent-1 dimensions read with stride 0.
+Operand withBatch(Operand o, const Shape& batch, size_t tail);
 // Input i's element at element offset `off`, in `to`'s compute type.
 ir::Value* loadAt(Kernel& k, size_t i, ir::Value* off, DType to);
 ir::Value* addConst(Kernel& k, ir::Value* v, int64_t c);  // v + c (v when c is 0)

@@ -1,0 +1,270 @@
+// The attention op: softmax(scale·q·kᵀ + mask)·v (docs/tensor.md, "Linear
+// algebra, convolution and pooling"): one flash-style kernel for heads up to
+// kOnePassHead, four kernels for wider ones. Kernel helpers from
+// LinalgKernels.h.
+#include <cmath>
+#include <optional>
+
+#include "frontends/tensor/Lower.h"
+#include "frontends/tensor/Ops.h"
+#include "frontends/tensor/ops/LinalgKernels.h"
+
+namespace eph::tensor {
+
+namespace {
+
+using ir::Builder;
+using ir::Value;
+using ir::Values;
+using namespace linalg;
+
+// ---- attention --------------------------------------------------------------------------------
+
+// q[.., S, d], k[.., T, d], v[.., T, dv], [mask → [.., S, T]]: the batch shape.
+std::string attentionShape(const Program& p, const Node& n, Shape& batch) {
+  const Shape& q = p.node(n.inputs[0]).shape;
+  const Shape& k = p.node(n.inputs[1]).shape;
+  const Shape& v = p.node(n.inputs[2]).shape;
+  std::string all = shapeText(q) + ", " + shapeText(k) + " and " + shapeText(v);
+  if (q.size() < 2 || k.size() < 2 || v.size() < 2)
+    return "attention wants q, k and v of rank 2 or more ([.., S, d], [.., T, d], [.., T, dv]), got " + all;
+  if (q.back() != k.back())
+    return "attention: q and k have different head sizes: " + all;
+  if (k[k.size() - 2] != v[v.size() - 2])
+    return "attention: k and v have different lengths: " + all;
+  std::optional<Shape> b = Shape{};
+  for (const Shape* s : {&q, &k, &v}) {
+    if (b) b = broadcastShapes(*b, Shape(s->begin(), s->end() - 2));
+  }
+  if (!b) return "attention: the batch dimensions of " + all + " cannot be broadcast together";
+  batch = *b;
+  if (n.inputs.size() == 4) {
+    const Node& m = p.node(n.inputs[3]);
+    if (m.dtype != DType::Bool && !isFloat(m.dtype))
+      return "attention: the mask must be bool (true = keep) or float (added), not " + dt(m.dtype);
+    Shape full = batch;
+    full.push_back(q[q.size() - 2]);
+    full.push_back(k[k.size() - 2]);
+    auto s = broadcastShapes(m.shape, full);
+    if (!s || *s != full) return "attention: the mask " + shapeText(m.shape) + " cannot be broadcast to " + shapeText(full);
+  }
+  return "";
+}
+
+// Heads of at most this many elements (q's and v's) take the one-pass kernel.
+constexpr int64_t kOnePassHead = 128;
+
+// attention in one kernel, flash-style: one invocation per query row (batch
+// and s) keeps q's row and the output row in registers and walks the keys
+// once with an online softmax: for each t, the score s_t (scaled, masked),
+// the running maximum m' = max(m, s_t), then sum = sum·e^(m−m') + e^(s_t−m')
+// and out_j = out_j·e^(m−m') + e^(s_t−m')·v[t, j]; at the end out_j / sum (0
+// for a row with nothing kept: m stays −inf). The scores never exist in
+// memory. Invocations of one workgroup are neighbouring rows of one batch, so
+// they read the same k and v rows together.
+Value* onePassAttention(Lowering& l, const Node& n, const Operand& q, const Operand& kk, const Operand& v,
+                        const std::optional<Operand>& mask, double scale, bool causal) {
+  const DType t = n.dtype;
+  const DType acc = t == DType::F64 ? DType::F64 : DType::F32;
+  const size_t r = n.shape.size();
+  const int64_t S = n.shape[r - 2], DV = n.shape[r - 1], D = q.shape[r - 1], T = kk.shape[r - 2];
+  const int64_t rows = numel(Shape(n.shape.begin(), n.shape.end() - 1));
+  const int64_t wg = 64;
+  std::vector<Operand> in = {q, kk, v};
+  if (mask) in.push_back(*mask);
+  const auto [gx, gy] = l.grid((rows + wg - 1) / wg);
+  auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
+    ir::Context& ctx = l.ctx;
+    const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
+    Kernel k(bb, ctx, in, inBufs);
+    Value* row = bb.add(bb.mul(bb.add(bb.mul(bb.workgroupId(1, ctx.i32()), k.i32(gx)), bb.workgroupId(0, ctx.i32())),
+                               k.i32(wg)),
+                        bb.localId(0, ctx.i32()));
+    bb.ifOp(bb.lt(row, k.i32(rows)), {}, [&](Builder& ib) {
+      Kernel kb(ib, ctx, in, inBufs);
+      // The row's index: batch dimensions, then s.
+      std::vector<Value*> idx(r, kb.i32(0));
+      Value* rest = row;
+      for (size_t d = r - 1; d-- > 0;) {
+        const int64_t extent = n.shape[d];
+        idx[d] = d == 0 ? rest : ib.rem(rest, kb.i32(extent));
+        if (d > 0) rest = ib.div(rest, kb.i32(extent));
+      }
+      Value* sIdx = idx[r - 2];
+      Values qv;
+      {
+        std::vector<Value*> qi = idx;
+        qi[r - 1] = kb.i32(0);
+        Value* base = kb.offsetOf(0, qi);
+        for (int64_t d = 0; d < D; ++d) qv.push_back(loadAt(kb, 0, addConst(kb, base, d * q.strides[r - 1]), acc));
+      }
+      std::vector<Value*> ki = idx, vi = idx, mi = idx;
+      ki[r - 2] = vi[r - 2] = kb.i32(0);
+      ki[r - 1] = vi[r - 1] = mi[r - 1] = kb.i32(0);
+      Value* kBase = kb.offsetOf(1, ki);
+      Value* vBase = kb.offsetOf(2, vi);
+      Value* mBase = mask ? kb.offsetOf(3, mi) : nullptr;
+      Value* zero = kb.constant(acc, 0);
+      Value* ninf = kb.constant(acc, -INFINITY);
+      Values init = {ninf, zero};  // m, sum, then out_0..out_DV-1
+      for (int64_t j = 0; j < DV; ++j) init.push_back(zero);
+      ir::Op* loop = ib.forOp(kb.i32(0), kb.i32(T), kb.i32(1), init, [&](Builder& lb, Value* tt, const Values& c) -> Values {
+        Kernel kl(lb, ctx, in, inBufs);
+        Value* kRow = lb.add(kBase, mulConst(kl, tt, kk.strides[r - 2]));
+        Value* dot = zero;
+        for (int64_t d = 0; d < D; ++d)
+          dot = lb.add(dot, lb.mul(qv[size_t(d)], loadAt(kl, 1, addConst(kl, kRow, d * kk.strides[r - 1]), acc)));
+        Value* sc = lb.mul(dot, kl.constant(acc, scale));
+        if (mask) {
+          Value* at = lb.add(mBase, mulConst(kl, tt, mask->strides[r - 1]));
+          Value* mv = lb.load(kl.buffer(3), at);
+          if (mask->dtype == DType::Bool) sc = lb.select(mv, sc, ninf);
+          else sc = lb.add(sc, kl.convert(mask->dtype == DType::F16 ? lb.cast(mv, ctx.f32()) : mv, mask->dtype, acc));
+        }
+        if (causal) sc = lb.select(lb.gt(tt, sIdx), ninf, sc);
+        Value* m = c[0];
+        Value* mNew = lb.max(m, sc);
+        Value* none = lb.eq(mNew, ninf);  // nothing kept yet: keep the zeros
+        Value* alpha = lb.select(none, kl.constant(acc, 1), lb.exp(lb.sub(m, mNew)));
+        Value* pr = lb.select(none, zero, lb.exp(lb.sub(sc, mNew)));
+        Values next = {mNew, lb.add(lb.mul(c[1], alpha), pr)};
+        Value* vRow = lb.add(vBase, mulConst(kl, tt, v.strides[r - 2]));
+        for (int64_t j = 0; j < DV; ++j) {
+          Value* vj = loadAt(kl, 2, addConst(kl, vRow, j * v.strides[r - 1]), acc);
+          next.push_back(lb.add(lb.mul(c[size_t(2 + j)], alpha), lb.mul(pr, vj)));
+        }
+        return next;
+      });
+      Value* sum = loop->result(1);
+      Value* safe = ib.select(ib.eq(sum, zero), kb.constant(acc, 1), sum);
+      const ir::Type* storage = irType(ctx, t);
+      Value* out = bufs.back();
+      Value* outBase = ib.mul(row, kb.i32(DV));
+      for (int64_t j = 0; j < DV; ++j) {
+        Value* o = ib.div(loop->result(unsigned(2 + j)), safe);
+        if (o->type() != storage) o = ib.cast(o, storage);
+        ib.store(out, addConst(kb, outBase, j), o);
+      }
+    });
+  };
+  return l.custom("attention", t, numel(n.shape), in, {unsigned(wg), 1, 1}, {gx, gy, 1}, build,
+                  n.attrs.key() + "|" + shapeText(n.shape) + "|S" + num(S));
+}
+
+void addAttention(std::vector<OpDef>& ops) {
+  OpDef d;
+  d.name = "attention";
+  d.minInputs = 3;
+  d.maxInputs = 4;
+  d.infer = [](const Program& p, Node& n) -> std::string {
+    if (std::string why = floatDtype(p, n, 3, n.dtype); !why.empty()) return why;
+    Shape batch;
+    if (std::string why = attentionShape(p, n, batch); !why.empty()) return why;
+    n.shape = batch;
+    n.shape.push_back(p.node(n.inputs[0]).shape.end()[-2]);
+    n.shape.push_back(p.node(n.inputs[2]).shape.back());
+    return "";
+  };
+  d.lower = [](Lowering& l, const Node& n, std::span<const Operand> in) -> Expected<Value*> {
+    const DType t = n.dtype;
+    const DType acc = t == DType::F64 ? DType::F64 : DType::F32;
+    const size_t r = n.shape.size();
+    Shape batch(n.shape.begin(), n.shape.end() - 2);
+    const int64_t S = n.shape[r - 2], D = in[0].shape.back(), T = in[1].shape.end()[-2];
+    const double scale = n.attrs.f("scale", D > 0 ? 1.0 / std::sqrt(double(D)) : 1.0);
+    const bool causal = n.attrs.i("causal", 0) != 0;
+    Operand q = withBatch(in[0], batch, 2), kk = withBatch(in[1], batch, 2), v = withBatch(in[2], batch, 2);
+    Shape sshape = batch;
+    sshape.push_back(S);
+    sshape.push_back(T);
+    const int64_t DV = n.shape[r - 1];
+    if (D <= kOnePassHead && DV <= kOnePassHead)
+      return onePassAttention(l, n, q, kk, v, in.size() == 4 ? std::optional(withBatch(in[3], sshape, 0)) : std::nullopt,
+                              scale, causal);
+    // Heads too large for registers: four kernels.
+    // 1. scores[.., s, t] = scale·q·k (+ mask), −inf where masked.
+    std::vector<Operand> ops1 = {q, kk};
+    if (in.size() == 4) ops1.push_back(withBatch(in[3], sshape, 0));
+    Value* scores = mapTop(l, "attention_scores", acc, sshape, ops1, [&](Kernel& k) {
+      Builder& b = k.b;
+      std::vector<Value*> qi(k.index.begin(), k.index.end()), ki = qi;
+      qi[r - 1] = k.i32(0);
+      ki[r - 2] = k.index[r - 1];
+      ki[r - 1] = k.i32(0);
+      Value* offQ = k.offsetOf(0, qi);
+      Value* offK = k.offsetOf(1, ki);
+      const int64_t sq = q.strides[r - 1], sk = kk.strides[r - 1];
+      ir::Op* loop = b.forOp(k.i32(0), k.i32(D), k.i32(1), {k.constant(acc, 0), offQ, offK},
+                             [&](Builder& lb, Value*, const Values& c) -> Values {
+                               Value* pr = lb.mul(loadAt(k, 0, c[1], acc), loadAt(k, 1, c[2], acc));
+                               return {lb.add(c[0], pr), addConst(k, c[1], sq), addConst(k, c[2], sk)};
+                             });
+      Value* s = b.mul(loop->result(0), k.constant(acc, scale));
+      Value* ninf = k.constant(acc, -INFINITY);
+      if (ops1.size() == 3) {
+        Value* m = k.b.load(k.buffer(2), k.offsetOf(2, k.index));
+        if (ops1[2].dtype == DType::Bool) s = b.select(m, s, ninf);
+        else s = b.add(s, k.convert(ops1[2].dtype == DType::F16 ? b.cast(m, k.ctx.f32()) : m, ops1[2].dtype, acc));
+      }
+      if (causal) s = b.select(b.gt(k.index[r - 1], k.index[r - 2]), ninf, s);
+      return s;
+    }, n.attrs.key());
+    Operand sc = Lowering::contiguous(scores, acc, sshape);
+    Shape rshape = batch;
+    rshape.push_back(S);
+    // 2. the row maximum (0 for a row with nothing kept) and 3. the row sum of exp(score − max).
+    std::vector<Operand> ops2 = {sc};
+    Value* rmax = mapTop(l, "attention_max", acc, rshape, ops2, [&](Kernel& k) {
+      Value* base = k.b.mul(k.linear, k.i32(T));
+      ir::Op* loop = k.b.forOp(k.i32(0), k.i32(T), k.i32(1), {k.constant(acc, -INFINITY)},
+                               [&](Builder& lb, Value* i, const Values& c) -> Values {
+                                 return {lb.max(c[0], lb.load(k.buffer(0), lb.add(base, i)))};
+                               });
+      Value* m = loop->result(0);
+      return k.b.select(k.b.eq(m, k.constant(acc, -INFINITY)), k.constant(acc, 0), m);
+    }, num(T));
+    Operand mx = Lowering::contiguous(rmax, acc, rshape);
+    std::vector<Operand> ops3 = {sc, mx};
+    Value* rsum = mapTop(l, "attention_sum", acc, rshape, ops3, [&](Kernel& k) {
+      Value* base = k.b.mul(k.linear, k.i32(T));
+      Value* m = k.b.load(k.buffer(1), k.linear);
+      ir::Op* loop = k.b.forOp(k.i32(0), k.i32(T), k.i32(1), {k.constant(acc, 0)},
+                               [&](Builder& lb, Value* i, const Values& c) -> Values {
+                                 return {lb.add(c[0], lb.exp(lb.sub(lb.load(k.buffer(0), lb.add(base, i)), m)))};
+                               });
+      return loop->result(0);
+    }, num(T));
+    // 4. out[.., s, j] = Σ_t exp(score − max)·v[.., t, j] / sum (0 for a row with nothing kept).
+    std::vector<Operand> ops4 = {sc, mx, Lowering::contiguous(rsum, acc, rshape), v};
+    Value* out = mapTop(l, "attention_out", t, n.shape, ops4, [&](Kernel& k) {
+      Builder& b = k.b;
+      Value* row = b.div(k.linear, k.i32(n.shape[r - 1]));
+      Value* base = b.mul(row, k.i32(T));
+      Value* m = b.load(k.buffer(1), row);
+      Value* sum = b.load(k.buffer(2), row);
+      std::vector<Value*> vi(k.index.begin(), k.index.end());
+      vi[r - 2] = k.i32(0);
+      Value* offV = k.offsetOf(3, vi);
+      const int64_t sv = v.strides[r - 2];
+      ir::Op* loop = b.forOp(k.i32(0), k.i32(T), k.i32(1), {k.constant(acc, 0), offV},
+                             [&](Builder& lb, Value* i, const Values& c) -> Values {
+                               Value* pr = lb.exp(lb.sub(lb.load(k.buffer(0), lb.add(base, i)), m));
+                               return {lb.add(c[0], lb.mul(pr, loadAt(k, 3, c[1], acc))), addConst(k, c[1], sv)};
+                             });
+      Value* zero = k.constant(acc, 0);
+      Value* safe = b.select(b.eq(sum, zero), k.constant(acc, 1), sum);
+      return b.div(loop->result(0), safe);
+    }, n.attrs.key());
+    l.free(scores);
+    l.free(rmax);
+    l.free(rsum);
+    return out;
+  };
+  ops.push_back(std::move(d));
+}
+
+}  // namespace
+
+void addAttentionOps(std::vector<OpDef>& ops) { addAttention(ops); }
+
+}  // namespace eph::tensor
