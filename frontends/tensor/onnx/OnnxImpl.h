@@ -4,6 +4,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -92,6 +93,10 @@ struct OpEntry {
 // files of their own (each returns its entries).
 const std::vector<OpEntry>& opTable();
 const OpEntry* findEntry(const std::string& op, int64_t opset);
+std::vector<OpEntry> normalizationEntries();  // OnnxNormalization.cpp: Batch/Instance/Layer/Lp/MeanVariance norms, LRN
+std::vector<OpEntry> quantizationEntries();  // OnnxQuantization.cpp: (De)QuantizeLinear, integer and QLinear matmul/conv
+std::vector<OpEntry> gridSampleEntries();    // OnnxGridSample.cpp: GridSample
+std::vector<OpEntry> lossEntries();          // OnnxLoss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 std::vector<OpEntry> recurrentEntries();  // OnnxRecurrent.cpp: RNN, GRU, LSTM
 std::vector<OpEntry> signalEntries();     // OnnxSignal.cpp: DFT, STFT, the windows
 std::vector<OpEntry> trainingEntries();   // OnnxTraining.cpp: ai.onnx.preview.training
@@ -103,6 +108,37 @@ inline std::string dn(DType t) { return std::string(dtypeName(t)); }
 inline std::string one(NodeCtx& c, Tensor t) {
   c.outs = {t};
   return "";
+}
+// The attributes `names` that the node has, as tensor-op attributes of the same names.
+inline Attrs passAttrs(NodeCtx& c, std::initializer_list<const char*> names) {
+  Attrs a;
+  for (const char* n : names)
+    if (const auto* at = c.attr(n)) {
+      switch (at->type()) {
+        case ::onnx::AttributeProto::INT: a.set(n, at->i()); break;
+        case ::onnx::AttributeProto::FLOAT: a.set(n, double(at->f())); break;
+        case ::onnx::AttributeProto::STRING: a.set(n, at->s()); break;
+        case ::onnx::AttributeProto::INTS: a.set(n, Ints(at->ints().begin(), at->ints().end())); break;
+        case ::onnx::AttributeProto::FLOATS: a.set(n, std::vector<double>(at->floats().begin(), at->floats().end())); break;
+        default: break;
+      }
+    }
+  return a;
+}
+// The inputs that are present, in order.
+inline std::vector<Tensor> presentInputs(NodeCtx& c) {
+  std::vector<Tensor> v;
+  for (size_t k = 0; k < c.numInputs(); ++k)
+    if (c.present(k)) v.push_back(c.in(k));
+  return v;
+}
+// A per-axis parameter (1-D, along `axis` of x) reshaped to broadcast with x.
+inline Tensor alongAxis(NodeCtx& c, Tensor p, size_t xrank, int64_t axis) {
+  if (p.rank() != 1 || xrank <= 1) return p;
+  if (axis < 0) axis += int64_t(xrank);
+  Ints shape(xrank, 1);
+  shape[size_t(axis)] = p.shape()[0];
+  return c.op("reshape", {p}, {{"shape", shape}});
 }
 // max(0, min(1, alpha·x + beta)) (HardSigmoid, and the recurrent ops' activation of that name).
 inline Tensor hardSigmoid(NodeCtx& c, Tensor x, double alpha, double beta) {

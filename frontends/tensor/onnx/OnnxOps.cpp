@@ -293,7 +293,6 @@ std::string mapClip(NodeCtx& c) {
   return one(c, y);
 }
 
-Tensor alongAxis(NodeCtx& c, Tensor p, size_t xrank, int64_t axis);
 
 // where(x < 0, f(x), x) style activations
 std::string mapLeakyRelu(NodeCtx& c) {
@@ -430,29 +429,6 @@ std::string mapCumSum(NodeCtx& c) {
   return one(c, c.op("cumsum", {c.in(0)}, {{"axis", axis[0]}, {"exclusive", c.i("exclusive", 0)}, {"reverse", c.i("reverse", 0)}}));
 }
 
-Attrs passAttrs(NodeCtx& c, std::initializer_list<const char*> names) {
-  Attrs a;
-  for (const char* n : names)
-    if (const auto* at = c.attr(n)) {
-      switch (at->type()) {
-        case ::onnx::AttributeProto::INT: a.set(n, at->i()); break;
-        case ::onnx::AttributeProto::FLOAT: a.set(n, double(at->f())); break;
-        case ::onnx::AttributeProto::STRING: a.set(n, at->s()); break;
-        case ::onnx::AttributeProto::INTS: a.set(n, Ints(at->ints().begin(), at->ints().end())); break;
-        case ::onnx::AttributeProto::FLOATS: a.set(n, std::vector<double>(at->floats().begin(), at->floats().end())); break;
-        default: break;
-      }
-    }
-  return a;
-}
-
-std::vector<Tensor> presentInputs(NodeCtx& c) {
-  std::vector<Tensor> v;
-  for (size_t k = 0; k < c.numInputs(); ++k)
-    if (c.present(k)) v.push_back(c.in(k));
-  return v;
-}
-
 std::string mapConv(NodeCtx& c) {
   return one(c, c.op("conv", presentInputs(c), passAttrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})));
 }
@@ -549,55 +525,7 @@ std::string mapGemm(NodeCtx& c) {
   return one(c, c.op("gemm", presentInputs(c), passAttrs(c, {"alpha", "beta", "transA", "transB"})));
 }
 
-std::string mapBatchNorm(NodeCtx& c) {
-  if (c.i("spatial", 1) != 1) return "spatial=0 is not supported";
-  if (c.i("training_mode", 0)) {
-    // Normalise with the batch's mean and (population) variance over every
-    // axis but 1; the running statistics move toward them by 1 - momentum.
-    Tensor x = c.in(0);
-    if (x.rank() < 2) return "the input must have rank 2 or more";
-    Ints axes{0};
-    for (size_t d = 2; d < x.rank(); ++d) axes.push_back(int64_t(d));
-    DType t = x.dtype();
-    Tensor meanK = c.op("reduce_mean", {x}, {{"axes", axes}, {"keepdims", int64_t(1)}});
-    Tensor dev = c.op("sub", {x, meanK});
-    Tensor varK = c.op("reduce_mean", {c.op("mul", {dev, dev})}, {{"axes", axes}, {"keepdims", int64_t(1)}});
-    Ints flat{x.shape()[1]};
-    Tensor mean = c.op("reshape", {meanK}, {{"shape", flat}}), var = c.op("reshape", {varK}, {{"shape", flat}});
-    double m = c.f("momentum", 0.9);
-    c.outs = {c.op("batch_norm", {x, c.in(1), c.in(2), mean, var}, {{"epsilon", double(c.f("epsilon", 1e-5))}})};
-    auto blend = [&](Tensor running, Tensor current) {
-      return c.op("add", {c.op("mul", {running, c.scalar(t, m)}), c.op("mul", {current, c.scalar(t, 1 - m)})});
-    };
-    c.outs.push_back(blend(c.in(3), mean));
-    c.outs.push_back(blend(c.in(4), var));
-    return "";
-  }
-  return one(c, c.op("batch_norm", {c.in(0), c.in(1), c.in(2), c.in(3), c.in(4)}, {{"epsilon", double(c.f("epsilon", 1e-5))}}));
-}
 
-std::string mapLayerNorm(NodeCtx& c) {
-  if (c.i("stash_type", 1) != 1) return "stash_type other than 1 is not supported";
-  Tensor x = c.in(0);
-  int64_t axis = c.i("axis", -1);
-  double eps = c.f("epsilon", 1e-5);
-  c.outs = {c.op("layer_norm", presentInputs(c), {{"axis", axis}, {"epsilon", eps}})};
-  if (c.node.output_size() > 1) {
-    // Mean and InvStdDev over axis..rank-1, kept as extent-1 dimensions.
-    if (axis < 0) axis += int64_t(x.rank());
-    if (axis < 0 || axis >= int64_t(x.rank())) return "axis " + std::to_string(c.i("axis", -1)) + " is out of range";
-    Ints axes;
-    for (int64_t d = axis; d < int64_t(x.rank()); ++d) axes.push_back(d);
-    Tensor xf = c.cast(x, DType::F32);
-    Tensor mean = c.op("reduce_mean", {xf}, {{"axes", axes}, {"keepdims", int64_t(1)}});
-    Tensor dev = c.op("sub", {xf, mean});
-    Tensor var = c.op("reduce_mean", {c.op("mul", {dev, dev})}, {{"axes", axes}, {"keepdims", int64_t(1)}});
-    Tensor inv = c.op("reciprocal", {c.op("sqrt", {c.op("add", {var, c.scalar(DType::F32, eps)})})});
-    c.outs.push_back(mean);
-    c.outs.push_back(inv);
-  }
-  return "";
-}
 
 std::string mapConcat(NodeCtx& c) { return one(c, c.op("concat", presentInputs(c), {{"axis", c.i("axis", 0)}})); }
 
@@ -694,43 +622,9 @@ std::string mapScatter(NodeCtx& c, bool nd) {
 
 std::string mapEinsum(NodeCtx& c) { return one(c, c.op("einsum", presentInputs(c), {{"equation", c.s("equation", "")}})); }
 
-std::string mapLRN(NodeCtx& c) {
-  // y = x / (bias + alpha/size · Σ_{window over channels} x²)^beta, as a pad + sum of slices.
-  Tensor x = c.in(0);
-  if (x.rank() < 3) return "LRN wants an input of rank 3 or more";
-  int64_t size = c.i("size", 0);
-  if (size <= 0) return "size must be positive";
-  double alpha = c.f("alpha", 1e-4), beta = c.f("beta", 0.75), bias = c.f("bias", 1.0);
-  DType t = x.dtype();
-  Tensor sq = c.op("mul", {x, x});
-  int64_t C = x.shape()[1];
-  int64_t before = (size - 1) / 2, after = size - 1 - before;
-  Ints pads(x.rank() * 2, 0);
-  pads[1] = before;
-  pads[x.rank() + 1] = after;
-  Tensor padded = c.op("pad", {sq}, {{"pads", pads}});
-  Tensor sum;
-  for (int64_t k = 0; k < size; ++k) {
-    Tensor s = c.op("slice", {padded}, {{"starts", Ints{k}}, {"ends", Ints{k + C}}, {"axes", Ints{1}}});
-    sum = sum ? c.op("add", {sum, s}) : s;
-  }
-  Tensor d = c.op("pow", {c.op("add", {c.op("mul", {sum, c.scalar(t, alpha / double(size))}), c.scalar(t, bias)}), c.scalar(t, beta)});
-  return one(c, c.op("div", {x, d}));
-}
 
-std::string mapInstanceNorm(NodeCtx& c) {
-  return one(c, c.op("instance_norm", {c.in(0), c.in(1), c.in(2)}, {{"epsilon", double(c.f("epsilon", 1e-5))}}));
-}
 
-std::string mapLpNorm(NodeCtx& c) {
-  return one(c, c.op("lp_normalization", {c.in(0)}, {{"axis", c.i("axis", -1)}, {"p", c.i("p", 2)}}));
-}
 
-std::string mapMVN(NodeCtx& c) {
-  Attrs a;
-  if (c.has("axes")) a.set("axes", c.ints("axes"));
-  return one(c, c.op("mean_variance_normalization", {c.in(0)}, a));
-}
 
 std::string mapResize(NodeCtx& c) {
   // Resize-10: (X, scales); 11+: (X, roi, scales, sizes); Upsample: (X, scales) or attribute scales (7, 8).
@@ -778,56 +672,7 @@ std::string mapResize(NodeCtx& c) {
   return one(c, c.op("resize", {x}, a));
 }
 
-// A per-axis parameter (1-D, along `axis` of x) reshaped to broadcast with x.
-Tensor alongAxis(NodeCtx& c, Tensor p, size_t xrank, int64_t axis) {
-  if (p.rank() != 1 || xrank <= 1) return p;
-  if (axis < 0) axis += int64_t(xrank);
-  Ints shape(xrank, 1);
-  shape[size_t(axis)] = p.shape()[0];
-  return c.op("reshape", {p}, {{"shape", shape}});
-}
 
-Tensor saturate(NodeCtx& c, Tensor v, DType to) {
-  DType t = v.dtype();
-  double lo = to == DType::U8 ? 0 : to == DType::I8 ? -128 : -2147483648.0;
-  double hi = to == DType::U8 ? 255 : to == DType::I8 ? 127 : 2147483647.0;
-  v = c.op("max", {c.op("min", {v, c.scalar(t, hi)}), c.scalar(t, lo)});
-  return c.op("cast", {v}, {{"to", dn(to)}});
-}
-
-std::string mapQuantize(NodeCtx& c) {
-  Tensor x = c.in(0);
-  int64_t axis = c.i("axis", 1);
-  Tensor scale = alongAxis(c, c.in(1), x.rank(), axis);
-  DType to = c.present(2) ? c.dtype(2) : DType::U8;
-  if (to != DType::U8 && to != DType::I8) return "quantizing to " + dn(to) + " is not supported";
-  DType ft = DType::F32;
-  Tensor v = c.op("round", {c.op("div", {c.cast(x, ft), c.cast(scale, ft)})});
-  if (c.present(2)) v = c.op("add", {v, c.cast(alongAxis(c, c.in(2), x.rank(), axis), ft)});
-  return one(c, saturate(c, v, to));
-}
-
-std::string mapDequantize(NodeCtx& c) {
-  Tensor x = c.in(0);
-  int64_t axis = c.i("axis", 1);
-  Tensor scale = alongAxis(c, c.in(1), x.rank(), axis);
-  Tensor v = c.cast(x, DType::F32);
-  if (c.present(2)) v = c.op("sub", {v, c.cast(alongAxis(c, c.in(2), x.rank(), axis), DType::F32)});
-  return one(c, c.op("mul", {v, c.cast(scale, DType::F32)}));
-}
-
-std::string mapDynamicQuantize(NodeCtx& c) {
-  Tensor x = c.in(0);
-  DType t = DType::F32;
-  Tensor zero = c.scalar(t, 0);
-  Tensor mx = c.op("max", {c.op("reduce_max", {x}, {{"keepdims", int64_t(0)}}), zero});
-  Tensor mn = c.op("min", {c.op("reduce_min", {x}, {{"keepdims", int64_t(0)}}), zero});
-  Tensor scale = c.op("div", {c.op("sub", {mx, mn}), c.scalar(t, 255)});
-  Tensor zp = saturate(c, c.op("round", {c.op("sub", {zero, c.op("div", {mn, scale})})}), DType::U8);
-  Tensor y = c.op("add", {c.op("round", {c.op("div", {x, scale})}), c.cast(zp, t)});
-  c.outs = {saturate(c, y, DType::U8), scale, zp};
-  return "";
-}
 
 // Compress with a condition known at import: a gather of the kept positions.
 std::string mapCompress(NodeCtx& c) {
@@ -869,47 +714,6 @@ std::string mapReverseSequence(NodeCtx& c) {
   return one(c, c.op("gather_elements", {x, c.constant(std::move(idx))}, {{"axis", ta}}));
 }
 
-// Integer and quantized matmul/conv: exact products in f64 (the operands are
-// 8-bit), then the integer result or the requantized one.
-Tensor centred(NodeCtx& c, size_t k, size_t zp, size_t rank, int64_t axis) {
-  Tensor v = c.cast(c.in(k), DType::F64);
-  if (c.present(zp)) v = c.op("sub", {v, c.cast(alongAxis(c, c.in(zp), rank, axis), DType::F64)});
-  return v;
-}
-
-std::string mapMatMulInteger(NodeCtx& c) {
-  Tensor a = centred(c, 0, 2, c.rank(0), 0), b = centred(c, 1, 3, c.rank(1), -1);
-  return one(c, c.cast(c.op("matmul", {a, b}), DType::I32));
-}
-
-std::string mapConvInteger(NodeCtx& c) {
-  Tensor x = centred(c, 0, 2, c.rank(0), 1), w = centred(c, 1, 3, c.rank(1), 0);
-  return one(c, c.cast(c.op("conv", {x, w}, passAttrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})), DType::I32));
-}
-
-std::string requantize(NodeCtx& c, Tensor acc, Tensor scale, size_t yScale, size_t yZp) {
-  Tensor v = c.op("round", {c.op("div", {c.op("mul", {acc, scale}), c.cast(c.in(yScale), DType::F64)})});
-  DType to = c.present(yZp) ? c.dtype(yZp) : DType::U8;
-  if (c.present(yZp)) v = c.op("add", {v, c.cast(c.in(yZp), DType::F64)});
-  return one(c, saturate(c, v, to));
-}
-
-std::string mapQLinearMatMul(NodeCtx& c) {
-  Tensor a = c.op("sub", {c.cast(c.in(0), DType::F64), c.cast(c.in(2), DType::F64)});
-  Tensor b = c.op("sub", {c.cast(c.in(3), DType::F64), c.cast(c.in(5), DType::F64)});
-  Tensor scale = c.cast(c.op("mul", {c.in(1), c.in(4)}), DType::F64);
-  return requantize(c, c.op("matmul", {a, b}), scale, 6, 7);
-}
-
-std::string mapQLinearConv(NodeCtx& c) {
-  size_t r = c.rank(0);
-  Tensor x = c.op("sub", {c.cast(c.in(0), DType::F64), c.cast(c.in(2), DType::F64)});
-  Tensor w = c.op("sub", {c.cast(c.in(3), DType::F64), c.cast(alongAxis(c, c.in(5), c.rank(3), 0), DType::F64)});
-  Tensor acc = c.op("conv", {x, w}, passAttrs(c, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
-  if (c.present(8)) acc = c.op("add", {acc, c.cast(alongAxis(c, c.in(8), r, 1), DType::F64)});
-  Tensor scale = c.cast(c.op("mul", {alongAxis(c, c.in(4), r, 1), c.in(1)}), DType::F64);
-  return requantize(c, acc, scale, 6, 7);
-}
 
 // Det of 1x1, 2x2 and 3x3 matrices (batched) by cofactors.
 std::string mapDet(NodeCtx& c) {
@@ -970,176 +774,9 @@ std::string mapMaxUnpool(NodeCtx& c) {
 }
 
 
-// GridSample (2-D), as PyTorch's grid_sample that ONNX follows: each output
-// position reads X at grid (x, y) in [-1, 1], unnormalised by align_corners;
-// padding zeros / border / reflection; bilinear (4 taps), nearest (1) or
-// bicubic (16, A = -0.75). Each tap is a gather_elements from X[N, C, H·W]
-// with its weight.
-struct GridCtx {
-  NodeCtx& c;
-  DType t;
-  bool align;
-  std::string padding;
-  Tensor s(double v) { return c.scalar(t, v); }
-  Tensor add(Tensor a, Tensor b) { return c.op("add", {a, b}); }
-  Tensor sub(Tensor a, Tensor b) { return c.op("sub", {a, b}); }
-  Tensor mul(Tensor a, Tensor b) { return c.op("mul", {a, b}); }
-  Tensor clampTo(Tensor v, int64_t size) { return c.op("min", {c.op("max", {v, s(0)}), s(double(size - 1))}); }
-  Tensor reflect(Tensor v, double twiceLow, double twiceHigh) {
-    if (twiceLow == twiceHigh) return c.op("mul", {v, s(0)});
-    double mn = twiceLow / 2, span = (twiceHigh - twiceLow) / 2;
-    Tensor in = c.op("abs", {sub(v, s(mn))});
-    Tensor extra = c.op("fmod", {in, s(span)});
-    Tensor flips = c.op("floor", {c.op("div", {in, s(span)})});
-    Tensor even = c.op("eq", {c.op("fmod", {flips, s(2)}), s(0)});
-    return c.op("where", {even, add(extra, s(mn)), add(sub(s(span), extra), s(mn))});
-  }
-  // Padding applied to a coordinate (border and reflection; zeros: unchanged).
-  Tensor pad(Tensor v, int64_t size) {
-    if (padding == "border") return clampTo(v, size);
-    if (padding == "reflection") {
-      v = align ? reflect(v, 0, 2.0 * double(size - 1)) : reflect(v, -1, 2.0 * double(size) - 1);
-      return clampTo(v, size);
-    }
-    return v;
-  }
-  // Stores `v` (a view reader keeps the lowering from fusing it into each of
-  // its many readers, which would recompute it and read its inputs once per use).
-  Tensor store(Tensor v) { return c.op("identity", {v}); }
-  Tensor unnormalise(Tensor g, int64_t size) {
-    Tensor one1 = s(1);
-    if (align) return mul(mul(add(g, one1), s(0.5)), s(double(size - 1)));
-    return mul(sub(mul(add(g, one1), s(double(size))), one1), s(0.5));
-  }
-};
-
-std::string mapGridSample(NodeCtx& c) {
-  Tensor X = c.in(0), grid = c.in(1);
-  if (X.rank() != 4 || grid.rank() != 4 || grid.shape()[3] != 2)
-    return "only 2-D GridSample (X [N, C, H, W], grid [N, H_out, W_out, 2]) is supported";
-  std::string mode = c.s("mode", "bilinear"), padding = c.s("padding_mode", "zeros");
-  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") return "mode '" + mode + "' is not supported";
-  if (padding != "zeros" && padding != "border" && padding != "reflection") return "padding_mode '" + padding + "' is not supported";
-  int64_t N = X.shape()[0], C = X.shape()[1], H = X.shape()[2], W = X.shape()[3];
-  int64_t Ho = grid.shape()[1], Wo = grid.shape()[2];
-  DType t = X.dtype();
-  if (!isFloat(t)) return "X must be a float tensor";
-  GridCtx g{c, t, c.i("align_corners", 0) != 0, padding};
-  Tensor gr = c.cast(grid, t);
-  auto coord = [&](int64_t k) {
-    return c.op("squeeze", {c.op("slice", {gr}, {{"starts", Ints{k}}, {"ends", Ints{k + 1}}, {"axes", Ints{3}}})}, {{"axes", Ints{3}}});
-  };
-  Tensor ix = g.store(g.unnormalise(coord(0), W)), iy = g.store(g.unnormalise(coord(1), H));  // [N, Ho, Wo]
-  Tensor xf = c.op("reshape", {X}, {{"shape", Ints{N, C, H * W}}});
-  Tensor acc;
-  // One tap at integer coordinates (as floats) with its weight.
-  auto tap = [&](Tensor tx, Tensor ty, Tensor w, bool padTaps) {
-    if (padTaps) {
-      tx = g.store(g.pad(tx, W));
-      ty = g.store(g.pad(ty, H));
-    }
-    if (padding == "zeros") {
-      Tensor inside = c.op("and", {c.op("and", {c.op("ge", {tx, g.s(0)}), c.op("le", {tx, g.s(double(W - 1))})}),
-                                   c.op("and", {c.op("ge", {ty, g.s(0)}), c.op("le", {ty, g.s(double(H - 1))})})});
-      w = g.mul(w, c.cast(inside, t));
-    }
-    Tensor lin = g.add(g.mul(g.clampTo(ty, H), g.s(double(W))), g.clampTo(tx, W));
-    Tensor idx = c.op("reshape", {c.cast(lin, DType::I64)}, {{"shape", Ints{N, 1, Ho * Wo}}});
-    idx = c.op("expand", {idx}, {{"shape", Ints{N, C, Ho * Wo}}});
-    Tensor v = c.op("gather_elements", {xf, idx}, {{"axis", int64_t(2)}});
-    v = g.mul(v, c.op("reshape", {w}, {{"shape", Ints{N, 1, Ho * Wo}}}));
-    acc = acc ? g.add(acc, v) : v;
-  };
-  if (mode == "nearest") {
-    Tensor px = g.pad(ix, W), py = g.pad(iy, H);
-    tap(c.op("round", {px}), c.op("round", {py}), c.op("expand", {g.s(1)}, {{"shape", Ints{N, Ho, Wo}}}), false);
-  } else if (mode == "bilinear") {
-    Tensor px = g.store(g.pad(ix, W)), py = g.store(g.pad(iy, H));
-    Tensor x0 = g.store(c.op("floor", {px})), y0 = g.store(c.op("floor", {py}));
-    Tensor x1 = g.add(x0, g.s(1)), y1 = g.add(y0, g.s(1));
-    Tensor fx = g.sub(px, x0), fy = g.sub(py, y0);
-    Tensor gx = g.sub(g.s(1), fx), gy = g.sub(g.s(1), fy);
-    tap(x0, y0, g.mul(gx, gy), false);
-    tap(x1, y0, g.mul(fx, gy), false);
-    tap(x0, y1, g.mul(gx, fy), false);
-    tap(x1, y1, g.mul(fx, fy), false);
-  } else {
-    const double A = -0.75;
-    Tensor x0 = g.store(c.op("floor", {ix})), y0 = g.store(c.op("floor", {iy}));
-    Tensor tx = g.store(g.sub(ix, x0)), ty = g.store(g.sub(iy, y0));
-    auto cc1 = [&](Tensor x) {  // ((A + 2) x - (A + 3)) x² + 1
-      return g.add(g.mul(g.mul(g.sub(g.mul(x, g.s(A + 2)), g.s(A + 3)), x), x), g.s(1));
-    };
-    auto cc2 = [&](Tensor x) {  // ((A x - 5A) x + 8A) x - 4A
-      return g.sub(g.mul(g.add(g.mul(g.sub(g.mul(x, g.s(A)), g.s(5 * A)), x), g.s(8 * A)), x), g.s(4 * A));
-    };
-    auto coeffs = [&](Tensor tt) {
-      return std::vector<Tensor>{g.store(cc2(g.add(tt, g.s(1)))), g.store(cc1(tt)), g.store(cc1(g.sub(g.s(1), tt))),
-                                 g.store(cc2(g.sub(g.s(2), tt)))};
-    };
-    std::vector<Tensor> wx = coeffs(tx), wy = coeffs(ty);
-    for (int j = 0; j < 4; ++j)
-      for (int i = 0; i < 4; ++i)
-        tap(g.add(x0, g.s(i - 1)), g.add(y0, g.s(j - 1)), g.mul(wx[size_t(i)], wy[size_t(j)]), true);
-  }
-  return one(c, c.op("reshape", {acc}, {{"shape", Ints{N, C, Ho, Wo}}}));
-}
 
 std::string mapHardmax(NodeCtx& c) { return softmaxLike(c, "hardmax"); }
 
-// NegativeLogLikelihoodLoss on log-probabilities x[N, C, d...] with targets
-// t[N, d...] and optional weights w[C]: loss = -x[n, t, d...]·w[t] (0 where t
-// is ignore_index), then none / sum / mean (the sum over the summed weights).
-std::string nllLoss(NodeCtx& c, Tensor x, Tensor t, Tensor w, Tensor& out) {
-  std::string reduction = c.s("reduction", "mean");
-  if (reduction != "none" && reduction != "sum" && reduction != "mean") return "reduction '" + reduction + "' is not supported";
-  if (x.rank() < 2) return "the input must have rank 2 or more, not " + shapeText(x.shape());
-  DType ft = x.dtype();
-  Tensor mask;
-  Tensor safe = t;
-  if (c.has("ignore_index")) {
-    mask = c.op("ne", {t, c.scalar(t.dtype(), double(c.i("ignore_index", 0)))});
-    safe = c.op("where", {mask, t, c.scalar(t.dtype(), 0)});
-  }
-  Tensor picked = c.op("gather_elements", {x, c.op("unsqueeze", {safe}, {{"axes", Ints{1}}})}, {{"axis", int64_t(1)}});
-  picked = c.op("squeeze", {picked}, {{"axes", Ints{1}}});
-  Tensor weight;
-  if (w) weight = c.op("gather", {w, safe}, {{"axis", int64_t(0)}});
-  if (mask) {
-    Tensor m = c.op("cast", {mask}, {{"to", dn(ft)}});
-    weight = weight ? c.op("mul", {weight, m}) : m;
-  }
-  Tensor loss = c.op("neg", {picked});
-  if (weight) loss = c.op("mul", {loss, weight});
-  if (reduction == "none") {
-    out = loss;
-    return "";
-  }
-  Tensor sum = c.op("reduce_sum", {loss}, {{"keepdims", int64_t(0)}});
-  if (reduction == "sum") {
-    out = sum;
-    return "";
-  }
-  Tensor denom = weight ? c.op("reduce_sum", {weight}, {{"keepdims", int64_t(0)}}) : c.scalar(ft, double(numel(t.shape())));
-  out = c.op("div", {sum, denom});
-  return "";
-}
-
-std::string mapNLLLoss(NodeCtx& c) {
-  Tensor out;
-  std::string why = nllLoss(c, c.in(0), c.in(1), c.present(2) ? c.in(2) : Tensor(), out);
-  if (!why.empty()) return why;
-  return one(c, out);
-}
-
-std::string mapSCELoss(NodeCtx& c) {
-  Tensor logp = c.op("log_softmax", {c.in(0)}, {{"axis", int64_t(1)}});
-  Tensor out;
-  std::string why = nllLoss(c, logp, c.in(1), c.present(2) ? c.in(2) : Tensor(), out);
-  if (!why.empty()) return why;
-  c.outs = {out, logp};
-  return "";
-}
 
 const std::vector<OpEntry> kTable = {
     {"Constant", 1, 99, "value,value_float,value_floats,value_int,value_ints", mapConstant},
@@ -1215,26 +852,10 @@ const std::vector<OpEntry> kTable = {
     {"Hardmax", 1, 99, "axis", mapHardmax},
     {"TopK", 1, 99, "k,axis,largest,sorted", mapTopK},
     {"CumSum", 11, 99, "exclusive,reverse", mapCumSum},
-    {"BatchNormalization", 6, 99, "epsilon,is_test,momentum,spatial,training_mode", mapBatchNorm},
-    {"InstanceNormalization", 6, 99, "epsilon", mapInstanceNorm},
-    {"LayerNormalization", 17, 99, "axis,epsilon,stash_type", mapLayerNorm},
-    {"LpNormalization", 1, 99, "axis,p", mapLpNorm},
-    {"MeanVarianceNormalization", 9, 99, "axes", mapMVN},
-    {"LRN", 1, 99, "alpha,beta,bias,size", mapLRN},
     {"Compress", 9, 99, "axis", mapCompress},
-    {"GridSample", 16, 99, "align_corners,mode,padding_mode", mapGridSample},
     {"MaxUnpool", 9, 99, "kernel_shape,pads,strides", mapMaxUnpool},
     {"ReverseSequence", 10, 99, "batch_axis,time_axis", mapReverseSequence},
-    {"MatMulInteger", 10, 99, "", mapMatMulInteger},
-    {"ConvInteger", 10, 99, "auto_pad,dilations,group,kernel_shape,pads,strides", mapConvInteger},
-    {"QLinearMatMul", 10, 99, "", mapQLinearMatMul},
-    {"QLinearConv", 10, 99, "auto_pad,dilations,group,kernel_shape,pads,strides", mapQLinearConv},
     {"Det", 11, 99, "", mapDet},
-    {"QuantizeLinear", 10, 99, "axis", mapQuantize},
-    {"DequantizeLinear", 10, 99, "axis", mapDequantize},
-    {"DynamicQuantizeLinear", 11, 99, "", mapDynamicQuantize},
-    {"NegativeLogLikelihoodLoss", 12, 99, "ignore_index,reduction", mapNLLLoss},
-    {"SoftmaxCrossEntropyLoss", 12, 99, "ignore_index,reduction", mapSCELoss},
     // Linalg family
     BINARY("MatMul", "matmul", 1),
     {"Gemm", 6, 99, "alpha,beta,broadcast,transA,transB", mapGemm},
@@ -1268,7 +889,8 @@ const std::vector<OpEntry> kTable = {
 const std::vector<OpEntry>& opTable() {
   static const std::vector<OpEntry> table = [] {
     std::vector<OpEntry> t = kTable;
-    for (auto family : {recurrentEntries, signalEntries, trainingEntries}) {
+    for (auto family : {normalizationEntries, quantizationEntries, gridSampleEntries, lossEntries, recurrentEntries,
+                        signalEntries, trainingEntries}) {
       std::vector<OpEntry> more = family();
       t.insert(t.end(), more.begin(), more.end());
     }
