@@ -1,7 +1,11 @@
 // The ONNX op table: one entry per ONNX op (the opsets it covers, the
 // attributes it understands, and a function mapping a node to tensor ops).
 // Attributes and inputs the tensor ops take as ONNX does pass straight
-// through (TENSOR.md); shape-like inputs must be constants (folded at import).
+// through (docs/tensor.md); shape-like inputs must be constants (folded at import).
+// Op families with more than a few lines each live in files of their own
+// (OnnxNormalization, OnnxQuantization, OnnxLoss, OnnxGridSample,
+// OnnxRecurrent, OnnxSignal, OnnxTraining), each returning its entries;
+// opTable() below joins them.
 #include <algorithm>
 #include <cmath>
 #include <limits>
