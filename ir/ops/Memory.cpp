@@ -42,6 +42,25 @@ std::string verifyStore(const Op& op) {
   return checkWritable(op);
 }
 
+// vec.load / vec.store: the vector type of N consecutive elements (N is 2 or
+// 4) of a buffer of scalars, in device or workgroup memory.
+std::string checkVectorAccess(const Op& op, const Type* v) {
+  if (auto e = checkBufferIndex(op); !e.empty()) return e;
+  const Type* elem = operandType(op, 0)->elem();
+  if (!(elem->isInt() || elem->isFloat()))
+    return "vector access needs a buffer of integers or floats, not " + typeStr(elem);
+  if (!v->isVector() || v->elem() != elem || (v->count() != 2 && v->count() != 4))
+    return "a vector access moves vec<" + typeStr(elem) + ", 2> or vec<" + typeStr(elem) + ", 4>, not " + typeStr(v);
+  return {};
+}
+
+std::string verifyVecLoad(const Op& op) { return checkVectorAccess(op, resultType(op)); }
+
+std::string verifyVecStore(const Op& op) {
+  if (auto e = checkVectorAccess(op, operandType(op, 2)); !e.empty()) return e;
+  return checkWritable(op);
+}
+
 std::string verifyBufferLen(const Op& op) {
   if (!operandType(op, 0)->isBuffer()) return "operand must be a buffer, got " + typeStr(operandType(op, 0));
   if (!resultType(op)->isInt()) return "result must be an integer";
@@ -92,6 +111,32 @@ bool interpLoad(interp::Exec& ex, const Op& op) {
 
 bool interpStore(interp::Exec& ex, const Op& op) {
   return ex.writeElement(op, ex.operand(op, 0), ex.operand(op, 1), ex.operand(op, 2));
+}
+
+// Element N·i + k of the buffer, for lane k of a vector access.
+interp::RtValue laneIndex(const interp::RtValue& i, unsigned n, unsigned k) {
+  interp::RtValue at = i;  // the index's type (its sign) with an unwrapped value
+  at.i = i.i * int64_t(n) + int64_t(k);
+  if (i.i < 0 && !i.type->isSigned()) at.i = -1;  // a u64 index past 2^63: out of bounds
+  return at;
+}
+
+bool interpVecLoad(interp::Exec& ex, const Op& op) {
+  interp::RtValue v;
+  v.type = resultType(op);
+  v.elems.resize(v.type->count());
+  for (unsigned k = 0; k < v.type->count(); ++k)
+    if (!ex.readElement(op, ex.operand(op, 0), laneIndex(ex.operand(op, 1), v.type->count(), k), v.elems[k]))
+      return false;
+  return ex.setResult(op, std::move(v));
+}
+
+bool interpVecStore(interp::Exec& ex, const Op& op) {
+  const interp::RtValue& v = ex.operand(op, 2);
+  for (unsigned k = 0; k < v.elems.size(); ++k)
+    if (!ex.writeElement(op, ex.operand(op, 0), laneIndex(ex.operand(op, 1), unsigned(v.elems.size()), k), v.elems[k]))
+      return false;
+  return true;
 }
 
 bool interpBufferLen(interp::Exec& ex, const Op& op) {
@@ -195,6 +240,14 @@ OpInfo kOps[] = {
      .effects = {Effect::Write, Effect::None}, .verify = verifyStore, .interp = interpStore,
      .summary = "store %buf, %i, %v: write element i",
      .diffTest = "VulkanDifferential.MemoryAndAtomics"},
+    {.name = "vec.load", .numOperands = 2, .numResults = 1, .flags = kReadOnly,
+     .effects = {Effect::Read, Effect::None}, .verify = verifyVecLoad, .interp = interpVecLoad,
+     .summary = "vec.load %buf, %i : vec<T, N>: elements N·i to N·i+N-1 of a buffer of T (N is 2 or 4)",
+     .diffTest = "VulkanDifferential.VectorAccess"},
+    {.name = "vec.store", .numOperands = 3, .numResults = 0,
+     .effects = {Effect::Write, Effect::None}, .verify = verifyVecStore, .interp = interpVecStore,
+     .summary = "vec.store %buf, %i, %v: write vec<T, N> %v to elements N·i to N·i+N-1",
+     .diffTest = "VulkanDifferential.VectorAccess"},
     {.name = "buffer.len", .numOperands = 1, .numResults = 1, .flags = kPure,
      .effects = {Effect::Read}, .verify = verifyBufferLen, .interp = interpBufferLen, .summary = "number of elements",
      .diffTest = "VulkanDifferential.MemoryAndAtomics"},

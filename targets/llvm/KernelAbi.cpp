@@ -17,6 +17,7 @@ size_t roundUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
 bool canTrap(const ir::Op& op) {
   ir::OpId n = op.id();
   if (n == ir::OpId::Load || n == ir::OpId::Store || ir::isAtomic(n) || n == ir::OpId::For) return true;
+  if (n == ir::OpId::VecLoad || n == ir::OpId::VecStore) return true;
   if (n == ir::OpId::ArrayGet || n == ir::OpId::ArraySet) return true;
   if (n == ir::OpId::SubgroupBroadcast || n == ir::OpId::SubgroupShuffle) return true;
   if (n == ir::OpId::Div || n == ir::OpId::Rem) return op.result(0)->type()->scalar()->isInt();

@@ -110,6 +110,11 @@ llvm::Value* FunctionEmitter::accessAt(const ir::Op& op, const ir::Type* et, llv
     storeStorage(et, p, get(op.operand(2)));
     return nullptr;
   }
+  if (n == ir::OpId::VecLoad) return b.CreateAlignedLoad(M.valueType(op.result(0)->type()), p, alignOf(et));
+  if (n == ir::OpId::VecStore) {
+    b.CreateAlignedStore(get(op.operand(2)), p, alignOf(et));
+    return nullptr;
+  }
   if (n == ir::OpId::AtomicCmpXchg) {
     llvm::Value* pair = b.CreateAtomicCmpXchg(p, get(op.operand(2)), get(op.operand(3)), alignOf(et), order, order);
     return b.CreateExtractValue(pair, 0);
@@ -122,10 +127,13 @@ llvm::Value* FunctionEmitter::accessAt(const ir::Op& op, const ir::Type* et, llv
   return b.CreateAtomicRMW(k, p, get(op.operand(2)), alignOf(et), order);
 }
 
-// load, store and the atomics: the index is checked against the length; an
-// access out of bounds sets the op's trap bit, is recorded with its index and
-// length when it is the workgroup's first, and is skipped (a load or an
-// atomic then gives 0).
+// load, store, vec.load, vec.store and the atomics: the index is checked
+// against the length; an access out of bounds sets the op's trap bit, is
+// recorded with its index and length when it is the workgroup's first, and
+// is skipped (a load or an atomic then gives 0). A vector access of N lanes
+// at index i touches elements N·i to N·i+N-1, so it is in bounds when
+// i < length / N; its elements are contiguous scalars (vec.load's verifier
+// allows only ints and floats, whose storage is their natural size).
 bool FunctionEmitter::emitAccess(const ir::Op& op) {
   const ir::Type* bt = op.operand(0)->type();
   const ir::Type* et = bt->elem();
@@ -134,17 +142,23 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
   llvm::Value* len = b.CreateExtractValue(buf, 1);
   llvm::Value* idx = get(op.operand(1));
   idx = op.operand(1)->type()->isSigned() ? b.CreateSExtOrTrunc(idx, M.i64) : b.CreateZExtOrTrunc(idx, M.i64);
-  if (unchecked.count(&op)) {
-    llvm::Type* lt = M.valueType(et);
+  const ir::Type* vt = op.is(ir::OpId::VecLoad) ? op.result(0)->type()
+                       : op.is(ir::OpId::VecStore) ? op.operand(2)->type() : nullptr;
+  uint64_t lanes = vt ? vt->count() : 1;
+  llvm::Type* lt = M.valueType(vt ? vt : et);
+  auto pointer = [&] {
+    llvm::Value* first = lanes == 1 ? idx : b.CreateMul(idx, b.getInt64(lanes));
     size_t stride = ir::storageStride(et);
     bool natural = (et->isInt() || et->isFloat()) && stride == ir::storageSize(et);
-    llvm::Value* p = natural ? b.CreateInBoundsGEP(lt, base, idx)
-                             : b.CreateInBoundsGEP(M.i8, base, b.CreateMul(idx, b.getInt64(stride)));
-    llvm::Value* r = accessAt(op, et, p);
+    return natural ? b.CreateInBoundsGEP(M.valueType(et), base, first)
+                   : b.CreateInBoundsGEP(M.i8, base, b.CreateMul(first, b.getInt64(stride)));
+  };
+  if (unchecked.count(&op)) {
+    llvm::Value* r = accessAt(op, et, pointer());
     if (r) set(op.result(0), r);
     return true;
   }
-  llvm::Value* inb = b.CreateICmpULT(idx, len);
+  llvm::Value* inb = b.CreateICmpULT(idx, lanes == 1 ? len : b.CreateUDiv(len, b.getInt64(lanes)));
   llvm::Value* none = noOutOfBoundsYet();
 
   // The check is a branch to a cold block that records the trap, in the
@@ -156,16 +170,12 @@ bool FunctionEmitter::emitAccess(const ir::Op& op) {
   llvm::MDNode* likely = llvm::MDBuilder(M.ctx).createBranchWeights(1 << 20, 1);
   b.CreateCondBr(inb, access, oob, likely);
   b.SetInsertPoint(oob);
-  recordOutOfBounds(op, idx, len, none);
+  // A vector's record names its first element out of bounds, max(N·i, length).
+  recordOutOfBounds(op, lanes == 1 ? idx : b.CreateBinaryIntrinsic(llvm::Intrinsic::umax, b.CreateMul(idx, b.getInt64(lanes)), len), len, none);
   llvm::BasicBlock* oobEnd = b.GetInsertBlock();
   b.CreateBr(cont);
   b.SetInsertPoint(access);
-  llvm::Type* lt = M.valueType(et);
-  size_t stride = ir::storageStride(et);
-  bool natural = (et->isInt() || et->isFloat()) && stride == ir::storageSize(et);
-  llvm::Value* p = natural ? b.CreateInBoundsGEP(lt, base, idx)
-                           : b.CreateInBoundsGEP(M.i8, base, b.CreateMul(idx, b.getInt64(stride)));
-  llvm::Value* result = accessAt(op, et, p);
+  llvm::Value* result = accessAt(op, et, pointer());
   llvm::BasicBlock* accessEnd = b.GetInsertBlock();
   b.CreateBr(cont);
   b.SetInsertPoint(cont);
@@ -192,7 +202,7 @@ bool FunctionEmitter::emitWorkgroupAlloc(const ir::Op& op) {
 
 void FunctionEmitter::addMemoryLowerings(EmitTable& t) {
   using enum ir::OpId;
-  for (ir::OpId n : {Load, Store, AtomicAdd, AtomicMin, AtomicMax, AtomicXchg, AtomicCmpXchg})
+  for (ir::OpId n : {Load, Store, VecLoad, VecStore, AtomicAdd, AtomicMin, AtomicMax, AtomicXchg, AtomicCmpXchg})
     t[n] = &FunctionEmitter::emitAccess;
   t[BufferLen] = &FunctionEmitter::emitBufferLen;
   t[WorkgroupAlloc] = &FunctionEmitter::emitWorkgroupAlloc;

@@ -20,6 +20,7 @@ DeviceCaps lavapipe() {
   c.maxWorkgroupCount = {65535, 65535, 65535};
   c.maxWorkgroupMemoryBytes = 32768;
   c.maxPushConstantBytes = 256;
+  c.storageBufferOffsetAlignment = 16;  // both llvmpipe and NVIDIA's drivers say 16
   c.vulkanApiVersion = vulkanVersion(1, 3);
   return c;
 }

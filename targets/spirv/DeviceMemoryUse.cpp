@@ -16,7 +16,8 @@ void walkRegion(const ir::Function& kernel, const ir::Region& r, const ParamOf& 
                 DeviceMemoryUse& use, unsigned depth) {
   for (const auto& op : r.ops()) {
     ir::OpId n = op->id();
-    bool load = n == ir::OpId::Load, store = n == ir::OpId::Store, atomic = ir::isAtomic(n);
+    bool load = n == ir::OpId::Load || n == ir::OpId::VecLoad;
+    bool store = n == ir::OpId::Store || n == ir::OpId::VecStore, atomic = ir::isAtomic(n);
     if (load || store || atomic) {
       const ir::Value* buf = op->operand(0);
       if (buf->type()->space() != ir::Space::Device) continue;

@@ -334,13 +334,15 @@ Status Emitter::declareInterface(std::vector<Val>& params) {
       ref.elem = t->elem();
       ref.asBits = floatAsBits(t->elem(), ir::Space::Device);
       ref.elemMemType = ref.asBits ? b.typeInt(t->elem()->bits(), false) : memoryType(t->elem());
+      ref.binding = uint32_t(kernel.bindingOf(i));
       uint32_t stride = uint32_t(ir::storageStride(t->elem()));
       Id block = b.typeBlockStruct({b.typeRuntimeArray(ref.elemMemType, stride)}, {0},
                                    uint32_t(kernel.bindingOf(i)));
       ref.var = b.globalVariable(b.typePointer(ref.sc, block), ref.sc);
       b.decorate(ref.var, spv::Decoration::DescriptorSet, {0});
       b.decorate(ref.var, spv::Decoration::Binding, {uint32_t(kernel.bindingOf(i))});
-      if (t->ownership() == ir::Ownership::Read) b.decorate(ref.var, spv::Decoration::NonWritable);
+      ref.readOnly = t->ownership() == ir::Ownership::Read;
+      if (ref.readOnly) b.decorate(ref.var, spv::Decoration::NonWritable);
       if (tuning.restrict) b.decorate(ref.var, spv::Decoration::Restrict);
       if (!kernel.param(i)->name().empty()) b.addName(ref.var, kernel.param(i)->name());
       interface_.push_back(ref.var);

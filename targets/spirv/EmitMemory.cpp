@@ -11,6 +11,9 @@
 // elements are declared as same-width unsigned integers (same bytes), loads
 // and stores bitcast, and the add is a compare-exchange loop on the bit
 // pattern.
+#include <algorithm>
+
+#include "ir/Layout.h"
 #include "targets/spirv/Emitter.h"
 
 namespace eph::spirv {
@@ -57,6 +60,86 @@ Status Emitter::emitStore(const ir::Op& op) {
     b.opVoid(Op::OpStore, {ptr, mem});
     return Id(0);
   });
+  return Status::ok();
+}
+
+// vec.load and vec.store: N consecutive elements from element N·i. A device
+// buffer's vector accesses go through a second variable on the same binding,
+// a Block {vecN[]}, so they are one 8- or 16-byte access instead of N; that
+// needs the elements stored as themselves and every binding to start at a
+// multiple of the vector's size (the device's minStorageBufferOffsetAlignment),
+// and both variables are then Aliased (they name the same memory). Elsewhere
+// (workgroup memory, atomics on the buffer, a device whose bindings may start
+// anywhere) the N elements are N scalar accesses. Either way one bounds check
+// covers the vector: i < length / N.
+Id Emitter::vectorView(const BufferRef& buf, unsigned lanes) {
+  if (buf.sc != spv::StorageClass::StorageBuffer || buf.asBits || buf.elemMemType != valueType(buf.elem)) return 0;
+  uint32_t bytes = lanes * uint32_t(ir::storageSize(buf.elem));
+  if (caps.storageBufferOffsetAlignment % bytes != 0) return 0;
+  auto [it, fresh] = vectorViews_.try_emplace({&buf, lanes}, 0);
+  if (!fresh) return it->second;
+  Id block = b.typeBlockStruct({b.typeRuntimeArray(b.typeVector(buf.elemMemType, lanes), bytes)}, {0},
+                               buf.binding | (lanes << 24));
+  auto sc = spv::StorageClass::StorageBuffer;
+  Id var = b.globalVariable(b.typePointer(sc, block), sc);
+  b.decorate(var, spv::Decoration::DescriptorSet, {0});
+  b.decorate(var, spv::Decoration::Binding, {buf.binding});
+  b.decorate(var, spv::Decoration::Aliased);
+  if (buf.readOnly) b.decorate(var, spv::Decoration::NonWritable);
+  bool first = std::count_if(vectorViews_.begin(), vectorViews_.end(), [&](auto& v) { return v.first.first == &buf; }) == 1;
+  if (first) b.decorate(buf.var, spv::Decoration::Aliased);
+  interface_.push_back(var);
+  return it->second = var;
+}
+
+Status Emitter::emitVectorAccess(const ir::Op& op) {
+  const BufferRef& buf = *get(op.operand(0)).buf;
+  bool load = op.is(ir::OpId::VecLoad);
+  const ir::Type* vt = load ? op.result(0)->type() : op.operand(2)->type();
+  unsigned lanes = vt->count();
+  Id V = valueType(vt), E = valueType(buf.elem);
+  Id i = indexToU32(id(op.operand(1)), op.operand(1)->type());
+  Id view = vectorView(buf, lanes);
+  auto access = [&]() -> Id {
+    if (view) {
+      Id ptr = b.op(Op::OpAccessChain, b.typePointer(buf.sc, V), {view, u32(0), i});
+      if (load) return b.op(Op::OpLoad, V, {ptr});
+      b.opVoid(Op::OpStore, {ptr, id(op.operand(2))});
+      return Id(0);
+    }
+    Id first = b.op(Op::OpIMul, u32T(), {i, u32(lanes)});
+    std::vector<Id> parts;
+    for (unsigned k = 0; k < lanes; ++k) {
+      Id at = k ? b.op(Op::OpIAdd, u32T(), {first, u32(k)}) : first;
+      Id ptr = elementPointer(buf, at, kernel.module()->context().u32());
+      bool device = buf.sc == spv::StorageClass::StorageBuffer;
+      if (load) {
+        Id mem = b.op(Op::OpLoad, buf.elemMemType, {ptr});
+        parts.push_back(buf.asBits ? b.op(Op::OpBitcast, E, {mem}) : device ? fromMemory(mem, buf.elem) : mem);
+      } else {
+        Id v = b.op(Op::OpCompositeExtract, E, {id(op.operand(2)), k});
+        b.opVoid(Op::OpStore, {ptr, buf.asBits ? b.op(Op::OpBitcast, buf.elemMemType, {v})
+                                    : device      ? toMemory(v, buf.elem)
+                                                  : v});
+      }
+    }
+    return load ? b.op(Op::OpCompositeConstruct, V, parts) : Id(0);
+  };
+  Id r = 0;
+  if (!options.checkBounds) {
+    r = access();
+  } else {
+    // In bounds when i < length / N; the record names the first element
+    // out of bounds, max(N·i, length), and the length in elements.
+    Id length = bufferLength(buf);
+    Id firstOut = b.glslOp(GLSLstd450UMax, u32T(), {b.op(Op::OpIMul, u32T(), {i, u32(lanes)}), length});
+    BoundsCheck c = beginBoundsCheck(op, b.op(Op::OpUDiv, u32T(), {length, u32(lanes)}));
+    c.length = length;
+    c.low = firstOut;
+    r = access();
+    r = endBoundsCheck(c, load ? V : 0, r, b.currentLabel());
+  }
+  if (load) setId(op.result(0), r);
   return Status::ok();
 }
 
@@ -182,6 +265,8 @@ Status Emitter::emitBuiltin(const ir::Op& op) {
 void Emitter::addMemoryEmitters(EmitTable& t) {
   using enum ir::OpId;
   t[Load] = &Emitter::emitLoad;
+  t[VecLoad] = &Emitter::emitVectorAccess;
+  t[VecStore] = &Emitter::emitVectorAccess;
   t[Store] = &Emitter::emitStore;
   t[BufferLen] = &Emitter::emitBufferLen;
   for (ir::OpId n : {AtomicAdd, AtomicMin, AtomicMax, AtomicXchg, AtomicCmpXchg})

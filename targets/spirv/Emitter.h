@@ -52,6 +52,8 @@ struct BufferRef {
   Id elemMemType = 0;   // the type of one element in memory
   bool asBits = false;  // float elements kept as same-width unsigned integers
   uint32_t length = 0;  // workgroup buffers: their element count
+  uint32_t binding = 0; // device buffers: the descriptor binding
+  bool readOnly = false;  // device buffers: a read borrow (NonWritable)
 };
 
 // What an IR value is while emitting: an SSA id, or a buffer.
@@ -185,6 +187,8 @@ class Emitter {
   Status emitArraySet(const ir::Op& op);
   Status emitLoad(const ir::Op& op);
   Status emitStore(const ir::Op& op);
+  Status emitVectorAccess(const ir::Op& op);
+  Id vectorView(const BufferRef& buf, unsigned lanes);
   Status emitBufferLen(const ir::Op& op);
   Status emitAtomic(const ir::Op& op);
   Id atomicAt(const ir::Op& op);
@@ -236,6 +240,7 @@ class Emitter {
 
   std::vector<std::unordered_map<const ir::Value*, Val>> frames_;
   std::deque<BufferRef> buffers_;
+  std::map<std::pair<const BufferRef*, unsigned>, Id> vectorViews_;  // vectorView's variables
   std::map<spv::BuiltIn, Id> builtins_;
   std::vector<Id> interface_;  // global variables, for OpEntryPoint
   std::set<std::pair<const ir::Type*, ir::Space>> bitsFloats_;

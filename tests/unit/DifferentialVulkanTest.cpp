@@ -673,6 +673,53 @@ TEST_F(VulkanDifferential, MemoryAndAtomics) {
   check(cases);
 }
 
+// vec.load and vec.store: invocation i reads vector i / N of its input
+// (elements N(i/N) .. N(i/N)+N-1, 200 elements hold 50 vectors of 4) and the
+// first invocation of every group of N writes vector i / N of %acc. On
+// lavapipe the f32/i32/f64 accesses go through the aliased vector view of
+// the binding (its bindings start at multiples of 16 bytes).
+TEST_F(VulkanDifferential, VectorAccess) {
+  std::vector<Case> cases;
+  auto lanes = [](const std::string& t, int n, const std::string& f) {
+    std::string s = "    %lanes = const {value = " + std::to_string(n) + "} : u32\n"
+                    "    %q = div %i, %lanes : u32\n"
+                    "    %v = vec.load %a0, %q : vec<" + t + ", " + std::to_string(n) + ">\n";
+    s += "    %r0 = vec.extract %v {index = 0} : " + t + "\n";
+    for (int k = 1; k < n; ++k) {
+      std::string e = "%e" + std::to_string(k);
+      s += "    " + e + " = vec.extract %v {index = " + std::to_string(k) + "} : " + t + "\n";
+      s += "    %r" + std::to_string(k) + " = " + f + " %r" + std::to_string(k - 1) + ", " + e + " : " + t + "\n";
+    }
+    return s + "    %r = add %r" + std::to_string(n - 1) + ", %x0 : " + t + "\n";
+  };
+  auto store = [](const std::string& t, int n) {
+    std::string s = "    %slot = rem %i, %lanes : u32\n"
+                    "    %zero = const {value = 0} : u32\n"
+                    "    %lead = eq %slot, %zero : bool\n"
+                    "    if %lead {\n"
+                    "      %w = vec.make";
+    for (int k = 0; k < n; ++k) s += std::string(k ? "," : "") + " %r";
+    return s + " : vec<" + t + ", " + std::to_string(n) + ">\n"
+               "      vec.store %acc, %q, %w\n"
+               "      yield\n"
+               "    } {\n"
+               "      yield\n"
+               "    }\n";
+  };
+  cases.push_back({"vec.load f32 x4", {{"f32", -10, 10}}, "f32", lanes("f32", 4, "sub")});
+  cases.push_back({"vec.load i32 x2, vec.store", {{"i32", -1000, 1000}}, "i32", lanes("i32", 2, "mul") + store("i32", 2),
+                   "i32", {"i32", 0, 0}});
+  cases.push_back({"vec.load u32 x4, vec.store", {{"u32", 0, 1000}}, "u32", lanes("u32", 4, "max") + store("u32", 4),
+                   "u32", {"u32", 0, 0}});
+  cases.push_back({"vec.load f32 x4, vec.store", {{"f32", -10, 10}}, "f32", lanes("f32", 4, "add") + store("f32", 4),
+                   "f32", {"f32", 0, 0}});
+  cases.push_back({"vec.load f64 x2, vec.store", {{"f64", -10, 10}}, "f64", lanes("f64", 2, "mul") + store("f64", 2),
+                   "f64", {"f64", 0, 0}, "", "float64"});
+  cases.push_back({"vec.load f16 x4, vec.store", {{"f16", -4, 4}}, "f16", lanes("f16", 4, "max") + store("f16", 4),
+                   "f16", {"f16", 0, 0}, "", "float16"});
+  check(cases);
+}
+
 // The float atomic add of a device without the native instruction (masked
 // off here) is a compare-exchange loop; it must give the same sums.
 TEST_F(VulkanDifferential, FloatAtomicAddWithoutNativeSupport) {
