@@ -30,6 +30,7 @@ PassRegistry& PassRegistry::get() {
     r->add(memoryPlanPass());
     r->add(fusePass());
     r->add(monomorphizePass());
+    r->add(vectorizePass());
     return r;
   }();
   return *registry;

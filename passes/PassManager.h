@@ -97,5 +97,6 @@ Pass inlinePass();
 Pass linearityPass();
 Pass memoryPlanPass();
 Pass monomorphizePass();
+Pass vectorizePass();
 
 }  // namespace eph::passes

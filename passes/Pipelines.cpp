@@ -11,8 +11,8 @@ const std::vector<NamedPipeline>& namedPipelines() {
       {"default", "linearity", "what run, lower and diff run unless --passes is given"},
       {"none", "", "no passes at all"},
       {"optimize", "canonicalize,cse,dce", "the scalar clean-ups"},
-      {"O2", "linearity,fuse,memplan,linearity",
-       "default, then fusion of pointwise kernels, memory planning (device buffers share arenas), checked again"},
+      {"O2", "linearity,fuse,vectorize,memplan,linearity",
+       "default, then fusion of pointwise kernels, vector memory access, memory planning (device buffers share arenas), checked again"},
   };
   return pipelines;
 }

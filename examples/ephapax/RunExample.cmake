@@ -3,8 +3,8 @@
 #   -- run:    ephc run [OPTIONS] examples/ephapax/NAME.eph
 #   -- prints: EXPECTED
 # Called by ctest (examples/CMakeLists.txt) as
-#   cmake -DEPHC=... -DSOURCE_DIR=... -DEXAMPLE=... -DRUN_TARGET=interp|cpu|vulkan -P RunExample.cmake
-# The command runs in SOURCE_DIR with --target=RUN_TARGET added. For vulkan, a
+#   cmake -DEPHC=... -DSOURCE_DIR=... -DEXAMPLE=... -DRUN_TARGET=interp|cpu|vulkan [-DPASSES=O2] -P RunExample.cmake
+# The command runs in SOURCE_DIR with --target=RUN_TARGET (and --passes=PASSES) added. For vulkan, a
 # machine without a Vulkan device skips the test (it prints "skipped"), or fails it
 # when EPH_REQUIRE_VULKAN=1.
 file(STRINGS ${EXAMPLE} run_line REGEX "^-- run: ")
@@ -15,6 +15,9 @@ endif()
 string(REGEX REPLACE "^-- run: +ephc +" "" command "${run_line}")
 string(REGEX REPLACE "^-- prints: " "" expected "${prints_line}")
 separate_arguments(args UNIX_COMMAND "${command}")
+if(PASSES)
+  list(APPEND args --passes=${PASSES})
+endif()
 
 if(RUN_TARGET STREQUAL "vulkan")
   execute_process(COMMAND ${EPHC} devices OUTPUT_VARIABLE devices ERROR_VARIABLE devices_err)
