@@ -20,7 +20,10 @@
 // unless --passes), and their kernels timed the same way:
 //
 //   vadd            c = a + b, one float per invocation           GB/s (2 reads + 1 write)
-//   vadd4           the same, one vec4 per invocation
+//   vadd.x4         vadd after the vectorize pass (four floats an invocation, vec.load/vec.store)
+//   vadd4           the same, one vec4 per invocation, written by hand
+//   saxpy           y = a x + y, one float per invocation         GB/s (2 reads + 1 write)
+//   saxpy.x4        saxpy after the vectorize pass
 //   reduce          reduce_partial + reduce_final                 GB/s (read)
 //   sgemm           128x128 tiles, 8x8 per invocation, k-loop     TFLOP/s
 //   sgemm_unrolled  the same with the k-tile's 8 steps written out
@@ -54,6 +57,7 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
+#include "passes/Vectorize.h"
 #include "runtime/vulkan/VulkanDevice.h"
 
 namespace {
@@ -496,8 +500,12 @@ struct Bench {
   EphLaunch ephLaunch(const std::string& name, std::array<uint64_t, 3> grid, std::vector<interp::RtValue> args) {
     const ir::Function& f = kernel(name);
     EphLaunch l{&f, {}, std::move(args)};
+    // A kernel of the vectorize pass (attribute vectorized = V) covers V
+    // elements of x an invocation: grid.x / V + 1 invocations (passes/Vectorize.h).
+    uint64_t vectorized = f.attrs.count("vectorized") ? uint64_t(f.attrs.at("vectorized").i) : 0;
     for (int d = 0; d < 3; ++d) {
-      uint64_t g = (grid[d] + f.workgroupSize[d] - 1) / f.workgroupSize[d];
+      uint64_t invocations = d == 0 && vectorized ? grid[0] / vectorized + 1 : grid[d];
+      uint64_t g = (invocations + f.workgroupSize[d] - 1) / f.workgroupSize[d];
       if (g > dev.caps().maxWorkgroupCount[d]) fail(name + ": " + std::to_string(g) + " workgroups in dimension " +
                                                       std::to_string(d) + ", more than the device allows");
       l.groups[d] = uint32_t(g);
@@ -664,8 +672,9 @@ struct Bench {
 
 // The Ephapax kernels (--eph DIR); the same checks and timing as above.
 struct EphBench : Bench {
-  // vec4: vadd4 over n/4 vec4s (n a multiple of 4), else vadd over n floats.
-  void vadd(uint64_t n, bool vec4s) {
+  // `name` is vadd, vadd.x4 (n floats) or vadd4 (n/4 vec4s, n a multiple of 4).
+  void vadd(uint64_t n, const std::string& name) {
+    bool vec4s = name == "vadd4";
     auto a = random(n, -1, 1), b = random(n, -1, 1);
     const ir::Type* elem = vec4s ? vec4() : ctx.f32();
     uint64_t count = vec4s ? n / 4 : n;
@@ -673,19 +682,46 @@ struct EphBench : Bench {
     upload(ha, a);
     upload(hb, b);
     upload(hc, std::vector<float>(n, NAN));
-    auto l = ephLaunch(vec4s ? "vadd4" : "vadd", {count, 1, 1}, {buf(elem, ha), buf(elem, hb), buf(elem, hc)});
+    auto l = ephLaunch(name, {count, 1, 1}, {buf(elem, ha), buf(elem, hb), buf(elem, hc)});
     run(l);
     auto c = download(hc, n);
     for (uint64_t i = 0; i < n; ++i)
       if (!(c[i] == a[i] + b[i]))
-        fail("vadd: element " + std::to_string(i) + " is " + std::to_string(c[i]) + ", want " +
+        fail(name + ": element " + std::to_string(i) + " is " + std::to_string(c[i]) + ", want " +
              std::to_string(a[i] + b[i]));
-    Result r{vec4s ? "vadd4" : "vadd", n};
+    Result r{name, n};
     r.checked = true;
     report(r, 3.0 * 4 * n, false, 1, [&] { run(l); });
     check(dev.free(ha, {}));
     check(dev.free(hb, {}));
     check(dev.free(hc, {}));
+  }
+
+  // `name` is saxpy or saxpy.x4: y = a x + y over n floats, checked against
+  // float64 (one rounding of a*x and one of the sum: 2^-23 relative).
+  void saxpy(uint64_t n, const std::string& name) {
+    const float alpha = 1.75f;
+    auto x = random(n, -1, 1), y = random(n, -1, 1);
+    uint64_t hx = alloc(ctx.f32(), n), hy = alloc(ctx.f32(), n);
+    upload(hx, x);
+    upload(hy, y);
+    auto l = ephLaunch(name, {n, 1, 1},
+                       {interp::RtValue::ofFloat(ctx.f32(), alpha), buf(ctx.f32(), hx), buf(ctx.f32(), hy)});
+    run(l);
+    auto got = download(hy, n);
+    Result r{name, n};
+    for (uint64_t i = 0; i < n; ++i) {
+      double want = double(alpha) * x[i] + y[i];
+      double err = std::fabs(got[i] - want) / (std::fabs(double(alpha) * x[i]) + std::fabs(y[i]) + 1e-30);
+      r.error = std::max(r.error, err);
+      if (!(err <= 2e-7))
+        fail(name + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) + ", want " +
+             std::to_string(want));
+    }
+    r.checked = true;
+    report(r, 3.0 * 4 * n, false, 1, [&] { run(l); });
+    check(dev.free(hx, {}));
+    check(dev.free(hy, {}));
   }
 
   // The same workgroup count as the .eir sum and the CUDA peer.
@@ -761,6 +797,11 @@ std::vector<std::unique_ptr<ir::Module>> compileEphKernels(ir::Context& ctx, con
     eph::passes::PipelineOptions opts;
     if (!pm->run(*m, opts, errors))
       Bench::fail(path + ": the pass pipeline failed" + (errors.empty() ? "" : ": " + errors[0].str()));
+    // vadd.x4, saxpy.x4: the vectorize pass's kernels (timed beside the originals).
+    for (const char* k : {"vadd", "saxpy"})
+      if (const ir::Function* f = m->lookup(k); f && !m->lookup(std::string(k) + ".x4") &&
+                                                 !eph::passes::vectorizeKernel(*m, *f))
+        Bench::fail(std::string("the vectorize pass does not take @") + k);
     std::fprintf(stderr, "compiled %s in %.2f ms\n", path.c_str(),
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     mods.push_back(std::move(m));
@@ -890,8 +931,11 @@ int main(int argc, char** argv) {
       reduces.push_back((uint64_t(1) << 20) + 4 * 37);
     }
     for (uint64_t n : vadds) {
-      if (want("vadd")) b.vadd(n, false);
-      if (want("vadd4") && n % 4 == 0) b.vadd(n, true);
+      for (const char* name : {"vadd", "vadd.x4", "vadd4", "saxpy", "saxpy.x4"}) {
+        if (!want(name) || (std::string(name) == "vadd4" && n % 4 != 0)) continue;
+        if (std::string(name).starts_with("saxpy")) b.saxpy(n, name);
+        else b.vadd(n, name);
+      }
     }
     if (want("reduce"))
       for (uint64_t n : reduces) b.reduce(n);

@@ -60,9 +60,9 @@ def main():
         with open(args.cuda_json) as f:
             cuda = [json.loads(line) for line in f if line.strip()]
     # Variants are compared with the PyTorch operation they compute:
-    # sgemm_unrolled with sgemm, vadd4 with vadd.
+    # sgemm_unrolled with sgemm, vadd4 and vadd.x4 with vadd, saxpy.x4 with saxpy.
     def base(name):
-        return "sgemm" if name.startswith("sgemm") else "vadd" if name.startswith("vadd") else name
+        return next((op for op in ("sgemm", "vadd", "saxpy") if name.startswith(op)), name)
     wanted = []
     for r in eph["results"] + cuda:
         if (base(r["name"]), int(r["size"])) not in wanted:
