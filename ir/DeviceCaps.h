@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace eph {
 
@@ -30,6 +31,16 @@ struct DeviceCaps {
   // Vulkan's minStorageBufferOffsetAlignment: a buffer view's byte offset in
   // a dispatch must be a multiple of it (1 where any offset binds).
   uint64_t storageBufferOffsetAlignment = 1;
+  // Cooperative matrices (SPV_NV_cooperative_matrix, ir/ops/CoopMatrix.cpp):
+  // the subgroup multiply-add shapes the device runs, each "MxNxK A C" (a and
+  // b of type A, c and the result of type C), e.g. "16x16x16 f16 f32"; empty
+  // where the device has no matrix units the SPIR-V target can reach.
+  std::vector<std::string> cooperativeMatrixShapes;
+  bool hasCoopShape(const std::string& s) const {
+    for (const std::string& x : cooperativeMatrixShapes)
+      if (x == s) return true;
+    return false;
+  }
   uint32_t vulkanApiVersion = 0;  // VK_MAKE_API_VERSION for Vulkan devices, else 0
 };
 

@@ -29,6 +29,7 @@ OpTable& OpTable::get() {
     registerAggregateOps(*t);
     registerControlOps(*t);
     registerMemoryOps(*t);
+    registerCoopMatrixOps(*t);
     registerSubgroupOps(*t);
     registerHostOps(*t);
     registerFunctionOps(*t);

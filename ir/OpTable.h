@@ -163,6 +163,7 @@ void registerArithOps(OpTable& t);
 void registerAggregateOps(OpTable& t);
 void registerControlOps(OpTable& t);
 void registerMemoryOps(OpTable& t);
+void registerCoopMatrixOps(OpTable& t);
 void registerSubgroupOps(OpTable& t);
 void registerHostOps(OpTable& t);
 void registerFunctionOps(OpTable& t);

@@ -346,7 +346,7 @@ class Parser {
         return nullptr;
       return ctx_.functionType(std::move(params), std::move(results));
     }
-    bool known = w == "vec" || w == "array" || w == "struct" || w == "sum" || w == "buffer";
+    bool known = w == "vec" || w == "array" || w == "struct" || w == "sum" || w == "buffer" || w == "coopmat";
     if (!known) {
       fail("I003", "unknown type '" + w + "'", at);
       return nullptr;
@@ -364,6 +364,16 @@ class Parser {
       if (w == "buffer") {
         result = bufferRest(elem);
         if (!result) return nullptr;
+      } else if (w == "coopmat") {
+        Loc nAt = here();
+        unsigned rows = 0, cols = 0;
+        if (!uintLiteral(rows, "a row count") || !expect(Tok::Comma, "','") || !uintLiteral(cols, "a column count"))
+          return nullptr;
+        if (!(elem->isInt() || elem->isFloat()) || rows == 0 || cols == 0 || rows > 64 || cols > 64) {
+          fail("I008", "cooperative matrices have 1 to 64 rows and columns of integers or floats", nAt);
+          return nullptr;
+        }
+        result = ctx_.coopMatrixType(elem, rows, cols);
       } else {
         Loc nAt = here();
         unsigned n = 0;

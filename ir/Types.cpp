@@ -51,6 +51,8 @@ std::string textOf(const Type& t) {
              join({t.results().begin(), t.results().end()}) + ")";
     case TypeKind::Var: return "!" + nameText(t.name());
     case TypeKind::Box: return "box";
+    case TypeKind::CoopMatrix:
+      return "coopmat<" + t.elem()->str() + ", " + std::to_string(t.rows()) + ", " + std::to_string(t.cols()) + ">";
   }
   return "?";
 }
@@ -137,6 +139,16 @@ const Type* Context::vectorType(const Type* elem, unsigned count) {
   t.kind_ = TypeKind::Vector;
   t.elem_ = elem;
   t.count_ = count;
+  return get(std::move(t));
+}
+
+const Type* Context::coopMatrixType(const Type* elem, unsigned rows, unsigned cols) {
+  assert((elem->isInt() || elem->isFloat()) && rows > 0 && cols > 0);
+  Type t;
+  t.kind_ = TypeKind::CoopMatrix;
+  t.elem_ = elem;
+  t.count_ = rows;
+  t.cols_ = cols;
   return get(std::move(t));
 }
 

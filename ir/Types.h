@@ -25,6 +25,7 @@ enum class TypeKind : uint8_t {
   Function,  // fn(T, ...) -> (R, ...)
   Var,       // !T: a type variable in a generic function (monomorphized away)
   Box,       // box: an opaque, copyable handle to an immutable host heap cell
+  CoopMatrix,  // coopmat<T, R, C>: an R x C matrix of T held by a subgroup (ir/ops/CoopMatrix.cpp)
 };
 
 // Where a buffer's memory lives.
@@ -50,6 +51,7 @@ class Type {
   bool isFunction() const { return kind_ == TypeKind::Function; }
   bool isVar() const { return kind_ == TypeKind::Var; }
   bool isBox() const { return kind_ == TypeKind::Box; }
+  bool isCoopMatrix() const { return kind_ == TypeKind::CoopMatrix; }
   bool isScalar() const { return isBool() || isInt() || isFloat(); }
   bool isNumeric() const { return isInt() || isFloat(); }
   bool isUnit() const { return isStruct() && members_.empty(); }
@@ -57,8 +59,11 @@ class Type {
   // Int/Float: bit width. Int: signedness.
   unsigned bits() const { return bits_; }
   bool isSigned() const { return signed_; }
-  // Vector/Array: element count.
+  // Vector/Array: element count. CoopMatrix: rows.
   unsigned count() const { return count_; }
+  // CoopMatrix: rows and columns.
+  unsigned rows() const { return count_; }
+  unsigned cols() const { return cols_; }
   // Vector/Array/Buffer: element type.
   const Type* elem() const { return elem_; }
   // Buffer only.
@@ -89,7 +94,7 @@ class Type {
   friend class Context;
   Type() = default;
   TypeKind kind_ = TypeKind::Bool;
-  unsigned bits_ = 0, count_ = 0;
+  unsigned bits_ = 0, count_ = 0, cols_ = 0;
   bool signed_ = false, linear_ = false, affine_ = false;
   Space space_ = Space::Host;
   Ownership own_ = Ownership::Read;
@@ -114,6 +119,8 @@ class Context {
   const Type* f32() { return floatType(32); }
   const Type* f64() { return floatType(64); }
   const Type* vectorType(const Type* elem, unsigned count);
+  // coopmat<elem, rows, cols>: elem a float or integer scalar.
+  const Type* coopMatrixType(const Type* elem, unsigned rows, unsigned cols);
   const Type* structType(std::vector<const Type*> fields);
   const Type* unitType() { return structType({}); }
   const Type* sumType(std::vector<const Type*> variants);

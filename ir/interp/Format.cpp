@@ -66,6 +66,7 @@ std::string format(const RtValue& v, Memory* mem) {
       formatList(out, v.elems, mem);
       return out + ")";
     case ir::TypeKind::Array:
+    case ir::TypeKind::CoopMatrix:  // its elements, row by row
       out = "[";
       formatList(out, v.elems, mem);
       return out + "]";
@@ -275,7 +276,8 @@ class ValueParser {
       }
       case ir::TypeKind::Function:
       case ir::TypeKind::Var:
-      case ir::TypeKind::Box: break;
+      case ir::TypeKind::Box:
+      case ir::TypeKind::CoopMatrix: break;
     }
     return fail("cannot give a value of type " + t->str() + " on the command line");
   }

@@ -158,6 +158,10 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
                 : cap == "int8" ? &c.int8 : cap == "int16" ? &c.int16 : cap == "atomicInt64" ? &c.atomicInt64
                 : cap == "atomicFloat32Add" ? &c.atomicFloat32Add : cap == "atomicFloat64Add" ? &c.atomicFloat64Add
                 : nullptr;
+    if (cap == "cooperativeMatrix") {
+      c.cooperativeMatrixShapes.clear();
+      continue;
+    }
     if (!field) return Error{{}, "unknown capability '" + cap + "' in VulkanOptions::withoutCaps"};
     *field = false;
   }
@@ -167,6 +171,7 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   pd.features->base.features.robustBufferAccess = VK_FALSE;
   std::vector<const char*> extensions;
   if (pd.hasAtomicFloat) extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  if (pd.hasCoopMatrix) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executableInfo{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   I.printStatistics = std::getenv("EPH_VK_STATS") && pd.hasExecutableProperties;

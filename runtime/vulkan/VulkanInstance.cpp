@@ -127,7 +127,7 @@ Instance::~Instance() {
   if (instance_) api().vkDestroyInstance(instance_, nullptr);
 }
 
-void FeatureChain::link(uint32_t apiVersion, bool hasAtomicFloat) {
+void FeatureChain::link(uint32_t apiVersion, bool hasAtomicFloat, bool hasCoopMatrix) {
   void** next = &base.pNext;
   auto append = [&](auto& s) {
     *next = &s;
@@ -139,8 +139,45 @@ void FeatureChain::link(uint32_t apiVersion, bool hasAtomicFloat) {
   if (apiVersion >= VK_API_VERSION_1_2) append(v12);
   if (apiVersion >= VK_API_VERSION_1_3) append(v13);
   if (hasAtomicFloat) append(atomicFloat);
+  if (hasCoopMatrix) append(coopMatrix);
   *next = nullptr;
 }
+
+namespace {
+
+const char* componentName(VkComponentTypeNV t) {
+  switch (t) {
+    case VK_COMPONENT_TYPE_FLOAT16_NV: return "f16";
+    case VK_COMPONENT_TYPE_FLOAT32_NV: return "f32";
+    case VK_COMPONENT_TYPE_FLOAT64_NV: return "f64";
+    case VK_COMPONENT_TYPE_SINT8_NV: return "i8";
+    case VK_COMPONENT_TYPE_SINT32_NV: return "i32";
+    case VK_COMPONENT_TYPE_UINT8_NV: return "u8";
+    case VK_COMPONENT_TYPE_UINT32_NV: return "u32";
+    default: return nullptr;
+  }
+}
+
+// The subgroup-scope shapes of VK_NV_cooperative_matrix, as DeviceCaps
+// spells them ("16x16x16 f16 f32").
+std::vector<std::string> coopMatrixShapes(Instance& inst, VkPhysicalDevice pd) {
+  auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      api().vkGetInstanceProcAddr(inst.handle(), "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  std::vector<std::string> shapes;
+  uint32_t n = 0;
+  if (!get || get(pd, &n, nullptr) != VK_SUCCESS) return shapes;
+  std::vector<VkCooperativeMatrixPropertiesNV> props(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (get(pd, &n, props.data()) != VK_SUCCESS) return shapes;
+  for (const auto& p : props) {
+    const char *a = componentName(p.AType), *c = componentName(p.CType);
+    if (p.scope != VK_SCOPE_SUBGROUP_NV || !a || !c || p.AType != p.BType || p.CType != p.DType) continue;
+    shapes.push_back(std::to_string(p.MSize) + "x" + std::to_string(p.NSize) + "x" + std::to_string(p.KSize) + " " + a +
+                     " " + c);
+  }
+  return shapes;
+}
+
+}  // namespace
 
 Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
   Api& a = api();
@@ -169,6 +206,7 @@ Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
     for (auto& e : exts)
     {
       if (std::strcmp(e.extensionName, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME) == 0) d.hasAtomicFloat = true;
+      if (std::strcmp(e.extensionName, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) == 0) d.hasCoopMatrix = true;
       if (std::strcmp(e.extensionName, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) == 0)
         d.hasExecutableProperties = true;
     }
@@ -185,8 +223,12 @@ Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
 
     d.features = std::make_unique<FeatureChain>();
     FeatureChain& f = *d.features;
-    f.link(api, d.hasAtomicFloat);
+    f.link(api, d.hasAtomicFloat, d.hasCoopMatrix);
     a.vkGetPhysicalDeviceFeatures2(d.handle, &f.base);
+    if (d.hasCoopMatrix && !f.coopMatrix.cooperativeMatrix) {  // the extension without the feature
+      d.hasCoopMatrix = false;
+      f.link(api, d.hasAtomicFloat, false);
+    }
 
     uint32_t qn = 0;
     a.vkGetPhysicalDeviceQueueFamilyProperties(d.handle, &qn, nullptr);
@@ -269,6 +311,7 @@ Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
     c.maxWorkgroupMemoryBytes = lim.maxComputeSharedMemorySize;
     c.maxPushConstantBytes = lim.maxPushConstantsSize;
     c.storageBufferOffsetAlignment = lim.minStorageBufferOffsetAlignment;
+    if (d.hasCoopMatrix) c.cooperativeMatrixShapes = coopMatrixShapes(inst, d.handle);
     c.vulkanApiVersion = VK_MAKE_API_VERSION(0, VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api), 0);
     d.maxStorageBuffersPerStage = lim.maxPerStageDescriptorStorageBuffers;
     d.index = int(out.size());

@@ -51,12 +51,14 @@ struct FeatureChain {
   VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomicFloat{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coopMatrix{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   // Vulkan 1.1 devices have no VkPhysicalDeviceVulkan11Features (a 1.2
   // struct); they report 16-bit storage here instead.
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   bool core11 = false;  // v11 is linked (Vulkan 1.2 and later)
   // Links the structs the device knows (by API version and extensions).
-  void link(uint32_t apiVersion, bool hasAtomicFloat);
+  void link(uint32_t apiVersion, bool hasAtomicFloat, bool hasCoopMatrix);
   bool storageBuffer16BitAccess() const {
     return core11 ? v11.storageBuffer16BitAccess : storage16.storageBuffer16BitAccess;
   }
@@ -82,6 +84,7 @@ struct PhysicalDevice {
   // "maxMemoryAllocationSize" or "the largest device-local memory heap".
   std::string maxBufferLimit;
   bool hasAtomicFloat = false;  // VK_EXT_shader_atomic_float
+  bool hasCoopMatrix = false;   // VK_NV_cooperative_matrix
   bool hasExecutableProperties = false;  // VK_KHR_pipeline_executable_properties
   std::unique_ptr<FeatureChain> features;
 };

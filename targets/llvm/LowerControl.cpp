@@ -238,6 +238,9 @@ void FunctionEmitter::addControlLowerings(EmitTable& t) {
     t[n] = &FunctionEmitter::emitBuiltin;
   // Function values are host code's (emitHostOp); kernels have none.
   for (ir::OpId n : {FuncRef, CallIndirect}) t[n] = &FunctionEmitter::emitUnsupported;
+  // Cooperative matrices are a GPU's matrix units (the tensor frontend uses
+  // them only where DeviceCaps::cooperativeMatrix says so).
+  for (ir::OpId n : {CoopFill, CoopLoad, CoopStore, CoopMulAdd}) t[n] = &FunctionEmitter::emitUnsupported;
 }
 
 }  // namespace eph::llvmtarget

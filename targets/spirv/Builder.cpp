@@ -212,6 +212,15 @@ Id ModuleBuilder::typeVector(Id component, unsigned count) {
                  {.width = typeWidth(component), .count = count, .elem = component}, {component, count});
 }
 
+Id ModuleBuilder::typeCoopMatrixNV(Id component, unsigned rows, unsigned cols) {
+  require(spv::Capability::CooperativeMatrixNV);
+  requireExtension("SPV_NV_cooperative_matrix");
+  Id u32 = typeInt(32, false);
+  Id scope = constInt(u32, 3), r = constInt(u32, rows), c = constInt(u32, cols);  // 3: Subgroup
+  return typeFor({u(spv::Op::OpTypeCooperativeMatrixNV), component, rows, cols}, spv::Op::OpTypeCooperativeMatrixNV,
+                 {.width = typeWidth(component), .count = rows * cols, .elem = component}, {component, scope, r, c});
+}
+
 Id ModuleBuilder::typeArray(Id elem, unsigned length, uint32_t stride) {
   Id len = constInt(typeInt(32, false), length);
   Words key = {u(spv::Op::OpTypeArray), elem, length, stride};

@@ -60,6 +60,9 @@ class ModuleBuilder {
   Id typeInt(unsigned width, bool isSigned);
   Id typeFloat(unsigned width);
   Id typeVector(Id component, unsigned count);
+  // OpTypeCooperativeMatrixNV of rows x cols components, subgroup scope
+  // (SPV_NV_cooperative_matrix; requires its capability and extension).
+  Id typeCoopMatrixNV(Id component, unsigned rows, unsigned cols);
   // stride 0: no ArrayStride decoration (Function/Workgroup storage, values).
   Id typeArray(Id elem, unsigned length, uint32_t stride = 0);
   Id typeRuntimeArray(Id elem, uint32_t stride);

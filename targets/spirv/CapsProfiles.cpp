@@ -32,6 +32,8 @@ DeviceCaps nvidia() {
   c.subgroupSize = 32;
   c.atomicFloat64Add = true;
   c.maxWorkgroupMemoryBytes = 49152;
+  c.cooperativeMatrixShapes = {"16x8x16 f16 f16", "16x8x8 f16 f16", "16x8x16 f16 f32", "16x8x8 f16 f32",
+                               "16x16x16 f16 f16", "16x16x16 f16 f32"};
   c.maxWorkgroupCount = {2147483647, 65535, 65535};
   return c;
 }

@@ -55,6 +55,7 @@ Id Emitter::valueType(const ir::Type* t) {
     case ir::TypeKind::Float: id = b.typeFloat(t->bits()); break;
     case ir::TypeKind::Vector: id = b.typeVector(valueType(t->elem()), t->count()); break;
     case ir::TypeKind::Array: id = b.typeArray(valueType(t->elem()), t->count()); break;
+    case ir::TypeKind::CoopMatrix: id = b.typeCoopMatrixNV(valueType(t->elem()), t->rows(), t->cols()); break;
     case ir::TypeKind::Struct: {
       std::vector<Id> members;
       for (const ir::Type* m : t->members()) members.push_back(valueType(m));
@@ -252,6 +253,17 @@ Status Emitter::checkDevice() {
         st = e;
         return;
       }
+      if (name == ir::OpId::CoopMulAdd) {
+        const ir::Type *a = op->operand(0)->type(), *c = op->operand(2)->type();
+        std::string shape = std::to_string(a->rows()) + "x" + std::to_string(c->cols()) + "x" + std::to_string(a->cols()) +
+                            " " + a->elem()->str() + " " + c->elem()->str();
+        if (!caps.hasCoopShape(shape)) {
+          Error e = lacks("a " + shape + " cooperative matrix multiply-add", "'coop.muladd'");
+          e.loc = op->loc().known() ? op->loc() : e.loc;
+          st = e;
+          return;
+        }
+      }
       if (name == ir::OpId::WorkgroupAlloc)
         sharedBytes += uint64_t(op->intAttr("size")) * ir::storageStride(op->result(0)->type()->elem());
       if (ir::isAtomic(name)) {
@@ -284,6 +296,8 @@ Status Emitter::checkDevice() {
       return Error{kernel.loc(), "kernel @" + kernel.name() + ": function values ('" + t->str() +
                                      "') are not supported by the SPIR-V target (run the monomorphize pass first: "
                                      "it makes calls through known functions direct)"};
+    if (t->isCoopMatrix() && caps.cooperativeMatrixShapes.empty())
+      return lacks("cooperative matrices (VK_NV_cooperative_matrix)", ts);
     if (t->isFloat() && t->bits() == 64 && !caps.float64) return lacks("float64", ts);
     if (t->isFloat() && t->bits() == 16 && !caps.float16) return lacks("float16", ts);
     if (t->isInt() && t->bits() == 64 && !caps.int64) return lacks("int64", ts);
@@ -431,6 +445,7 @@ const Emitter::EmitTable& Emitter::table() {
     addMemoryEmitters(t);
     addControlEmitters(t);
     addSubgroupEmitters(t);
+    addCoopMatrixEmitters(t);
     return t;
   }();
   return table;

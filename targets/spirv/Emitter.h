@@ -160,6 +160,8 @@ class Emitter {
   static void addAggregateEmitters(EmitTable& t);
   static void addMemoryEmitters(EmitTable& t);
   static void addSubgroupEmitters(EmitTable& t);  // EmitSubgroup.cpp
+  static void addCoopMatrixEmitters(EmitTable& t);  // EmitCoopMatrix.cpp
+  Status emitCoopMatrix(const ir::Op& op);
 
   // Arith/aggregate entry points named in the tables.
   Status emitConst(const ir::Op& op);

@@ -100,6 +100,11 @@ int runDevicesCommand(Session& s, std::span<const std::string> argv) {
   row("atomic int64", [](const Column& c) { return yesNo(c.caps.atomicInt64); });
   row("atomic f32 add", [](const Column& c) { return yesNo(c.caps.atomicFloat32Add); });
   row("atomic f64 add", [](const Column& c) { return yesNo(c.caps.atomicFloat64Add); });
+  row("matrix units", [](const Column& c) {  // cooperative matrices, f16 inputs
+    for (const std::string& s : c.caps.cooperativeMatrixShapes)
+      if (s == "16x16x16 f16 f32") return std::string("16x16x16 f16 -> f32");
+    return std::string(c.caps.cooperativeMatrixShapes.empty() ? "no" : "other shapes");
+  });
   row("largest buffer", [](const Column& c) { return bytesText(c.caps.maxBufferBytes); });
   row("device memory", [](const Column& c) { return c.caps.memoryBytes ? bytesText(c.caps.memoryBytes) : "-"; });
   row("workgroup invocations", [](const Column& c) { return std::to_string(c.caps.maxWorkgroupInvocations); });
