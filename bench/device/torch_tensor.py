@@ -36,6 +36,9 @@ def case(name, size):
     if name == 'matmul':
         a, b = r(d[0], d[0]), r(d[0], d[0])
         return lambda: a @ b
+    if name == 'hgemm':  # f16 in and out, f32 sums (cuBLAS on the tensor cores)
+        a, b = r(d[0], d[0]).half(), r(d[0], d[0]).half()
+        return lambda: a @ b
     if name == 'linear':  # relu(x @ w + b): addmm (the bias in cuBLAS's epilogue), then relu
         m, k, n = d
         x, w, b = r(m, k), r(k, n), r(n)

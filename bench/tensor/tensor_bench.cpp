@@ -9,7 +9,7 @@
 // there), GPU timestamps on Vulkan. Uploads and downloads are not counted (numpy's
 // arrays are in memory already). Prints a table and writes JSON (--json).
 //
-//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--elements E] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
+//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--no-coop] [--elements E] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -197,6 +197,30 @@ Built build(const std::string& name, const std::string& size) {
       }
       return e;
     };
+  } else if (name == "hgemm") {  // f16 inputs and output, f32 sums: the matrix units where the device has them
+    int64_t n = d[0];
+    for (const char* v : {"a", "b"}) {
+      Shape s = {n, n};
+      b.inputs.push_back(HostTensor::of(DType::F16, s, randoms(size_t(n * n), b.inputs.size() + 1)));
+      (void)v;
+    }
+    Tensor x = p.input("a", DType::F16, {n, n}), y = p.input("b", DType::F16, {n, n});
+    p.output("c", p.apply("matmul", {x, y}));
+    b.flops = 2.0 * double(n * n * n);
+    // The error relative to sum |a_ik b_kj| (the f16 output rounds at 2^-11 of the result).
+    b.check = [&b, n](const HostTensor& c) {
+      double e = 0;
+      for (int k = 0; k < 64; ++k) {
+        int64_t i = (k * 7919) % n, j = (k * 104729) % n;
+        double want = 0, scale = 0;
+        for (int64_t t = 0; t < n; ++t) {
+          double p = b.inputs[0].get(i * n + t) * b.inputs[1].get(t * n + j);
+          want += p, scale += std::abs(p);
+        }
+        e = std::max(e, std::abs(c.get(i * n + j) - want) / (scale + 1e-30));
+      }
+      return e;
+    };
   } else if (name == "linear") {  // M x K x N: relu(x·w + b), a layer of an MLP (the bias and relu: the matmul's epilogue)
     int64_t M = d[0], K = d[1], N = d[2];
     Tensor x = input("x", {M, K}, 1), w = input("w", {K, N}, 2), bias = input("bias", {N}, 3);
@@ -346,6 +370,7 @@ int main(int argc, char** argv) {
   std::string only;  // --only OP: that op's cases
   unsigned wg = 0, rowElements = 0;  // --wg N, --row-elements N (0: the device's row of the tuning table)
   int matmulBlock = -1;              // --matmul-block R (-1: the device's row)
+  bool noCoop = false;               // --no-coop: f16 matmul without cooperative matrices
   int elements = 0;                  // --elements E: LowerOptions::elementsPerInvocation (0: the device's row)
   unsigned maxGroupsX = LowerOptions{}.maxGroupsX;    // --max-groups-x N: LowerOptions::maxGroupsX
   std::string sizesArg;                               // --sizes A,B: the sizes of every case run
@@ -366,6 +391,7 @@ int main(int argc, char** argv) {
     else if (a == "--wg") wg = unsigned(std::atoi(next().c_str()));
     else if (a == "--row-elements") rowElements = unsigned(std::atoi(next().c_str()));
     else if (a == "--matmul-block") matmulBlock = std::atoi(next().c_str());
+    else if (a == "--no-coop") noCoop = true;
     else if (a == "--elements") elements = std::atoi(next().c_str());
     else if (a == "--max-groups-x") maxGroupsX = unsigned(std::atoi(next().c_str()));
     else if (a == "--sizes") sizesArg = next();
@@ -391,6 +417,7 @@ int main(int argc, char** argv) {
                   {"softmax_chain", {"1024x1024", "4096x4096"}},
                   {"layer_norm", {"1024x1024", "4096x4096"}},
                   {"matmul", {"256", "1024"}},
+                  {"hgemm", {"256"}},
                   {"linear", {"2048x512x512"}},
                   {"conv2d", {"8x32x64x64x32"}}};
   if (large)  // the GPU machine's sizes (bench/device/tensor.sh): issue 14's 8192x8192 and bigger GEMM and conv
@@ -400,6 +427,7 @@ int main(int argc, char** argv) {
              {"softmax_chain", {"4096x4096", "8192x8192"}},
              {"layer_norm", {"4096x4096", "8192x8192"}},
              {"matmul", {"1024", "4096"}},
+             {"hgemm", {"1024", "4096", "8192"}},
              {"linear", {"8192x1024x4096"}},
              {"conv2d", {"8x32x64x64x32", "32x64x128x128x64"}}};
   if (!only.empty())
@@ -457,7 +485,8 @@ int main(int argc, char** argv) {
         }
         r.bytes = b.bytes, r.flops = b.flops;
         ir::Context ctx;
-        LowerOptions lo = tunedFor(base->caps().name);
+        LowerOptions lo = tunedFor(base->caps());
+        if (noCoop) lo.coopMatrixSubgroup = 0;
         lo.fuse = fuse;
         if (wg) lo.workgroupSize = wg;
         if (rowElements) lo.rowElements = rowElements;

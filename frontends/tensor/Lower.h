@@ -52,6 +52,10 @@ struct LowerOptions {
   // (ops/Linalg.cpp: 256 invocations, an R x R block each; 4 or 8), or 0 for
   // the 64-invocation kernel of 8x8 blocks.
   unsigned matmulBlock = 8;
+  // f16 matmul through cooperative matrices (ops/MatmulCoop.cpp): the
+  // device's subgroup size where it runs 16x16x16 f16 products into f32
+  // (DeviceCaps::cooperativeMatrixShapes; tensor::run sets it), else 0.
+  unsigned coopMatrixSubgroup = 0;
   // Workgroups along x of one dispatch, at most (more go along y).
   unsigned maxGroupsX = 32768;
   // tensor::run (Run.h), which opens the device: take workgroupSize and

@@ -207,7 +207,7 @@ Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target,
   auto dev = runtime::openDevice(target);
   if (!dev) return dev.error();
   ir::Context ctx;
-  LowerOptions o = opts.tune ? tunedFor((*dev)->caps().name, opts) : opts;
+  LowerOptions o = opts.tune ? tunedFor((*dev)->caps(), opts) : opts;
   o.deviceIO = true;
   auto c = lower(ctx, p, o);
   if (!c) return c.error();

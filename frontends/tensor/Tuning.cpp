@@ -36,4 +36,10 @@ LowerOptions tunedFor(std::string_view deviceName, LowerOptions base) {
   return base;
 }
 
+LowerOptions tunedFor(const DeviceCaps& caps, LowerOptions base) {
+  base = tunedFor(caps.name, base);
+  base.coopMatrixSubgroup = caps.hasCoopShape("16x16x16 f16 f32") ? caps.subgroupSize : 0;
+  return base;
+}
+
 }  // namespace eph::tensor

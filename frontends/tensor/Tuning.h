@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "frontends/tensor/Lower.h"
+#include "ir/DeviceCaps.h"
 
 namespace eph::tensor {
 
@@ -28,5 +29,9 @@ std::span<const TuningRow> tuningTable();
 // `base` with the sizes of the first row whose device occurs in
 // `deviceName`; unchanged when none does.
 LowerOptions tunedFor(std::string_view deviceName, LowerOptions base = {});
+// The same for the device `caps` describes, with what its capabilities
+// decide: cooperative-matrix f16 matmul where it runs 16x16x16 f16 products
+// into f32 (LowerOptions::coopMatrixSubgroup).
+LowerOptions tunedFor(const DeviceCaps& caps, LowerOptions base = {});
 
 }  // namespace eph::tensor

@@ -210,13 +210,6 @@ std::vector<Value*> batchIndex(Kernel& k, Value* batch, const Shape& vshape) {
   return idx;
 }
 
-// A tiled kernel's operands for batch `batch`: A's and B's element offsets
-// (B's null when parts.bElement reads it) and their row and column strides.
-struct OperandBases {
-  Value* baseA;
-  Value* baseB;
-  int64_t sam, sak, sbk, sbn;
-};
 OperandBases operandBases(Kernel& k, Value* batch, const Operand& a, const Operand& b, const Shape& vshape,
                           const MatmulParts& parts) {
   const size_t r = vshape.size();
@@ -246,6 +239,8 @@ int64_t matmulBlockFor(const LowerOptions& o, DType t, const Shape& vshape) {
 
 Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape,
                    const MatmulParts& parts) {
+  if (!parts.store && !parts.bElement && parts.extra.empty() && coopMatmulApplies(l.opts, t, a, b, vshape))
+    return coopMatmul(l, t, a, b, vshape);
   if (int64_t R = matmulBlockFor(l.opts, t, vshape)) return blockedMatmul(l, t, a, b, vshape, R, parts);
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];

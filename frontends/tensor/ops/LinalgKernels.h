@@ -60,4 +60,20 @@ ir::Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b,
                        const MatmulParts& parts = {});
 bool useTiled(const Shape& vshape, int64_t K);
 
+// A tiled kernel's operands for batch `batch`: A's and B's element offsets
+// (B's null when parts.bElement reads it) and their row and column strides.
+struct OperandBases {
+  ir::Value* baseA;
+  ir::Value* baseB;
+  int64_t sam, sak, sbk, sbn;
+};
+OperandBases operandBases(Kernel& k, ir::Value* batch, const Operand& a, const Operand& b, const Shape& vshape,
+                          const MatmulParts& parts);
+
+// f16 matmul on a GPU's matrix units (MatmulCoop.cpp): whether it applies
+// (LowerOptions::coopMatrixSubgroup, f16, shapes and strides it takes), and
+// the kernel.
+bool coopMatmulApplies(const LowerOptions& o, DType t, const Operand& a, const Operand& b, const Shape& vshape);
+ir::Value* coopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape);
+
 }  // namespace eph::tensor::linalg

@@ -1,0 +1,123 @@
+// f16 matmul on a GPU's matrix units: cooperative matrices (ir/ops/
+// CoopMatrix.cpp, SPV_NV_cooperative_matrix) of 16x16 f16 tiles multiplied
+// into 16x16 f32 accumulators.
+//
+// One subgroup per workgroup computes a 64x64 tile of C as 4x4 accumulators:
+// for each k-step of 16 it loads four 16x16 tiles of A (rows) and four of B
+// (columns) straight from device memory (the caches serve the reuse between
+// neighbouring workgroups) and does 16 multiply-adds. At the end the
+// accumulators go through workgroup memory (64x64 f32) so that each
+// invocation converts its share to f16 and stores it row by row.
+//
+// Where: LowerOptions::coopMatrixSubgroup (the device runs 16x16x16 f16 ->
+// f32 products; tensor::run sets it from DeviceCaps), an f16 product with
+// f32 sums, M and N multiples of 64, K of 16, each operand contiguous along
+// its rows or its columns (a transposed operand is a column-major load), and
+// the offsets and strides multiples of 8 elements (16 bytes, what the loads
+// need). Everything else takes the plain tiled kernels (ops/Linalg.cpp).
+#include "frontends/tensor/ops/LinalgKernels.h"
+
+namespace eph::tensor::linalg {
+
+using ir::Builder;
+using ir::Value;
+using ir::Values;
+
+namespace {
+constexpr int64_t kTileMN = 64, kStep = 16, kSub = kTileMN / 16;  // 4x4 accumulators
+
+// The stride of an operand contiguous along one of its two matrix axes
+// (rows: stride of the other axis, col-major false), or 0.
+int64_t leading(int64_t sOuter, int64_t sInner, bool& colMajor) {
+  if (sInner == 1 && sOuter % 8 == 0 && sOuter > 0) return colMajor = false, sOuter;
+  if (sOuter == 1 && sInner % 8 == 0 && sInner > 0) return colMajor = true, sInner;
+  return 0;
+}
+}  // namespace
+
+bool coopMatmulApplies(const LowerOptions& o, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
+  if (!o.coopMatrixSubgroup || t != DType::F16 || a.dtype != DType::F16 || b.dtype != DType::F16) return false;
+  const size_t r = vshape.size();
+  const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
+  const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
+  if (M % kTileMN || N % kTileMN || K % kStep || M == 0 || N == 0 || K == 0 || batches > 65535) return false;
+  bool colMajor = false;
+  if (!leading(a.strides[r - 2], a.strides[r - 1], colMajor) || !leading(b.strides[r - 2], b.strides[r - 1], colMajor))
+    return false;
+  // Every batch's base a multiple of 8 elements too.
+  for (size_t d = 0; d + 2 < r; ++d)
+    if (a.strides[d] % 8 || b.strides[d] % 8) return false;
+  return a.offset % 8 == 0 && b.offset % 8 == 0 && (M / kTileMN) * (N / kTileMN) <= 65535;
+}
+
+Value* coopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
+  const size_t r = vshape.size();
+  const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
+  const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
+  const int64_t tilesN = N / kTileMN;
+  const unsigned S = l.opts.coopMatrixSubgroup;
+  std::vector<Operand> in = {a, b};
+  auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
+    ir::Context& ctx = l.ctx;
+    const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
+    Kernel k(bb, ctx, in, inBufs);
+    const ir::Type* f32 = ctx.f32();
+    const ir::Type* accT = ctx.coopMatrixType(f32, 16, 16);
+    const ir::Type* halfT = ctx.coopMatrixType(ctx.floatType(16), 16, 16);
+    Value* staged = bb.workgroupAlloc(f32, kTileMN * kTileMN);
+    Value* gx = bb.workgroupId(0, ctx.i32());
+    Value* gz = bb.workgroupId(2, ctx.i32());
+    Value* row0 = bb.mul(bb.div(gx, k.i32(tilesN)), k.i32(kTileMN));
+    Value* col0 = bb.mul(bb.rem(gx, k.i32(tilesN)), k.i32(kTileMN));
+    const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, {});
+    bool aCol = false, bCol = false;
+    const int64_t lda = leading(sam, sak, aCol), ldb = leading(sbk, sbn, bCol);
+    auto load = [&](Builder& ib, Value* buf, Value* off, int64_t ld, bool colMajor) {
+      std::map<std::string, ir::Attr> attrs;
+      if (colMajor) attrs["col_major"] = ir::Attr::integer(1);
+      return ib.op("coop.load", {buf, off, k.i32(ld)}, halfT, std::move(attrs));
+    };
+    Value* zero = bb.op("coop.fill", {bb.constFloat(f32, 0)}, accT);
+    // The k loop; its trip count times num_workgroups.y (always 1) so that
+    // the shader compiler does not unroll it whole (as in blockedMatmul).
+    Value* trips = bb.mul(k.i32(K / kStep), bb.numWorkgroups(1, ctx.i32()));
+    ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), Values(size_t(kSub * kSub), zero),
+                            [&](Builder& ib, Value* step, const Values& acc) -> Values {
+      Value* kk = ib.mul(step, k.i32(kStep));
+      Values ta, tb;
+      for (int64_t i = 0; i < kSub; ++i) {
+        Value* row = addConst(k, row0, i * 16);
+        ta.push_back(load(ib, inBufs[0], ib.add(baseA, ib.add(mulConst(k, row, sam), mulConst(k, kk, sak))), lda, aCol));
+      }
+      for (int64_t j = 0; j < kSub; ++j) {
+        Value* col = addConst(k, col0, j * 16);
+        tb.push_back(load(ib, inBufs[1], ib.add(baseB, ib.add(mulConst(k, kk, sbk), mulConst(k, col, sbn))), ldb, bCol));
+      }
+      Values next;
+      for (int64_t i = 0; i < kSub; ++i)
+        for (int64_t j = 0; j < kSub; ++j)
+          next.push_back(ib.op("coop.muladd", {ta[size_t(i)], tb[size_t(j)], acc[size_t(i * kSub + j)]}, accT));
+      return next;
+    });
+    for (int64_t i = 0; i < kSub; ++i)
+      for (int64_t j = 0; j < kSub; ++j)
+        bb.create("coop.store", {staged, k.i32(i * 16 * kTileMN + j * 16), k.i32(kTileMN),
+                                 loop->result(unsigned(i * kSub + j))});
+    bb.barrier();
+    // Each invocation converts and stores elements lid, lid + S, ... of the tile.
+    Value* lid = bb.localId(0, ctx.i32());
+    Value* out = bufs.back();
+    Value* obase = bb.mul(gz, k.i32(M * N));
+    const ir::Type* storage = irType(ctx, t);
+    bb.forOp(lid, k.i32(kTileMN * kTileMN), k.i32(S), [&](Builder& ib, Value* e, const Values&) {
+      Value* gm = ib.add(row0, ib.div(e, k.i32(kTileMN)));
+      Value* gn = ib.add(col0, ib.rem(e, k.i32(kTileMN)));
+      Value* v = ib.cast(ib.load(staged, e), storage);
+      ib.store(out, ib.add(obase, ib.add(ib.mul(gm, k.i32(N)), gn)), v);
+    });
+  };
+  return l.custom("matmul_coop", t, numel(vshape), in, {S, 1, 1}, {(M / kTileMN) * tilesN, 1, batches}, build,
+                  shapeText(vshape) + "|coop" + std::to_string(S));
+}
+
+}  // namespace eph::tensor::linalg
