@@ -50,10 +50,8 @@ using ir::Op;
 using ir::OpId;
 using ir::Value;
 
-bool isGlobalIdX(const Value* v) {
-  const Op* d = v->definingOp();
-  return d && d->is(OpId::GlobalId) && d->attr("dim") && d->intAttr("dim") == 0 &&
-         d->parentRegion() == &d->parentFunction()->body();
+bool isGlobalIdX(const Value* v) {  // at the kernel's top level
+  return isGlobalId(v, 0) && v->definingOp()->parentRegion() == &v->definingOp()->parentFunction()->body();
 }
 
 // What fusion needs to know about a pointwise kernel.
@@ -261,18 +259,7 @@ class Fuser {
     }
     ir::Builder b(ctx, body);
     b.ret();
-    // K1's guard and the loads of %t are gone: drop what only they used.
-    for (bool again = true; again;) {
-      again = false;
-      f->walk([&](Op* op) {
-        std::vector<Value*> rs = op->results();
-        if (!rs.empty() && isEffectFree(*op) && !op->numRegions() &&
-            std::all_of(rs.begin(), rs.end(), [](Value* v) { return v->uses().empty(); })) {
-          op->erase();
-          again = true;
-        }
-      });
-    }
+    eraseUnusedValues(*f);  // K1's guard and the loads of %t are gone: drop what only they used
     return f;
   }
 

@@ -46,4 +46,26 @@ inline const ir::Attr* constantAttr(const ir::Value* v) {
   return def ? def->attr("value") : nullptr;
 }
 
+// Whether `v` is the result of a `global_id` in dimension `dim`.
+inline bool isGlobalId(const ir::Value* v, int64_t dim) {
+  const ir::Op* d = v->definingOp();
+  return d && d->is(ir::OpId::GlobalId) && d->attr("dim") && d->intAttr("dim") == dim;
+}
+
+// Erases, until none is left, the effect-free ops without regions whose
+// results nothing uses (what a rewrite left behind).
+inline void eraseUnusedValues(ir::Function& f) {
+  for (bool again = true; again;) {
+    again = false;
+    f.walk([&](ir::Op* op) {
+      std::vector<ir::Value*> rs = op->results();
+      if (rs.empty() || !isEffectFree(*op) || op->numRegions()) return;
+      for (const ir::Value* r : rs)
+        if (!r->uses().empty()) return;
+      op->erase();
+      again = true;
+    });
+  }
+}
+
 }  // namespace eph::passes

@@ -59,10 +59,7 @@ using ir::Value;
 
 constexpr unsigned kLanes = 4;
 
-bool isGlobalIdX(const Value* v) {
-  const Op* d = v->definingOp();
-  return d && d->is(OpId::GlobalId) && d->intAttr("dim") == 0;
-}
+bool isGlobalIdX(const Value* v) { return isGlobalId(v, 0); }
 
 // gid.x itself, or a cast of it to a 32- or 64-bit integer.
 bool isElementIndex(const Value* v) {
@@ -167,22 +164,6 @@ bool vectorizable(const Function& k, Shape& s) {
   return !s.vectorAccesses.empty();
 }
 
-// Drops effect-free ops whose results nothing uses (the per-lane copies of
-// the index arithmetic the vector accesses replaced).
-void dropUnusedValues(Function& f) {
-  for (bool again = true; again;) {
-    again = false;
-    f.walk([&](Op* op) {
-      std::vector<Value*> rs = op->results();
-      if (!rs.empty() && isEffectFree(*op) && !op->numRegions() &&
-          std::all_of(rs.begin(), rs.end(), [](Value* v) { return v->uses().empty(); })) {
-        op->erase();
-        again = true;
-      }
-    });
-  }
-}
-
 class Rewriter {
  public:
   Rewriter(ir::Module& m, const Function& k, const Shape& s) : m_(m), k_(k), s_(s), ctx_(m.context()) {}
@@ -226,7 +207,7 @@ class Rewriter {
           });
     });
     b.ret();
-    dropUnusedValues(*f_);
+    eraseUnusedValues(*f_);  // the per-lane copies of the index arithmetic the vector accesses replaced
     return f_;
   }
 

@@ -182,42 +182,27 @@ Built build(const std::string& name, const std::string& size) {
       }
       return e;
     };
-  } else if (name == "matmul") {
+  } else if (name == "matmul" || name == "hgemm") {  // hgemm: f16 in and out, f32 sums (matrix units where the device has them)
     int64_t n = d[0];
-    Tensor x = input("a", {n, n}, 1), y = input("b", {n, n}, 2);
+    bool half = name == "hgemm";
+    DType t = half ? DType::F16 : DType::F32;
+    for (uint64_t seed : {1, 2}) b.inputs.push_back(HostTensor::of(t, {n, n}, randoms(size_t(n * n), seed)));
+    Tensor x = p.input("a", t, {n, n}), y = p.input("b", t, {n, n});
     p.output("c", p.apply("matmul", {x, y}));
     b.flops = 2.0 * double(n * n * n);
-    b.check = [&b, n](const HostTensor& c) {
-      double e = 0;
-      for (int k = 0; k < 64; ++k) {
-        int64_t i = (k * 7919) % n, j = (k * 104729) % n;
-        double want = 0;
-        for (int64_t t = 0; t < n; ++t) want += b.inputs[0].get(i * n + t) * b.inputs[1].get(t * n + j);
-        e = std::max(e, relErr(c.get(i * n + j), want));
-      }
-      return e;
-    };
-  } else if (name == "hgemm") {  // f16 inputs and output, f32 sums: the matrix units where the device has them
-    int64_t n = d[0];
-    for (const char* v : {"a", "b"}) {
-      Shape s = {n, n};
-      b.inputs.push_back(HostTensor::of(DType::F16, s, randoms(size_t(n * n), b.inputs.size() + 1)));
-      (void)v;
-    }
-    Tensor x = p.input("a", DType::F16, {n, n}), y = p.input("b", DType::F16, {n, n});
-    p.output("c", p.apply("matmul", {x, y}));
-    b.flops = 2.0 * double(n * n * n);
-    // The error relative to sum |a_ik b_kj| (the f16 output rounds at 2^-11 of the result).
-    b.check = [&b, n](const HostTensor& c) {
+    // 64 sampled elements against float64; hgemm's error is relative to
+    // sum |a_ik b_kj| (its f16 result rounds at 2^-11 of the value).
+    b.check = [&b, n, half](const HostTensor& c) {
       double e = 0;
       for (int k = 0; k < 64; ++k) {
         int64_t i = (k * 7919) % n, j = (k * 104729) % n;
         double want = 0, scale = 0;
-        for (int64_t t = 0; t < n; ++t) {
-          double p = b.inputs[0].get(i * n + t) * b.inputs[1].get(t * n + j);
-          want += p, scale += std::abs(p);
+        for (int64_t s = 0; s < n; ++s) {
+          double prod = b.inputs[0].get(i * n + s) * b.inputs[1].get(s * n + j);
+          want += prod, scale += std::abs(prod);
         }
-        e = std::max(e, std::abs(c.get(i * n + j) - want) / (scale + 1e-30));
+        double got = c.get(i * n + j);
+        e = std::max(e, half ? std::abs(got - want) / (scale + 1e-30) : relErr(got, want));
       }
       return e;
     };

@@ -5,7 +5,8 @@
 // One subgroup per workgroup computes a 64x64 tile of C as 4x4 accumulators:
 // for each k-step of 16 it loads four 16x16 tiles of A (rows) and four of B
 // (columns) straight from device memory (the caches serve the reuse between
-// neighbouring workgroups) and does 16 multiply-adds. At the end the
+// neighbouring workgroups), the next step's while this one's 16
+// multiply-adds run. At the end the
 // accumulators go through workgroup memory (64x64 f32) so that each
 // invocation converts its share to f16 and stores it row by row.
 //
@@ -78,25 +79,38 @@ Value* coopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, cons
       return ib.op("coop.load", {buf, off, k.i32(ld)}, halfT, std::move(attrs));
     };
     Value* zero = bb.op("coop.fill", {bb.constFloat(f32, 0)}, accT);
-    // The k loop; its trip count times num_workgroups.y (always 1) so that
-    // the shader compiler does not unroll it whole (as in blockedMatmul).
-    Value* trips = bb.mul(k.i32(K / kStep), bb.numWorkgroups(1, ctx.i32()));
-    ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), Values(size_t(kSub * kSub), zero),
-                            [&](Builder& ib, Value* step, const Values& acc) -> Values {
+    // The four A tiles (rows) and four B tiles (columns) of k-step `step`.
+    auto tiles = [&](Builder& ib, Value* step) {
       Value* kk = ib.mul(step, k.i32(kStep));
-      Values ta, tb;
+      Values t;
       for (int64_t i = 0; i < kSub; ++i) {
         Value* row = addConst(k, row0, i * 16);
-        ta.push_back(load(ib, inBufs[0], ib.add(baseA, ib.add(mulConst(k, row, sam), mulConst(k, kk, sak))), lda, aCol));
+        t.push_back(load(ib, inBufs[0], ib.add(baseA, ib.add(mulConst(k, row, sam), mulConst(k, kk, sak))), lda, aCol));
       }
       for (int64_t j = 0; j < kSub; ++j) {
         Value* col = addConst(k, col0, j * 16);
-        tb.push_back(load(ib, inBufs[1], ib.add(baseB, ib.add(mulConst(k, kk, sbk), mulConst(k, col, sbn))), ldb, bCol));
+        t.push_back(load(ib, inBufs[1], ib.add(baseB, ib.add(mulConst(k, kk, sbk), mulConst(k, col, sbn))), ldb, bCol));
       }
+      return t;
+    };
+    // The k loop multiplies step s's tiles (read the trip before, carried in
+    // registers) while step s+1's loads are in flight (the last trip re-reads
+    // the last step: in bounds, unused). Its trip count times
+    // num_workgroups.y (always 1) keeps the shader compiler from unrolling
+    // it whole (as in blockedMatmul).
+    Value* trips = bb.mul(k.i32(K / kStep), bb.numWorkgroups(1, ctx.i32()));
+    Value* last = k.i32(K / kStep - 1);
+    Values carried(size_t(kSub * kSub), zero);
+    for (Value* t : tiles(bb, k.i32(0))) carried.push_back(t);
+    ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), carried,
+                            [&](Builder& ib, Value* step, const Values& c) -> Values {
       Values next;
+      Values ahead = tiles(ib, ib.min(ib.add(step, k.i32(1)), last));
       for (int64_t i = 0; i < kSub; ++i)
         for (int64_t j = 0; j < kSub; ++j)
-          next.push_back(ib.op("coop.muladd", {ta[size_t(i)], tb[size_t(j)], acc[size_t(i * kSub + j)]}, accT));
+          next.push_back(ib.op("coop.muladd", {c[size_t(kSub * kSub + i)], c[size_t(kSub * kSub + kSub + j)],
+                                               c[size_t(i * kSub + j)]}, accT));
+      next.insert(next.end(), ahead.begin(), ahead.end());
       return next;
     });
     for (int64_t i = 0; i < kSub; ++i)
