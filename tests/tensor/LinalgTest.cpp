@@ -181,8 +181,9 @@ TEST(Linalg, MatmulEveryKernelOverManyTiles) {
 // f16 matmul on cooperative matrices (ops/MatmulCoop.cpp), as a device with
 // 16x16x16 f16 -> f32 products gets it (LowerOptions::coopMatrixSubgroup,
 // forced here): a broadcast batch of row-major products, a transposed b
-// (column-major loads) and a shape the kernel does not take (M = 80: the
-// plain kernel). Small integers make every sum exact, in f32 and in the f16
+// (column-major loads), a 128x64x128 product (the kernel that stages tiles
+// in workgroup memory, four subgroups a workgroup) and a shape neither
+// takes (M = 80: the plain kernel). Small integers make every sum exact, in f32 and in the f16
 // result, so the interpreter (which runs cooperative matrices) and a GPU
 // with matrix units must agree exactly; lavapipe and the cpu target keep the
 // plain kernels (their tuning has no cooperative matrices).
@@ -194,41 +195,48 @@ TEST(Linalg, HalfMatmulOnCooperativeMatrices) {
     return v;
   };
   Vec av = ints(2 * 64 * 48, 1), bv = ints(48 * 128, 2), cv = ints(128 * 48, 3), dv = ints(80 * 48, 4);
+  Vec ev = ints(128 * 64, 5), fv = ints(64 * 128, 6);
   Tensor a = p.input("a", DType::F16, {2, 64, 48});
   Tensor b = p.input("b", DType::F16, {48, 128});
   Tensor ct = transpose(p.input("c", DType::F16, {128, 48}));  // [48, 128], contiguous along K
   Tensor d = p.input("d", DType::F16, {80, 48});
+  Tensor e = p.input("e", DType::F16, {128, 64}), f = p.input("f", DType::F16, {64, 128});
   p.output("ab", matmul(a, b));
   p.output("act", matmul(a, ct));
   p.output("db", matmul(d, b));
+  p.output("ef", matmul(e, f));
   Shape s;
   Vec wantAb = refMatmul(av, {2, 64, 48}, bv, {48, 128}, s);
   Vec wantAct = refMatmul(av, {2, 64, 48}, transposed(cv, 128, 48), {48, 128}, s);
   Vec wantDb = refMatmul(dv, {80, 48}, bv, {48, 128}, s);
+  Vec wantEf = refMatmul(ev, {128, 64}, fv, {64, 128}, s);
   std::vector<HostTensor> inputs = {HostTensor::of(DType::F16, {2, 64, 48}, av), HostTensor::of(DType::F16, {48, 128}, bv),
-                                    HostTensor::of(DType::F16, {128, 48}, cv), HostTensor::of(DType::F16, {80, 48}, dv)};
+                                    HostTensor::of(DType::F16, {128, 48}, cv), HostTensor::of(DType::F16, {80, 48}, dv),
+                                    HostTensor::of(DType::F16, {128, 64}, ev), HostTensor::of(DType::F16, {64, 128}, fv)};
   LowerOptions o;
   o.tune = false;
   o.coopMatrixSubgroup = 32;
   ir::Context ctx;
   auto c = lower(ctx, p, o);
   ASSERT_TRUE(c) << c.error().message;
-  int coop = 0, plain = 0;
-  for (auto& f : c->module->functions()) {
-    if (!f->isKernel()) continue;
-    coop += f->name().ends_with("_matmul_coop");  // kernels are named tN_op
-    plain += f->name().ends_with("_matmul_blocked");
+  int coop = 0, shared = 0, plain = 0;
+  for (auto& fn : c->module->functions()) {
+    if (!fn->isKernel()) continue;
+    coop += fn->name().ends_with("_matmul_coop");  // kernels are named tN_op
+    shared += fn->name().ends_with("_matmul_coop_shared");
+    plain += fn->name().ends_with("_matmul_blocked");
   }
-  EXPECT_EQ(coop, 2);   // ab and act (one kernel each: their layouts differ)
-  EXPECT_EQ(plain, 1);  // db
+  EXPECT_EQ(coop, 2);    // ab and act (one kernel each: their layouts differ)
+  EXPECT_EQ(shared, 1);  // ef
+  EXPECT_EQ(plain, 1);   // db
   auto got = run(p, "interp", inputs, o);
   ASSERT_TRUE(got) << got.error().message;
-  const Vec* want[] = {&wantAb, &wantAct, &wantDb};
-  for (size_t k = 0; k < 3; ++k)
+  const Vec* want[] = {&wantAb, &wantAct, &wantDb, &wantEf};
+  for (size_t k = 0; k < 4; ++k)
     for (size_t i = 0; i < want[k]->size(); ++i)
       ASSERT_EQ((*got)[k].get(int64_t(i)), (*want[k])[i]) << "output " << k << " element " << i;
   // Every target with its own tuning (matrix units only where the device has them).
-  expectOnAllTargets(p, inputs, {wantAb, wantAct, wantDb}, 0);
+  expectOnAllTargets(p, inputs, {wantAb, wantAct, wantDb, wantEf}, 0);
 }
 
 TEST(Linalg, MatmulIntegersPromoteAndF64) {

@@ -51,7 +51,139 @@ bool coopMatmulApplies(const LowerOptions& o, DType t, const Operand& a, const O
   return a.offset % 8 == 0 && b.offset % 8 == 0 && (M / kTileMN) * (N / kTileMN) <= 65535;
 }
 
+namespace {
+
+// Row-major A and B with M and N multiples of 128 and K of 32 on a device of
+// 32-wide subgroups: four subgroups share a 128x128 tile of C (each a 64x64
+// quarter as 4x4 accumulators), and each k-step of 32 is first copied into
+// workgroup memory by the whole workgroup (8-byte vector loads, rows padded
+// by 8 elements against bank conflicts), the next step's loads in registers
+// while this one's 32 multiply-adds a subgroup run. The sums leave through a
+// 16x16 staging tile per subgroup, converted to f16.
+constexpr int64_t kBig = 128, kBigK = 32, kPadA = kBigK + 8, kPadB = kBig + 8;
+
+bool sharedApplies(const LowerOptions& o, const Operand& a, const Operand& b, const Shape& vshape) {
+  const size_t r = vshape.size();
+  const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
+  return o.coopMatrixSubgroup == 32 && M % kBig == 0 && N % kBig == 0 && K % kBigK == 0 && a.strides[r - 1] == 1 &&
+         b.strides[r - 1] == 1;
+}
+
+Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
+  const size_t r = vshape.size();
+  const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
+  const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
+  const int64_t tilesN = N / kBig, steps = K / kBigK;
+  constexpr int64_t W = 128;  // invocations: four subgroups of 32
+  std::vector<Operand> in = {a, b};
+  auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
+    ir::Context& ctx = l.ctx;
+    const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
+    Kernel k(bb, ctx, in, inBufs);
+    const ir::Type* f32 = ctx.f32();
+    const ir::Type* f16 = ctx.floatType(16);
+    const ir::Type* h4 = ctx.vectorType(f16, 4);
+    const ir::Type* accT = ctx.coopMatrixType(f32, 16, 16);
+    const ir::Type* halfT = ctx.coopMatrixType(f16, 16, 16);
+    Value* As = bb.workgroupAlloc(f16, kBig * kPadA);
+    Value* Bs = bb.workgroupAlloc(f16, kBigK * kPadB);
+    Value* staged = bb.workgroupAlloc(f32, 4 * 256);
+    Value* lid = bb.localId(0, ctx.i32());
+    Value* warp = bb.div(lid, k.i32(32));
+    Value* lane = bb.rem(lid, k.i32(32));
+    Value* gx = bb.workgroupId(0, ctx.i32());
+    Value* gz = bb.workgroupId(2, ctx.i32());
+    Value* row0 = bb.mul(bb.div(gx, k.i32(tilesN)), k.i32(kBig));
+    Value* col0 = bb.mul(bb.rem(gx, k.i32(tilesN)), k.i32(kBig));
+    Value* wm = bb.mul(bb.div(warp, k.i32(2)), k.i32(64));
+    Value* wn = bb.mul(bb.rem(warp, k.i32(2)), k.i32(64));
+    const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, {});
+    (void)sak, (void)sbn;
+    // Invocation lid copies vec4 c = lid + 128 u (u < 8) of each tile: A's
+    // row c / 8, k (c % 8)·4; B's k c / 32, column (c % 32)·4.
+    auto globalLoads = [&](Builder& ib, Value* step) {
+      Value* kk = ib.mul(step, k.i32(kBigK));
+      Values v;
+      for (int64_t u = 0; u < 8; ++u) {
+        Value* c = addConst(k, lid, u * W);
+        Value* row = ib.add(row0, ib.div(c, k.i32(8)));
+        Value* off = ib.add(baseA, ib.add(mulConst(k, row, sam), ib.add(kk, ib.mul(ib.rem(c, k.i32(8)), k.i32(4)))));
+        v.push_back(ib.op("vec.load", {inBufs[0], ib.div(off, k.i32(4))}, h4));
+      }
+      for (int64_t u = 0; u < 8; ++u) {
+        Value* c = addConst(k, lid, u * W);
+        Value* kr = ib.add(kk, ib.div(c, k.i32(32)));
+        Value* off = ib.add(baseB, ib.add(mulConst(k, kr, sbk), ib.add(col0, ib.mul(ib.rem(c, k.i32(32)), k.i32(4)))));
+        v.push_back(ib.op("vec.load", {inBufs[1], ib.div(off, k.i32(4))}, h4));
+      }
+      return v;
+    };
+    auto storeShared = [&](Builder& ib, const Values& v) {
+      for (int64_t u = 0; u < 8; ++u) {
+        Value* c = addConst(k, lid, u * W);
+        Value* at = ib.add(ib.mul(ib.div(c, k.i32(8)), k.i32(kPadA)), ib.mul(ib.rem(c, k.i32(8)), k.i32(4)));
+        for (unsigned e = 0; e < 4; ++e) ib.store(As, addConst(k, at, e), ib.vecExtract(v[size_t(u)], e));
+      }
+      for (int64_t u = 0; u < 8; ++u) {
+        Value* c = addConst(k, lid, u * W);
+        Value* at = ib.add(ib.mul(ib.div(c, k.i32(32)), k.i32(kPadB)), ib.mul(ib.rem(c, k.i32(32)), k.i32(4)));
+        for (unsigned e = 0; e < 4; ++e) ib.store(Bs, addConst(k, at, e), ib.vecExtract(v[size_t(8 + u)], e));
+      }
+    };
+    Value* zero = bb.op("coop.fill", {bb.constFloat(f32, 0)}, accT);
+    Values carried(16, zero);
+    for (Value* v : globalLoads(bb, k.i32(0))) carried.push_back(v);
+    Value* trips = bb.mul(k.i32(steps), bb.numWorkgroups(1, ctx.i32()));
+    Value* last = k.i32(steps - 1);
+    ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), carried, [&](Builder& ib, Value* step, const Values& c) -> Values {
+      ib.barrier();  // every subgroup is done with the previous step's tiles
+      storeShared(ib, Values(c.begin() + 16, c.end()));
+      ib.barrier();
+      Values ahead = globalLoads(ib, ib.min(ib.add(step, k.i32(1)), last));
+      Values acc(c.begin(), c.begin() + 16);
+      for (int64_t ks = 0; ks < kBigK / 16; ++ks) {
+        Values ta, tb;
+        for (int64_t i = 0; i < 4; ++i)
+          ta.push_back(ib.op("coop.load", {As, ib.add(ib.mul(addConst(k, wm, i * 16), k.i32(kPadA)), k.i32(ks * 16)),
+                                            k.i32(kPadA)}, halfT));
+        for (int64_t j = 0; j < 4; ++j)
+          tb.push_back(ib.op("coop.load", {Bs, ib.add(k.i32(ks * 16 * kPadB), addConst(k, wn, j * 16)), k.i32(kPadB)},
+                             halfT));
+        for (int64_t i = 0; i < 4; ++i)
+          for (int64_t j = 0; j < 4; ++j)
+            acc[size_t(i * 4 + j)] = ib.op("coop.muladd", {ta[size_t(i)], tb[size_t(j)], acc[size_t(i * 4 + j)]}, accT);
+      }
+      acc.insert(acc.end(), ahead.begin(), ahead.end());
+      return acc;
+    });
+    // Out, one 16x16 tile at a time through this subgroup's staging area:
+    // lane l converts elements l, l + 32, ... and stores them.
+    Value* out = bufs.back();
+    Value* obase = bb.mul(gz, k.i32(M * N));
+    Value* mine = bb.mul(warp, k.i32(256));
+    const ir::Type* storage = irType(ctx, t);
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        bb.create("coop.store", {staged, mine, k.i32(16), loop->result(unsigned(i * 4 + j))});
+        bb.barrier();
+        for (int64_t u = 0; u < 8; ++u) {
+          Value* e = addConst(k, lane, u * 32);
+          Value* gm = bb.add(row0, bb.add(addConst(k, wm, i * 16), bb.div(e, k.i32(16))));
+          Value* gn = bb.add(col0, bb.add(addConst(k, wn, j * 16), bb.rem(e, k.i32(16))));
+          Value* v = bb.cast(bb.load(staged, bb.add(mine, e)), storage);
+          bb.store(out, bb.add(obase, bb.add(bb.mul(gm, k.i32(N)), gn)), v);
+        }
+        bb.barrier();
+      }
+  };
+  return l.custom("matmul_coop_shared", t, numel(vshape), in, {unsigned(W), 1, 1},
+                  {(M / kBig) * tilesN, 1, batches}, build, shapeText(vshape) + "|coop-shared");
+}
+
+}  // namespace
+
 Value* coopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
+  if (sharedApplies(l.opts, a, b, vshape)) return sharedCoopMatmul(l, t, a, b, vshape);
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
