@@ -36,6 +36,9 @@ def case(name, size):
     if name == 'matmul':
         a, b = r(d[0], d[0]), r(d[0], d[0])
         return lambda: a @ b
+    if name == 'attention':  # B x H x S x D, f32: PyTorch's fused attention (no mask, scale 1/sqrt(D))
+        q, k, v = r(*d), r(*d), r(*d)
+        return lambda: F.scaled_dot_product_attention(q, k, v)
     if name == 'hgemm':  # f16 in and out, f32 sums (cuBLAS on the tensor cores)
         a, b = r(d[0], d[0]).half(), r(d[0], d[0]).half()
         return lambda: a @ b

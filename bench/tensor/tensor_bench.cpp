@@ -206,6 +206,34 @@ Built build(const std::string& name, const std::string& size) {
       }
       return e;
     };
+  } else if (name == "attention") {  // B x H x S x D: softmax(q·kᵀ/√D)·v per head, one kernel (ops/Attention.cpp)
+    int64_t B = d[0], H = d[1], S = d[2], D = d[3];
+    Shape s = {B, H, S, D};
+    Tensor q = input("q", s, 1), k = input("k", s, 2), v = input("v", s, 3);
+    p.output("o", attention(q, k, v));
+    b.flops = 4.0 * double(B * H * S * S * D);
+    // 16 sampled query rows against float64.
+    b.check = [&b, S, D, B, H](const HostTensor& o) {
+      double e = 0;
+      for (int r = 0; r < 16; ++r) {
+        int64_t head = (r * 7919) % (B * H), s = (r * 104729) % S, base = head * S * D;
+        std::vector<double> w(static_cast<size_t>(S));
+        double mx = -INFINITY, sum = 0;
+        for (int64_t t = 0; t < S; ++t) {
+          double dot = 0;
+          for (int64_t j = 0; j < D; ++j) dot += b.inputs[0].get(base + s * D + j) * b.inputs[1].get(base + t * D + j);
+          w[size_t(t)] = dot / std::sqrt(double(D));
+          mx = std::max(mx, w[size_t(t)]);
+        }
+        for (double& x : w) sum += (x = std::exp(x - mx));
+        for (int64_t j = 0; j < D; ++j) {
+          double want = 0;
+          for (int64_t t = 0; t < S; ++t) want += w[size_t(t)] / sum * b.inputs[2].get(base + t * D + j);
+          e = std::max(e, relErr(o.get(base + s * D + j), want));
+        }
+      }
+      return e;
+    };
   } else if (name == "linear") {  // M x K x N: relu(x·w + b), a layer of an MLP (the bias and relu: the matmul's epilogue)
     int64_t M = d[0], K = d[1], N = d[2];
     Tensor x = input("x", {M, K}, 1), w = input("w", {K, N}, 2), bias = input("bias", {N}, 3);
@@ -403,6 +431,7 @@ int main(int argc, char** argv) {
                   {"layer_norm", {"1024x1024", "4096x4096"}},
                   {"matmul", {"256", "1024"}},
                   {"hgemm", {"256"}},
+                  {"attention", {"2x4x128x32"}},
                   {"linear", {"2048x512x512"}},
                   {"conv2d", {"8x32x64x64x32"}}};
   if (large)  // the GPU machine's sizes (bench/device/tensor.sh): issue 14's 8192x8192 and bigger GEMM and conv
@@ -413,6 +442,7 @@ int main(int argc, char** argv) {
              {"layer_norm", {"4096x4096", "8192x8192"}},
              {"matmul", {"1024", "4096"}},
              {"hgemm", {"1024", "4096", "8192"}},
+             {"attention", {"8x12x512x64", "1x12x2048x64"}},
              {"linear", {"8192x1024x4096"}},
              {"conv2d", {"8x32x64x64x32", "32x64x128x128x64"}}};
   if (!only.empty())
