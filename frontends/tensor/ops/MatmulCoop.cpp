@@ -60,7 +60,12 @@ namespace {
 // by 8 elements against bank conflicts), the next step's loads in registers
 // while this one's 32 multiply-adds a subgroup run. The sums leave through a
 // 16x16 staging tile per subgroup, converted to f16.
+// k-steps of 32: 16 ran 0.915 / 7.128 ms and 64 1.121 / 8.827 ms at 4096 / 8192
+// on the H200, against 0.802 / 6.036 (bench/RESULTS.md).
 constexpr int64_t kBig = 128, kBigK = 32, kPadA = kBigK + 8, kPadB = kBig + 8;
+constexpr int64_t kThreadsBig = 128;                      // four subgroups of 32
+constexpr int64_t kVecRowA = kBigK / 4, kVecRowB = kBig / 4;  // vec4s in a row of each tile
+constexpr int64_t kCopies = kBig * kBigK / 4 / kThreadsBig;   // vec4s of each tile an invocation copies
 
 bool sharedApplies(const LowerOptions& o, const Operand& a, const Operand& b, const Shape& vshape) {
   const size_t r = vshape.size();
@@ -74,7 +79,7 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
   const int64_t tilesN = N / kBig, steps = K / kBigK;
-  constexpr int64_t W = 128;  // invocations: four subgroups of 32
+  constexpr int64_t W = kThreadsBig;
   std::vector<Operand> in = {a, b};
   auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
     ir::Context& ctx = l.ctx;
@@ -99,35 +104,36 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
     Value* wn = bb.mul(bb.rem(warp, k.i32(2)), k.i32(64));
     const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, {});
     (void)sak, (void)sbn;
-    // Invocation lid copies vec4 c = lid + 128 u (u < 8) of each tile: A's
-    // row c / 8, k (c % 8)·4; B's k c / 32, column (c % 32)·4.
+    // Invocation lid copies vec4 c = lid + 128 u (u < kCopies) of each
+    // tile: A's row c / kVecRowA, k (c % kVecRowA)·4; B's k c / kVecRowB,
+    // column (c % kVecRowB)·4.
     auto globalLoads = [&](Builder& ib, Value* step) {
       Value* kk = ib.mul(step, k.i32(kBigK));
       Values v;
-      for (int64_t u = 0; u < 8; ++u) {
+      for (int64_t u = 0; u < kCopies; ++u) {
         Value* c = addConst(k, lid, u * W);
-        Value* row = ib.add(row0, ib.div(c, k.i32(8)));
-        Value* off = ib.add(baseA, ib.add(mulConst(k, row, sam), ib.add(kk, ib.mul(ib.rem(c, k.i32(8)), k.i32(4)))));
+        Value* row = ib.add(row0, ib.div(c, k.i32(kVecRowA)));
+        Value* off = ib.add(baseA, ib.add(mulConst(k, row, sam), ib.add(kk, ib.mul(ib.rem(c, k.i32(kVecRowA)), k.i32(4)))));
         v.push_back(ib.op("vec.load", {inBufs[0], ib.div(off, k.i32(4))}, h4));
       }
-      for (int64_t u = 0; u < 8; ++u) {
+      for (int64_t u = 0; u < kCopies; ++u) {
         Value* c = addConst(k, lid, u * W);
-        Value* kr = ib.add(kk, ib.div(c, k.i32(32)));
-        Value* off = ib.add(baseB, ib.add(mulConst(k, kr, sbk), ib.add(col0, ib.mul(ib.rem(c, k.i32(32)), k.i32(4)))));
+        Value* kr = ib.add(kk, ib.div(c, k.i32(kVecRowB)));
+        Value* off = ib.add(baseB, ib.add(mulConst(k, kr, sbk), ib.add(col0, ib.mul(ib.rem(c, k.i32(kVecRowB)), k.i32(4)))));
         v.push_back(ib.op("vec.load", {inBufs[1], ib.div(off, k.i32(4))}, h4));
       }
       return v;
     };
     auto storeShared = [&](Builder& ib, const Values& v) {
-      for (int64_t u = 0; u < 8; ++u) {
+      for (int64_t u = 0; u < kCopies; ++u) {
         Value* c = addConst(k, lid, u * W);
-        Value* at = ib.add(ib.mul(ib.div(c, k.i32(8)), k.i32(kPadA)), ib.mul(ib.rem(c, k.i32(8)), k.i32(4)));
+        Value* at = ib.add(ib.mul(ib.div(c, k.i32(kVecRowA)), k.i32(kPadA)), ib.mul(ib.rem(c, k.i32(kVecRowA)), k.i32(4)));
         for (unsigned e = 0; e < 4; ++e) ib.store(As, addConst(k, at, e), ib.vecExtract(v[size_t(u)], e));
       }
-      for (int64_t u = 0; u < 8; ++u) {
+      for (int64_t u = 0; u < kCopies; ++u) {
         Value* c = addConst(k, lid, u * W);
-        Value* at = ib.add(ib.mul(ib.div(c, k.i32(32)), k.i32(kPadB)), ib.mul(ib.rem(c, k.i32(32)), k.i32(4)));
-        for (unsigned e = 0; e < 4; ++e) ib.store(Bs, addConst(k, at, e), ib.vecExtract(v[size_t(8 + u)], e));
+        Value* at = ib.add(ib.mul(ib.div(c, k.i32(kVecRowB)), k.i32(kPadB)), ib.mul(ib.rem(c, k.i32(kVecRowB)), k.i32(4)));
+        for (unsigned e = 0; e < 4; ++e) ib.store(Bs, addConst(k, at, e), ib.vecExtract(v[size_t(kCopies + u)], e));
       }
     };
     Value* zero = bb.op("coop.fill", {bb.constFloat(f32, 0)}, accT);
@@ -166,7 +172,7 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
       for (int64_t j = 0; j < 4; ++j) {
         bb.create("coop.store", {staged, mine, k.i32(16), loop->result(unsigned(i * 4 + j))});
         bb.barrier();
-        for (int64_t u = 0; u < 8; ++u) {
+        for (int64_t u = 0; u < 256 / 32; ++u) {
           Value* e = addConst(k, lane, u * 32);
           Value* gm = bb.add(row0, bb.add(addConst(k, wm, i * 16), bb.div(e, k.i32(16))));
           Value* gn = bb.add(col0, bb.add(addConst(k, wn, j * 16), bb.rem(e, k.i32(16))));
