@@ -947,9 +947,12 @@ Vec refAttention(const Vec& q, const Vec& k, const Vec& v, int64_t B, int64_t S,
 // kernels (scores, max, sum, output); a wide one with masks and causal too;
 // and the one pass over a long key sequence (T = 300) stays accurate.
 TEST(Linalg, AttentionWideHeadsAndLongSequences) {
-  for (auto [D, T] : {std::pair<int64_t, int64_t>{130, 5}, std::pair<int64_t, int64_t>{8, 300}}) {
-    SCOPED_TRACE("D " + std::to_string(D) + " T " + std::to_string(T));
-    const int64_t B = 2, S = 3, DV = 3;
+  // S = 64 and 128: whole workgroups of rows, so the one-pass kernel stages
+  // blocks of 32 keys in workgroup memory (300: a partial last block).
+  for (auto [D, T, S] : {std::array<int64_t, 3>{130, 5, 3}, std::array<int64_t, 3>{8, 300, 3},
+                         std::array<int64_t, 3>{8, 300, 64}, std::array<int64_t, 3>{24, 64, 128}}) {
+    SCOPED_TRACE("D " + std::to_string(D) + " T " + std::to_string(T) + " S " + std::to_string(S));
+    const int64_t B = 2, DV = 3;
     Vec qv = randomValues(size_t(B * S * D), 1010), kv = randomValues(size_t(B * T * D), 1011),
         vv = randomValues(size_t(B * T * DV), 1012);
     Program p;

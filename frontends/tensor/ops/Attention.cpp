@@ -53,6 +53,7 @@ std::string attentionShape(const Program& p, const Node& n, Shape& batch) {
 
 // Heads of at most this many elements (q's and v's) take the one-pass kernel.
 constexpr int64_t kOnePassHead = 128;
+constexpr int64_t kKeyBlock = 32;  // keys a block (the staged one-pass kernel)
 
 // attention in one kernel, flash-style: one invocation per query row (batch
 // and s) keeps q's row and the output row in registers and walks the keys
@@ -61,7 +62,11 @@ constexpr int64_t kOnePassHead = 128;
 // and out_j = out_j·e^(m−m') + e^(s_t−m')·v[t, j]; at the end out_j / sum (0
 // for a row with nothing kept: m stays −inf). The scores never exist in
 // memory. Invocations of one workgroup are neighbouring rows of one batch, so
-// they read the same k and v rows together.
+// they read the same k and v rows together. When every workgroup's 64 rows
+// belong to one batch (S a multiple of 64), the keys go in blocks of
+// kKeyBlock: the workgroup copies a block of k and v rows into workgroup
+// memory once, and each invocation reads them from there (one copy per 64
+// rows instead of one read per row).
 Value* onePassAttention(Lowering& l, const Node& n, const Operand& q, const Operand& kk, const Operand& v,
                         const std::optional<Operand>& mask, double scale, bool causal) {
   const DType t = n.dtype;
@@ -73,14 +78,19 @@ Value* onePassAttention(Lowering& l, const Node& n, const Operand& q, const Oper
   std::vector<Operand> in = {q, kk, v};
   if (mask) in.push_back(*mask);
   const auto [gx, gy] = l.grid((rows + wg - 1) / wg);
+  const bool staged = S % wg == 0;  // every workgroup within one batch: no row past the end either
   auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
     ir::Context& ctx = l.ctx;
     const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
     Kernel k(bb, ctx, in, inBufs);
+    const ir::Type* accT = computeType(ctx, acc);
+    Value* Ks = staged ? bb.workgroupAlloc(accT, kKeyBlock * D) : nullptr;
+    Value* Vs = staged ? bb.workgroupAlloc(accT, kKeyBlock * DV) : nullptr;
+    Value* lid = bb.localId(0, ctx.i32());
     Value* row = bb.add(bb.mul(bb.add(bb.mul(bb.workgroupId(1, ctx.i32()), k.i32(gx)), bb.workgroupId(0, ctx.i32())),
                                k.i32(wg)),
-                        bb.localId(0, ctx.i32()));
-    bb.ifOp(bb.lt(row, k.i32(rows)), {}, [&](Builder& ib) {
+                        lid);
+    auto rowBody = [&](Builder& ib) {
       Kernel kb(ib, ctx, in, inBufs);
       // The row's index: batch dimensions, then s.
       std::vector<Value*> idx(r, kb.i32(0));
@@ -108,12 +118,12 @@ Value* onePassAttention(Lowering& l, const Node& n, const Operand& q, const Oper
       Value* ninf = kb.constant(acc, -INFINITY);
       Values init = {ninf, zero};  // m, sum, then out_0..out_DV-1
       for (int64_t j = 0; j < DV; ++j) init.push_back(zero);
-      ir::Op* loop = ib.forOp(kb.i32(0), kb.i32(T), kb.i32(1), init, [&](Builder& lb, Value* tt, const Values& c) -> Values {
+      // Key tt's update of c (m, sum, out..), k's and v's elements from kAt(d) and vAt(j).
+      auto update = [&](Builder& lb, Value* tt, const Values& c, const std::function<Value*(Builder&, int64_t)>& kAt,
+                        const std::function<Value*(Builder&, int64_t)>& vAt) -> Values {
         Kernel kl(lb, ctx, in, inBufs);
-        Value* kRow = lb.add(kBase, mulConst(kl, tt, kk.strides[r - 2]));
         Value* dot = zero;
-        for (int64_t d = 0; d < D; ++d)
-          dot = lb.add(dot, lb.mul(qv[size_t(d)], loadAt(kl, 1, addConst(kl, kRow, d * kk.strides[r - 1]), acc)));
+        for (int64_t d = 0; d < D; ++d) dot = lb.add(dot, lb.mul(qv[size_t(d)], kAt(lb, d)));
         Value* sc = lb.mul(dot, kl.constant(acc, scale));
         if (mask) {
           Value* at = lb.add(mBase, mulConst(kl, tt, mask->strides[r - 1]));
@@ -128,13 +138,70 @@ Value* onePassAttention(Lowering& l, const Node& n, const Operand& q, const Oper
         Value* alpha = lb.select(none, kl.constant(acc, 1), lb.exp(lb.sub(m, mNew)));
         Value* pr = lb.select(none, zero, lb.exp(lb.sub(sc, mNew)));
         Values next = {mNew, lb.add(lb.mul(c[1], alpha), pr)};
-        Value* vRow = lb.add(vBase, mulConst(kl, tt, v.strides[r - 2]));
-        for (int64_t j = 0; j < DV; ++j) {
-          Value* vj = loadAt(kl, 2, addConst(kl, vRow, j * v.strides[r - 1]), acc);
-          next.push_back(lb.add(lb.mul(c[size_t(2 + j)], alpha), lb.mul(pr, vj)));
-        }
+        for (int64_t j = 0; j < DV; ++j) next.push_back(lb.add(lb.mul(c[size_t(2 + j)], alpha), lb.mul(pr, vAt(lb, j))));
         return next;
-      });
+      };
+      // k's and v's element of key tt, from device memory.
+      auto kGlobal = [&](Value* tt) {
+        return [&, tt](Builder& lb, int64_t d) {
+          Kernel kl(lb, ctx, in, inBufs);
+          return loadAt(kl, 1, addConst(kl, lb.add(kBase, mulConst(kl, tt, kk.strides[r - 2])), d * kk.strides[r - 1]), acc);
+        };
+      };
+      auto vGlobal = [&](Value* tt) {
+        return [&, tt](Builder& lb, int64_t j) {
+          Kernel kl(lb, ctx, in, inBufs);
+          return loadAt(kl, 2, addConst(kl, lb.add(vBase, mulConst(kl, tt, v.strides[r - 2])), j * v.strides[r - 1]), acc);
+        };
+      };
+      ir::Op* loop = nullptr;
+      if (!staged) {
+        loop = ib.forOp(kb.i32(0), kb.i32(T), kb.i32(1), init, [&](Builder& lb, Value* tt, const Values& c) {
+          return update(lb, tt, c, kGlobal(tt), vGlobal(tt));
+        });
+      } else {
+        // Blocks of kKeyBlock keys: the workgroup copies block b's k and v
+        // rows (element e = lid + 64u of each, zero past T), waits, walks
+        // them from workgroup memory, and waits again before the next copy.
+        const int64_t blocks = (T + kKeyBlock - 1) / kKeyBlock;
+        loop = ib.forOp(kb.i32(0), kb.i32(blocks), kb.i32(1), init, [&](Builder& bl, Value* blk, const Values& c) {
+          Kernel kc(bl, ctx, in, inBufs);
+          Value* t0 = bl.mul(blk, kc.i32(kKeyBlock));
+          for (int64_t u = 0; u * wg < kKeyBlock * D; ++u) {
+            Value* e = addConst(kc, lid, u * wg);
+            Value* tt = bl.add(t0, bl.div(e, kc.i32(D)));
+            Value* ok = bl.and_(bl.lt(e, kc.i32(kKeyBlock * D)), bl.lt(tt, kc.i32(T)));
+            bl.ifOp(ok, {}, [&](Builder& cb) {
+              Kernel kk2(cb, ctx, in, inBufs);
+              Value* at = cb.add(cb.add(kBase, mulConst(kk2, tt, kk.strides[r - 2])), mulConst(kk2, cb.rem(e, kk2.i32(D)), kk.strides[r - 1]));
+              cb.store(Ks, e, loadAt(kk2, 1, at, acc));
+            });
+          }
+          for (int64_t u = 0; u * wg < kKeyBlock * DV; ++u) {
+            Value* e = addConst(kc, lid, u * wg);
+            Value* tt = bl.add(t0, bl.div(e, kc.i32(DV)));
+            Value* ok = bl.and_(bl.lt(e, kc.i32(kKeyBlock * DV)), bl.lt(tt, kc.i32(T)));
+            bl.ifOp(ok, {}, [&](Builder& cb) {
+              Kernel kv(cb, ctx, in, inBufs);
+              Value* at = cb.add(cb.add(vBase, mulConst(kv, tt, v.strides[r - 2])), mulConst(kv, cb.rem(e, kv.i32(DV)), v.strides[r - 1]));
+              cb.store(Vs, e, loadAt(kv, 2, at, acc));
+            });
+          }
+          bl.barrier();
+          Value* n = bl.min(kc.i32(kKeyBlock), bl.sub(kc.i32(T), t0));
+          ir::Op* inner = bl.forOp(kc.i32(0), n, kc.i32(1), c, [&](Builder& lb, Value* j, const Values& cc) {
+            Value* kRow = lb.mul(j, kc.i32(D));
+            Value* vRow = lb.mul(j, kc.i32(DV));
+            return update(lb, lb.add(t0, j), cc,
+                          [&](Builder& b2, int64_t d) { return b2.load(Ks, addConst(kc, kRow, d)); },
+                          [&](Builder& b2, int64_t jj) { return b2.load(Vs, addConst(kc, vRow, jj)); });
+          });
+          bl.barrier();
+          Values out;
+          for (unsigned i = 0; i < c.size(); ++i) out.push_back(inner->result(i));
+          return out;
+        });
+      }
       Value* sum = loop->result(1);
       Value* safe = ib.select(ib.eq(sum, zero), kb.constant(acc, 1), sum);
       const ir::Type* storage = irType(ctx, t);
@@ -145,7 +212,9 @@ Value* onePassAttention(Lowering& l, const Node& n, const Operand& q, const Oper
         if (o->type() != storage) o = ib.cast(o, storage);
         ib.store(out, addConst(kb, outBase, j), o);
       }
-    });
+    };
+    if (staged) rowBody(bb);  // no row past the end, and barriers need every invocation
+    else bb.ifOp(bb.lt(row, k.i32(rows)), {}, rowBody);
   };
   return l.custom("attention", t, numel(n.shape), in, {unsigned(wg), 1, 1}, {gx, gy, 1}, build,
                   n.attrs.key() + "|" + shapeText(n.shape) + "|S" + num(S));
