@@ -167,26 +167,23 @@ Value* onePassAttention(Lowering& l, const Node& n, const Operand& q, const Oper
         loop = ib.forOp(kb.i32(0), kb.i32(blocks), kb.i32(1), init, [&](Builder& bl, Value* blk, const Values& c) {
           Kernel kc(bl, ctx, in, inBufs);
           Value* t0 = bl.mul(blk, kc.i32(kKeyBlock));
-          for (int64_t u = 0; u * wg < kKeyBlock * D; ++u) {
-            Value* e = addConst(kc, lid, u * wg);
-            Value* tt = bl.add(t0, bl.div(e, kc.i32(D)));
-            Value* ok = bl.and_(bl.lt(e, kc.i32(kKeyBlock * D)), bl.lt(tt, kc.i32(T)));
-            bl.ifOp(ok, {}, [&](Builder& cb) {
-              Kernel kk2(cb, ctx, in, inBufs);
-              Value* at = cb.add(cb.add(kBase, mulConst(kk2, tt, kk.strides[r - 2])), mulConst(kk2, cb.rem(e, kk2.i32(D)), kk.strides[r - 1]));
-              cb.store(Ks, e, loadAt(kk2, 1, at, acc));
-            });
-          }
-          for (int64_t u = 0; u * wg < kKeyBlock * DV; ++u) {
-            Value* e = addConst(kc, lid, u * wg);
-            Value* tt = bl.add(t0, bl.div(e, kc.i32(DV)));
-            Value* ok = bl.and_(bl.lt(e, kc.i32(kKeyBlock * DV)), bl.lt(tt, kc.i32(T)));
-            bl.ifOp(ok, {}, [&](Builder& cb) {
-              Kernel kv(cb, ctx, in, inBufs);
-              Value* at = cb.add(cb.add(vBase, mulConst(kv, tt, v.strides[r - 2])), mulConst(kv, cb.rem(e, kv.i32(DV)), v.strides[r - 1]));
-              cb.store(Vs, e, loadAt(kv, 2, at, acc));
-            });
-          }
+          // Rows t0.. of input `op` (k: 1, v: 2; `width` elements from `base`)
+          // into `dst`, element e = lid + 64u, only keys below T.
+          auto copy = [&](Value* dst, size_t op, int64_t width, Value* base, const Operand& o) {
+            for (int64_t u = 0; u * wg < kKeyBlock * width; ++u) {
+              Value* e = addConst(kc, lid, u * wg);
+              Value* tt = bl.add(t0, bl.div(e, kc.i32(width)));
+              Value* ok = bl.and_(bl.lt(e, kc.i32(kKeyBlock * width)), bl.lt(tt, kc.i32(T)));
+              bl.ifOp(ok, {}, [&](Builder& cb) {
+                Kernel kw(cb, ctx, in, inBufs);
+                Value* at = cb.add(cb.add(base, mulConst(kw, tt, o.strides[r - 2])),
+                                   mulConst(kw, cb.rem(e, kw.i32(width)), o.strides[r - 1]));
+                cb.store(dst, e, loadAt(kw, op, at, acc));
+              });
+            }
+          };
+          copy(Ks, 1, D, kBase, kk);
+          copy(Vs, 2, DV, vBase, v);
           bl.barrier();
           Value* n = bl.min(kc.i32(kKeyBlock), bl.sub(kc.i32(T), t0));
           ir::Op* inner = bl.forOp(kc.i32(0), n, kc.i32(1), c, [&](Builder& lb, Value* j, const Values& cc) {
