@@ -53,7 +53,7 @@ std::string attentionShape(const Program& p, const Node& n, Shape& batch) {
 
 // Heads of at most this many elements (q's and v's) take the one-pass kernel.
 constexpr int64_t kOnePassHead = 128;
-constexpr int64_t kKeyBlock = 32;  // keys a block (the staged one-pass kernel; 16 and 64: bench/RESULTS.md)
+constexpr int64_t kKeyBlock = 16;  // keys a block (the staged one-pass kernel; 32 and 64: bench/RESULTS.md)
 
 // attention in one kernel, flash-style: one invocation per query row (batch
 // and s) keeps q's row and the output row in registers and walks the keys
@@ -164,7 +164,11 @@ Value* onePassAttention(Lowering& l, const Node& n, const Operand& q, const Oper
         // rows (element e = lid + 64u of each, zero past T), waits, walks
         // them from workgroup memory, and waits again before the next copy.
         const int64_t blocks = (T + kKeyBlock - 1) / kKeyBlock;
-        loop = ib.forOp(kb.i32(0), kb.i32(blocks), kb.i32(1), init, [&](Builder& bl, Value* blk, const Values& c) {
+        // (The trip count times num_workgroups.z, always 1, so that the
+        // shader compiler does not unroll the loop whole: at T = 128 it
+        // did, 2.5x slower with blocks of 16.)
+        Value* trips = ib.mul(kb.i32(blocks), ib.numWorkgroups(2, ctx.i32()));
+        loop = ib.forOp(kb.i32(0), trips, kb.i32(1), init, [&](Builder& bl, Value* blk, const Values& c) {
           Kernel kc(bl, ctx, in, inBufs);
           Value* t0 = bl.mul(blk, kc.i32(kKeyBlock));
           // Rows t0.. of input `op` (k: 1, v: 2; `width` elements from `base`)
