@@ -53,7 +53,7 @@ std::string attentionShape(const Program& p, const Node& n, Shape& batch) {
 
 // Heads of at most this many elements (q's and v's) take the one-pass kernel.
 constexpr int64_t kOnePassHead = 128;
-constexpr int64_t kKeyBlock = 16;  // keys a block (the staged one-pass kernel; 32 and 64: bench/RESULTS.md)
+constexpr int64_t kKeyBlock = 16;  // keys a block (the staged one-pass kernel; 8, 32 and 64: bench/RESULTS.md)
 
 // attention in one kernel, flash-style: one invocation per query row (batch
 // and s) keeps q's row and the output row in registers and walks the keys
