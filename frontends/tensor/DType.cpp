@@ -73,10 +73,26 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
+static std::string extentText(int64_t e) {
+  if (!involvesDynamic(e)) return std::to_string(e);
+  return e == kDynamicExtent ? "N" : std::to_string(e / kDynamicExtent) + "N";
+}
+
 std::string shapeText(const Shape& s) {
   std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + extentText(s[i]);
   return out + "]";
+}
+
+int64_t rowElements(const Shape& s) {
+  int64_t n = 1;
+  for (size_t i = 1; i < s.size(); ++i) n *= s[i];
+  return n;
+}
+
+Shape withExtent(Shape s, int64_t n) {
+  if (isDynamic(s)) s[0] = n;
+  return s;
 }
 
 std::vector<int64_t> contiguousStrides(const Shape& s) {

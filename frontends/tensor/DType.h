@@ -36,7 +36,25 @@ DType promote(DType a, DType b);
 // A shape: one extent per dimension (a scalar has none).
 using Shape = std::vector<int64_t>;
 int64_t numel(const Shape& s);
-std::string shapeText(const Shape& s);  // "[2, 3]", "[]" for a scalar
+std::string shapeText(const Shape& s);  // "[2, 3]", "[]" for a scalar; "[N, 3]" with a dynamic first dimension
+
+// A dynamic first dimension (docs/tensor.md, "Dynamic dimensions"): its
+// extent, N, is a run-time value, one for the whole program. Program::input
+// takes kDynamic as the first extent; every shape of the program then holds
+// kDynamicExtent in its place (a nominal extent that no op's shape rule
+// treats specially), and kernels take the run-time N instead.
+constexpr int64_t kDynamic = -1;
+constexpr int64_t kDynamicExtent = 999983;
+// Whether shape `s` has the dynamic first dimension.
+inline bool isDynamic(const Shape& s) { return !s.empty() && s[0] == kDynamicExtent; }
+// Elements per index of the first dimension: numel of s without it.
+int64_t rowElements(const Shape& s);
+// `s` with the dynamic first extent replaced by `n` (unchanged when static).
+Shape withExtent(Shape s, int64_t n);
+// Whether an extent or stride is the nominal extent times something: a
+// dynamic dimension merged into another (reshape), moved (transpose) or
+// counted (concat along it).
+inline bool involvesDynamic(int64_t v) { return v != 0 && v % kDynamicExtent == 0; }
 // Row-major strides of a contiguous tensor of shape s.
 std::vector<int64_t> contiguousStrides(const Shape& s);
 // numpy broadcasting of two shapes; nullopt when a pair of extents differs and neither is 1.

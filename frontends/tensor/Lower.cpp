@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "ir/Verifier.h"
+#include "passes/OpFacts.h"
 
 namespace eph::tensor {
 
@@ -41,8 +42,8 @@ const ir::Type* deviceBuffer(ir::Context& ctx, DType dt, ir::Ownership own) {
   return ctx.bufferType(irType(ctx, dt), ir::Space::Device, own);
 }
 
-std::string kernelName(const std::string& op, size_t n) {
-  std::string s = "t" + std::to_string(n) + "_";
+std::string kernelName(const std::string& prefix, const std::string& op, size_t n) {
+  std::string s = prefix + std::to_string(n) + "_";
   for (char c : op) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return s;
 }
@@ -168,8 +169,28 @@ ir::Value* Kernel::convert(ir::Value* v, DType from, DType to) {
 }
 
 ir::Value* Lowering::alloc(DType dt, int64_t count) {
-  ir::Value* n = host.constInt(ctx.u32(), std::max<int64_t>(count, 1));
-  return host.alloc(n, deviceBuffer(ctx, dt, ir::Ownership::Linear));
+  ir::Value* n = rows ? host.max(host.mul(rows, host.constInt(ctx.u32(), count)), host.constInt(ctx.u32(), 1))
+                     : host.constInt(ctx.u32(), std::max<int64_t>(count, 1));
+  ir::Value* buf = host.alloc(n, deviceBuffer(ctx, dt, ir::Ownership::Linear));
+  if (rows) rowStride[buf] = count;
+  return buf;
+}
+
+void Lowering::dispatch(const ir::Function& kernel, std::array<ir::Value*, 3> groups, const ir::Values& args) {
+  if (rows) {
+    const ir::Attr* z = passes::constantAttr(groups[2]);
+    std::vector<int64_t> strides;
+    for (ir::Value* a : args) strides.push_back(rowStride.count(a) ? rowStride.at(a) : 0);
+    auto [it, fresh] = batched_.emplace(&kernel, strides);
+    if (!z || z->i != 1)
+      rowsError = "its kernel " + kernel.name() + " has a grid along z already";
+    else if (Status st = fresh ? batchKernel(ctx, const_cast<ir::Function&>(kernel), strides) : Status::ok(); !st)
+      rowsError = st.error().message;
+    else if (it->second != strides)
+      rowsError = "its kernel " + kernel.name() + " runs on buffers of different rows";
+    groups[2] = rows;
+  }
+  host.dispatch(kernel, groups, args);
 }
 
 ir::Value* Lowering::map(const Node& n, std::span<const Operand> in, const KernelBody& body, const std::string& key) {
@@ -193,7 +214,7 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
     std::vector<const ir::Type*> params;
     for (size_t d : ki.distinct) params.push_back(deviceBuffer(ctx, ki.leaves[d].dtype, ir::Ownership::Read));
     params.push_back(deviceBuffer(ctx, dtype, ir::Ownership::Write));
-    ir::Function* f = module.addFunction(kernelName(op, kernels_.size()), ir::FunctionKind::Kernel,
+    ir::Function* f = module.addFunction(kernelName(namePrefix, op, kernels_.size()), ir::FunctionKind::Kernel,
                                          ctx.functionType(params, {}));
     f->workgroupSize = {unsigned(wg), 1, 1};
     for (size_t i = 0; i < ki.distinct.size(); ++i) f->param(unsigned(i))->setName("in" + std::to_string(i));
@@ -246,8 +267,7 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
   ir::Values args;
   for (size_t d : ki.distinct) args.push_back(ki.leaves[d].buf);
   args.push_back(out);
-  ir::Value* one = host.constInt(ctx.u32(), 1);
-  host.dispatch(*kern, {host.constInt(ctx.u32(), gx), host.constInt(ctx.u32(), gy), one}, args);
+  dispatch(*kern, {host.constInt(ctx.u32(), gx), host.constInt(ctx.u32(), gy), host.constInt(ctx.u32(), 1)}, args);
   return out;
 }
 
@@ -262,7 +282,7 @@ ir::Value* Lowering::custom(const std::string& op, DType dtype, int64_t count, s
     std::vector<const ir::Type*> params;
     for (const Operand& o : in) params.push_back(deviceBuffer(ctx, o.dtype, ir::Ownership::Read));
     params.push_back(deviceBuffer(ctx, dtype, ir::Ownership::Write));
-    ir::Function* f = module.addFunction(kernelName(op, kernels_.size()), ir::FunctionKind::Kernel,
+    ir::Function* f = module.addFunction(kernelName(namePrefix, op, kernels_.size()), ir::FunctionKind::Kernel,
                                          ctx.functionType(params, {}));
     f->workgroupSize = workgroup;
     std::vector<ir::Value*> bufs;
@@ -280,9 +300,58 @@ ir::Value* Lowering::custom(const std::string& op, DType dtype, int64_t count, s
   ir::Values args;
   for (const Operand& o : in) args.push_back(o.buf);
   args.push_back(out);
-  host.dispatch(*kern, {host.constInt(ctx.u32(), groups[0]), host.constInt(ctx.u32(), groups[1]),
-                        host.constInt(ctx.u32(), groups[2])}, args);
+  dispatch(*kern, {host.constInt(ctx.u32(), groups[0]), host.constInt(ctx.u32(), groups[1]),
+                   host.constInt(ctx.u32(), groups[2])}, args);
   return out;
+}
+
+Status batchKernel(ir::Context& ctx, ir::Function& kernel, const std::vector<int64_t>& strides) {
+  std::map<const ir::Value*, int64_t> stride;
+  for (size_t k = 0; k < strides.size() && k < kernel.paramTypes().size(); ++k)
+    if (strides[k]) stride[kernel.param(unsigned(k))] = strides[k];
+  const std::string name = "kernel " + kernel.name();
+  if (kernel.workgroupSize[2] != 1) return Error{{}, name + " has workgroups along z"};
+  std::vector<ir::Op*> access;
+  std::string why;
+  kernel.walk([&](ir::Op* op) {
+    const ir::OpId id = op->id();
+    if ((id == ir::OpId::GlobalId || id == ir::OpId::WorkgroupId || id == ir::OpId::NumWorkgroups ||
+         id == ir::OpId::LocalId) && op->attr("dim") && op->intAttr("dim") == 2)
+      why = name + " uses dimension z itself";
+    for (unsigned i = 0; i < op->numOperands(); ++i) {
+      auto it = stride.find(op->operand(i));
+      if (it == stride.end()) continue;
+      const bool indexed = id == ir::OpId::Load || id == ir::OpId::Store || id == ir::OpId::VecLoad ||
+                           id == ir::OpId::VecStore || id == ir::OpId::CoopLoad || id == ir::OpId::CoopStore ||
+                           ir::isAtomic(id);
+      if (!indexed || i != 0) {
+        why = name + " uses a buffer in " + std::string(op->name()) + ", which does not take a row";
+        continue;
+      }
+      const int64_t vec = id == ir::OpId::VecLoad ? op->result()->type()->count()
+                          : id == ir::OpId::VecStore ? op->operand(2)->type()->count() : 1;
+      if (it->second % vec) why = name + " reads vectors of " + std::to_string(vec) + " from rows of " + std::to_string(it->second) + " elements";
+      access.push_back(op);
+    }
+  });
+  if (!why.empty()) return Error{{}, why};
+  ir::Builder entry(ctx, kernel.body(), kernel.body().front());
+  ir::Value* z = entry.workgroupId(2, ctx.i32());
+  std::map<std::pair<const ir::Type*, int64_t>, ir::Value*> offsets;  // z · elements, by index type
+  for (ir::Op* op : access) {
+    ir::Value* idx = op->operand(1);
+    const int64_t vec = op->is(ir::OpId::VecLoad) ? op->result()->type()->count()
+                        : op->is(ir::OpId::VecStore) ? op->operand(2)->type()->count() : 1;
+    const int64_t step = stride.at(op->operand(0)) / vec;
+    ir::Value*& off = offsets[{idx->type(), step}];
+    if (!off) {
+      ir::Value* zt = idx->type() == z->type() ? z : entry.bitcast(z, idx->type());
+      off = entry.mul(zt, entry.constInt(idx->type(), step));
+    }
+    ir::Builder at(ctx, *op->parentRegion(), op);
+    op->setOperand(1, at.add(idx, off));
+  }
+  return Status::ok();
 }
 
 Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions& opts) {
@@ -319,7 +388,7 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
       if (!needed[i]) continue;
       findReads(i);
       const OpDef* def = nodes[i].isView ? nullptr : findOp(nodes[i].op);
-      if (!opts.fuse || !def || !def->element || isOutputRoot[i] || readers[i].empty() ||
+      if (!opts.fuse || !def || !def->element || isOutputRoot[i] || readers[i].empty() || isDynamic(nodes[i].shape) ||
           reads[i].size() > opts.maxFusedBuffers / 2)
         continue;
       bool ok = true;
@@ -359,6 +428,7 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
     for (size_t i = 0; i < nodes.size(); ++i) {
       const OpDef* def = nodes[i].isView ? nullptr : findOp(nodes[i].op);
       if (!needed[i] || fused[i] || !def || !def->takesEpilogue || isOutputRoot[i] || readers[i].size() != 1 ||
+          isDynamic(nodes[i].shape) ||
           !def->takesEpilogue(p, nodes[i], opts))
         continue;
       uint32_t j = readers[i][0];
@@ -380,13 +450,20 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
     }
   for (const auto& [name, id] : p.outputs()) lastUse[p.root(id)] = nodes.size();
 
-  // Kernels index with i32: every tensor (and every root a view reads) must fit.
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (needed[i] && numel(nodes[i].shape) > int64_t(INT32_MAX))
+  // Kernels index with i32: every tensor (and every root a view reads) must
+  // fit (with the dynamic first dimension: a row here, N rows at run time).
+  bool dynamic = false;  // (an input with it that no output needs still makes N a parameter: Run.h)
+  for (uint32_t id : p.inputs()) dynamic |= isDynamic(nodes[id].shape);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!needed[i]) continue;
+    dynamic |= isDynamic(nodes[i].shape);
+    if (isDynamic(nodes[i].shape) ? rowElements(nodes[i].shape) > int64_t(INT32_MAX) : numel(nodes[i].shape) > int64_t(INT32_MAX))
       return Error{{}, nodes[i].site + ": " + nodes[i].op + ": a tensor of shape " + shapeText(nodes[i].shape) + " has " +
                            std::to_string(numel(nodes[i].shape)) +
                            " elements; kernels index with 32 bits, so a tensor may have at most 2147483647"};
+  }
   Compiled c;
+  c.dynamic = dynamic;
   c.module = std::make_unique<ir::Module>(ctx);
   c.deviceIO = opts.deviceIO;
   const ir::Space io = opts.deviceIO ? ir::Space::Device : ir::Space::Host;
@@ -400,9 +477,46 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
     c.results.push_back(id);
     results.push_back(ctx.bufferType(irType(ctx, nodes[id].dtype), io, ir::Ownership::Linear));
   }
+  if (dynamic) params.push_back(ctx.u32());
   ir::Function* main = c.module->addFunction("main", ir::FunctionKind::Host, ctx.functionType(params, results));
   ir::Builder host(ctx, main->body());
   Lowering l(ctx, *c.module, host, opts);
+
+  // The dynamic first dimension: N, and the elements per row of each
+  // device buffer that has N rows.
+  ir::Value* N = nullptr;
+  if (dynamic) {
+    N = main->param(unsigned(params.size() - 1));
+    N->setName("N");
+  }
+  std::map<const ir::Value*, int64_t> rowOf;
+  auto count = [&](const Shape& shape) {
+    if (!isDynamic(shape)) return host.constInt(ctx.u32(), std::max<int64_t>(numel(shape), 1));
+    return host.max(host.mul(N, host.constInt(ctx.u32(), rowElements(shape))), host.constInt(ctx.u32(), 1));
+  };
+  // A node with the dynamic first dimension: `lowerOne` builds it for one
+  // row (the node and its operands with first extent 1) through a Lowering
+  // that runs every kernel over the N rows (Lowering::rows).
+  size_t rowLowerings = 0;
+  auto lowerRows = [&](const Node& n, std::vector<Operand> in,
+                       const std::function<Expected<ir::Value*>(Lowering&, const Node&, std::span<const Operand>)>&
+                           lowerOne) -> Expected<ir::Value*> {
+    Lowering rl(ctx, *c.module, host, opts);
+    rl.rows = N;
+    rl.namePrefix = "r" + std::to_string(rowLowerings++) + "_";
+    for (Operand& o : in)
+      if (isDynamic(o.shape)) {
+        o.shape[0] = 1;
+        rl.rowStride[o.buf] = rowOf.at(o.buf);
+      }
+    Node one = n;
+    one.shape[0] = 1;
+    auto buf = lowerOne(rl, one, in);
+    if (buf && !rl.rowsError.empty())
+      return Error{{}, "cannot run over the dynamic first dimension N: " + rl.rowsError};
+    if (buf) rowOf[*buf] = rowElements(n.shape);
+    return buf;
+  };
 
   std::vector<ir::Value*> storage(nodes.size(), nullptr);  // roots' device buffers
   std::vector<std::shared_ptr<const Fused>> fusion(nodes.size());
@@ -418,9 +532,11 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
       main->param(unsigned(param))->setName(n.op == "input" ? n.name : "c" + std::to_string(i));
       if (opts.deviceIO) {
         storage[i] = main->param(unsigned(param++));  // the caller's, read-only: never freed here
+        if (isDynamic(n.shape)) rowOf[storage[i]] = rowElements(n.shape);
         continue;
       }
-      storage[i] = l.alloc(n.dtype, numel(n.shape));
+      storage[i] = host.alloc(count(n.shape), ctx.bufferType(irType(ctx, n.dtype), ir::Space::Device, ir::Ownership::Linear));
+      if (isDynamic(n.shape)) rowOf[storage[i]] = rowElements(n.shape);
       host.h2d(storage[i], main->param(unsigned(param++)));
     } else if (!n.isView) {
       const OpDef* def = findOp(n.op);
@@ -437,9 +553,13 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
         else if (o.fused) std::for_each(o.fused->in.begin(), o.fused->in.end(), find);
       };
       std::for_each(in.begin(), in.end(), find);
-      auto buf = acc           ? acc->def->lowerWithEpilogue(l, *acc->node, acc->in, n, in)
-                 : def->lower ? def->lower(l, n, in)
-                              : Expected<ir::Value*>(l.map(n, in, [&](Kernel& k) { return def->element(k, n, in); }));
+      auto lowerOne = [&](Lowering& at, const Node& m, std::span<const Operand> mIn) -> Expected<ir::Value*> {
+        if (def->lower) return def->lower(at, m, mIn);
+        return at.map(m, mIn, [&](Kernel& k) { return def->element(k, m, mIn); });
+      };
+      auto buf = acc                  ? acc->def->lowerWithEpilogue(l, *acc->node, acc->in, n, in)
+                 : isDynamic(n.shape) ? lowerRows(n, std::move(in), lowerOne)
+                                      : lowerOne(l, n, in);
       if (!buf) return Error{{}, n.site + ": " + n.op + ": " + buf.error().message};
       storage[i] = *buf;
     }
@@ -467,8 +587,12 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
     bool mustCopy = !whole || (opts.deviceIO && (!dev || dev->isArgument() ||
                                                  std::find(out.begin(), out.end(), dev) != out.end()));
     if (mustCopy) {
-      Operand o = operand(id);
-      dev = l.map("copy", n.dtype, n.shape, std::span(&o, 1), [](Kernel& k) { return k.loadBroadcast(0); }, "");
+      auto copy = [](Lowering& at, const Node& m, std::span<const Operand> mIn) -> Expected<ir::Value*> {
+        return at.map("copy", m.dtype, m.shape, mIn, [](Kernel& k) { return k.loadBroadcast(0); }, "");
+      };
+      auto made = isDynamic(n.shape) ? lowerRows(n, {operand(id)}, copy) : copy(l, n, std::vector{operand(id)});
+      if (!made) return Error{{}, n.site + ": output '" + name + "': " + made.error().message};
+      dev = *made;
       copies.push_back(dev);
     }
     out.push_back(dev);
@@ -480,7 +604,7 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
     host.wait();
     for (size_t k = 0; k < out.size(); ++k) {
       const Node& n = nodes[p.outputs()[k].second];
-      ir::Value* h = host.alloc(host.constInt(ctx.u32(), std::max<int64_t>(numel(n.shape), 1)), results[k]);
+      ir::Value* h = host.alloc(count(n.shape), results[k]);
       host.d2h(h, out[k]);
       hostOut.push_back(h);
     }

@@ -9,6 +9,12 @@
 // buffers. Kernels are specialised to the static shapes and layouts of their
 // operands and are generated once per content (op, attributes, dtypes,
 // shapes, layouts): two nodes that agree share one kernel.
+//
+// A program with a dynamic first dimension (DType.h, kDynamic) takes its
+// extent N as @main's last parameter (u32): buffers of such tensors hold N
+// rows, and the kernels of a node with it are built for one row (the node
+// with first extent 1) and dispatched N times along z, each reading and
+// writing its row of every buffer that has N rows (batchKernel).
 #pragma once
 
 #include <array>
@@ -34,6 +40,9 @@ struct Compiled {
   std::vector<uint32_t> results;
   // LowerOptions::deviceIO: parameters and results are device buffers.
   bool deviceIO = false;
+  // The program has the dynamic first dimension: @main's last parameter is
+  // its extent N (u32), after those of `params`.
+  bool dynamic = false;
 };
 
 struct LowerOptions {
@@ -192,8 +201,28 @@ class Lowering {
     return {buf, dt, shape, contiguousStrides(shape), 0};
   }
 
+  // Lowering one row of a node with the dynamic first dimension (Lower.cpp,
+  // lowerRows): N, @main's parameter; every buffer holds N rows of what
+  // alloc was asked for, and each dispatch runs N times along z, the kernel
+  // made to read and write row z (batchKernel) of each buffer in rowStride
+  // (elements per row; absent: a buffer without N, read whole by every row).
+  ir::Value* rows = nullptr;
+  std::map<const ir::Value*, int64_t> rowStride;
+  std::string rowsError;        // why a kernel cannot run over rows
+  std::string namePrefix = "t";  // of kernel names (and part of the content keys of kernels cached in the module)
+  // Dispatches a kernel made for this lowering (over the rows with `rows`).
+  void dispatch(const ir::Function& kernel, std::array<ir::Value*, 3> groups, const ir::Values& args);
+
  private:
   std::map<std::string, const ir::Function*> kernels_;
+  std::map<const ir::Function*, std::vector<int64_t>> batched_;  // kernels made to run over rows, their strides
 };
+
+// Makes `kernel` run once per index z of its dispatch's z dimension on row z
+// of each buffer parameter k with strides[k] != 0: every access to that
+// parameter at index i moves to i + z·strides[k]. An error (nothing changed)
+// when the kernel uses dimension z itself, reads a strided parameter's
+// length, or accesses it in vectors that a row does not start on.
+Status batchKernel(ir::Context& ctx, ir::Function& kernel, const std::vector<int64_t>& strides);
 
 }  // namespace eph::tensor

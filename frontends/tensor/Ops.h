@@ -62,6 +62,13 @@ struct OpDef {
   // and reads each input element once, so a fused input of the input's size
   // is computed once per element, not recomputed (reduce_*).
   bool reduces = false;
+  // A dynamic first dimension (docs/tensor.md, "Dynamic dimensions"):
+  // whether node n, an input of which has it, computes each index of it from
+  // the same index of its inputs alone (a batch of independent problems:
+  // matmul's rows, softmax over another axis), so that the lowering builds
+  // its kernels for one index and runs them over N. Elementwise ops
+  // (`element`) and views always do; null: the op does not take it.
+  std::function<bool(const Program& p, const Node& n)> batched;
   // Epilogues (matmul): whether node n, with options o, lowers to a kernel
   // that can compute an elementwise reader of it where it stores each
   // element (LowerOptions::fuse); and that lowering: n (inputs `in`) whose
@@ -96,6 +103,10 @@ void addLinalgOps(std::vector<OpDef>& ops);   // matmul, gemm, einsum
 void addAttentionOps(std::vector<OpDef>& ops);  // attention
 void addConvOps(std::vector<OpDef>& ops);     // conv, conv_transpose, pooling
 void addIndexOps(std::vector<OpDef>& ops);    // concat, tile, pad, gather/scatter, one-hot, trilu, resize, random
+
+// Why node n (made by `def`) may not have its shapes (a dynamic first
+// dimension in an input or the result), or "" when it may (Program::apply).
+std::string dynamicDimensionError(const Program& p, const OpDef& def, const Node& n);
 
 // Shared by families: the axis `a` of a rank-r tensor, counted from the end
 // when negative; false when out of range.

@@ -90,8 +90,15 @@ Tensor Program::input(const std::string& name, DType dtype, Shape shape, std::so
   n.dtype = dtype;
   n.shape = std::move(shape);
   n.site = siteOf(loc);
-  for (int64_t d : n.shape)
-    if (d < 0) fail(n.site, "input '" + name + "': a negative extent in shape " + shapeText(n.shape));
+  for (size_t d = 0; d < n.shape.size(); ++d) {
+    if (n.shape[d] == kDynamic && d == 0) n.shape[d] = kDynamicExtent;
+    else if (n.shape[d] == kDynamic)
+      fail(n.site, "input '" + name + "': only the first dimension may be dynamic, not dimension " + std::to_string(d));
+    else if (n.shape[d] < 0) fail(n.site, "input '" + name + "': a negative extent in shape " + shapeText(n.shape));
+    else if (involvesDynamic(n.shape[d]))
+      fail(n.site, "input '" + name + "': extent " + std::to_string(n.shape[d]) +
+                       " is a multiple of the nominal extent that stands for a dynamic dimension; use tensor::kDynamic");
+  }
   uint32_t id = add(std::move(n));
   inputs_.push_back(id);
   return Tensor(this, id);
@@ -105,6 +112,8 @@ Tensor Program::constant(HostTensor value, const std::string& site) {
   n.dtype = value.dtype;
   n.shape = value.shape;
   n.site = site;
+  for (int64_t d : value.shape)
+    if (involvesDynamic(d)) fail(site, "a constant of shape " + shapeText(value.shape) + ": only inputs may have the dynamic first dimension N");
   if (value.bytes.size() != size_t(numel(value.shape)) * hostBytes(value.dtype))
     fail(site, "a constant of shape " + shapeText(value.shape) + " and dtype " + std::string(dtypeName(value.dtype)) +
                    " needs " + std::to_string(numel(value.shape) * int64_t(hostBytes(value.dtype))) + " bytes, not " +
@@ -163,6 +172,13 @@ Tensor Program::apply(const std::string& op, std::vector<Tensor> inputs, Attrs a
       n.inputs.clear();
       n.isView = false;
       break;
+    }
+  if (n.op != "invalid")
+    if (std::string e = dynamicDimensionError(*this, *def, n); !e.empty()) {
+      fail(site, e);
+      n.op = "invalid";
+      n.inputs.clear();
+      n.isView = false;
     }
   if (n.isView) n.inputs = {root(n.inputs[0])};
   return Tensor(this, add(std::move(n)));

@@ -1,5 +1,6 @@
 #include "frontends/tensor/Run.h"
 
+#include <climits>
 #include <cstring>
 
 #include "frontends/tensor/Tuning.h"
@@ -25,15 +26,29 @@ interp::RtValue toBuffer(interp::Memory& mem, ir::Context& ctx, const HostTensor
   return v;
 }
 
-// One input per input of `p`, each of the dtype and shape it declared.
-Status checkInputs(const Program& p, const std::vector<HostTensor>& inputs) {
+// One input per input of `p`, each of the dtype and shape it declared; the
+// dynamic first dimension's extent N (that of the first input with it, which
+// every other must have too; 0 when none has it).
+Expected<int64_t> checkInputs(const Program& p, const std::vector<HostTensor>& inputs) {
   if (inputs.size() != p.inputs().size())
     return Error{{}, "the program has " + std::to_string(p.inputs().size()) + " inputs, but " +
                          std::to_string(inputs.size()) + " were given"};
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (Status st = checkInput(p.node(p.inputs()[i]), inputs[i]); !st) return st.error();
-  return Status::ok();
+  int64_t n = -1;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Node& declared = p.node(p.inputs()[i]);
+    if (n < 0 && isDynamic(declared.shape) && !inputs[i].shape.empty()) n = inputs[i].shape[0];
+    if (Status st = checkInput(declared, inputs[i], std::max<int64_t>(n, 0)); !st) return st.error();
+  }
+  // Kernels index a buffer of N rows with 32 bits (Lower.cpp).
+  for (uint32_t id = 0; n > 0 && id < p.nodes().size(); ++id)
+    if (isDynamic(p.node(id).shape) && rowElements(p.node(id).shape) * n > int64_t(INT32_MAX))
+      return Error{{}, p.node(id).site + ": " + p.node(id).op + ": with N = " + std::to_string(n) + ", a tensor of shape " +
+                           shapeText(p.node(id).shape) + " would have more than 2147483647 elements, which kernels index with 32 bits"};
+  return std::max<int64_t>(n, 0);
 }
+
+// @main's last argument for a program with the dynamic first dimension.
+interp::RtValue extentArg(ir::Context& ctx, int64_t n) { return interp::RtValue::ofInt(ctx.u32(), n); }
 
 // A HostTensor's elements in the storage layout of ir/Layout.h, and back:
 // a copy where the two agree (every dtype but bool, which devices store
@@ -65,13 +80,14 @@ void fromStorageBytes(const ir::Type* t, std::span<const std::byte> bytes, HostT
 
 }  // namespace
 
-Status checkInput(const Node& declared, const HostTensor& given) {
+Status checkInput(const Node& declared, const HostTensor& given, int64_t n) {
   if (given.dtype != declared.dtype)
     return Error{{}, "input '" + declared.name + "' wants dtype " + std::string(dtypeName(declared.dtype)) + ", got " +
                          std::string(dtypeName(given.dtype))};
-  if (given.shape != declared.shape)
-    return Error{{}, "input '" + declared.name + "' wants shape " + shapeText(declared.shape) + ", got " +
-                         shapeText(given.shape)};
+  if (given.shape != withExtent(declared.shape, n))
+    return Error{{}, "input '" + declared.name + "' wants shape " + shapeText(declared.shape) +
+                         (isDynamic(declared.shape) ? " with N = " + std::to_string(n) + " (from the first input with N)" : "") +
+                         ", got " + shapeText(given.shape)};
   if (given.bytes.size() != size_t(given.size()) * hostBytes(given.dtype))
     return Error{{}, "input '" + declared.name + "' has " + std::to_string(given.bytes.size()) + " bytes for " +
                          std::to_string(given.size()) + " elements of " + std::string(dtypeName(given.dtype))};
@@ -80,7 +96,8 @@ Status checkInput(const Node& declared, const HostTensor& given) {
 
 Expected<std::vector<interp::RtValue>> mainArgs(interp::Memory& mem, ir::Context& ctx, const Program& p,
                                                 const std::vector<uint32_t>& params, const std::vector<HostTensor>& inputs) {
-  if (Status st = checkInputs(p, inputs); !st) return st.error();
+  auto n = checkInputs(p, inputs);
+  if (!n) return n.error();
   std::vector<interp::RtValue> args;
   for (uint32_t id : params) {
     const Node& n = p.node(id);
@@ -91,7 +108,19 @@ Expected<std::vector<interp::RtValue>> mainArgs(interp::Memory& mem, ir::Context
       args.push_back(toBuffer(mem, ctx, inputs[k]));
     }
   }
+  if (hasDynamicInput(p)) args.push_back(extentArg(ctx, *n));
   return args;
+}
+
+bool hasDynamicInput(const Program& p) {
+  for (uint32_t id : p.inputs())
+    if (isDynamic(p.node(id).shape)) return true;
+  return false;
+}
+
+int64_t dynamicExtent(const Program& p, const std::vector<HostTensor>& inputs) {
+  auto n = checkInputs(p, inputs);
+  return n ? *n : 0;
 }
 
 Expected<HostTensor> resultTensor(interp::Memory& mem, const interp::RtValue& result, DType dtype, const Shape& shape) {
@@ -114,7 +143,7 @@ Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p,
     auto results = runOnDevice(device, c, *args);
     freeDeviceBuffers(device, *args);
     if (!results) return results.error();
-    return downloadResults(device, p, c, *results);
+    return downloadResults(device, p, c, *results, dynamicExtent(p, inputs));
   }
   ir::Context& ctx = c.module->context();
   interp::Interpreter in(*c.module);
@@ -125,7 +154,7 @@ Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p,
   std::vector<HostTensor> out;
   for (size_t k = 0; k < results->size(); ++k) {
     const Node& n = p.node(c.results[k]);
-    auto h = resultTensor(in.memory(), (*results)[k], n.dtype, n.shape);
+    auto h = resultTensor(in.memory(), (*results)[k], n.dtype, withExtent(n.shape, dynamicExtent(p, inputs)));
     if (!h) return h.error();
     out.push_back(std::move(*h));
   }
@@ -134,7 +163,8 @@ Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p,
 
 Expected<std::vector<interp::RtValue>> uploadInputs(runtime::Device& device, const Program& p, const Compiled& c,
                                                     const std::vector<HostTensor>& inputs) {
-  if (Status st = checkInputs(p, inputs); !st) return st.error();
+  auto extent = checkInputs(p, inputs);
+  if (!extent) return extent.error();
   ir::Context& ctx = c.module->context();
   const ir::Function& main = *c.module->lookup("main");
   if (Status st = device.prepare(*c.module); !st) return st.error();
@@ -158,6 +188,7 @@ Expected<std::vector<interp::RtValue>> uploadInputs(runtime::Device& device, con
       return st.error();
     }
   }
+  if (c.dynamic) args.push_back(extentArg(ctx, *extent));
   return args;
 }
 
@@ -178,14 +209,14 @@ Expected<std::vector<interp::RtValue>> runOnDevice(runtime::Device& device, cons
 }
 
 Expected<std::vector<HostTensor>> downloadResults(runtime::Device& device, const Program& p, const Compiled& c,
-                                                  const std::vector<interp::RtValue>& results) {
+                                                  const std::vector<interp::RtValue>& results, int64_t n) {
   ir::Context& ctx = c.module->context();
   std::vector<HostTensor> out;
   Status downloaded = Status::ok();
   for (size_t k = 0; k < results.size() && downloaded; ++k) {
-    const Node& n = p.node(c.results[k]);
-    HostTensor h(n.dtype, n.shape);
-    const ir::Type* t = irType(ctx, n.dtype);
+    const Node& node = p.node(c.results[k]);
+    HostTensor h(node.dtype, withExtent(node.shape, n));
+    const ir::Type* t = irType(ctx, node.dtype);
     std::vector<std::byte> bytes(size_t(std::max<int64_t>(h.size(), 1)) * ir::storageStride(t));
     if (h.size() > 0) {  // an empty tensor's buffer has one element, never written
       downloaded = device.downloadBytes(bytes, results[k].buffer, {});
@@ -199,7 +230,8 @@ Expected<std::vector<HostTensor>> downloadResults(runtime::Device& device, const
 }
 
 void freeDeviceBuffers(runtime::Device& device, const std::vector<interp::RtValue>& buffers) {
-  for (const interp::RtValue& v : buffers) (void)device.free(v.buffer, {});
+  for (const interp::RtValue& v : buffers)
+    if (v.type && v.type->isBuffer()) (void)device.free(v.buffer, {});  // not N (Compiled::dynamic)
 }
 
 Expected<std::vector<HostTensor>> run(const Program& p, std::string_view target, const std::vector<HostTensor>& inputs,

@@ -25,7 +25,9 @@ namespace eph::tensor {
 
 // Runs `c` (lowered from `p`) on `device` with one HostTensor per input of
 // `p`, in declaration order; a missing input, or one of the wrong dtype or
-// shape, is an error naming the input, what it wants and what it got.
+// shape, is an error naming the input, what it wants and what it got. With
+// the dynamic first dimension, N is the first extent of the first input
+// that has it; the others must agree, and results have N rows.
 Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p, const Compiled& c,
                                       const std::vector<HostTensor>& inputs);
 // Lowers `p` and runs it on a device of `target` ("interp", "cpu", "vulkan"),
@@ -45,12 +47,19 @@ Expected<std::vector<interp::RtValue>> uploadInputs(runtime::Device& device, con
                                                     const std::vector<HostTensor>& inputs);
 Expected<std::vector<interp::RtValue>> runOnDevice(runtime::Device& device, const Compiled& c,
                                                    const std::vector<interp::RtValue>& args);
+// `n`: the dynamic first dimension's extent (dynamicExtent), if the program has one.
 Expected<std::vector<HostTensor>> downloadResults(runtime::Device& device, const Program& p, const Compiled& c,
-                                                  const std::vector<interp::RtValue>& results);
+                                                  const std::vector<interp::RtValue>& results, int64_t n = 0);
 void freeDeviceBuffers(runtime::Device& device, const std::vector<interp::RtValue>& buffers);
 
-// Checks one input against what the program declared (dtype and shape).
-Status checkInput(const Node& declared, const HostTensor& given);
+// Checks one input against what the program declared (dtype and shape;
+// `n`, the extent of a dynamic first dimension).
+Status checkInput(const Node& declared, const HostTensor& given, int64_t n = 0);
+// Whether an input of `p` has the dynamic first dimension (then @main takes
+// N last: Compiled::dynamic), and N for these inputs (0 when none has it or
+// they do not fit the program).
+bool hasDynamicInput(const Program& p);
+int64_t dynamicExtent(const Program& p, const std::vector<HostTensor>& inputs);
 
 // What run() does, for a caller that runs @main itself (`ephc run` of an ONNX
 // model): @main's arguments, made in `mem` (each input, checked, and each

@@ -111,7 +111,11 @@ std::unique_ptr<ir::Module> compileModel(ir::Context& ctx, std::string_view text
     }
     for (const auto& [n, h] : given->byName) opts.given[n] = h;
   }
-  auto model = importModel(text, opts);
+  // --dynamic: the inputs are for the run only; the import keeps a symbolic
+  // first dimension dynamic (one module for every N).
+  ImportOptions importOpts = opts;
+  if (o.count("--dynamic")) importOpts.given.clear();
+  auto model = importModel(text, importOpts);
   if (!model) return diagnostics += render(file, model.error()), nullptr;
   auto lowered = lower(ctx, *model->program);
   if (!lowered) return diagnostics += render(file, Error{{}, lowered.error().message, "E402"}), nullptr;
@@ -162,6 +166,7 @@ frontends::Frontend frontend() {
       {"--inputs", "DIR", ".onnx: the model's inputs, DIR/input_0.pb, ... (TensorProto) in the graph's input order", false},
       {"--input", "NAME=FILE,...", ".onnx: an input by name from a .npy or .pb (TensorProto) file", false},
       {"--save-outputs", "DIR", ".onnx: write the outputs to DIR/output_0.pb, ... (TensorProto) instead of printing them", false},
+      {"--dynamic", "", ".onnx: keep a symbolic first input dimension dynamic (one module for every extent N) instead of taking the given input's", false},
   };
   f.errorCodes = {
       {"E400", "an .onnx file is not a readable ONNX model (truncated or malformed protobuf, no graph, a bad tensor)"},
@@ -210,7 +215,7 @@ frontends::Frontend frontend() {
     }
     for (size_t k = 0; k < results.size() && k < imp.results.size(); ++k) {
       const Node& n = p.node(imp.results[k]);
-      auto h = resultTensor(mem, results[k], n.dtype, n.shape);
+      auto h = resultTensor(mem, results[k], n.dtype, withExtent(n.shape, dynamicExtent(p, imp.inputs)));
       if (!h) return diagnostics += file + ": error: " + h.error().message + "\n", false;
       const std::string& name = p.outputs()[k].first;
       if (save != o.end()) {
@@ -219,7 +224,7 @@ frontends::Frontend frontend() {
         os << writeTensorProto(*h, name);
         if (!os) return diagnostics += "ephc: cannot write '" + f.string() + "'\n", false;
       } else {
-        out += name + ": " + std::string(dtypeName(n.dtype)) + shapeText(n.shape) + " = " + preview(*h) + "\n";
+        out += name + ": " + std::string(dtypeName(n.dtype)) + shapeText(h->shape) + " = " + preview(*h) + "\n";
       }
     }
     return true;

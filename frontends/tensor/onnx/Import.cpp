@@ -414,10 +414,13 @@ Expected<Model> importModel(std::string_view bytes, const ImportOptions& opts) {
           shape.push_back(dim.dim_value());
         } else if (given != opts.given.end() && size_t(d) < given->second.shape.size()) {
           shape.push_back(given->second.shape[size_t(d)]);
+        } else if (d == 0) {
+          shape.push_back(kDynamic);  // the dynamic first dimension, N (docs/tensor.md)
         } else {
           return err("E401", what + ": dimension " + std::to_string(d) +
                                  (dim.has_dim_param() ? " is symbolic ('" + dim.dim_param() + "')" : " is unknown") +
-                                 "; shapes are static: give the input (--inputs/--input) so its shape is known");
+                                 "; only the first dimension may be dynamic: give the input (--inputs/--input) so its "
+                                 "shape is known");
         }
       }
     } else if (given != opts.given.end()) {
@@ -436,7 +439,7 @@ Expected<Model> importModel(std::string_view bytes, const ImportOptions& opts) {
     Val v;
     v.t = p.input(in.name(), *dt, shape);
     v.dtype = *dt;
-    v.shape = shape;
+    v.shape = v.t.shape();
     // A small input given at import specialises the shape-like arguments it
     // feeds (Reshape's shape, Slice's starts, TopK's K, Resize's scales, ...,
     // which backend tests pass as graph inputs); nothing computed from it is folded.

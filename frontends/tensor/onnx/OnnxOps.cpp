@@ -152,8 +152,10 @@ std::string mapConstantOfShape(NodeCtx& c) {
   Ints shape;
   std::string why;
   if (!c.ints(0, shape, why, "shape")) return why;
-  for (int64_t d : shape)
+  for (int64_t d : shape) {
     if (d < 0) return "a negative extent in " + shapeText(shape);
+    if (involvesDynamic(d)) return "the shape " + shapeText(shape) + " is computed from the dynamic first dimension N: give the inputs";
+  }
   HostTensor v(DType::F32, {});
   if (const auto* a = c.attr("value")) {
     auto h = fromProto(a->t(), "the value");

@@ -228,7 +228,7 @@ Values launch(Lowering& l, const std::string& op, const std::string& key, const 
   std::string full = op + "|" + key + "|" + shapeText(domain) + "|gx" + num(gx) + "|wg" + num(wg);
   for (const Operand& o : in) full += "|" + layoutKey(o);
   for (const auto& [d, c] : outs) full += "|out " + dt(d) + " " + num(c);
-  std::string name = kernelName(op, full);
+  std::string name = kernelName(op, l.namePrefix + "|" + full);  // (a row lowering's own: Lower.h)
   const ir::Function* kern = l.module.lookup(name);
   if (!kern) {
     std::vector<const ir::Type*> params;
@@ -267,7 +267,7 @@ Values launch(Lowering& l, const std::string& op, const std::string& key, const 
   for (const Operand& o : in) args.push_back(o.buf);
   for (Value* m : made) args.push_back(m);
   ir::Value* one = l.host.constInt(ctx.u32(), 1);
-  l.host.dispatch(*kern, {l.host.constInt(ctx.u32(), gx), l.host.constInt(ctx.u32(), gy), one}, args);
+  l.dispatch(*kern, {l.host.constInt(ctx.u32(), gx), l.host.constInt(ctx.u32(), gy), one}, args);
   return made;
 }
 
@@ -458,7 +458,7 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
                      (cached ? "|registers" : "");
   for (bool r : red) full += r ? "r" : "k";
   full += ki.key + "|out " + dt(outDt);
-  std::string name = kernelName(op, full);
+  std::string name = kernelName(op, l.namePrefix + "|" + full);  // (a row lowering's own: Lower.h)
   const ir::Function* kern = l.module.lookup(name);
   if (!kern) {
     std::vector<const ir::Type*> params;
@@ -522,7 +522,7 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
   for (size_t d : ki.distinct) args.push_back(ki.leaves[d].buf);
   args.push_back(made);
   ir::Value* one = l.host.constInt(ctx.u32(), 1);
-  l.host.dispatch(*kern, {l.host.constInt(ctx.u32(), gx), l.host.constInt(ctx.u32(), gy), one}, args);
+  l.dispatch(*kern, {l.host.constInt(ctx.u32(), gx), l.host.constInt(ctx.u32(), gy), one}, args);
   return made;
 }
 

@@ -89,3 +89,29 @@ write("melweight-past-nyquist.onnx", model(
     [tensor("m", INT64, [], [8]), tensor("n", INT64, [], [16]), tensor("r", INT64, [], [8192]),
      tensor("lo", FLOAT, [], [0.0]), tensor("hi", FLOAT, [], [8192.0])],
     [], [value_info("w", FLOAT, [9, 8])], opset=17))
+
+# dynamic: x has a symbolic first dimension ('batch'), kept dynamic by `ephc
+# check|lower` and by `ephc run --dynamic`: y = Relu(x·W + B) reshaped through
+# Shape (N folded at import as a nominal extent), s = ReduceSum(y, axis 1).
+# Integer values, so every target prints the same digits.
+W = [[1, -2, 0], [0, 1, 3], [2, 0, -1], [-1, 1, 1]]
+B = [1, -3, 2]
+dyn = model(
+    [node("MatMul", ["x", "W"], ["xw"], "matmul"),
+     node("Add", ["xw", "B"], ["xwb"], "add"),
+     node("Relu", ["xwb"], ["r"], "relu"),
+     node("Shape", ["r"], ["rs"], "shape"),
+     node("Reshape", ["r", "rs"], ["y"], "reshape"),
+     node("ReduceSum", ["y", "axes"], ["s"], "sum", [attr_int("keepdims", 0)])],
+    [tensor("W", FLOAT, [4, 3], [v for row in W for v in row]), tensor("B", FLOAT, [3], B),
+     tensor("axes", INT64, [1], [1])],
+    [value_info("x", FLOAT, ["batch", 4])],
+    [value_info("y", FLOAT, ["batch", 3]), value_info("s", FLOAT, ["batch"])])
+write("dynamic.onnx", dyn)
+for n in (2, 5):
+    xs = [float((3 * i + 1) % 7 - 3) for i in range(n * 4)]
+    write("xb%d.pb" % n, tensor("x", FLOAT, [n, 4], xs))
+    ys = [max(sum(xs[r * 4 + k] * W[k][c] for k in range(4)) + B[c], 0.0) for r in range(n) for c in range(3)]
+    print("xb%d: y =" % n, ys, "s =", [sum(ys[r * 3:r * 3 + 3]) for r in range(n)])
+write("two-symbolic.onnx", model([node("Relu", ["x"], ["y"], "relu")], [], [value_info("x", FLOAT, ["N", "M"])],
+                                 [value_info("y", FLOAT, ["N", "M"])]))
