@@ -199,15 +199,18 @@ ir::Value* Lowering::map(const Node& n, std::span<const Operand> in, const Kerne
 
 ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape, std::span<const Operand> in,
                          const KernelBody& body, const std::string& key) {
-  const int64_t total = numel(shape);
+  // With the dynamic first dimension (N rows at run time: `extent`), the
+  // grid is computed on the host and the kernel stops at its output's length.
+  const bool dynamic = isDynamic(shape) && extent && !rows;
+  const int64_t total = dynamic ? INT32_MAX : numel(shape);
   const int64_t wg = opts.workgroupSize;
   // Each invocation computes E elements, wg apart (LowerOptions::elementsPerInvocation).
   const int64_t E = std::max<int64_t>(1, std::min<int64_t>(opts.elementsPerInvocation, (total + wg - 1) / wg));
   const int64_t groups = (total + wg * E - 1) / (wg * E);
-  const auto [gx, gy] = grid(groups);
+  const auto [gx, gy] = dynamic ? std::array<int64_t, 2>{opts.maxGroupsX, 2} : grid(groups);
   const KernelInputs ki = kernelInputs(in);
   std::string full = op + "|" + key + "|" + layoutKey(dtype, shape, contiguousStrides(shape), 0) + "|gx" +
-                     std::to_string(gx) + "|e" + std::to_string(E) + ki.key;
+                     std::to_string(gx) + "|e" + std::to_string(E) + (dynamic ? "|N" : "") + ki.key;
 
   const ir::Function*& kern = kernels_[full];
   if (!kern) {
@@ -233,9 +236,10 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
     } else if (gy > 1) {
       first = b.add(b.mul(b.globalId(1, ctx.i32()), b.constInt(ctx.i32(), gx * wg)), first);
     }
+    ir::Value* end = dynamic ? b.bitcast(b.bufferLen(out), ctx.i32()) : b.constInt(ctx.i32(), total);
     for (int64_t e = 0; e < E; ++e) {
       ir::Value* lin = e ? b.add(first, b.constInt(ctx.i32(), e * wg)) : first;
-      ir::Value* inside = b.lt(lin, b.constInt(ctx.i32(), total));
+      ir::Value* inside = b.lt(lin, end);
       b.ifOp(inside, {}, [&](ir::Builder& ib) {
         Kernel k(ib, ctx, std::vector<Operand>(in.begin(), in.end()), bufs);
         k.linear = lin;
@@ -262,10 +266,20 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
     b.ret();
     kern = f;
   }
-  ir::Value* out = alloc(dtype, total);
-  if (total == 0) return out;
   ir::Values args;
   for (size_t d : ki.distinct) args.push_back(ki.leaves[d].buf);
+  if (dynamic) {
+    // N·row elements: (N·row + wg·E - 1) / (wg·E) workgroups, gx a row of the grid; none when N is 0.
+    auto u = [&](int64_t v) { return host.constInt(ctx.u32(), v); };
+    ir::Value* n = host.mul(extent, u(rowElements(shape)));
+    ir::Value* out = host.alloc(host.max(n, u(1)), deviceBuffer(ctx, dtype, ir::Ownership::Linear));
+    args.push_back(out);
+    ir::Value* groupsN = host.div(host.add(n, u(wg * E - 1)), u(wg * E));
+    dispatch(*kern, {host.min(groupsN, u(gx)), host.div(host.add(groupsN, u(gx - 1)), u(gx)), u(1)}, args);
+    return out;
+  }
+  ir::Value* out = alloc(dtype, total);
+  if (total == 0) return out;
   args.push_back(out);
   dispatch(*kern, {host.constInt(ctx.u32(), gx), host.constInt(ctx.u32(), gy), host.constInt(ctx.u32(), 1)}, args);
   return out;
@@ -388,7 +402,7 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
       if (!needed[i]) continue;
       findReads(i);
       const OpDef* def = nodes[i].isView ? nullptr : findOp(nodes[i].op);
-      if (!opts.fuse || !def || !def->element || isOutputRoot[i] || readers[i].empty() || isDynamic(nodes[i].shape) ||
+      if (!opts.fuse || !def || !def->element || isOutputRoot[i] || readers[i].empty() ||
           reads[i].size() > opts.maxFusedBuffers / 2)
         continue;
       bool ok = true;
@@ -396,6 +410,9 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
         const OpDef* rd = nodes[j].isView ? nullptr : findOp(nodes[j].op);
         ok = ok && rd && (rd->fusesInputs || rd->element) &&
              (numel(nodes[j].shape) == numel(nodes[i].shape) || (rd->reduces && nodes[j].inputs[0] == i));
+        // With N: only into elementwise readers, whose kernels take N rows
+        // whole (the others are built for one row of their operands).
+        ok = ok && (!isDynamic(nodes[i].shape) || (rd->element && !rd->lower));
       }
       fused[i] = ok;
     }
@@ -481,14 +498,12 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
   ir::Function* main = c.module->addFunction("main", ir::FunctionKind::Host, ctx.functionType(params, results));
   ir::Builder host(ctx, main->body());
   Lowering l(ctx, *c.module, host, opts);
+  if (dynamic) l.extent = main->param(unsigned(params.size() - 1));
 
   // The dynamic first dimension: N, and the elements per row of each
   // device buffer that has N rows.
-  ir::Value* N = nullptr;
-  if (dynamic) {
-    N = main->param(unsigned(params.size() - 1));
-    N->setName("N");
-  }
+  ir::Value* N = l.extent;
+  if (N) N->setName("N");
   std::map<const ir::Value*, int64_t> rowOf;
   auto count = [&](const Shape& shape) {
     if (!isDynamic(shape)) return host.constInt(ctx.u32(), std::max<int64_t>(numel(shape), 1));
@@ -557,9 +572,12 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
         if (def->lower) return def->lower(at, m, mIn);
         return at.map(m, mIn, [&](Kernel& k) { return def->element(k, m, mIn); });
       };
-      auto buf = acc                  ? acc->def->lowerWithEpilogue(l, *acc->node, acc->in, n, in)
-                 : isDynamic(n.shape) ? lowerRows(n, std::move(in), lowerOne)
-                                      : lowerOne(l, n, in);
+      // With N: elementwise kernels take all N rows (Lowering::map), others one row.
+      const bool byRow = isDynamic(n.shape) && def->lower;
+      auto buf = acc     ? acc->def->lowerWithEpilogue(l, *acc->node, acc->in, n, in)
+                 : byRow ? lowerRows(n, std::move(in), lowerOne)
+                         : lowerOne(l, n, in);
+      if (buf && isDynamic(n.shape)) rowOf[*buf] = rowElements(n.shape);
       if (!buf) return Error{{}, n.site + ": " + n.op + ": " + buf.error().message};
       storage[i] = *buf;
     }
@@ -587,12 +605,8 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
     bool mustCopy = !whole || (opts.deviceIO && (!dev || dev->isArgument() ||
                                                  std::find(out.begin(), out.end(), dev) != out.end()));
     if (mustCopy) {
-      auto copy = [](Lowering& at, const Node& m, std::span<const Operand> mIn) -> Expected<ir::Value*> {
-        return at.map("copy", m.dtype, m.shape, mIn, [](Kernel& k) { return k.loadBroadcast(0); }, "");
-      };
-      auto made = isDynamic(n.shape) ? lowerRows(n, {operand(id)}, copy) : copy(l, n, std::vector{operand(id)});
-      if (!made) return Error{{}, n.site + ": output '" + name + "': " + made.error().message};
-      dev = *made;
+      Operand o = operand(id);
+      dev = l.map("copy", n.dtype, n.shape, std::span(&o, 1), [](Kernel& k) { return k.loadBroadcast(0); }, "");
       copies.push_back(dev);
     }
     out.push_back(dev);

@@ -207,6 +207,9 @@ class Lowering {
   // made to read and write row z (batchKernel) of each buffer in rowStride
   // (elements per row; absent: a buffer without N, read whole by every row).
   ir::Value* rows = nullptr;
+  // N (@main's parameter) when the program has the dynamic first dimension:
+  // map's elementwise kernels over a shape with it take all N rows.
+  ir::Value* extent = nullptr;
   std::map<const ir::Value*, int64_t> rowStride;
   std::string rowsError;        // why a kernel cannot run over rows
   std::string namePrefix = "t";  // of kernel names (and part of the content keys of kernels cached in the module)

@@ -103,6 +103,51 @@ TEST(DynamicTest, TheHostFunctionTakesNAndKernelsRunOverItAlongZ) {
   EXPECT_EQ(text.find(std::to_string(kDynamicExtent)), std::string::npos) << text;
 }
 
+// Elementwise chains over N rows are one kernel over all N·row elements (its
+// grid computed on the host, no z), fused as without N: many short rows run
+// as fast as one long one, and N is not bound by the device's grid along z.
+TEST(DynamicTest, ElementwiseChainsAreOneKernelOverAllRows) {
+  Program p;
+  Tensor x = p.input("x", DType::F32, {kDynamic, 3});
+  Tensor y = p.input("y", DType::F32, {kDynamic, 3});
+  p.output("z", relu(x * 2.0 + y));
+  ir::Context ctx;
+  auto c = lower(ctx, p);
+  ASSERT_TRUE(c) << c.error().message;
+  int dispatches = 0;
+  c->module->lookup("main")->walk([&](ir::Op* op) { dispatches += op->is(ir::OpId::Dispatch); });
+  EXPECT_EQ(dispatches, 1) << ir::print(*c->module);
+  const int64_t n = 100003;  // more than the 65535 workgroups most devices take along z
+  auto xs = randomValues(size_t(n * 3), 1), ys = randomValues(size_t(n * 3), 2);
+  std::vector<double> want(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) want[i] = std::max(0.0, double(float(xs[i]) * 2.0f + float(ys[i])));
+  for (const std::string& t : targets()) {
+    SCOPED_TRACE("target " + t);
+    auto got = run(p, t, {HostTensor::of(DType::F32, {n, 3}, xs), HostTensor::of(DType::F32, {n, 3}, ys)});
+    ASSERT_TRUE(got) << got.error().message;
+    ASSERT_EQ((*got)[0].shape, (Shape{n, 3}));
+    for (int64_t i = 0; i < n * 3; ++i) ASSERT_FLOAT_EQ(float((*got)[0].get(i)), float(want[size_t(i)])) << i;
+  }
+}
+
+// Kernels built for one row run N times along z: on a device with fewer
+// workgroups along z than N that is an error naming the limit, not a wrong answer.
+TEST(DynamicTest, RowKernelsBeyondTheDevicesGridAlongZAreAnError) {
+  Program p;
+  Tensor x = p.input("x", DType::F32, {kDynamic, 4});
+  p.output("y", softmax(x));
+  for (const std::string& t : targets()) {
+    auto dev = runtime::openDevice(t);
+    ASSERT_TRUE(dev) << dev.error().message;
+    const int64_t maxZ = (*dev)->caps().maxWorkgroupCount[2];
+    if (maxZ >= int64_t(1) << 20) continue;  // interp, cpu: no such limit
+    SCOPED_TRACE("target " + t);
+    auto got = run(p, t, {HostTensor::of(DType::F32, {maxZ + 1, 4}, randomValues(size_t(maxZ + 1) * 4, 1))});
+    ASSERT_FALSE(got);
+    EXPECT_NE(got.error().message.find("maxComputeWorkGroupCount"), std::string::npos) << got.error().message;
+  }
+}
+
 TEST(DynamicTest, InputsMustAgreeOnN) {
   Program p;
   Tensor a = p.input("a", DType::F32, {kDynamic, 3});
