@@ -325,13 +325,15 @@ Status batchKernel(ir::Context& ctx, ir::Function& kernel, const std::vector<int
     if (strides[k]) stride[kernel.param(unsigned(k))] = strides[k];
   const std::string name = "kernel " + kernel.name();
   if (kernel.workgroupSize[2] != 1) return Error{{}, name + " has workgroups along z"};
-  std::vector<ir::Op*> access;
+  std::vector<ir::Op*> access, zIds;
   std::string why;
   kernel.walk([&](ir::Op* op) {
     const ir::OpId id = op->id();
+    // Dimension z of a dispatch of one workgroup along it (Lowering::dispatch
+    // checks): its ids are 0 and its count 1, which they become below.
     if ((id == ir::OpId::GlobalId || id == ir::OpId::WorkgroupId || id == ir::OpId::NumWorkgroups ||
          id == ir::OpId::LocalId) && op->attr("dim") && op->intAttr("dim") == 2)
-      why = name + " uses dimension z itself";
+      zIds.push_back(op);
     for (unsigned i = 0; i < op->numOperands(); ++i) {
       auto it = stride.find(op->operand(i));
       if (it == stride.end()) continue;
@@ -350,6 +352,10 @@ Status batchKernel(ir::Context& ctx, ir::Function& kernel, const std::vector<int
   });
   if (!why.empty()) return Error{{}, why};
   ir::Builder entry(ctx, kernel.body(), kernel.body().front());
+  for (ir::Op* op : zIds) {
+    op->result()->replaceAllUsesWith(entry.constInt(op->result()->type(), op->is(ir::OpId::NumWorkgroups) ? 1 : 0));
+    op->erase();
+  }
   ir::Value* z = entry.workgroupId(2, ctx.i32());
   std::map<std::pair<const ir::Type*, int64_t>, ir::Value*> offsets;  // z · elements, by index type
   for (ir::Op* op : access) {

@@ -221,11 +221,12 @@ class Lowering {
   std::map<const ir::Function*, std::vector<int64_t>> batched_;  // kernels made to run over rows, their strides
 };
 
-// Makes `kernel` run once per index z of its dispatch's z dimension on row z
-// of each buffer parameter k with strides[k] != 0: every access to that
-// parameter at index i moves to i + z·strides[k]. An error (nothing changed)
-// when the kernel uses dimension z itself, reads a strided parameter's
-// length, or accesses it in vectors that a row does not start on.
+// Makes `kernel`, dispatched with one workgroup along z, run once per index
+// z of its dispatch's z dimension on row z of each buffer parameter k with
+// strides[k] != 0: every access to that parameter at index i moves to
+// i + z·strides[k] (and the kernel's own ids along z become 0, its count 1).
+// An error (nothing changed) when the kernel reads a strided parameter's
+// length, passes it on, or accesses it in vectors that a row does not start on.
 Status batchKernel(ir::Context& ctx, ir::Function& kernel, const std::vector<int64_t>& strides);
 
 }  // namespace eph::tensor

@@ -103,6 +103,60 @@ TEST(DynamicTest, TheHostFunctionTakesNAndKernelsRunOverItAlongZ) {
   EXPECT_EQ(text.find(std::to_string(kDynamicExtent)), std::string::npos) << text;
 }
 
+// Runs `build` with kDynamic, lowered once per target, for each N against
+// the program `build` makes with that N on the interpreter. `inputs(n)`
+// gives the inputs for N = n.
+void expectSameAsFixed(const std::function<void(Program&, int64_t)>& build,
+                       const std::function<std::vector<HostTensor>(int64_t)>& inputs, std::vector<int64_t> ns) {
+  Program dyn;
+  build(dyn, kDynamic);
+  ASSERT_FALSE(dyn.error()) << dyn.error()->message;
+  for (const std::string& t : targets()) {
+    SCOPED_TRACE("target " + t);
+    auto dev = runtime::openDevice(t);
+    ASSERT_TRUE(dev) << dev.error().message;
+    ir::Context ctx;
+    LowerOptions o = tunedFor((*dev)->caps(), {});
+    o.deviceIO = true;
+    auto c = lower(ctx, dyn, o);
+    ASSERT_TRUE(c) << c.error().message;
+    for (int64_t n : ns) {
+      SCOPED_TRACE("N = " + std::to_string(n));
+      auto in = inputs(n);
+      auto got = run(**dev, dyn, *c, in);
+      ASSERT_TRUE(got) << got.error().message;
+      Program fixed;
+      build(fixed, n);
+      auto want = run(fixed, "interp", in);
+      ASSERT_TRUE(want) << want.error().message;
+      ASSERT_EQ(got->size(), want->size());
+      for (size_t k = 0; k < got->size(); ++k) {
+        const HostTensor &g = (*got)[k], &w = (*want)[k];
+        ASSERT_EQ(g.shape, w.shape) << "output " << k;
+        for (int64_t i = 0; i < w.size(); ++i)
+          ASSERT_NEAR(g.get(i), w.get(i), 1e-5 * (1 + std::abs(w.get(i)))) << "output " << k << " element " << i;
+      }
+    }
+  }
+}
+
+// Matmuls whose kernels batch along z themselves (a [N, S, K] input is N
+// problems of S rows): their own z is one workgroup per row's problem.
+TEST(DynamicTest, BatchedMatmulsAndConvs) {
+  expectSameAsFixed(
+      [](Program& p, int64_t n) {
+        Tensor a = p.input("a", DType::F32, {n, 8, 16});
+        Tensor b = p.input("b", DType::F32, {n, 16, 8});
+        Tensor w = p.constant(f32({16, 32}, 3));
+        p.output("aw", matmul(a, w));                                  // [N, 8, 32]
+        p.output("ab", matmul(a, b));                                  // [N, 8, 8], both with N
+        p.output("cb", matmul(p.constant(f32({4, 16}, 4)), b));        // [N, 4, 8]
+        p.output("pool", max_pool(reshape(a, {-1, 2, 4, 16}), {.kernel = {2, 2}, .strides = {2, 2}}));
+      },
+      [](int64_t n) { return std::vector{f32({n, 8, 16}, uint64_t(n) + 1), f32({n, 16, 8}, uint64_t(n) + 2)}; },
+      {1, 4, 0, 7});
+}
+
 // Elementwise chains over N rows are one kernel over all N·row elements (its
 // grid computed on the host, no z), fused as without N: many short rows run
 // as fast as one long one, and N is not bound by the device's grid along z.
