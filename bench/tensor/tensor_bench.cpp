@@ -337,7 +337,7 @@ struct Row {
   double ms = NAN, peerMs = NAN, err = NAN;
   double wallMs = NAN;  // a whole run (allocations, dispatches, frees, and the wait for them), on the host's clock
   int dispatches = 0;
-  unsigned wg = 0, rowElements = 0, matmulBlock = 0, elements = 0;  // the LowerOptions sizes used
+  unsigned wg = 0, rowElements = 0, matmulBlock = 0, elements = 0, splitGroups = 0;  // the LowerOptions sizes used
   std::string error;
   double bytes = 0, flops = 0;
 };
@@ -385,6 +385,7 @@ int main(int argc, char** argv) {
   int matmulBlock = -1;              // --matmul-block R (-1: the device's row)
   bool noCoop = false;               // --no-coop: f16 matmul without cooperative matrices
   int elements = 0;                  // --elements E: LowerOptions::elementsPerInvocation (0: the device's row)
+  int splitGroups = -1;              // --split-groups G: LowerOptions::matmulSplitGroups (-1: the device's row)
   unsigned maxGroupsX = LowerOptions{}.maxGroupsX;    // --max-groups-x N: LowerOptions::maxGroupsX
   std::string sizesArg;                               // --sizes A,B: the sizes of every case run
   std::vector<std::string> onnxDirs;                  // --onnx DIR: a model's backend-test folder (repeatable)
@@ -406,6 +407,7 @@ int main(int argc, char** argv) {
     else if (a == "--matmul-block") matmulBlock = std::atoi(next().c_str());
     else if (a == "--no-coop") noCoop = true;
     else if (a == "--elements") elements = std::atoi(next().c_str());
+    else if (a == "--split-groups") splitGroups = std::atoi(next().c_str());
     else if (a == "--max-groups-x") maxGroupsX = unsigned(std::atoi(next().c_str()));
     else if (a == "--sizes") sizesArg = next();
     else if (a == "--only") only = next();
@@ -414,7 +416,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -507,10 +509,12 @@ int main(int argc, char** argv) {
         if (rowElements) lo.rowElements = rowElements;
         if (matmulBlock >= 0) lo.matmulBlock = unsigned(matmulBlock);
         if (elements > 0) lo.elementsPerInvocation = unsigned(elements);
+        if (splitGroups >= 0) lo.matmulSplitGroups = unsigned(splitGroups);
         lo.maxGroupsX = maxGroupsX;
         lo.deviceIO = true;  // inputs and outputs move as bytes (tensor::run does the same)
         r.wg = lo.workgroupSize, r.rowElements = lo.rowElements, r.matmulBlock = lo.matmulBlock;
         r.elements = lo.elementsPerInvocation;
+        r.splitGroups = lo.matmulSplitGroups;
         auto c = lower(ctx, *b.p, lo);
         if (!c) {
           r.error = c.error().message;
@@ -622,7 +626,7 @@ int main(int argc, char** argv) {
       const Row& r = rows[i];
       js << "  {\"op\": \"" << r.name << "\", \"size\": \"" << r.size << "\", \"target\": \"" << r.target
          << "\", \"fused\": " << (fuse ? "true" : "false") << ", \"wg\": " << r.wg
-         << ", \"row_elements\": " << r.rowElements << ", \"matmul_block\": " << r.matmulBlock << ", \"elements\": " << r.elements << ", \"kernels\": " << r.dispatches
+         << ", \"row_elements\": " << r.rowElements << ", \"matmul_block\": " << r.matmulBlock << ", \"elements\": " << r.elements << ", \"split_groups\": " << r.splitGroups << ", \"kernels\": " << r.dispatches
          << ", \"ephc_ms\": " << (std::isnan(r.ms) ? -1 : r.ms) << ", \"wall_ms\": " << (std::isnan(r.wallMs) ? -1 : r.wallMs)
          << ", \"numpy_ms\": " << (std::isnan(r.peerMs) ? -1 : r.peerMs) << ", \"max_rel_error\": "
          << (std::isnan(r.err) ? -1 : r.err) << ", \"error\": \"" << (r.error.empty() ? "" : "failed") << "\"}"

@@ -61,6 +61,10 @@ struct LowerOptions {
   // (ops/Linalg.cpp: 256 invocations, an R x R block each; 4 or 8), or 0 for
   // the 64-invocation kernel of 8x8 blocks.
   unsigned matmulBlock = 8;
+  // The blocked matmul splits K into parts summed by a second kernel where
+  // its tiles make fewer workgroups than this (0: never): on a big GPU a
+  // 512-row product has too few 64x64 tiles to fill it (ops/Linalg.cpp).
+  unsigned matmulSplitGroups = 0;
   // f16 matmul through cooperative matrices (ops/MatmulCoop.cpp): the
   // device's subgroup size where it runs 16x16x16 f16 products into f32
   // (DeviceCaps::cooperativeMatrixShapes; tensor::run sets it), else 0.

@@ -31,6 +31,7 @@ LowerOptions tunedFor(std::string_view deviceName, LowerOptions base) {
       base.rowElements = r.rowElements;
       base.matmulBlock = r.matmulBlock;
       base.elementsPerInvocation = r.elements;
+      base.matmulSplitGroups = r.matmulSplitGroups;
       break;
     }
   return base;

@@ -23,6 +23,7 @@ struct TuningRow {
   unsigned matmulBlock;        // LowerOptions::matmulBlock
   unsigned elements;           // LowerOptions::elementsPerInvocation
   const char* measured;        // when, and with which sweep
+  unsigned matmulSplitGroups = 0;  // LowerOptions::matmulSplitGroups
 };
 std::span<const TuningRow> tuningTable();
 

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "frontends/tensor/Lower.h"
+#include "ir/Printer.h"
 #include "tests/tensor/TensorTestUtil.h"
 
 namespace eph::tensor::test {
@@ -176,6 +177,50 @@ TEST(Linalg, MatmulEveryKernelOverManyTiles) {
                          {want, wantT}, 1e-5, o);
     }
   }
+}
+
+// Split K (LowerOptions::matmulSplitGroups, forced here): a batched product
+// whose last k-step is partial, a product with a bias + relu epilogue, and a
+// conv as an implicit GEMM (parts.store), each summed from several parts of K
+// by a second kernel, against the same program without splits on the
+// interpreter, on every target.
+TEST(Linalg, MatmulSplitK) {
+  Program p;
+  Tensor a = p.input("a", DType::F32, {2, 36, 125});
+  Tensor b = p.input("b", DType::F32, {125, 40});
+  p.output("ab", matmul(a, b));
+  Tensor w = p.constant(HostTensor::of(DType::F32, {125, 40}, randomValues(125 * 40, 3)));
+  Tensor bias = p.constant(HostTensor::of(DType::F32, {40}, randomValues(40, 4)));
+  p.output("lin", relu(matmul(reshape(a, {72, 125}), w) + bias));
+  Tensor x = p.input("x", DType::F32, {1, 16, 9, 9});
+  ConvOptions co;
+  co.pads = {1, 1, 1, 1};
+  p.output("conv", conv(x, p.constant(HostTensor::of(DType::F32, {40, 16, 3, 3}, randomValues(40 * 16 * 9, 5))),
+                        p.constant(HostTensor::of(DType::F32, {40}, randomValues(40, 6))), co));
+  std::vector<HostTensor> in = {HostTensor::of(DType::F32, {2, 36, 125}, randomValues(2 * 36 * 125, 1)),
+                                HostTensor::of(DType::F32, {125, 40}, randomValues(125 * 40, 2)),
+                                HostTensor::of(DType::F32, {1, 16, 9, 9}, randomValues(16 * 81, 7))};
+  LowerOptions o;
+  o.tune = false;
+  o.matmulBlock = 4;
+  auto want = run(p, "interp", in, o);
+  ASSERT_TRUE(want) << want.error().message;
+  o.matmulSplitGroups = 4096;
+  ir::Context ctx;
+  auto c = lower(ctx, p, o);
+  ASSERT_TRUE(c) << c.error().message;
+  int sums = 0;
+  c->module->lookup("main")->walk([&](ir::Op* op) {
+    sums += op->is(ir::OpId::Dispatch) && op->symbolAttr("kernel").find("matmul_split_sum") != std::string::npos;
+  });
+  EXPECT_EQ(sums, 3) << ir::print(*c->module->lookup("main"));
+  std::vector<Vec> wantV;
+  for (const HostTensor& h : *want) {
+    Vec v(size_t(h.size()));
+    for (int64_t i = 0; i < h.size(); ++i) v[size_t(i)] = h.get(i);
+    wantV.push_back(v);
+  }
+  expectOnAllTargets(p, in, wantV, 1e-5, o);
 }
 
 // f16 matmul on cooperative matrices (ops/MatmulCoop.cpp), as a device with

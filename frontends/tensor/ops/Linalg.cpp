@@ -354,13 +354,29 @@ Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
 // (zero past the edges); the next step's slices are read into registers while
 // this one's are used. LowerOptions::matmulBlock is R (4 or 8; 0 selects the
 // 64-invocation kernel above).
+//
+// Split K: where the tiles (times the batches) are fewer than
+// LowerOptions::matmulSplitGroups, each tile's k-steps are divided among S
+// workgroups (S divides them, at least 8 each), which store f32 partial sums
+// [S, batch.., M, N]; a second kernel adds the S parts of each element and
+// stores it as the single kernel would (parts.store: epilogues, conv's layout).
+int64_t matmulSplits(const LowerOptions& o, int64_t groups, int64_t kSteps) {
+  if (o.matmulSplitGroups == 0 || groups >= int64_t(o.matmulSplitGroups)) return 1;
+  const int64_t want = (int64_t(o.matmulSplitGroups) + groups - 1) / groups;
+  for (int64_t s = std::min(want, kSteps / 8); s > 1; --s)
+    if (kSteps % s == 0) return s;
+  return 1;
+}
+
 Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, int64_t R,
                      const MatmulParts& parts) {
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
-  const int64_t T = 16 * R, Q = T / 4, kSteps = (K + 7) / 8;
+  const int64_t T = 16 * R, Q = T / 4, kAll = (K + 7) / 8;
   const int64_t tilesM = (M + T - 1) / T, tilesN = (N + T - 1) / T;
+  const int64_t S = matmulSplits(l.opts, tilesM * tilesN * batches, kAll);
+  const int64_t kSteps = kAll / S;  // this workgroup's
   std::vector<Operand> in = {a, b};
   in.insert(in.end(), parts.extra.begin(), parts.extra.end());
   auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
@@ -376,6 +392,8 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     Value* ty = bb.div(lid, k.i32(16));
     Value* gx = bb.workgroupId(0, ctx.i32());
     Value* gz = bb.workgroupId(2, ctx.i32());  // batch
+    Value* split = S > 1 ? bb.div(gx, k.i32(tilesM * tilesN)) : nullptr;  // which part of K
+    if (split) gx = bb.rem(gx, k.i32(tilesM * tilesN));
     Value* row0 = bb.mul(bb.div(gx, k.i32(tilesN)), k.i32(T));
     Value* col0 = bb.mul(bb.rem(gx, k.i32(tilesN)), k.i32(T));
     const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, parts);
@@ -417,7 +435,7 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     };
     // The slices of k-step `ks` (an i32), into registers.
     auto read = [&](Builder& b, Value* ks) -> std::pair<Value*, Value*> {
-      Value* k0 = b.mul(ks, k.i32(8));
+      Value* k0 = b.mul(split ? b.add(ks, b.mul(split, k.i32(kSteps))) : ks, k.i32(8));
       return {read4(b, 0, b.add(k0, ak), b.add(row0, b.mul(aq, k.i32(4))), M, sam, sak, baseA),
               read4(b, 1, b.add(k0, bk), b.add(col0, b.mul(bq, k.i32(4))), N, sbn, sbk, baseB)};
     };
@@ -478,8 +496,9 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     for (unsigned i = 0; i < unsigned(R * R); ++i) acc.push_back(loop->result(i));
     if (kSteps % 2) acc = multiply(bb, acc, 0);
     Value* out = bufs.back();
-    const ir::Type* storage = irType(ctx, parts.store ? parts.outType : t);
-    Value* obase = bb.mul(gz, k.i32(M * N));
+    const bool partial = S > 1;  // f32 sums of this part of K at [split, batch, m, n]
+    const ir::Type* storage = partial ? f32 : irType(ctx, parts.store ? parts.outType : t);
+    Value* obase = bb.mul(partial ? bb.add(bb.mul(split, k.i32(batches)), gz) : gz, k.i32(M * N));
     for (int64_t i = 0; i < R; ++i)
       for (int64_t j = 0; j < R; ++j) {
         Value* gm = bb.add(row0, addConst(k, bb.mul(ty, k.i32(4)), (i / 4) * 64 + i % 4));
@@ -488,7 +507,7 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
           Kernel at(ib, ctx, in, inBufs);
           Value* v = acc[size_t(i * R + j)];
           Value* off = nullptr;
-          if (parts.store) std::tie(v, off) = parts.store(at, gz, gm, gn, v);
+          if (parts.store && !partial) std::tie(v, off) = parts.store(at, gz, gm, gn, v);
           else off = ib.add(obase, ib.add(ib.mul(gm, k.i32(N)), gn));
           if (v->type() != storage) v = ib.cast(v, storage);
           ib.store(out, off, v);
@@ -498,9 +517,41 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
       }
   };
   const DType outType = parts.store ? parts.outType : t;
-  return l.custom("matmul_blocked", outType, parts.store ? parts.outCount : numel(vshape), in, {256, 1, 1},
-                  {tilesM * tilesN, 1, batches}, build,
-                  shapeText(vshape) + "|R" + std::to_string(R) + "|" + parts.key);
+  const int64_t count = parts.store ? parts.outCount : numel(vshape);
+  const std::string key = shapeText(vshape) + "|R" + std::to_string(R) + "|" + parts.key;
+  if (S == 1)
+    return l.custom("matmul_blocked", outType, count, in, {256, 1, 1}, {tilesM * tilesN, 1, batches}, build, key);
+  const int64_t MN = batches * M * N;
+  Value* sums = l.custom("matmul_blocked", DType::F32, S * MN, in, {256, 1, 1}, {tilesM * tilesN * S, 1, batches}, build,
+                         key + "|split" + std::to_string(S));
+  // The sum of the S parts of each element, stored as the single kernel stores it.
+  std::vector<Operand> sumIn = in;
+  sumIn.push_back(Lowering::contiguous(sums, DType::F32, {S * MN}));
+  const auto [gx, gy] = l.grid((MN + 255) / 256);
+  auto add = [&](Builder& bb, const std::vector<Value*>& bufs) {
+    ir::Context& ctx = l.ctx;
+    const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
+    Kernel k(bb, ctx, sumIn, inBufs);
+    Value* group = bb.add(bb.mul(bb.workgroupId(1, ctx.i32()), k.i32(gx)), bb.workgroupId(0, ctx.i32()));
+    Value* lin = bb.add(bb.mul(group, k.i32(256)), bb.localId(0, ctx.i32()));
+    bb.ifOp(bb.lt(lin, k.i32(MN)), {}, [&](Builder& ib) {
+      Value* v = ib.load(inBufs.back(), lin);
+      for (int64_t s = 1; s < S; ++s) v = ib.add(v, ib.load(inBufs.back(), addConst(k, lin, s * MN)));
+      Value* off = lin;
+      if (parts.store) {
+        Kernel at(ib, ctx, sumIn, inBufs);
+        Value* batch = ib.div(lin, k.i32(M * N));
+        std::tie(v, off) = parts.store(at, batch, ib.rem(ib.div(lin, k.i32(N)), k.i32(M)), ib.rem(lin, k.i32(N)), v);
+      }
+      const ir::Type* storage = irType(ctx, outType);
+      if (v->type() != storage) v = ib.cast(v, storage);
+      ib.store(bufs.back(), off, v);
+    });
+  };
+  Value* out = l.custom("matmul_split_sum", outType, count, sumIn, {256, 1, 1}, {gx, gy, 1}, add,
+                        key + "|split" + std::to_string(S));
+  l.free(sums);
+  return out;
 }
 
 // Whether the tiled kernel is worth it (and fits the grid: batches in z).
