@@ -4,7 +4,7 @@
 # carried with .gl) run through Vulkan by eph_tensor_bench --onnx (checked
 # against PyTorch CPU's output, then timed: GPU timestamps and wall time per
 # run) and the same model in PyTorch CUDA eager (bench/tensor/bert_peer.py,
-# the same sizes). Under $OUT: log.txt, bert.json.
+# the same sizes). BENCH_ARGS go to eph_tensor_bench. Under $OUT: log.txt, bert.json.
 set -u
 OUT=${OUT:-/tmp/eph-bert-out}
 mkdir -p "$OUT"
@@ -21,7 +21,7 @@ for dir in ${MODELS:-.gl/bert/*}; do
   name=$(basename "$dir")
   IFS=- read -r b s d l h <<< "$name"
   timeout 300 "$BIN/eph_tensor_bench" --onnx "$dir" --targets vulkan --runs "${RUNS:-20}" ${PROFILE:+--profile} \
-    --json "/tmp/$name.json" || status=1
+    ${BENCH_ARGS:-} --json "/tmp/$name.json" || status=1
   python3 bench/tensor/bert_peer.py --device cuda --runs "${RUNS:-20}" --batch "${b#b}" --seq "${s#s}" \
     --hidden "${d#d}" --layers "${l#l}" --heads "${h#h}" --label "$name" > "/tmp/$name.torch.json" || status=1
   rows+=("$name")

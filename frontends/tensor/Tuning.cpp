@@ -10,14 +10,17 @@ const TuningRow kTable[] = {
     {"NVIDIA H200", 256, 16, 8, 8,
      "2026-11-27, H200 driver 580.159.04: --wg 128/256/512/1024 on add and relu(x*2+y), --row-elements 8/16/32/64 on "
      "softmax and layer norm, --matmul-block 0/4/8 on matmul 1024-8192, --elements 1/2/4/8 on add and relu(x*2+y) "
-     "(relu(x*2+y) 8192^2: 0.233/0.186/0.172/0.169 ms; bench/RESULTS.md)"},
+     "(relu(x*2+y) 8192^2: 0.233/0.186/0.172/0.169 ms; bench/RESULTS.md); 2026-11-27 19:20: --split-groups 0/400 "
+     "on relu(x*w+b) 512x768x768, 512x3072x768, 512x768x3072, 1024x768x768, 4096x768x768: 0.633/0.490 ms in total "
+     "(264, 528, 1056 measured under a first rule, ceil(G / tiles) parts: RESULTS.md)",
+     400},
     {"llvmpipe", 1024, 32, 8, 4,
      "2026-11-27, lavapipe (LLVM 15) on 2 AMD EPYC cores: bench/tensor/tune.sh, 2048x2048; --matmul-block 0/4/8 on "
      "matmul 1024: 5.2/7.9/17.4 GFLOP/s; --elements 1/4 on relu(x*2+y) 2048^2: 8.1/6.9 ms"},
     {"cpu: ", 128, 32, 0, 1,
      "2026-11-27, the cpu target on 2 AMD EPYC (znver5) cores: bench/tensor/tune.sh, 2048x2048 (wg 64-256 within "
      "noise of each other; 512 and 1024 5-7x slower on the chain); --matmul-block 0/4/8 on matmul 1024: 46/12/3 "
-     "GFLOP/s; --elements 1/4 on relu(x*2+y) 2048^2: 4.1/6.6 ms"},
+     "GFLOP/s; --elements 1/4 on relu(x*2+y) 2048^2: 4.1/6.6 ms"},  // (split K: no gain without idle cores)
 };
 
 }  // namespace

@@ -224,16 +224,21 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
 
 // The R of the blocked kernel for a [batch.., M, N] product of dtype t under
 // options o, or 0 when it does not apply (options or dtype).
-int64_t matmulBlockFor(const LowerOptions& o, DType t, const Shape& vshape) {
+int64_t matmulSplits(const LowerOptions& o, int64_t groups, int64_t kSteps);
+
+int64_t matmulBlockFor(const LowerOptions& o, DType t, const Shape& vshape, int64_t K) {
   const unsigned R = o.matmulBlock;
   if ((R != 4 && R != 8) || (t != DType::F32 && t != DType::F16)) return 0;  // f32 sums
   // 8x8 blocks, unless their 128x128 tiles would leave a big GPU's SMs idle
   // (on the H200, 132 SMs, 1024x1024 = 64 tiles ran 10% faster in 4x4
   // blocks, 2048 and up 1.7x slower: bench/RESULTS.md, 2026-11-27) or M or
-  // N is at most 64 (half of every tile would be outside).
+  // N is at most 64 (half of every tile would be outside). With split K
+  // making at least 128 workgroups of them, 128x128 tiles stay (BERT's
+  // 512x768x3072: 0.113 ms in 4x4 blocks, 0.094 in 8x8 blocks and 4 parts).
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1];
   const int64_t tiles128 = ((M + 127) / 128) * ((N + 127) / 128) * numel(Shape(vshape.begin(), vshape.end() - 2));
+  if (R == 8 && tiles128 < 128 && M > 64 && N > 64 && tiles128 * matmulSplits(o, tiles128, (K + 7) / 8) >= 128) return 8;
   return R == 8 && (tiles128 < 128 || M <= 64 || N <= 64) ? 4 : R;
 }
 
@@ -241,7 +246,7 @@ Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
                    const MatmulParts& parts) {
   if (!parts.store && !parts.bElement && parts.extra.empty() && coopMatmulApplies(l.opts, t, a, b, vshape))
     return coopMatmul(l, t, a, b, vshape);
-  if (int64_t R = matmulBlockFor(l.opts, t, vshape)) return blockedMatmul(l, t, a, b, vshape, R, parts);
+  if (int64_t R = matmulBlockFor(l.opts, t, vshape, a.shape[vshape.size() - 1])) return blockedMatmul(l, t, a, b, vshape, R, parts);
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
@@ -355,15 +360,18 @@ Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
 // this one's are used. LowerOptions::matmulBlock is R (4 or 8; 0 selects the
 // 64-invocation kernel above).
 //
-// Split K: where the tiles (times the batches) are fewer than
+// Split K: where the tiles (times the batches) are at most half of
 // LowerOptions::matmulSplitGroups, each tile's k-steps are divided among S
-// workgroups (S divides them, at least 8 each), which store f32 partial sums
-// [S, batch.., M, N]; a second kernel adds the S parts of each element and
-// stores it as the single kernel would (parts.store: epilogues, conv's layout).
+// workgroups (the most that keep S x tiles within it, at most 4; S divides
+// the steps, at least 8 each), which store f32 partial sums [S, batch.., M,
+// N]; a second kernel adds the S parts of each element and stores it as the
+// single kernel would (parts.store: epilogues, conv's layout). On the H200
+// about 400 workgroups was best whatever the tiles (96 tiles in 4 parts, 192
+// in 2, 384 in 1); more than 4 parts made one encoder's runs 2x slower on the
+// host's clock, cause not found (bench/RESULTS.md).
 int64_t matmulSplits(const LowerOptions& o, int64_t groups, int64_t kSteps) {
-  if (o.matmulSplitGroups == 0 || groups >= int64_t(o.matmulSplitGroups)) return 1;
-  const int64_t want = (int64_t(o.matmulSplitGroups) + groups - 1) / groups;
-  for (int64_t s = std::min(want, kSteps / 8); s > 1; --s)
+  if (groups <= 0) return 1;
+  for (int64_t s = std::min({int64_t(o.matmulSplitGroups) / groups, kSteps / 8, int64_t(4)}); s > 1; --s)
     if (kSteps % s == 0) return s;
   return 1;
 }
