@@ -29,8 +29,11 @@ done
 python3 - "$OUT/bert.json" "${rows[@]}" <<'PY'
 import json, sys
 out = []
-print('| model | ephc kernels | ephc GPU ms | ephc wall ms | PyTorch ms | PyTorch / ephc (wall) | max error |')
-print('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
+# GPU: the kernels' own times summed; span: first start to last end on the
+# GPU's timeline (as PyTorch's CUDA events measure it); wall: a whole run on
+# the host's clock until the results are there (both sides).
+print('| model | ephc kernels | ephc GPU ms | ephc span ms | PyTorch events ms | ephc wall ms | PyTorch wall ms | PyTorch / ephc (wall) | max error |')
+print('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
 for name in sys.argv[2:]:
     try:
         e = json.load(open(f'/tmp/{name}.json'))[0]
@@ -39,8 +42,9 @@ for name in sys.argv[2:]:
         print(f'| {name} | error: {ex} | | | | | |')
         continue
     out.append({'model': name, 'ephc': e, 'torch': t})
-    print(f"| {name} | {e['kernels']} | {e['ephc_ms']:.3f} | {e['wall_ms']:.3f} | {t['ms']:.3f} | "
-          f"{t['ms'] / e['wall_ms']:.2f}x | {e['max_rel_error']:.1e} |")
+    tw = t.get('wall_ms', float('nan'))
+    print(f"| {name} | {e['kernels']} | {e['ephc_ms']:.3f} | {e.get('span_ms', -1):.3f} | {t['ms']:.3f} | "
+          f"{e['wall_ms']:.3f} | {tw:.3f} | {tw / e['wall_ms']:.2f}x | {e['max_rel_error']:.1e} |")
 json.dump(out, open(sys.argv[1], 'w'), indent=1)
 PY
 exit $status

@@ -336,6 +336,7 @@ struct Row {
   std::string name, size, target;
   double ms = NAN, peerMs = NAN, err = NAN;
   double wallMs = NAN;  // a whole run (allocations, dispatches, frees, and the wait for them), on the host's clock
+  double spanMs = NAN;  // Vulkan: the first dispatch's start to the last's end on the GPU's timeline (gaps included)
   int dispatches = 0;
   unsigned wg = 0, rowElements = 0, matmulBlock = 0, elements = 0, splitGroups = 0;  // the LowerOptions sizes used
   std::string error;
@@ -542,7 +543,7 @@ int main(int argc, char** argv) {
         r.err = b.check((*out)[0]);
         if (!(r.err < 1e-3)) ++failures;
         std::cerr << "[" << target << "] " << name << " " << size << ": error " << r.err << ", timing\n";
-        std::vector<double> times, walls;
+        std::vector<double> times, walls, spans;
         std::map<std::string, double> gpuPerKernel;  // --profile on Vulkan
         auto warmStart = std::chrono::steady_clock::now();
         for (int k = 0; times.size() < size_t(runs); ++k) {
@@ -560,12 +561,22 @@ int main(int argc, char** argv) {
           double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
           double ms = timed.ms;
 #ifdef EPH_TENSOR_BENCH_VULKAN
+          double span = NAN;
           if (vk) {
             ms = 0;
             for (const auto& t : vk->takeDispatchTimes()) {
               ms += t.ms;
               if (k >= 3) gpuPerKernel[t.kernel] += t.ms;
             }
+            // Per submission (times count from its first start), summed.
+            std::map<unsigned, std::pair<double, double>> bySubmission;
+            for (const auto& t : vk->takeTimeline())
+              if (t.what == "dispatch") {
+                auto [it, fresh] = bySubmission.try_emplace(t.submission, t.startMs, t.endMs);
+                if (!fresh) it->second = {std::min(it->second.first, t.startMs), std::max(it->second.second, t.endMs)};
+              }
+            span = 0;
+            for (const auto& [sub, se] : bySubmission) span += se.second - se.first;
           }
 #endif
           // Warm-up: at least 3 runs and 300 ms, 2 s on Vulkan: a GPU's
@@ -573,7 +584,7 @@ int main(int argc, char** argv) {
           // and rise slowly (the H200 ran the second case of a call at a
           // third of its bandwidth after 300 ms).
           if (k >= 3 && std::chrono::steady_clock::now() - warmStart > std::chrono::milliseconds(target == "vulkan" ? 2000 : 300))
-            times.push_back(ms), walls.push_back(wall);
+            times.push_back(ms), walls.push_back(wall), spans.push_back(span);
         }
         freeDeviceBuffers(timed, *args);
         if (profile) {
@@ -597,7 +608,9 @@ int main(int argc, char** argv) {
         if (!times.empty()) {
           std::sort(times.begin(), times.end());
           std::sort(walls.begin(), walls.end());
+          std::sort(spans.begin(), spans.end());
           r.ms = times[times.size() / 2];
+          r.spanMs = spans[spans.size() / 2];
           r.wallMs = walls[walls.size() / 2];
         }
         if (auto pc = peerMs.find(name); pc != peerMs.end())
@@ -627,7 +640,7 @@ int main(int argc, char** argv) {
       js << "  {\"op\": \"" << r.name << "\", \"size\": \"" << r.size << "\", \"target\": \"" << r.target
          << "\", \"fused\": " << (fuse ? "true" : "false") << ", \"wg\": " << r.wg
          << ", \"row_elements\": " << r.rowElements << ", \"matmul_block\": " << r.matmulBlock << ", \"elements\": " << r.elements << ", \"split_groups\": " << r.splitGroups << ", \"kernels\": " << r.dispatches
-         << ", \"ephc_ms\": " << (std::isnan(r.ms) ? -1 : r.ms) << ", \"wall_ms\": " << (std::isnan(r.wallMs) ? -1 : r.wallMs)
+         << ", \"ephc_ms\": " << (std::isnan(r.ms) ? -1 : r.ms) << ", \"wall_ms\": " << (std::isnan(r.wallMs) ? -1 : r.wallMs) << ", \"span_ms\": " << (std::isnan(r.spanMs) ? -1 : r.spanMs)
          << ", \"numpy_ms\": " << (std::isnan(r.peerMs) ? -1 : r.peerMs) << ", \"max_rel_error\": "
          << (std::isnan(r.err) ? -1 : r.err) << ", \"error\": \"" << (r.error.empty() ? "" : "failed") << "\"}"
          << (i + 1 < rows.size() ? ",\n" : "\n");
