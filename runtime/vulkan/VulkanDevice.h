@@ -152,6 +152,10 @@ class VulkanDevice : public Device {
     double ms = 0;
   };
   std::vector<DispatchTime> takeDispatchTimes();
+  // With VulkanOptions::profile: whether commands recorded from now on are
+  // stamped (on by default), for a caller that times some runs on the host's
+  // clock without the stamps' cost (eph_tensor_bench's wall time).
+  void setTimestamps(bool on);
 
   // GPU timestamps of every transfer and dispatch that has finished since
   // the last call, in recording order: where transfers overlap compute. A

@@ -83,7 +83,7 @@ Status VulkanDevice::Impl::uploadOnTransferQueue(Buffer& dst, Buffer stage, Loc 
     xfer.written.clear();
     ++stats.barriers;
   }
-  bool stamped = b.xferQueries && b.xferQueriesUsed + 2 <= queriesPerBatch;
+  bool stamped = stamping && b.xferQueries && b.xferQueriesUsed + 2 <= queriesPerBatch;
   if (stamped) {
     api().vkCmdWriteTimestamp(b.xferCmd, VK_PIPELINE_STAGE_TRANSFER_BIT, b.xferQueries, b.xferQueriesUsed);
     b.xferTimed.push_back({"h2d", "", b.xferQueriesUsed});

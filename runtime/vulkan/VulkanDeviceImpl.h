@@ -111,6 +111,7 @@ struct VulkanDevice::Impl {
   VkQueue queue = VK_NULL_HANDLE;
   VkCommandPool commandPool = VK_NULL_HANDLE;
   bool profile = false;  // a query pool per batch (where the queue has timestamps)
+  bool stamping = true;  // with profile: stamp commands recorded now (VulkanDevice::setTimestamps)
   // Vulkan 1.2 vkResetQueryPool: a retired batch's used queries are reset
   // from the host; without it each batch resets its whole pool when it begins.
   bool hostQueryReset = false;
@@ -180,7 +181,7 @@ struct VulkanDevice::Impl {
   // is full or absent.
   int64_t stampStart(const char* what, std::string name, VkPipelineStageFlagBits stage) {
     Batch& b = batch();
-    if (!b.queries || b.queriesUsed + 2 > queriesPerBatch) return -1;
+    if (!stamping || !b.queries || b.queriesUsed + 2 > queriesPerBatch) return -1;
     api().vkCmdWriteTimestamp(b.cmd, stage, b.queries, b.queriesUsed);
     b.timed.push_back({what, std::move(name), b.queriesUsed});
     b.queriesUsed += 2;

@@ -358,6 +358,7 @@ Status VulkanDevice::Impl::waitAll(Loc site) {
 Status VulkanDevice::wait(Loc site) { return impl_->waitAll(site); }
 
 std::vector<VulkanDevice::DispatchTime> VulkanDevice::takeDispatchTimes() { return std::exchange(impl_->times, {}); }
+void VulkanDevice::setTimestamps(bool on) { impl_->stamping = on; }
 std::vector<VulkanDevice::CommandTime> VulkanDevice::takeTimeline() { return std::exchange(impl_->timeline, {}); }
 
 }  // namespace eph::runtime
