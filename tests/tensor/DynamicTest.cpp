@@ -53,56 +53,6 @@ std::vector<HostTensor> netInputs(int64_t n, uint64_t seed) {
   return {f32({n, 6}, seed), ids};
 }
 
-TEST(DynamicTest, OneModuleRunsEveryBatchSizeAsTheFixedProgramDoes) {
-  Program dyn;
-  buildNet(dyn, kDynamic);
-  ASSERT_FALSE(dyn.error()) << dyn.error()->message;
-  EXPECT_EQ(shapeText(dyn.node(dyn.outputs()[1].second).shape), "[N, 10]");
-  for (const std::string& t : targets()) {
-    SCOPED_TRACE("target " + t);
-    auto dev = runtime::openDevice(t);
-    ASSERT_TRUE(dev) << dev.error().message;
-    ir::Context ctx;
-    LowerOptions o = tunedFor((*dev)->caps(), {});
-    o.deviceIO = true;
-    auto c = lower(ctx, dyn, o);  // once, for every N below
-    ASSERT_TRUE(c) << c.error().message;
-    EXPECT_TRUE(c->dynamic);
-    for (int64_t n : {1, 5, 3, 64, 0}) {
-      SCOPED_TRACE("N = " + std::to_string(n));
-      auto inputs = netInputs(n, uint64_t(n) + 11);
-      auto got = run(**dev, dyn, *c, inputs);
-      ASSERT_TRUE(got) << got.error().message;
-      Program fixed;
-      buildNet(fixed, n);
-      auto want = run(fixed, "interp", inputs);
-      ASSERT_TRUE(want) << want.error().message;
-      ASSERT_EQ(got->size(), want->size());
-      for (size_t k = 0; k < got->size(); ++k) {
-        const HostTensor &g = (*got)[k], &w = (*want)[k];
-        ASSERT_EQ(g.shape, w.shape) << "output " << k;
-        EXPECT_EQ(g.shape[0], n);
-        for (int64_t i = 0; i < w.size(); ++i)
-          EXPECT_NEAR(g.get(i), w.get(i), 1e-5 * (1 + std::abs(w.get(i)))) << "output " << k << " element " << i;
-      }
-    }
-  }
-}
-
-TEST(DynamicTest, TheHostFunctionTakesNAndKernelsRunOverItAlongZ) {
-  Program p;
-  Tensor x = p.input("x", DType::F32, {kDynamic, 5});
-  p.output("y", softmax(x * 2.0));
-  ir::Context ctx;
-  auto c = lower(ctx, p);
-  ASSERT_TRUE(c) << c.error().message;
-  std::string text = ir::print(*c->module);
-  EXPECT_NE(text.find("%N: u32"), std::string::npos) << text;
-  EXPECT_NE(text.find("workgroup_id {dim = 2}"), std::string::npos) << text;
-  // No extent stands in for N anywhere in the module.
-  EXPECT_EQ(text.find(std::to_string(kDynamicExtent)), std::string::npos) << text;
-}
-
 // Runs `build` with kDynamic, lowered once per target, for each N against
 // the program `build` makes with that N on the interpreter. `inputs(n)`
 // gives the inputs for N = n.
@@ -118,8 +68,9 @@ void expectSameAsFixed(const std::function<void(Program&, int64_t)>& build,
     ir::Context ctx;
     LowerOptions o = tunedFor((*dev)->caps(), {});
     o.deviceIO = true;
-    auto c = lower(ctx, dyn, o);
+    auto c = lower(ctx, dyn, o);  // once, for every N below
     ASSERT_TRUE(c) << c.error().message;
+    EXPECT_TRUE(c->dynamic);
     for (int64_t n : ns) {
       SCOPED_TRACE("N = " + std::to_string(n));
       auto in = inputs(n);
@@ -133,11 +84,34 @@ void expectSameAsFixed(const std::function<void(Program&, int64_t)>& build,
       for (size_t k = 0; k < got->size(); ++k) {
         const HostTensor &g = (*got)[k], &w = (*want)[k];
         ASSERT_EQ(g.shape, w.shape) << "output " << k;
+        EXPECT_EQ(g.shape[0], n);
         for (int64_t i = 0; i < w.size(); ++i)
           ASSERT_NEAR(g.get(i), w.get(i), 1e-5 * (1 + std::abs(w.get(i)))) << "output " << k << " element " << i;
       }
     }
   }
+}
+
+TEST(DynamicTest, OneModuleRunsEveryBatchSizeAsTheFixedProgramDoes) {
+  Program dyn;
+  buildNet(dyn, kDynamic);
+  ASSERT_FALSE(dyn.error()) << dyn.error()->message;
+  EXPECT_EQ(shapeText(dyn.node(dyn.outputs()[1].second).shape), "[N, 10]");
+  expectSameAsFixed(buildNet, [](int64_t n) { return netInputs(n, uint64_t(n) + 11); }, {1, 5, 3, 64, 0});
+}
+
+TEST(DynamicTest, TheHostFunctionTakesNAndKernelsRunOverItAlongZ) {
+  Program p;
+  Tensor x = p.input("x", DType::F32, {kDynamic, 5});
+  p.output("y", softmax(x * 2.0));
+  ir::Context ctx;
+  auto c = lower(ctx, p);
+  ASSERT_TRUE(c) << c.error().message;
+  std::string text = ir::print(*c->module);
+  EXPECT_NE(text.find("%N: u32"), std::string::npos) << text;
+  EXPECT_NE(text.find("workgroup_id {dim = 2}"), std::string::npos) << text;
+  // No extent stands in for N anywhere in the module.
+  EXPECT_EQ(text.find(std::to_string(kDynamicExtent)), std::string::npos) << text;
 }
 
 // Matmuls whose kernels batch along z themselves (a [N, S, K] input is N
