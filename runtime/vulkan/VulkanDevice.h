@@ -94,7 +94,10 @@ struct VulkanOptions {
   // at `maxBatchCommands` commands even when it has not; up to
   // `batchesInFlight` batches are recorded or running at once (the host
   // waits for the oldest when all are). batchCommands 0: submit only at sync
-  // points (one batch between them). EPH_VK_BATCH, EPH_VK_BATCH_MAX and
+  // points (one batch between them). The first batch after a sync point goes
+  // at 4 commands, each next at twice the last until batchCommands: the GPU
+  // starts while the host records (an encoder's run of 18 dispatches on the
+  // H200: 1.46 -> 1.15 ms). EPH_VK_BATCH, EPH_VK_BATCH_MAX and
   // EPH_VK_IN_FLIGHT set them too.
   unsigned batchCommands = 256;
   unsigned maxBatchCommands = 4096;

@@ -148,6 +148,11 @@ struct VulkanDevice::Impl {
   uint64_t flushes = 0;
   unsigned batchCommands = 0;  // 0: flush only at sync points
   unsigned maxBatchCommands = 0;  // flush here though the GPU is busy (>= batchCommands)
+  // The first batch after a sync point goes at kFirstBatch commands (the
+  // GPU has nothing to run then: a few get it started while the host records
+  // the rest), each next one at twice the last, up to batchCommands.
+  static constexpr unsigned kFirstBatch = 4;
+  unsigned flushAt = kFirstBatch;
   // Whether the newest submitted batch is still running.
   bool gpuBusy() const;
   // Timestamps a batch's query pools hold (and a batch resets): two a

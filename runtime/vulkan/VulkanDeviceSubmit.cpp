@@ -94,13 +94,18 @@ Status VulkanDevice::Impl::beginUploads(Loc site) {
   return Status::ok();
 }
 
-// A full batch goes when the GPU has nothing left to run: submitted while it
-// still runs the one before, it would only queue behind it, and the host
-// might then wait for a ring slot. Past maxBatchCommands it goes anyway.
+// A full batch (flushAt commands: 4 after a sync point, then twice as many
+// each time, up to batchCommands) goes when the GPU has nothing left to run:
+// submitted while it still runs the one before, it would only queue behind
+// it, and the host might then wait for a ring slot. Past maxBatchCommands it
+// goes anyway.
 Status VulkanDevice::Impl::recorded(Loc site) {
   Batch& b = batch();
-  if (!batchCommands || ++b.commands < batchCommands) return Status::ok();
-  if (b.commands >= maxBatchCommands || !gpuBusy()) return flush(site);
+  if (!batchCommands || ++b.commands < std::min(flushAt, batchCommands)) return Status::ok();
+  if (b.commands >= maxBatchCommands || !gpuBusy()) {
+    flushAt = std::min(flushAt * 2, batchCommands);
+    return flush(site);
+  }
   return Status::ok();
 }
 
@@ -341,6 +346,7 @@ void VulkanDevice::Impl::resetBatch(Batch& b) {
 Status VulkanDevice::Impl::waitAll(Loc site) {
   if (wedged) return wedgedError(site);
   Status result = flush(site);
+  flushAt = kFirstBatch;
   if (Batch* newest = newestBusy(); newest && !wedged) {
     Status s = retire(*newest, site);
     if (result) result = s;

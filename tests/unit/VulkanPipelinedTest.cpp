@@ -178,9 +178,12 @@ TEST(VulkanPipelined, ManyDependentDispatchesGiveTheInterpretersResults) {
     EXPECT_FALSE(diff) << "result " << diff->result << ", element " << diff->element << ": interp " << diff->a
                        << ", vulkan " << diff->b;
     // 2 x 24 rounds of 3 commands, 2 uploads, 1 re-upload, 3
-    // d2h: with small batches many submissions, else one per sync point.
+    // d2h: with small batches many submissions; with none, one per sync
+    // point; with 256, also the ramp after each sync point (batches of 4,
+    // 8, 16, 32, 64 commands where the GPU is idle), at most 5 more each.
     unsigned submits = dev->stats().submits;
-    if (c.batchCommands == 0 || c.batchCommands == 256) EXPECT_LE(submits, c.uploadQueue ? 5u : 4u);
+    if (c.batchCommands == 0) EXPECT_LE(submits, c.uploadQueue ? 5u : 4u);
+    else if (c.batchCommands == 256) EXPECT_LE(submits, (c.uploadQueue ? 5u : 4u) * 6u);
     else if (!c.maxBatchCommands) EXPECT_GE(submits, 144u / c.batchCommands);
     expectNoValidationMessages(*dev);
   }
