@@ -97,7 +97,7 @@ struct VulkanOptions {
   // points (one batch between them). The first batch after a sync point goes
   // at 4 commands, each next at twice the last until batchCommands: the GPU
   // starts while the host records (an encoder's run of 18 dispatches on the
-  // H200: 1.46 -> 1.15 ms). EPH_VK_BATCH, EPH_VK_BATCH_MAX and
+  // H200: 1.39-1.49 -> 1.12-1.17 ms wall). EPH_VK_BATCH, EPH_VK_BATCH_MAX and
   // EPH_VK_IN_FLIGHT set them too.
   unsigned batchCommands = 256;
   unsigned maxBatchCommands = 4096;
