@@ -89,6 +89,7 @@ const std::vector<OpDef>& allOps() {
     addElementwiseOps(v);
     addViewOps(v);
     addReduceOps(v);
+    addNormOps(v);
     addScanOps(v);
     addLinalgOps(v);
     addConvOps(v);

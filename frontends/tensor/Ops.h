@@ -97,7 +97,8 @@ const std::vector<OpDef>& allOps();
 // The families, one per file in ops/.
 void addElementwiseOps(std::vector<OpDef>& ops);
 void addViewOps(std::vector<OpDef>& ops);
-void addReduceOps(std::vector<OpDef>& ops);    // reductions, softmax, norms
+void addReduceOps(std::vector<OpDef>& ops);    // reductions, softmax
+void addNormOps(std::vector<OpDef>& ops);      // layer, batch, instance, mean-variance and Lp normalisation
 void addScanOps(std::vector<OpDef>& ops);      // cumsum, topk, sort, argsort
 void addLinalgOps(std::vector<OpDef>& ops);   // matmul, gemm, einsum
 void addAttentionOps(std::vector<OpDef>& ops);  // attention

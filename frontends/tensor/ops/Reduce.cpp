@@ -1,7 +1,8 @@
 // Reduce ops (see Ops.h and docs/tensor.md, "Reductions and normalisation"):
-// reductions over axes (reduce_*, var, argmax/argmin), softmax and its kin,
-// the normalisations (layer, batch, instance, Lp, mean-variance); cumsum,
-// top-k and sorting are in Sort.cpp.
+// reductions over axes (reduce_*, var, argmax/argmin), softmax and its kin;
+// the normalisations (layer, batch, instance, Lp, mean-variance) are in
+// Normalize.cpp, cumsum, top-k and sorting in Sort.cpp, over the row
+// kernels declared in ReduceKernels.h.
 //
 // A row is the set of elements one output (or statistic) reduces over. A
 // short row (< kCoopMin elements) is one invocation per output element,
@@ -98,9 +99,6 @@ int64_t reducedCount(const Shape& s, const std::vector<bool>& red) {
 
 // The reduced dimensions of an operand as loops (extent, stride), outermost
 // first; adjacent ones laid out contiguously merge.
-struct Loop {
-  int64_t extent, stride;
-};
 std::vector<Loop> loopsOf(const Operand& o, const std::vector<bool>& red) {
   std::vector<Loop> v;
   for (size_t d = 0; d < o.shape.size(); ++d) {
@@ -150,8 +148,6 @@ Values results(ir::Op* op) {
   return v;
 }
 
-// Folds `body` over the `count` elements of a row of input `in` starting at `base`.
-using FoldBody = std::function<Values(Builder& b, Value* x, Value* r, const Values& acc)>;
 Values fold(Kernel& k, size_t in, Value* base, const std::vector<Loop>& loops, int64_t count, Values inits,
             const FoldBody& body) {
   ir::Op* op = k.b.forOp(k.i32(0), k.i32(count), k.i32(1), std::move(inits),
@@ -303,7 +299,6 @@ Operand channelOperand(const Operand& p, const Shape& shape) {
 // and write their output once. A row too long for registers (more than
 // 1024 x rowElements) is folded by a loop that reloads it per pass.
 
-constexpr int64_t kCoopMin = 128;         // rows at least this long use a cooperative kernel
 // Invocations per row, and whether the row fits in their registers.
 int64_t rowGroup(const Lowering& l, int64_t R) {
   int64_t w = 64;
@@ -311,8 +306,6 @@ int64_t rowGroup(const Lowering& l, int64_t R) {
   return w;
 }
 bool rowInRegisters(const Lowering& l, int64_t R) { return R <= rowGroup(l, R) * int64_t(l.opts.rowElements); }
-
-enum class Comb { Sum, Prod, Max, Min };
 
 Value* combine(Builder& b, Comb c, Value* a, Value* x, bool fl) {
   switch (c) {
@@ -324,121 +317,6 @@ Value* combine(Builder& b, Comb c, Value* a, Value* x, bool fl) {
   return a;
 }
 
-// The row an invocation group works on, inside a cooperative kernel.
-struct Row {
-  Kernel& k;
-  Value* t;  // the local id (i32)
-  int64_t R, W;
-  std::vector<std::vector<Loop>> loops;  // per operand
-  std::vector<Value*> bases;             // per operand: the offset of the row's first element
-  // The output (when it has x's shape): its buffer, whether this group
-  // stores (false past the last row), and the offsets of the row in it.
-  Value* out = nullptr;
-  Value* valid = nullptr;
-  Value* obase = nullptr;
-  std::vector<Loop> oloops;
-  // This invocation's positions in the row (t + j W), operand 0's elements
-  // there (in registers), and whether each is in the row (null: always);
-  // empty when the row is too long to keep.
-  std::vector<Value*> pos, xs, inRow;
-  Shape shape;            // x's
-  std::vector<bool> red;  // the reduced dimensions
-  Value* outOffset(Builder& b, Value* r) { return reducedOffset(b, obase, oloops, r); }
-  // Operand `op`'s element at position r of the row, in its compute type.
-  Value* load(Builder& b, size_t op, Value* r) {
-    if (op == 0)
-      for (size_t j = 0; j < pos.size(); ++j)
-        if (pos[j] == r) return xs[j];
-    return fetch(b, op, r);
-  }
-  // The same from memory: a fused operand (operand 0 of softmax and the
-  // normalisations may be one) computed at its index, else a strided load.
-  Value* fetch(Builder& b, size_t op, Value* r) {
-    if (!k.in(op).fused) return loadAt(k, b, op, reducedOffset(b, bases[op], loops[op], r));
-    std::vector<Value*> idx(shape.size());
-    Value* rest = r;
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (!red[d]) {
-        idx[d] = k.index[d];
-      } else if (shape[d] == 1) {
-        idx[d] = k.i32(0);
-      } else {
-        idx[d] = b.rem(rest, b.constInt(k.ctx.i32(), shape[d]));
-        rest = b.div(rest, b.constInt(k.ctx.i32(), shape[d]));
-      }
-    }
-    return k.loadWith(b, op, idx);
-  }
-  // Loads operand 0's elements of this invocation into registers.
-  void keep() {
-    Builder& b = k.b;
-    for (int64_t j = 0; j * W < R; ++j) {
-      Value* r = j == 0 ? t : b.add(t, k.i32(j * W));
-      bool always = (j + 1) * W <= R;
-      Value* at = always ? r : b.min(r, k.i32(R - 1));  // a position past the row reads its last element
-      xs.push_back(fetch(b, 0, at));
-      pos.push_back(r);
-      inRow.push_back(always ? nullptr : b.lt(r, k.i32(R)));
-    }
-  }
-  // Runs body(b, r) for each of this invocation's positions r in the row.
-  void forEach(const std::function<void(Builder&, Value*)>& body) {
-    Builder& b = k.b;
-    if (pos.empty()) {
-      b.forOp(t, k.i32(R), k.i32(W), [&](Builder& lb, Value* r, const Values&) { body(lb, r); });
-      return;
-    }
-    for (size_t j = 0; j < pos.size(); ++j) {
-      if (!inRow[j]) body(b, pos[j]);
-      else b.ifOp(inRow[j], {}, [&](Builder& ib) { body(ib, pos[j]); });
-    }
-  }
-  // The combination over the row of f(operand 0's element), starting from `init` (of type S).
-  Value* reduce(Comb c, DType S, Value* init, const std::function<Value*(Builder&, Value*)>& f) {
-    return reduceAt(c, S, init, [&](Builder& b, Value* x, Value*) { return f(b, x); });
-  }
-  // The same with f given the position in the row too.
-  Value* reduceAt(Comb c, DType S, Value* init, const std::function<Value*(Builder&, Value*, Value*)>& f) {
-    Builder& b = k.b;
-    bool fl = isFloat(S);
-    Value* v = init;
-    if (pos.empty()) {
-      v = b.forOp(t, k.i32(R), k.i32(W), {init}, [&](Builder& lb, Value* r, const Values& a) -> Values {
-        return {combine(lb, c, a[0], f(lb, load(lb, 0, r), r), fl)};
-      })->result(0);
-    } else {
-      for (size_t j = 0; j < pos.size(); ++j) {
-        Value* e = f(b, xs[j], pos[j]);
-        v = combine(b, c, v, inRow[j] ? b.select(inRow[j], e, init) : e, fl);
-      }
-    }
-    return acrossGroup(c, S, v);
-  }
-  // v combined over the workgroup, in every invocation.
-  Value* acrossGroup(Comb c, DType S, Value* v) {
-    Builder& b = k.b;
-    ir::Context& ctx = k.ctx;
-    bool fl = isFloat(S);
-    Value* size = b.subgroupSize(ctx.i32());
-    Value* lane = b.subgroupLocalId(ctx.i32());
-    // Subgroup sizes are powers of two up to 128: offsets past the size are skipped.
-    for (int64_t off = 1; off < 128; off *= 2) {
-      Value* other = b.op("subgroup.shuffle", {v, b.xor_(lane, b.and_(k.i32(off), b.sub(size, k.i32(1))))}, v->type());
-      v = b.select(b.lt(k.i32(off), size), combine(b, c, v, other, fl), v);
-    }
-    Value* partial = b.workgroupAlloc(v->type(), W);
-    b.ifOp(b.eq(lane, k.i32(0)), {}, [&](Builder& ib) { ib.store(partial, ib.subgroupId(ctx.i32()), v); });
-    b.barrier();
-    Value* groups = b.div(b.add(k.i32(W - 1), size), size);
-    return b.forOp(k.i32(1), groups, k.i32(1), {b.load(partial, k.i32(0))}, [&](Builder& lb, Value* i, const Values& a) -> Values {
-      return {combine(lb, c, a[0], lb.load(partial, i), fl)};
-    })->result(0);
-  }
-};
-
-using RowStats = std::function<Values(Row& row)>;
-// The output element at position r of the row (null: one output per row, stats[0]).
-using RowElem = std::function<Value*(Builder& b, Row& row, Value* r, const Values& stats)>;
 
 // A cooperative kernel over the rows of `shape` (operand 0, x, has it; the
 // others are laid over it, broadcast) reduced over `red`: the output has
@@ -524,6 +402,17 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
   ir::Value* one = l.host.constInt(ctx.u32(), 1);
   l.dispatch(*kern, {l.host.constInt(ctx.u32(), gx), l.host.constInt(ctx.u32(), gy), one}, args);
   return made;
+}
+
+std::pair<Value*, Value*> rowMeanAndSquares(Row& row, DType S) {
+  Kernel& k = row.k;
+  Value* s = row.reduce(Comb::Sum, S, k.constant(S, 0), [](Builder&, Value* x) { return x; });
+  Value* mean = k.b.div(s, k.constant(S, double(row.R)));
+  Value* q = row.reduce(Comb::Sum, S, k.constant(S, 0), [&](Builder& lb, Value* x) {
+    Value* d = lb.sub(x, mean);
+    return lb.mul(d, d);
+  });
+  return {mean, q};
 }
 
 // An operand broadcast (numpy, right-aligned) over `shape`.
@@ -814,189 +703,6 @@ Expected<Value*> lowerHardmax(Lowering& l, const Node& n, std::span<const Operan
   return y;
 }
 
-// ---- normalisations -----------------------------------------------------------------
-
-// Per-row mean and 1/sqrt(variance + epsilon) of x over the reduced axes (`mvn`:
-// 1/(sqrt(variance) + 1e-9) instead, as ONNX's MeanVarianceNormalization).
-Values meanAndScale(Lowering& l, const Node& n, const Operand& x, const std::vector<bool>& red, bool mvn) {
-  const Shape keep = reducedShape(x.shape, red, true);
-  const int64_t R = reducedCount(x.shape, red), rows = numel(keep);
-  const std::vector<Loop> loops = loopsOf(x, red);
-  const DType S = statType(x.dtype);
-  const double eps = n.attrs.f("epsilon", 1e-5);
-  std::string key = mvn ? "mvn" : "eps=" + std::to_string(eps);
-  return launch(l, n.op + "_stats", key, keep, std::span(&x, 1), {{S, rows}, {S, rows}}, [&](Kernel& k, const Values& out) {
-    Builder& b = k.b;
-    auto [mean, q] = meanAndSquares(k, 0, rowBase(k, 0, red), loops, R, S);
-    Value* var = b.div(q, k.constant(S, double(R)));
-    Value* scale = mvn ? b.div(k.constant(S, 1), b.add(b.sqrt(var), k.constant(S, 1e-9)))
-                       : b.div(k.constant(S, 1), b.sqrt(b.add(var, k.constant(S, eps))));
-    b.store(out[0], k.linear, mean);
-    b.store(out[1], k.linear, scale);
-  });
-}
-
-// (x - mean) * scale [* gamma + beta], with statistics over `red`; gamma and
-// beta (ops[1], ops[2] when present) are operands already laid over x's shape.
-Expected<Value*> normalise(Lowering& l, const Node& n, const Operand& x, const std::vector<bool>& red, bool mvn,
-                           std::vector<Operand> params) {
-  const DType S = statType(x.dtype);
-  const int64_t R = reducedCount(x.shape, red);
-  if (R >= kCoopMin) {
-    std::vector<Operand> ops = {x};
-    for (Operand& p : params) ops.push_back(p);
-    const double eps = n.attrs.f("epsilon", 1e-5);
-    return coopRows(l, n.op, mvn ? "mvn" : "eps=" + std::to_string(eps), x.shape, red, ops, n.dtype,
-                    [&](Row& row) -> Values {
-                      Kernel& k = row.k;
-                      Builder& b = k.b;
-                      Value* s = row.reduce(Comb::Sum, S, k.constant(S, 0), [](Builder&, Value* x) { return x; });
-                      Value* mean = b.div(s, k.constant(S, double(R)));
-                      Value* q = row.reduce(Comb::Sum, S, k.constant(S, 0), [&](Builder& lb, Value* x) {
-                        Value* d = lb.sub(x, mean);
-                        return lb.mul(d, d);
-                      });
-                      Value* var = b.div(q, k.constant(S, double(R)));
-                      Value* scale = mvn ? b.div(k.constant(S, 1), b.add(b.sqrt(var), k.constant(S, 1e-9)))
-                                         : b.div(k.constant(S, 1), b.sqrt(b.add(var, k.constant(S, eps))));
-                      return {mean, scale};
-                    },
-                    [&](Builder& b, Row& row, Value* r, const Values& st) -> Value* {
-                      ir::Context& ctx = row.k.ctx;
-                      Value* v = b.mul(b.sub(row.load(b, 0, r), st[0]), st[1]);
-                      if (ops.size() > 1) v = b.mul(v, castTo(b, ctx, row.load(b, 1, r), S));
-                      if (ops.size() > 2) v = b.add(v, castTo(b, ctx, row.load(b, 2, r), S));
-                      return v;
-                    });
-  }
-  Values st = meanAndScale(l, n, x, red, mvn);
-  std::vector<Operand> ops = {x, statOperand(st[0], S, x.shape, red), statOperand(st[1], S, x.shape, red)};
-  for (Operand& p : params) ops.push_back(p);
-  Value* y = l.map(n, ops, [&](Kernel& k) {
-    Builder& b = k.b;
-    Value* v = b.mul(b.sub(k.convert(k.loadBroadcast(0), x.dtype, S), k.loadBroadcast(1)), k.loadBroadcast(2));
-    if (ops.size() > 3) v = b.mul(v, k.convert(k.loadBroadcast(3), ops[3].dtype, S));
-    if (ops.size() > 4) v = b.add(v, k.convert(k.loadBroadcast(4), ops[4].dtype, S));
-    return v;
-  });
-  for (Value* s : st) l.free(s);
-  return y;
-}
-
-std::string wantFloat(const Program& p, const Node& n, size_t i, const char* what) {
-  DType t = p.node(n.inputs[i]).dtype;
-  if (!isFloat(t)) return n.op + ": " + what + " must be a float tensor, not " + dt(t);
-  return "";
-}
-
-std::string inferLayerNorm(const Program& p, Node& n) {
-  const Node& x = p.node(n.inputs[0]);
-  for (size_t i = 0; i < n.inputs.size(); ++i)
-    if (std::string e = wantFloat(p, n, i, i == 0 ? "x" : i == 1 ? "scale" : "bias"); !e.empty()) return e;
-  int64_t a = n.attrs.i("axis", -1), ax = a;
-  if (!normaliseAxis(ax, x.shape.size())) return "layer_norm: axis " + num(a) + " is out of range for " + shapeText(x.shape);
-  Shape tail(x.shape.begin() + ax, x.shape.end());
-  for (size_t i = 1; i < n.inputs.size(); ++i) {
-    const Shape& s = p.node(n.inputs[i]).shape;
-    auto b = broadcastShapes(s, tail);
-    if (!b || *b != tail)
-      return std::string("layer_norm: ") + (i == 1 ? "scale " : "bias ") + shapeText(s) +
-             " does not broadcast to the normalised shape " + shapeText(tail) + " of x " + shapeText(x.shape);
-  }
-  n.dtype = x.dtype;
-  n.shape = x.shape;
-  return "";
-}
-
-Expected<Value*> lowerLayerNorm(Lowering& l, const Node& n, std::span<const Operand> in) {
-  int64_t ax = n.attrs.i("axis", -1);
-  normaliseAxis(ax, in[0].shape.size());
-  std::vector<bool> red(in[0].shape.size(), false);
-  for (size_t d = size_t(ax); d < red.size(); ++d) red[d] = true;
-  // x may stay fused where a cooperative row kernel reads it; the rest is stored.
-  std::vector<Value*> temps;
-  const std::vector<Operand> ins = stored(l, in, reducedCount(in[0].shape, red) >= kCoopMin, temps);
-  std::vector<Operand> params;
-  for (size_t i = 1; i < ins.size(); ++i) params.push_back(broadcastOperand(ins[i], ins[0].shape));
-  auto y = normalise(l, n, ins[0], red, false, params);
-  for (Value* t : temps) l.free(t);
-  return y;
-}
-
-// x[N, C, ...] and per-channel parameters of shape [C].
-std::string inferChannels(const Program& p, Node& n, const std::vector<const char*>& names) {
-  const Node& x = p.node(n.inputs[0]);
-  for (size_t i = 0; i < n.inputs.size(); ++i)
-    if (std::string e = wantFloat(p, n, i, names[i]); !e.empty()) return e;
-  if (x.shape.size() < 2) return n.op + ": x " + shapeText(x.shape) + " must have a batch and a channel dimension [N, C, ...]";
-  for (size_t i = 1; i < n.inputs.size(); ++i) {
-    const Shape& s = p.node(n.inputs[i]).shape;
-    if (s != Shape{x.shape[1]})
-      return n.op + ": " + names[i] + " " + shapeText(s) + " must be [" + num(x.shape[1]) + "], one per channel of x " +
-             shapeText(x.shape);
-  }
-  n.dtype = x.dtype;
-  n.shape = x.shape;
-  return "";
-}
-
-Expected<Value*> lowerBatchNorm(Lowering& l, const Node& n, std::span<const Operand> in) {
-  const Operand& x = in[0];
-  std::vector<Operand> ops = {x};
-  for (size_t i = 1; i < 5; ++i) ops.push_back(channelOperand(in[i], x.shape));
-  const DType S = statType(x.dtype);
-  const double eps = n.attrs.f("epsilon", 1e-5);
-  return l.map(n, ops, [&](Kernel& k) {
-    Builder& b = k.b;
-    auto ld = [&](size_t i) { return k.convert(k.loadBroadcast(i), ops[i].dtype, S); };
-    Value* v = b.div(b.sub(ld(0), ld(3)), b.sqrt(b.add(ld(4), k.constant(S, eps))));
-    return b.add(b.mul(v, ld(1)), ld(2));
-  });
-}
-
-Expected<Value*> lowerInstanceNorm(Lowering& l, const Node& n, std::span<const Operand> in) {
-  const Operand& x = in[0];
-  std::vector<bool> red(x.shape.size(), false);
-  for (size_t d = 2; d < red.size(); ++d) red[d] = true;
-  return normalise(l, n, x, red, false, {channelOperand(in[1], x.shape), channelOperand(in[2], x.shape)});
-}
-
-std::vector<int64_t> mvnAxes(const Node& n) { return n.attrs.ints("axes", {0, 2, 3}); }
-
-Expected<Value*> lowerMvn(Lowering& l, const Node& n, std::span<const Operand> in) {
-  std::vector<bool> red;
-  markAxes(n.op, mvnAxes(n), in[0].shape, red);
-  return normalise(l, n, in[0], red, true, {});
-}
-
-Expected<Value*> lowerLp(Lowering& l, const Node& n, std::span<const Operand> in) {
-  const Operand& x = in[0];
-  std::vector<bool> red;
-  oneAxis(n, x.shape, "axis", -1, red);
-  const bool p1 = n.attrs.i("p", 2) == 1;
-  const Shape keep = reducedShape(x.shape, red, true);
-  const int64_t R = reducedCount(x.shape, red);
-  const std::vector<Loop> loops = loopsOf(x, red);
-  const DType S = statType(x.dtype);
-  if (R >= kCoopMin) {
-    return coopRows(l, n.op, p1 ? "p1" : "p2", x.shape, red, in.first(1), n.dtype, [&](Row& row) -> Values {
-      Value* s = row.reduce(Comb::Sum, S, row.k.constant(S, 0), [&](Builder& b, Value* x) { return p1 ? b.abs(x) : b.mul(x, x); });
-      return {p1 ? s : row.k.b.sqrt(s)};
-    }, [&](Builder& b, Row& row, Value* r, const Values& st) -> Value* { return b.div(row.load(b, 0, r), st[0]); });
-  }
-  Values st = launch(l, n.op + "_norm", p1 ? "p1" : "p2", keep, in.first(1), {{S, numel(keep)}}, [&](Kernel& k, const Values& out) {
-    Value* s = fold(k, 0, rowBase(k, 0, red), loops, R, {k.constant(S, 0)},
-                    [&](Builder& b, Value* x, Value*, const Values& a) -> Values {
-                      return {b.add(a[0], p1 ? b.abs(x) : b.mul(x, x))};
-                    })[0];
-    k.b.store(out[0], k.linear, p1 ? s : k.b.sqrt(s));
-  });
-  std::vector<Operand> ops = {x, statOperand(st[0], S, x.shape, red)};
-  Value* y = l.map(n, ops, [&](Kernel& k) { return k.b.div(k.convert(k.loadBroadcast(0), x.dtype, S), k.loadBroadcast(1)); });
-  l.free(st[0]);
-  return y;
-}
-
 }  // namespace reduce
 
 using namespace reduce;
@@ -1026,12 +732,7 @@ void addReduceOps(std::vector<OpDef>& ops) {
                      return coopRows(l, n.op, n.attrs.key(), x.shape, red, in, n.dtype, [&](Row& row) -> Values {
                        Kernel& k = row.k;
                        Builder& b = k.b;
-                       Value* s = row.reduce(Comb::Sum, S, k.constant(S, 0), [](Builder&, Value* x) { return x; });
-                       Value* mean = b.div(s, k.constant(S, double(R)));
-                       Value* q = row.reduce(Comb::Sum, S, k.constant(S, 0), [&](Builder& lb, Value* x) {
-                         Value* d = lb.sub(x, mean);
-                         return lb.mul(d, d);
-                       });
+                       Value* q = rowMeanAndSquares(row, S).second;
                        return {b.div(q, k.constant(S, double(R) - corr))};
                      }, nullptr);
                    return l.map(n.op, n.dtype, reducedShape(x.shape, red, true), in, [&](Kernel& k) {
@@ -1082,46 +783,6 @@ void addReduceOps(std::vector<OpDef>& ops) {
     ops.push_back(std::move(d));
   }
 
-  ops.push_back({.name = "layer_norm",
-                 .minInputs = 2,
-                 .maxInputs = 3,
-                 .infer = inferLayerNorm,
-                 .lower = lowerLayerNorm,
-                 .fusesInputs = true});  // as softmax's
-  ops.push_back({.name = "batch_norm",
-                 .minInputs = 5,
-                 .maxInputs = 5,
-                 .infer = [](const Program& p, Node& n) { return inferChannels(p, n, {"x", "scale", "bias", "mean", "var"}); },
-                 .lower = lowerBatchNorm});
-  ops.push_back({.name = "instance_norm",
-                 .minInputs = 3,
-                 .maxInputs = 3,
-                 .infer = [](const Program& p, Node& n) { return inferChannels(p, n, {"x", "scale", "bias"}); },
-                 .lower = lowerInstanceNorm});
-  ops.push_back({.name = "mean_variance_normalization",
-                 .infer = [](const Program& p, Node& n) -> std::string {
-                   const Node& x = p.node(n.inputs[0]);
-                   if (std::string e = wantFloat(p, n, 0, "x"); !e.empty()) return e;
-                   std::vector<bool> red;
-                   if (std::string e = markAxes(n.op, mvnAxes(n), x.shape, red); !e.empty()) return e;
-                   n.dtype = x.dtype;
-                   n.shape = x.shape;
-                   return "";
-                 },
-                 .lower = lowerMvn});
-  ops.push_back({.name = "lp_normalization",
-                 .infer = [](const Program& p, Node& n) -> std::string {
-                   const Node& x = p.node(n.inputs[0]);
-                   if (std::string e = wantFloat(p, n, 0, "x"); !e.empty()) return e;
-                   int64_t pw = n.attrs.i("p", 2);
-                   if (pw != 1 && pw != 2) return "lp_normalization: p must be 1 or 2, not " + num(pw);
-                   std::vector<bool> red;
-                   if (std::string e = oneAxis(n, x.shape, "axis", -1, red); !e.empty()) return e;
-                   n.dtype = x.dtype;
-                   n.shape = x.shape;
-                   return "";
-                 },
-                 .lower = lowerLp});
 }
 
 }  // namespace eph::tensor
