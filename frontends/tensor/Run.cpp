@@ -39,7 +39,8 @@ Expected<int64_t> checkInputs(const Program& p, const std::vector<HostTensor>& i
     if (n < 0 && isDynamic(declared.shape) && !inputs[i].shape.empty()) n = inputs[i].shape[0];
     if (Status st = checkInput(declared, inputs[i], std::max<int64_t>(n, 0)); !st) return st.error();
   }
-  // Kernels index a buffer of N rows with 32 bits (Lower.cpp).
+  // Kernels index a buffer of N rows with 32 bits (Lower.cpp), and N is a u32.
+  if (n > int64_t(INT32_MAX)) return Error{{}, "N = " + std::to_string(n) + " rows: at most 2147483647"};
   for (uint32_t id = 0; n > 0 && id < p.nodes().size(); ++id)
     if (isDynamic(p.node(id).shape) && rowElements(p.node(id).shape) * n > int64_t(INT32_MAX))
       return Error{{}, p.node(id).site + ": " + p.node(id).op + ": with N = " + std::to_string(n) + ", a tensor of shape " +
