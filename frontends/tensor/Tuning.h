@@ -3,7 +3,8 @@
 // ran fastest there, as bench/tensor/tune.sh measured them; the row says
 // when and on what. tensor::run applies the row of the device it runs on
 // (LowerOptions::tune); `ephc run` of an ONNX model lowers before it opens
-// a device and uses LowerOptions' defaults (the H200's row).
+// a device and uses LowerOptions' defaults (the H200's row, but split K
+// off: LowerOptions::matmulSplitGroups 0).
 //
 //   LowerOptions o = tensor::tunedFor(dev->caps().name);
 #pragma once
