@@ -42,6 +42,12 @@ const ir::Type* deviceBuffer(ir::Context& ctx, DType dt, ir::Ownership own) {
   return ctx.bufferType(irType(ctx, dt), ir::Space::Device, own);
 }
 
+// max(n · perRow, 1): the elements of a buffer of n rows (a buffer has at least one).
+ir::Value* rowsCount(ir::Builder& host, ir::Value* n, int64_t perRow) {
+  ir::Context& ctx = host.context();
+  return host.max(host.mul(n, host.constInt(ctx.u32(), perRow)), host.constInt(ctx.u32(), 1));
+}
+
 std::string kernelName(const std::string& prefix, const std::string& op, size_t n) {
   std::string s = prefix + std::to_string(n) + "_";
   for (char c : op) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
@@ -169,8 +175,7 @@ ir::Value* Kernel::convert(ir::Value* v, DType from, DType to) {
 }
 
 ir::Value* Lowering::alloc(DType dt, int64_t count) {
-  ir::Value* n = rows ? host.max(host.mul(rows, host.constInt(ctx.u32(), count)), host.constInt(ctx.u32(), 1))
-                     : host.constInt(ctx.u32(), std::max<int64_t>(count, 1));
+  ir::Value* n = rows ? rowsCount(host, rows, count) : host.constInt(ctx.u32(), std::max<int64_t>(count, 1));
   ir::Value* buf = host.alloc(n, deviceBuffer(ctx, dt, ir::Ownership::Linear));
   if (rows) rowStride[buf] = count;
   return buf;
@@ -272,7 +277,7 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
     // N·row elements: (N·row + wg·E - 1) / (wg·E) workgroups, gx a row of the grid; none when N is 0.
     auto u = [&](int64_t v) { return host.constInt(ctx.u32(), v); };
     ir::Value* n = host.mul(extent, u(rowElements(shape)));
-    ir::Value* out = host.alloc(host.max(n, u(1)), deviceBuffer(ctx, dtype, ir::Ownership::Linear));
+    ir::Value* out = host.alloc(rowsCount(host, extent, rowElements(shape)), deviceBuffer(ctx, dtype, ir::Ownership::Linear));
     args.push_back(out);
     ir::Value* groupsN = host.div(host.add(n, u(wg * E - 1)), u(wg * E));
     dispatch(*kern, {host.min(groupsN, u(gx)), host.div(host.add(groupsN, u(gx - 1)), u(gx)), u(1)}, args);
@@ -513,7 +518,7 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
   std::map<const ir::Value*, int64_t> rowOf;
   auto count = [&](const Shape& shape) {
     if (!isDynamic(shape)) return host.constInt(ctx.u32(), std::max<int64_t>(numel(shape), 1));
-    return host.max(host.mul(N, host.constInt(ctx.u32(), rowElements(shape))), host.constInt(ctx.u32(), 1));
+    return rowsCount(host, N, rowElements(shape));
   };
   // A node with the dynamic first dimension: `lowerOne` builds it for one
   // row (the node and its operands with first extent 1) through a Lowering
@@ -535,7 +540,6 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
     auto buf = lowerOne(rl, one, in);
     if (buf && !rl.rowsError.empty())
       return Error{{}, "cannot run over the dynamic first dimension N: " + rl.rowsError};
-    if (buf) rowOf[*buf] = rowElements(n.shape);
     return buf;
   };
 

@@ -120,8 +120,9 @@ bool hasDynamicInput(const Program& p) {
 }
 
 int64_t dynamicExtent(const Program& p, const std::vector<HostTensor>& inputs) {
-  auto n = checkInputs(p, inputs);
-  return n ? *n : 0;
+  for (size_t i = 0; i < inputs.size() && i < p.inputs().size(); ++i)
+    if (isDynamic(p.node(p.inputs()[i]).shape) && !inputs[i].shape.empty()) return inputs[i].shape[0];
+  return 0;
 }
 
 Expected<HostTensor> resultTensor(interp::Memory& mem, const interp::RtValue& result, DType dtype, const Shape& shape) {

@@ -56,8 +56,8 @@ void freeDeviceBuffers(runtime::Device& device, const std::vector<interp::RtValu
 // `n`, the extent of a dynamic first dimension).
 Status checkInput(const Node& declared, const HostTensor& given, int64_t n = 0);
 // Whether an input of `p` has the dynamic first dimension (then @main takes
-// N last: Compiled::dynamic), and N for these inputs (0 when none has it or
-// they do not fit the program).
+// N last: Compiled::dynamic), and N for inputs already checked (the first
+// extent of the first input with it; 0 when none has it).
 bool hasDynamicInput(const Program& p);
 int64_t dynamicExtent(const Program& p, const std::vector<HostTensor>& inputs);
 
