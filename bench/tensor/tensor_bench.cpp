@@ -384,6 +384,7 @@ int main(int argc, char** argv) {
   std::string only;  // --only OP: that op's cases
   unsigned wg = 0, rowElements = 0;  // --wg N, --row-elements N (0: the device's row of the tuning table)
   int matmulBlock = -1;              // --matmul-block R (-1: the device's row)
+  int matmulLanes = -1, matmulRows = -1, matmulUnroll = -1;  // --matmul-lanes L, --matmul-rows R, --matmul-unroll U (-1: the device's row)
   bool noCoop = false;               // --no-coop: f16 matmul without cooperative matrices
   int elements = 0;                  // --elements E: LowerOptions::elementsPerInvocation (0: the device's row)
   int splitGroups = -1;              // --split-groups G: LowerOptions::matmulSplitGroups (-1: the device's row)
@@ -406,6 +407,9 @@ int main(int argc, char** argv) {
     else if (a == "--wg") wg = unsigned(std::atoi(next().c_str()));
     else if (a == "--row-elements") rowElements = unsigned(std::atoi(next().c_str()));
     else if (a == "--matmul-block") matmulBlock = std::atoi(next().c_str());
+    else if (a == "--matmul-lanes") matmulLanes = std::atoi(next().c_str());
+    else if (a == "--matmul-rows") matmulRows = std::atoi(next().c_str());
+    else if (a == "--matmul-unroll") matmulUnroll = std::atoi(next().c_str());
     else if (a == "--no-coop") noCoop = true;
     else if (a == "--elements") elements = std::atoi(next().c_str());
     else if (a == "--split-groups") splitGroups = std::atoi(next().c_str());
@@ -509,6 +513,9 @@ int main(int argc, char** argv) {
         if (wg) lo.workgroupSize = wg;
         if (rowElements) lo.rowElements = rowElements;
         if (matmulBlock >= 0) lo.matmulBlock = unsigned(matmulBlock);
+        if (matmulLanes >= 0) lo.matmulLanes = unsigned(matmulLanes);
+        if (matmulRows >= 0) lo.matmulRows = unsigned(matmulRows);
+        if (matmulUnroll >= 0) lo.matmulUnroll = unsigned(matmulUnroll);
         if (elements > 0) lo.elementsPerInvocation = unsigned(elements);
         if (splitGroups >= 0) lo.matmulSplitGroups = unsigned(splitGroups);
         lo.maxGroupsX = maxGroupsX;

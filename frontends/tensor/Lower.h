@@ -65,6 +65,13 @@ struct LowerOptions {
   // its tiles make fewer workgroups than this (0: never): on a big GPU a
   // 512-row product has too few 64x64 tiles to fill it (ops/Linalg.cpp).
   unsigned matmulSplitGroups = 0;
+  // Where matmulBlock is 0: a workgroup of matmulLanes invocations computes
+  // a matmulRows x matmulLanes strip of C, K a loop of the whole workgroup
+  // (ops/Linalg.cpp: for targets whose invocations are vector lanes, the
+  // cpu target); 0 for the 64-invocation kernel.
+  unsigned matmulLanes = 0;
+  unsigned matmulRows = 6;
+  unsigned matmulUnroll = 4;  // steps of K per trip of the strip kernel's loop
   // f16 matmul through cooperative matrices (ops/MatmulCoop.cpp): the
   // device's subgroup size where it runs 16x16x16 f16 products into f32
   // (DeviceCaps::cooperativeMatrixShapes; tensor::run sets it), else 0.

@@ -20,7 +20,10 @@ const TuningRow kTable[] = {
     {"cpu: ", 128, 32, 0, 1,
      "2026-11-27, the cpu target on 2 AMD EPYC (znver5) cores: bench/tensor/tune.sh, 2048x2048 (wg 64-256 within "
      "noise of each other; 512 and 1024 5-7x slower on the chain); --matmul-block 0/4/8 on matmul 1024: 46/12/3 "
-     "GFLOP/s; --elements 1/4 on relu(x*2+y) 2048^2: 4.1/6.6 ms"},  // (split K: no gain without idle cores)
+     "GFLOP/s; --elements 1/4 on relu(x*2+y) 2048^2: 4.1/6.6 ms. 2026-11-27 21:40: --matmul-lanes 0/32/64 "
+     "--matmul-rows 4-12 --matmul-unroll 1-8 on matmul 1024: 46 GFLOP/s (the 64-invocation kernel), 32/8/2 164, "
+     "64/6/4 231 (1000: 258)",
+     0, 64, 6, 4},  // (split K: no gain without idle cores)
 };
 
 }  // namespace
@@ -35,6 +38,9 @@ LowerOptions tunedFor(std::string_view deviceName, LowerOptions base) {
       base.matmulBlock = r.matmulBlock;
       base.elementsPerInvocation = r.elements;
       base.matmulSplitGroups = r.matmulSplitGroups;
+      base.matmulLanes = r.matmulLanes;
+      base.matmulRows = r.matmulRows;
+      base.matmulUnroll = r.matmulUnroll;
       break;
     }
   return base;

@@ -25,6 +25,9 @@ struct TuningRow {
   unsigned elements;           // LowerOptions::elementsPerInvocation
   const char* measured;        // when, and with which sweep
   unsigned matmulSplitGroups = 0;  // LowerOptions::matmulSplitGroups
+  unsigned matmulLanes = 0;        // LowerOptions::matmulLanes (0: off)
+  unsigned matmulRows = 6;         // LowerOptions::matmulRows
+  unsigned matmulUnroll = 4;       // LowerOptions::matmulUnroll
 };
 std::span<const TuningRow> tuningTable();
 

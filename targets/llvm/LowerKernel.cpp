@@ -30,6 +30,7 @@ class KernelEmitter {
   using Slot = llvm::AllocaInst*;
 
   bool isUniformOp(const ir::Op& op) const;
+  bool writesMemory(const std::vector<const ir::Op*>& run) const;
   bool isWorkgroupOp(const ir::Op& op);
   bool emitUniform(const ir::Op& op);
   bool emitRegion(const ir::Region& r, const std::vector<Slot>& targets);
@@ -85,7 +86,10 @@ bool KernelEmitter::isUniformOp(const ir::Op& op) const {
       n == ir::OpId::WorkgroupSize || n == ir::OpId::SubgroupSize)
     return true;
   if (n == ir::OpId::LocalId || n == ir::OpId::GlobalId || n == ir::OpId::SubgroupId || n == ir::OpId::SubgroupLocalId) return false;
-  if (!op.info().has(ir::kPure)) return false;
+  // A load at an index the whole workgroup shares reads once for it (a
+  // broadcast, not a load per lane); emitRegion ends the run before it when
+  // the run may have written memory, so each invocation's own stores come first.
+  if (!op.info().has(ir::kPure) && n != ir::OpId::Load) return false;
   for (const ir::Value* v : op.operands())
     if (!uniform.count(v)) return false;
   return true;
@@ -432,6 +436,19 @@ bool KernelEmitter::flush(const ir::Region& r, std::vector<const ir::Op*>& run,
   return ok;
 }
 
+// Whether an op of `run` (or one nested in it) may write memory.
+bool KernelEmitter::writesMemory(const std::vector<const ir::Op*>& run) const {
+  bool writes = false;
+  for (const ir::Op* top : run)
+    const_cast<ir::Op*>(top)->walk([&](ir::Op* op) {
+      ir::OpId n = op->id();
+      if (n == ir::OpId::Store || n == ir::OpId::VecStore || n == ir::OpId::CoopStore || ir::isAtomic(n) ||
+          n == ir::OpId::Call || n == ir::OpId::CallC || n == ir::OpId::CallIndirect)
+        writes = true;
+    });
+  return writes;
+}
+
 bool KernelEmitter::emitRegion(const ir::Region& r, const std::vector<Slot>& targets) {
   std::vector<const ir::Op*> run;
   for (const auto& op : r.ops()) {
@@ -440,6 +457,7 @@ bool KernelEmitter::emitRegion(const ir::Region& r, const std::vector<Slot>& tar
       return flush(r, run, targets);
     }
     if (isUniformOp(*op)) {
+      if (op->is(ir::OpId::Load) && writesMemory(run) && !flush(r, run, targets)) return false;
       if (!emitUniform(*op)) return false;
       continue;
     }

@@ -223,6 +223,70 @@ TEST(Linalg, MatmulSplitK) {
   expectOnAllTargets(p, in, wantV, 1e-5, o);
 }
 
+// The strip matmul (LowerOptions::matmulLanes, the cpu target's): edges that
+// are not multiples of the strip (its last strip moves back), C narrower than
+// a strip, K not a multiple of the unrolled steps, a batch with a broadcast
+// B, an epilogue, a B read across N (copied contiguous first), f16 and i32;
+// against float64 sums, with the strip forced on every target.
+TEST(Linalg, MatmulStrip) {
+  auto product = [](const Vec& a, const Vec& b, int64_t batches, int64_t M, int64_t K, int64_t N, bool bT) {
+    Vec c(size_t(batches * M * N));
+    for (int64_t z = 0; z < batches; ++z)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double s = 0;
+          for (int64_t k = 0; k < K; ++k) s += a[size_t((z * M + m) * K + k)] * b[size_t(bT ? n * K + k : k * N + n)];
+          c[size_t((z * M + m) * N + n)] = s;
+        }
+    return c;
+  };
+  auto ints = [](size_t n, uint64_t seed) {
+    Vec v = randomValues(n, seed, -4, 5);
+    for (double& x : v) x = std::floor(x);
+    return v;
+  };
+  Vec av = randomValues(2 * 37 * 29, 1), bv = randomValues(29 * 45, 2), wv = randomValues(29 * 40, 3);
+  Vec biasv = randomValues(40, 4), cv = randomValues(33 * 29, 5), hv = ints(40 * 24, 6), iv = ints(24 * 48, 7);
+  Program p;
+  Tensor a = p.input("a", DType::F32, {2, 37, 29});
+  p.output("ab", matmul(a, p.input("b", DType::F32, {29, 45})));
+  Tensor a2 = reshape(a, {74, 29});
+  p.output("lin", relu(matmul(a2, p.constant(HostTensor::of(DType::F32, {29, 40}, wv))) +
+                       p.constant(HostTensor::of(DType::F32, {40}, biasv))));
+  p.output("act", matmul(a2, transpose(p.input("c", DType::F32, {33, 29}))));
+  p.output("half", matmul(p.constant(HostTensor::of(DType::F16, {40, 24}, hv)), p.constant(HostTensor::of(DType::F16, {24, 48}, iv))));
+  p.output("int", matmul(p.constant(HostTensor::of(DType::I32, {40, 24}, hv)), p.constant(HostTensor::of(DType::I32, {24, 48}, iv))));
+  std::vector<HostTensor> in = {HostTensor::of(DType::F32, {2, 37, 29}, av), HostTensor::of(DType::F32, {29, 45}, bv),
+                                HostTensor::of(DType::F32, {33, 29}, cv)};
+  Vec lin = product(av, wv, 1, 74, 29, 40, false);
+  for (size_t i = 0; i < lin.size(); ++i) lin[i] = std::max(0.0, lin[i] + biasv[i % 40]);
+  Vec ab = product(av, bv, 1, 37, 29, 45, false), ab2 = product(Vec(av.begin() + 37 * 29, av.end()), bv, 1, 37, 29, 45, false);
+  ab.insert(ab.end(), ab2.begin(), ab2.end());
+  Vec hi = product(hv, iv, 1, 40, 24, 48, false);
+  std::vector<Vec> want = {ab, lin, product(av, cv, 1, 74, 29, 33, true), hi, hi};
+  for (auto [lanes, rows, unroll] : {std::array<unsigned, 3>{16, 6, 4}, {64, 7, 3}}) {
+    SCOPED_TRACE("lanes " + std::to_string(lanes) + ", rows " + std::to_string(rows));
+    LowerOptions o;
+    o.tune = false;
+    o.matmulBlock = 0;
+    o.matmulLanes = lanes;
+    o.matmulRows = rows;
+    o.matmulUnroll = unroll;
+    ir::Context ctx;
+    auto c = lower(ctx, p, o);
+    ASSERT_TRUE(c) << c.error().message;
+    int strips = 0, copies = 0;
+    c->module->lookup("main")->walk([&](ir::Op* op) {
+      if (!op->is(ir::OpId::Dispatch)) return;
+      strips += op->symbolAttr("kernel").find("matmul_strip") != std::string::npos;
+      copies += op->symbolAttr("kernel").find("matmul_b") != std::string::npos;
+    });
+    EXPECT_EQ(strips, 5) << ir::print(*c->module->lookup("main"));
+    EXPECT_EQ(copies, 1);
+    expectOnAllTargets(p, in, want, 1e-5, o);
+  }
+}
+
 // f16 matmul on cooperative matrices (ops/MatmulCoop.cpp), as a device with
 // 16x16x16 f16 -> f32 products gets it (LowerOptions::coopMatrixSubgroup,
 // forced here): a broadcast batch of row-major products, a transposed b
