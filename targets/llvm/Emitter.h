@@ -226,6 +226,8 @@ class FunctionEmitter {
   llvm::Value* compare(ir::OpId n, const ir::Type* t, llvm::Value* a, llvm::Value* c);
   llvm::Value* cast(const ir::Type* from, const ir::Type* to, llvm::Value* a);
   llvm::Value* viaDouble(const ir::Type* t, llvm::Value* a, llvm::Value* c, const char* fn);
+  // e^x of f32 (scalars or vectors) in f32 arithmetic that vectorises.
+  llvm::Value* expF32(llvm::Value* x);
   llvm::Value* constant(const ir::Op& op);
   // LowerValues.cpp: vectors, structs, sums and arrays
   bool emitAggregate(const ir::Op& op);
