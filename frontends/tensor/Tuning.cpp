@@ -17,13 +17,21 @@ const TuningRow kTable[] = {
     {"llvmpipe", 1024, 32, 8, 4,
      "2026-11-27, lavapipe (LLVM 15) on 2 AMD EPYC cores: bench/tensor/tune.sh, 2048x2048; --matmul-block 0/4/8 on "
      "matmul 1024: 5.2/7.9/17.4 GFLOP/s; --elements 1/4 on relu(x*2+y) 2048^2: 8.1/6.9 ms"},
+    // AMD Zen (LLVM names the host CPU "znverN"): rows as measured below; other
+    // x86 processors (the row after) keep 4 rows.
+    {"znver", 128, 32, 0, 1,
+     "2026-11-27, the cpu target on 2 AMD EPYC (znver5) cores: as the row below; --matmul-rows 4/6 on matmul 1024 "
+     "(64 lanes, 4 steps): 184/231 GFLOP/s",
+     0, 64, 6, 4},
     {"cpu: ", 128, 32, 0, 1,
      "2026-11-27, the cpu target on 2 AMD EPYC (znver5) cores: bench/tensor/tune.sh, 2048x2048 (wg 64-256 within "
      "noise of each other; 512 and 1024 5-7x slower on the chain); --matmul-block 0/4/8 on matmul 1024: 46/12/3 "
      "GFLOP/s; --elements 1/4 on relu(x*2+y) 2048^2: 4.1/6.6 ms. 2026-11-27 21:40: --matmul-lanes 0/32/64 "
      "--matmul-rows 4-12 --matmul-unroll 1-8 on matmul 1024: 46 GFLOP/s (the 64-invocation kernel), 32/8/2 164, "
-     "64/6/4 231 (1000: 258)",
-     0, 64, 6, 4},  // (split K: no gain without idle cores)
+     "64/6/4 231 (1000: 258). 2026-11-27 21:40, one core of an Intel Xeon 8592+ (emeraldrapids, the GPU "
+     "machine's), matmul 1000 with 512-bit vectors: --matmul-rows 4/6/7 (64 lanes, 4 steps) 79.8/39.8/36.8 GFLOP/s, "
+     "3 rows of 128 lanes 75.8",
+     0, 64, 4, 4},  // (split K: no gain without idle cores)
 };
 
 }  // namespace

@@ -19,11 +19,21 @@ TEST(TensorTuning, ADevicesRowSetsTheSizes) {
   EXPECT_EQ(h200.matmulBlock, 8u);
   EXPECT_EQ(h200.elementsPerInvocation, 8u);
   EXPECT_EQ(tunedFor("cpu: AMD EPYC").elementsPerInvocation, 1u);  // the cpu target vectorises across invocations
+  // The cpu target's strip matmul: 6 rows on AMD Zen, 4 on other x86 processors.
+  LowerOptions zen = tunedFor("cpu: x86_64-pc-linux-gnu znver5, 2 threads");
+  EXPECT_EQ(zen.matmulBlock, 0u);
+  EXPECT_EQ(zen.matmulLanes, 64u);
+  EXPECT_EQ(zen.matmulRows, 6u);
+  LowerOptions xeon = tunedFor("cpu: x86_64-pc-linux-gnu emeraldrapids, 16 threads");
+  EXPECT_EQ(xeon.matmulLanes, 64u);
+  EXPECT_EQ(xeon.matmulRows, 4u);
+  EXPECT_EQ(tunedFor("NVIDIA H200").matmulLanes, 0u);
   LowerOptions base;
   base.fuse = false;
   base.workgroupSize = 32;
   LowerOptions lavapipe = tunedFor("llvmpipe (LLVM 15.0.6, 256 bits)", base);
   EXPECT_EQ(lavapipe.workgroupSize, tuningTable()[1].workgroupSize);
+  EXPECT_EQ(lavapipe.matmulLanes, 0u);
   EXPECT_FALSE(lavapipe.fuse);  // the rest of `base` stays
   LowerOptions unknown = tunedFor("some other GPU", base);
   EXPECT_EQ(unknown.workgroupSize, 32u);
