@@ -58,10 +58,10 @@ Value* Builder::alloc(Value* n, const Type* bufferType, int device) {
   return op("alloc", {n}, bufferType, std::move(attrs));
 }
 
-Op* Builder::dispatch(const Function& kernel, std::array<Value*, 3> groups, Values args) {
+Op* Builder::dispatch(std::string_view kernel, std::array<Value*, 3> groups, Values args) {
   Values operands(groups.begin(), groups.end());
   operands.insert(operands.end(), args.begin(), args.end());
-  return create("dispatch", std::move(operands), {}, {{"kernel", Attr::symbol(kernel.name())}});
+  return create("dispatch", std::move(operands), {}, {{"kernel", Attr::symbol(std::string(kernel))}});
 }
 
 Values Builder::call(const Function& callee, Values args) {
@@ -79,6 +79,11 @@ Values Builder::callIndirect(Value* fn, Values args) {
   auto rs = fn->type()->results();
   args.insert(args.begin(), fn);
   return create("call.indirect", std::move(args), {rs.begin(), rs.end()})->results();
+}
+
+Values Builder::callC(std::string_view symbol, Values args, std::vector<const Type*> resultTypes) {
+  return create("call.c", std::move(args), std::move(resultTypes), {{"symbol", Attr::string(std::string(symbol))}})
+      ->results();
 }
 
 Op* Builder::condition(Value* c, Values forwarded) {

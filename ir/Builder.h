@@ -223,6 +223,41 @@ class Builder {
   // buffer<elem, workgroup, write> of `size` elements (top level of a kernel).
   Value* workgroupAlloc(const Type* elem, int64_t size);
   Op* barrier() { return create("barrier"); }
+  // vec<T, n> of elements n·i .. n·i+n-1 of a buffer of T (n is 2 or 4).
+  Value* vecLoad(Value* buf, Value* i, unsigned n) {
+    return op("vec.load", {buf, i}, ctx_->vectorType(buf->type()->elem(), n));
+  }
+  // Writes vec<T, n> v to elements n·i .. n·i+n-1.
+  Op* vecStore(Value* buf, Value* i, Value* v) { return create("vec.store", {buf, i, v}); }
+
+  // ---- subgroup collectives (kernels): the result has x's type -------------------
+  // `kind` is reduce_add/min/max, scan_add/min/max or exscan_add/min/max.
+  Value* subgroup(std::string_view kind, Value* x) { return op("subgroup." + std::string(kind), {x}, x->type()); }
+  Value* subgroupReduceAdd(Value* x) { return subgroup("reduce_add", x); }
+  Value* subgroupReduceMin(Value* x) { return subgroup("reduce_min", x); }
+  Value* subgroupReduceMax(Value* x) { return subgroup("reduce_max", x); }
+  Value* subgroupScanAdd(Value* x) { return subgroup("scan_add", x); }
+  Value* subgroupScanMin(Value* x) { return subgroup("scan_min", x); }
+  Value* subgroupScanMax(Value* x) { return subgroup("scan_max", x); }
+  Value* subgroupExscanAdd(Value* x) { return subgroup("exscan_add", x); }
+  Value* subgroupExscanMin(Value* x) { return subgroup("exscan_min", x); }
+  Value* subgroupExscanMax(Value* x) { return subgroup("exscan_max", x); }
+  // x of lane `lane` (a 32-bit integer): the same lane for the whole subgroup
+  // (broadcast) or any lane per invocation (shuffle).
+  Value* subgroupBroadcast(Value* x, Value* lane) { return op("subgroup.broadcast", {x, lane}, x->type()); }
+  Value* subgroupShuffle(Value* x, Value* lane) { return op("subgroup.shuffle", {x, lane}, x->type()); }
+
+  // ---- cooperative matrices (kernels): matrixType is a coopmat<T, R, C> -----------
+  Value* coopFill(Value* x, const Type* matrixType) { return op("coop.fill", {x}, matrixType); }
+  // Element (r, c) from buf[offset + r·stride + c] (colMajor: offset + c·stride + r).
+  Value* coopLoad(Value* buf, Value* offset, Value* stride, const Type* matrixType, bool colMajor = false) {
+    return op("coop.load", {buf, offset, stride}, matrixType, colMajorAttr(colMajor));
+  }
+  Op* coopStore(Value* buf, Value* offset, Value* stride, Value* m, bool colMajor = false) {
+    return create("coop.store", {buf, offset, stride, m}, {}, colMajorAttr(colMajor));
+  }
+  // a·b + c, of c's type.
+  Value* coopMulAdd(Value* a, Value* b, Value* c) { return op("coop.muladd", {a, b, c}, c->type()); }
 
   // ---- invocation ids: `t` is u32 unless given (i32 also verifies) ---------------
   Value* builtin(std::string_view name, int dim, const Type* t = nullptr);
@@ -238,11 +273,21 @@ class Builder {
   // ---- host ops -------------------------------------------------------------------
   // A buffer of type bufferType with n elements; device >= 0 adds {device = k}.
   Value* alloc(Value* n, const Type* bufferType, int device = -1);
+  // A borrow of elements [offset, offset + count) of a host or device buffer:
+  // buffer<T, its space, ownership> (ownership Read or Write).
+  Value* bufferView(Value* buf, Value* offset, Value* count, Ownership ownership = Ownership::Read) {
+    const Type* t = buf->type();
+    return op("buffer.view", {buf, offset, count}, ctx_->bufferType(t->elem(), t->space(), ownership));
+  }
   Op* free(Value* buf) { return create("free", {buf}); }
   Op* h2d(Value* deviceDst, Value* hostSrc) { return create("h2d", {deviceDst, hostSrc}); }
   Op* d2h(Value* hostDst, Value* deviceSrc) { return create("d2h", {hostDst, deviceSrc}); }
   Op* copy(Value* deviceDst, Value* deviceSrc) { return create("copy", {deviceDst, deviceSrc}); }
-  Op* dispatch(const Function& kernel, std::array<Value*, 3> groups, Values args);
+  Op* dispatch(const Function& kernel, std::array<Value*, 3> groups, Values args) {
+    return dispatch(kernel.name(), groups, std::move(args));
+  }
+  // Dispatches @kernel by name (a kernel made later, or not in this module yet).
+  Op* dispatch(std::string_view kernel, std::array<Value*, 3> groups, Values args);
   Op* wait() { return create("wait"); }
   Value* deviceCount(const Type* t = nullptr) { return op("device.count", {}, t ? t : ctx_->i32()); }
   Value* boxNew(Value* v) { return op("box.new", {v}, ctx_->boxType()); }
@@ -253,8 +298,15 @@ class Builder {
   Values call(const Function& callee, Values args);
   // Calls @callee by name with the given result types (a generic or later function).
   Values call(std::string_view callee, Values args, std::vector<const Type*> resultTypes);
-  Value* funcRef(const Function& f) { return op("func.ref", {}, f.type(), {{"callee", Attr::symbol(f.name())}}); }
+  Value* funcRef(const Function& f) { return funcRef(f.name(), f.type()); }
+  // A reference to @callee by name, of function type fnType.
+  Value* funcRef(std::string_view callee, const Type* fnType) {
+    return op("func.ref", {}, fnType, {{"callee", Attr::symbol(std::string(callee))}});
+  }
   Values callIndirect(Value* fn, Values args);
+  // Calls the C function `symbol` of the process (host code; ir/ForeignAbi.h
+  // says which signatures cross) with the given result types (none or one).
+  Values callC(std::string_view symbol, Values args, std::vector<const Type*> resultTypes);
 
   // ---- terminators ------------------------------------------------------------------
   Op* ret(Values values = {}) { return create("return", std::move(values)); }
@@ -291,6 +343,10 @@ class Builder {
 
  private:
   static std::map<std::string, Attr> index(unsigned i) { return {{"index", Attr::integer(i)}}; }
+  static std::map<std::string, Attr> colMajorAttr(bool colMajor) {
+    if (!colMajor) return {};
+    return {{"col_major", Attr::integer(1)}};
+  }
   // Runs `body` in region r of op and ends the region with `terminator`.
   template <class... Args>
   void fill(Op* op, unsigned r, std::string_view terminator, const BodyFn<Args...>& body, Args... args);

@@ -369,7 +369,7 @@ Status Reverse::run() {
     if (job_.wrt[i]) fields.push_back(adjOr0(b, f_.param(i)));
   b.setLoc(ret->loc());
   V out = b.op("struct.make", fields, g_.resultTypes()[0]);
-  b.create("return", {out});
+  b.ret({out});
   return Status::ok();
 }
 
@@ -425,7 +425,7 @@ Status Reverse::call(Frame& fr, Op* op) {
   for (unsigned j = 0; j < op->numResults(); ++j)
     if (isDiff(callee->resultTypes()[j])) args.push_back(adjOr0(fr.b, op->result(j)));
   const Type* st = (*d)->resultTypes()[0];
-  V s = fr.b.create("call", args, {st}, {{"callee", Attr::symbol((*d)->name())}})->result(0);
+  V s = fr.b.call((*d)->name(), args, {st})[0];
   unsigned field = op->numResults();
   for (unsigned i = 0; i < op->numOperands(); ++i) {
     if (!isDiff(callee->paramTypes()[i])) continue;
@@ -536,7 +536,7 @@ void Reverse::finishFrame() {
   if (loop)
     for (unsigned c : fr.carried) yields.push_back(adjOr0(fr.b, fr.primal->arg(c + 1)));
   for (V v : fr.free) yields.push_back(adjOr0(fr.b, v));
-  fr.b.create("yield", yields);
+  fr.b.yield(yields);
   for (unsigned i = 0; i < fr.free.size(); ++i) setAdj(fr.free[i], fr.saved[i]);
   if (!loop && fr.region + 1 < fr.owner->numRegions()) {
     pushBranch(fr.owner, fr.rev, fr.region + 1, fr.free);
@@ -660,7 +660,7 @@ Status Forward::visit(Frame& fr, Op* op) {
     for (unsigned i = 0; i < op->numOperands(); ++i)
       if (isDiff(callee->paramTypes()[i])) args.push_back(tanOr0(fr.b, op->operand(i)));
     const Type* st = (*d)->resultTypes()[0];
-    V s = fr.b.create("call", args, {st}, {{"callee", Attr::symbol((*d)->name())}})->result(0);
+    V s = fr.b.call((*d)->name(), args, {st})[0];
     auto field = [&](unsigned k) {
       return fr.b.op("struct.extract", {s}, st->members()[k], {{"index", Attr::integer(k)}});
     };
@@ -714,11 +714,11 @@ void Forward::finish(Op* y) {
     for (unsigned j = 0; j < y->numOperands(); ++j)
       if (isDiff(f_.resultTypes()[j])) vals.push_back(tanOr0(fr.b, y->operand(j)));
     V out = fr.b.op("struct.make", vals, g_.resultTypes()[0]);
-    fr.b.create("return", {out});
+    fr.b.ret({out});
     return;
   }
   for (unsigned j : fr.dres) vals.push_back(tanOr0(fr.b, y->operand(j)));
-  fr.b.create("yield", vals);
+  fr.b.yield(vals);
   Op* s = fr.owner;
   if (!s->is(OpId::For) && fr.region + 1 < s->numRegions()) {
     pushRegion(s, fr.neu, fr.region + 1, fr.dres);

@@ -268,7 +268,6 @@ class Planner {
     arena->setName("arena");
 
     // Each buffer a view, before its own first use (segment is in order of first use).
-    const ir::Type* viewType = ctx.bufferType(elem, ir::Space::Device, ir::Ownership::Write);
     Op* lastFree = segment.front().free;
     for (Candidate& c : segment) {
       b.setInsertionPoint(body_, top[c.first]);
@@ -276,7 +275,7 @@ class Planner {
       Value* old = c.alloc->result(0);
       Value* off = b.constInt(u32, static_cast<int64_t>(c.offset));
       if (!old->name().empty()) off->setName(old->name() + ".offset");
-      Value* view = b.op("buffer.view", {arena, off, c.alloc->operand(0)}, viewType);
+      Value* view = b.bufferView(arena, off, c.alloc->operand(0), ir::Ownership::Write);
       view->setName(old->name());
       replaced_.emplace_back(old, view);
       deadFrees_.push_back(c.free);

@@ -246,9 +246,8 @@ class Rewriter {
       b.setLoc(op->loc());
       if (s_.vectorAccesses.count(op.get())) {
         Value* buf = top_.count(op->operand(0)) ? top_.at(op->operand(0)) : op->operand(0);
-        const ir::Type* vt = ctx_.vectorType(buf->type()->elem(), kLanes);
         if (op->is(OpId::Load)) {
-          Value* v = b.op("vec.load", {buf, q}, vt);
+          Value* v = b.vecLoad(buf, q, kLanes);
           for (unsigned k = 0; k < kLanes; ++k) lanes[k][op->result()] = b.vecExtract(v, k);
         } else {
           ir::Values parts;
@@ -256,7 +255,7 @@ class Rewriter {
             const Value* x = op->operand(2);
             parts.push_back(lanes[k].count(x) ? lanes[k].at(x) : const_cast<Value*>(x));
           }
-          b.create("vec.store", {buf, q, b.vecMake(parts)});
+          b.vecStore(buf, q, b.vecMake(parts));
         }
         continue;
       }

@@ -343,17 +343,17 @@ Value* Lowerer::lowerElementAccess(Expr& e, const std::vector<Expr*>& args, cons
   Value* tmp = b_.alloc(oneI, devT);
   Value* host = b_.alloc(oneI, hostT);
   if (read) {
-    b_.create("dispatch", {one, one, one, buf, i, tmp}, {}, {{"kernel", ir::Attr::symbol(k->name())}});
+    b_.dispatch(*k, {one, one, one}, {buf, i, tmp});
     b_.d2h(host, tmp);
     Value* x = b_.op("load", {host, zero}, et);
     b_.free(tmp);
     b_.free(host);
     return coerce(b_.op("struct.make", {buf, x}, ctx_.structType({buf->type(), et})), rt, e.span);
   }
-  b_.create("store", {host, zero, coerce(v, et, args[2]->span)});
+  b_.store(host, zero, coerce(v, et, args[2]->span));
   b_.h2d(tmp, host);
   b_.free(host);
-  b_.create("dispatch", {one, one, one, tmp, i, buf}, {}, {{"kernel", ir::Attr::symbol(k->name())}});
+  b_.dispatch(*k, {one, one, one}, {tmp, i, buf});
   b_.free(tmp);
   return coerce(buf, rt, e.span);
 }

@@ -106,14 +106,15 @@ Value* Lowerer::lowerCall(Expr& e, bool tail) {
         unsupported(e.span, "code generation cannot apply a function value partially");
         return value(fabricate(ty));
       }
-      std::vector<Value*> args{lb->v};
+      Value* fn = lb->v;
+      ir::Values args;
       for (size_t i = 1; i < e.kids.size(); ++i) {
         const ir::Type* want = ft->members()[i - 1];
         Value* a = lowerArg(*e.kids[i]);
         args.push_back(ir::hasTypeVar(want) ? a : coerceArg(a, want, e.kids[i]->span));
       }
       setLoc(e.span);
-      Value* r = b_.create("call.indirect", args, {ft->results()[0]})->result(0);
+      Value* r = b_.callIndirect(fn, args)[0];
       dropPendingArgs();
       return value(ir::hasTypeVar(r->type()) ? r : coerce(r, ty, e.span));
     }

@@ -239,8 +239,7 @@ Value* Lowerer::lowerKind(Expr& e, bool tail) {
         return value(fabricate(lowerTy(e.ty)));
       }
       Value* buf = b_.alloc(b_.constInt(ctx_.i32(), static_cast<int64_t>(elems.size())), lt);
-      for (size_t i = 0; i < elems.size(); ++i)
-        b_.create("store", {buf, b_.constInt(ctx_.i32(), static_cast<int64_t>(i)), elems[i]});
+      for (size_t i = 0; i < elems.size(); ++i) b_.store(buf, b_.constInt(ctx_.i32(), static_cast<int64_t>(i)), elems[i]);
       return value(freshList(buf));
     }
     case ExprKind::StrLen: {
@@ -288,7 +287,7 @@ Value* Lowerer::ffiCall(const std::string& sym, const std::vector<Value*>& args,
     for (Value* a : args) dropValue(a);
     return fabricate(rt);
   }
-  return b_.create("call.c", args, {rt}, {{"symbol", ir::Attr::string(sym)}})->result(0);
+  return b_.callC(sym, args, {rt})[0];
 }
 
 // An integer literal of type t: t may be a float or a type variable when the
@@ -321,19 +320,21 @@ Value* Lowerer::project(Value* base, size_t index) {
   // The other fields are left alone: the checker rejects discarding a linear
   // one (E001), and with that check bypassed the IR linearity pass reports
   // the leak here too. Droppable ones are freed.
-  ir::Op* up = b_.create("struct.unpack", {base}, {t->members().begin(), t->members().end()});
-  for (size_t i = 0; i < up->numResults(); ++i)
-    if (i != index && !up->result(static_cast<unsigned>(i))->type()->isLinear()) dropValue(up->result(static_cast<unsigned>(i)));
-  return up->result(static_cast<unsigned>(index));
+  ir::Values up = b_.structUnpack(base);
+  for (size_t i = 0; i < up.size(); ++i)
+    if (i != index && !up[i]->type()->isLinear()) dropValue(up[i]);
+  return up[index];
 }
 
 Value* Lowerer::newString(const std::string& bytes) {
   const ir::Type* u8 = ctx_.intType(8, false);
   Value* buf = b_.alloc(b_.constInt(ctx_.i32(), static_cast<int64_t>(bytes.size())),
                         ctx_.bufferType(u8, ir::Space::Host, ir::Ownership::Linear));
-  for (size_t i = 0; i < bytes.size(); ++i)
-    b_.create("store", {buf, b_.constInt(ctx_.i32(), static_cast<int64_t>(i)),
-                        b_.constInt(u8, static_cast<unsigned char>(bytes[i]))});
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    // The index's const first: a call evaluates its arguments in no fixed order.
+    Value* at = b_.constInt(ctx_.i32(), static_cast<int64_t>(i));
+    b_.store(buf, at, b_.constInt(u8, static_cast<unsigned char>(bytes[i])));
+  }
   return buf;
 }
 

@@ -185,9 +185,9 @@ ir::Function* elementCopyKernel(ir::Module& m, const ir::Type* elem, bool read, 
   ir::Value* zero = b.constInt(ctx.i32(), 0);
   ir::Value* from = read ? f->param(1) : zero;
   ir::Value* to = read ? zero : f->param(1);
-  ir::Value* v = b.op("load", {f->param(0), from}, elem);
-  b.create("store", {f->param(2), to, v});
-  b.create("return");
+  ir::Value* v = b.load(f->param(0), from);
+  b.store(f->param(2), to, v);
+  b.ret();
   return f;
 }
 
@@ -372,21 +372,20 @@ std::vector<Value*> Lowerer::lowerGrid(Expr& e) {
 
 // dispatch ceil(grid / workgroup size) workgroups per dimension.
 void Lowerer::emitDispatch(ir::Function* k, const std::vector<Value*>& grid, std::vector<Value*> args) {
-  std::vector<Value*> ops;
+  std::array<Value*, 3> groups;
   for (unsigned d = 0; d < 3; ++d) {
     unsigned wg = k->workgroupSize[d];
     if (wg == 1) {
-      ops.push_back(grid[d]);
+      groups[d] = grid[d];
       continue;
     }
     Value* w = b_.constInt(ctx_.u32(), wg);
     Value* up = b_.op("add", {grid[d], b_.constInt(ctx_.u32(), wg - 1)}, ctx_.u32());
-    ops.push_back(b_.op("div", {up, w}, ctx_.u32()));
+    groups[d] = b_.op("div", {up, w}, ctx_.u32());
   }
-  for (Value* a : args) ops.push_back(a);
   if (hasHiddenGrid(k))
-    for (Value* g : grid) ops.push_back(g);
-  b_.create("dispatch", ops, {}, {{"kernel", ir::Attr::symbol(k->name())}});
+    for (Value* g : grid) args.push_back(g);
+  b_.dispatch(*k, groups, std::move(args));
 }
 
 bool Lowerer::mentionsTypeVar(const ir::Type* t, unsigned depth) {

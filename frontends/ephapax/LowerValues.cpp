@@ -24,7 +24,7 @@ void Lowerer::bindValue(const Binding* b, Value* v, Span site) {
     setLoc(site);
     if (owns(v->type())) {
       Value* box = b_.op("struct.make", {v}, ctx_.structType({v->type()}));
-      lb.v = b_.create("struct.unpack", {box}, {v->type()})->result(0);
+      lb.v = b_.structUnpack(box)[0];
     } else {
       Value* tok = b_.alloc(b_.constInt(ctx_.i32(), 0), token());
       lb.v = b_.op("struct.make", {v, tok}, ctx_.structType({v->type(), token()}));
@@ -66,10 +66,9 @@ Value* Lowerer::useVar(LBinding& lb, Span s) {
   if (lb.list) return lb.v;
   if (lb.kind == LBinding::Boxed) {
     lb.consumed = true;
-    const ir::Type* st = lb.v->type();
-    ir::Op* up = b_.create("struct.unpack", {lb.v}, {st->members()[0], st->members()[1]});
-    b_.free(up->result(1));
-    return up->result(0);
+    ir::Values up = b_.structUnpack(lb.v);
+    b_.free(up[1]);
+    return up[0];
   }
   if (!owns(lb.v->type())) return lb.v;
   // Moving an owned value out of its variable happens here, at the use: a
@@ -77,7 +76,7 @@ Value* Lowerer::useVar(LBinding& lb, Span s) {
   // so a second use is reported here and not at whatever op takes it.
   lb.consumed = true;
   Value* box = b_.op("struct.make", {lb.v}, ctx_.structType({lb.v->type()}));
-  return b_.create("struct.unpack", {box}, {lb.v->type()})->result(0);
+  return b_.structUnpack(box)[0];
 }
 
 // A borrow: the value, without consuming it.
@@ -154,9 +153,9 @@ Value* Lowerer::coerce(Value* v, const ir::Type* want, Span s) {
   }
   if (have->isStruct() && have->members().size() == 2 && have->members()[0] == want && have->members()[1]->isBuffer() &&
       have->members()[1]->elem() == ctx_.intType(8, false)) {
-    ir::Op* up = b_.create("struct.unpack", {v}, {have->members()[0], have->members()[1]});
-    b_.free(up->result(1));
-    return up->result(0);
+    ir::Values up = b_.structUnpack(v);
+    b_.free(up[1]);
+    return up[0];
   }
   // A list: its box, or a view of it.
   if (want->isBox() && have->isBuffer() && have->space() == ir::Space::Host) return boxList(v);

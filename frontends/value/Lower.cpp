@@ -128,7 +128,7 @@ ir::Value* lowerCustomCall(Builder& b, ir::Module& m, const CustomOp& op, std::s
     Builder fb(ctx, f->body());
     std::vector<ir::Value*> args;
     for (unsigned i = 0; i < op.arity; ++i) args.push_back(f->param(i));
-    fb.create("return", {op.lower(fb, args, t)});
+    fb.ret({op.lower(fb, args, t)});
     params.push_back(t);  // the seed
     std::vector<const ir::Type*> fields(op.arity + 1, t);
     ir::Function* vjp = m.addFunction(name + ".vjp", ir::FunctionKind::Device,
@@ -140,7 +140,7 @@ ir::Value* lowerCustomCall(Builder& b, ir::Module& m, const CustomOp& op, std::s
     std::vector<ir::Value*> d = op.lowerDerivative(vb, args, out, t);
     std::vector<ir::Value*> result{out};
     for (ir::Value* di : d) result.push_back(vb.op("mul", {vjp->param(op.arity), di}, t));
-    vb.create("return", {vb.op("struct.make", result, ctx.structType(fields))});
+    vb.ret({vb.op("struct.make", result, ctx.structType(fields))});
   }
   return b.op("call", std::vector<ir::Value*>(in.begin(), in.end()), t, {{"callee", ir::Attr::symbol(name)}});
 }
@@ -183,7 +183,7 @@ bool lowerResidualFunction(ir::Module& m, const Graph& g, const Group& grp, cons
     else
       value[i] = lowerNode(b, n, in, t);
   }
-  b.create("return", {value.back()});
+  b.ret({value.back()});
   return true;
 }
 
@@ -200,11 +200,11 @@ ir::Value* upload(Builder& b, const ir::Type* elem, const std::vector<double>& f
   ir::Value* host = b.op("alloc", {count}, ctx.bufferType(elem, ir::Space::Host, ir::Ownership::Linear));
   for (size_t i = 0; i < len; ++i) {
     ir::Value* v = ints ? b.constInt(elem, i < n ? (*ints)[i] : 0) : b.constFloat(elem, i < n ? floats[i] : 0);
-    b.create("store", {host, b.constInt(ctx.u32(), int64_t(i)), v});
+    b.store(host, b.constInt(ctx.u32(), int64_t(i)), v);
   }
   ir::Value* dev = b.op("alloc", {count}, ctx.bufferType(elem, ir::Space::Device, ir::Ownership::Linear));
-  b.create("h2d", {dev, host});
-  b.create("free", {host});
+  b.h2d(dev, host);
+  b.free(host);
   return dev;
 }
 
@@ -212,7 +212,7 @@ ir::Value* upload(Builder& b, const std::vector<uint32_t>& ints) { return upload
 
 // A kernel `@name(params, consts, table, outs..., n)` over a signature's
 // instances: instance i (guarded by i < n) has its leaves loaded through the
-// index table; the caller fills the guarded body and yields.
+// index table; the caller fills the guarded body (before its yield).
 struct Instance {
   ir::Builder body;
   std::vector<ir::Value*> leaves;
@@ -249,10 +249,9 @@ Instance instanceKernel(ir::Module& m, const Group& grp, const std::string& name
   Builder b(ctx, kern->body());
   ir::Value* i = b.op("global_id", {}, u32, {{"dim", ir::Attr::integer(0)}});
   ir::Value* inside = b.op("lt", {i, kern->param(unsigned(all.size() - 1))}, ctx.boolType());
-  ir::Op* guard = b.create("if", {inside}, {}, {}, 2);
-  Builder(ctx, guard->region(1)).create("yield");
-  b.create("return");
-  Instance inst{Builder(ctx, guard->region(0)), {}, {}, kern->param(2), nullptr, i};
+  ir::Op* guard = b.ifOp(inside, {}, [](Builder&) {});
+  b.ret();
+  Instance inst{Builder(ctx, guard->region(0), guard->region(0).back()), {}, {}, kern->param(2), nullptr, i};
   for (size_t o = 0; o < outs.size(); ++o) inst.outs.push_back(kern->param(unsigned(3 + o)));
   inst.base = inst.body.op("mul", {i, inst.body.constInt(u32, int64_t(grp.slots() + 1))}, u32);
   for (size_t s = 0; s < grp.slots(); ++s)
@@ -301,7 +300,10 @@ void derivativeKernel(ir::Module& m, const Group& grp, const std::string& name, 
   args.push_back(b.constFloat(t, 1));
   ir::Value* res = b.op("call", args, vjp.resultTypes()[0], {{"callee", ir::Attr::symbol(vjp.name())}});
   auto field = [&](int64_t k) { return b.op("struct.extract", {res}, t, {{"index", ir::Attr::integer(k)}}); };
-  if (residuals) b.create("store", {inst.outs.back(), inst.index(grp.slots()), field(0)});
+  if (residuals) {
+    ir::Value* at = inst.index(grp.slots());  // first: a call evaluates its arguments in no fixed order
+    b.store(inst.outs.back(), at, field(0));
+  }
   std::vector<ir::Value*> d;
   std::vector<size_t> slotOf;
   for (size_t s = 0; s < grp.slots(); ++s)
@@ -312,7 +314,7 @@ void derivativeKernel(ir::Module& m, const Group& grp, const std::string& name, 
     ir::Value* r = kind == Kind::CostGradient ? field(0) : nullptr;
     for (size_t j = 0; j < tr; ++j) {
       ir::Value* c = r ? b.op("mul", {r, d[j]}, t) : d[j];
-      if (store) b.create("store", {inst.outs[0], inst.at(offset, tr, j), c});
+      if (store) b.store(inst.outs[0], inst.at(offset, tr, j), c);
       else add(inst.index(slotOf[j]), c);
     }
   } else {
@@ -322,14 +324,13 @@ void derivativeKernel(ir::Module& m, const Group& grp, const std::string& name, 
       for (uint64_t c = a; c < tr; ++c, ++q) {
         ir::Value* p = b.op("mul", {d[a], d[c]}, t);
         if (store) {
-          b.create("store", {inst.outs[0], inst.at(offset, pairs, q), p});
+          b.store(inst.outs[0], inst.at(offset, pairs, q), p);
           continue;
         }
         add(pairAt(a, c), p);
         if (a != c) add(pairAt(c, a), p);
       }
   }
-  b.create("yield");
 }
 
 // kernel @vg.reduce(%parts, %start, %list, %out, %n): out[e] = the sum of
@@ -396,8 +397,7 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
     {
       Instance inst = instanceKernel(*m, grp, name, {{ctx.bufferType(t, ir::Space::Device, ir::Ownership::Write), "r"}}, t, wg);
       ir::Value* r = inst.body.op("call", inst.leaves, t, {{"callee", ir::Attr::symbol(name + ".r")}});
-      inst.body.create("store", {inst.outs[0], inst.index(grp.slots()), r});
-      inst.body.create("yield");
+      inst.body.store(inst.outs[0], inst.index(grp.slots()), r);
     }
     std::vector<bool> wrt(grp.trainable.begin(), grp.trainable.end());
     if (std::find(wrt.begin(), wrt.end(), true) == wrt.end() || kinds.empty()) continue;
@@ -439,11 +439,13 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
     std::vector<ir::Value*> results = {b.op("alloc", {b.constInt(u32, 0)}, hostOut)};
     for (Kind k : kinds) {
       ir::Value* zeros = b.op("alloc", {len(targets(k))}, hostOut);
-      for (uint64_t i = 0; i < std::max<uint64_t>(targets(k), 1); ++i)
-        b.create("store", {zeros, b.constInt(u32, int64_t(i)), b.constFloat(t, 0)});
+      for (uint64_t i = 0; i < std::max<uint64_t>(targets(k), 1); ++i) {
+        ir::Value* at = b.constInt(u32, int64_t(i));  // first: a call evaluates its arguments in no fixed order
+        b.store(zeros, at, b.constFloat(t, 0));
+      }
       results.push_back(zeros);
     }
-    b.create("return", results);
+    b.ret(results);
     return m;
   }
   std::vector<double> paramValues, constValues;
@@ -452,7 +454,7 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
   ir::Value* params;
   if (opts.parameterInput) {  // x: max(numParams, 1) values from the caller
     params = b.op("alloc", {len(numParams)}, devBuf);
-    b.create("h2d", {params, main->param(0)});
+    b.h2d(params, main->param(0));
   } else {
     params = upload(b, t, paramValues, nullptr);
   }
@@ -493,16 +495,16 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
     std::string name = "vg" + std::to_string(k);
     // The residuals come from the first derivative kernel where there is one.
     if (!hasGradient[k]) {
-      b.create("dispatch", {groupsX, one, one, params, consts, dev, out, instances}, {}, {{"kernel", ir::Attr::symbol(name)}});
+      b.dispatch(name, {groupsX, one, one}, {params, consts, dev, out, instances});
       continue;
     }
     for (size_t o = 0; o < kinds.size(); ++o) {
-      std::vector<ir::Value*> args = {groupsX, one, one, params, consts, dev, parts[o]};
+      std::vector<ir::Value*> args = {params, consts, dev, parts[o]};
       if (kinds[o] == Kind::Normal && !stores(kinds[o], opts.deterministic))
         temporaries.push_back(args.emplace_back(upload(b, layout.pairTable[k])));
       if (o == 0) args.push_back(out);
       args.push_back(instances);
-      b.create("dispatch", args, {}, {{"kernel", ir::Attr::symbol(name + info(kinds[o]).suffix)}});
+      b.dispatch(name + info(kinds[o]).suffix, {groupsX, one, one}, args);
     }
   }
   // Deterministic sums, one invocation per output element.
@@ -516,20 +518,21 @@ std::unique_ptr<ir::Module> lowerGraph(ir::Context& ctx, const Graph& g, const s
       temporaries.push_back(list = upload(b, uploadedSources->index));
     }
     uint64_t n = targets(kinds[o]);
-    b.create("dispatch", {groupsFor(n), one, one, parts[o], start, list, results[o], b.constInt(u32, int64_t(n))},
-             {}, {{"kernel", ir::Attr::symbol("vg.reduce")}});
+    ir::Value* gx = groupsFor(n);  // first: a call evaluates its arguments in no fixed order
+    ir::Value* nv = b.constInt(u32, int64_t(n));
+    b.dispatch("vg.reduce", {gx, one, one}, {parts[o], start, list, results[o], nv});
   }
-  b.create("wait");
+  b.wait();
   ir::Value* host = b.op("alloc", {count}, hostOut);
-  b.create("d2h", {host, out});
+  b.d2h(host, out);
   for (size_t o = 0; o < kinds.size(); ++o) {
     ir::Value* h = b.op("alloc", {len(targets(kinds[o]))}, hostOut);
-    b.create("d2h", {h, results[o]});
+    b.d2h(h, results[o]);
     results[o] = h;
   }
-  for (ir::Value* dev : temporaries) b.create("free", {dev});
+  for (ir::Value* dev : temporaries) b.free(dev);
   results.insert(results.begin(), host);
-  b.create("return", results);
+  b.ret(results);
   return m;
 }
 

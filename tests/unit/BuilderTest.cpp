@@ -499,6 +499,150 @@ TEST_F(BuilderTest, InsertionGuardRestoresThePoint) {
   ASSERT_TRUE(verify(m)) << print(m);
 }
 
+TEST_F(BuilderTest, VectorAccessAndSubgroupCollectives) {
+  const Type* data = buf(f32, Space::Device, Ownership::Write);
+  Function* k = fn("sg", FunctionKind::Kernel, {data}, {}, {"d"});
+  k->workgroupSize = {32, 1, 1};
+  Builder b(ctx, k->body());
+  Value* d = k->param(0);
+  Value* gid = b.globalId(0);
+  Value* lane = b.subgroupLocalId();
+  Value* v = b.vecLoad(d, gid, 4);
+  Value* x = b.vecExtract(v, 0);
+  Value* acc = x;
+  using Collective = Value* (Builder::*)(Value*);
+  for (Collective op : {&Builder::subgroupReduceAdd, &Builder::subgroupReduceMin, &Builder::subgroupReduceMax,
+                        &Builder::subgroupScanAdd, &Builder::subgroupScanMin, &Builder::subgroupScanMax,
+                        &Builder::subgroupExscanAdd, &Builder::subgroupExscanMin, &Builder::subgroupExscanMax})
+    acc = (b.*op)(acc);
+  Value* any = b.subgroup("reduce_add", acc);
+  Value* first = b.subgroupBroadcast(any, b.constInt(u32, 0));
+  Value* other = b.subgroupShuffle(first, lane);
+  Value* w = b.vecLoad(d, gid, 2);
+  b.vecStore(d, gid, b.vecInsert(v, 1, other));
+  b.vecStore(d, gid, w);
+  b.ret();
+  expectSameAs(R"(
+kernel @sg(%d: buffer<f32, device, write>) workgroup(32, 1, 1) {
+  %0 = global_id {dim = 0} : u32
+  %1 = subgroup_local_id : u32
+  %2 = vec.load %d, %0 : vec<f32, 4>
+  %3 = vec.extract %2 {index = 0} : f32
+  %4 = subgroup.reduce_add %3 : f32
+  %5 = subgroup.reduce_min %4 : f32
+  %6 = subgroup.reduce_max %5 : f32
+  %7 = subgroup.scan_add %6 : f32
+  %8 = subgroup.scan_min %7 : f32
+  %9 = subgroup.scan_max %8 : f32
+  %10 = subgroup.exscan_add %9 : f32
+  %11 = subgroup.exscan_min %10 : f32
+  %12 = subgroup.exscan_max %11 : f32
+  %13 = subgroup.reduce_add %12 : f32
+  %14 = const {value = 0} : u32
+  %15 = subgroup.broadcast %13, %14 : f32
+  %16 = subgroup.shuffle %15, %1 : f32
+  %17 = vec.load %d, %0 : vec<f32, 2>
+  %18 = vec.insert %2, %16 {index = 1} : vec<f32, 4>
+  vec.store %d, %0, %18
+  vec.store %d, %0, %17
+  return
+}
+)");
+}
+
+TEST_F(BuilderTest, CooperativeMatrices) {
+  const Type* f16 = ctx.floatType(16);
+  const Type* half = ctx.coopMatrixType(f16, 16, 16);
+  const Type* acc = ctx.coopMatrixType(f32, 16, 16);
+  Function* k = fn("mm", FunctionKind::Kernel,
+                   {buf(f16, Space::Device, Ownership::Read), buf(f32, Space::Device, Ownership::Write)}, {},
+                   {"a", "c"});
+  k->workgroupSize = {32, 1, 1};
+  Builder b(ctx, k->body());
+  Value* zero = b.constInt(i32, 0);
+  Value* ld = b.constInt(i32, 16);
+  Value* c = b.coopFill(b.constFloat(f32, 0), acc);
+  Value* x = b.coopLoad(k->param(0), zero, ld, half);
+  Value* y = b.coopLoad(k->param(0), zero, ld, half, true);
+  Value* m = b.coopMulAdd(x, y, c);
+  b.coopStore(k->param(1), zero, ld, m);
+  b.coopStore(k->param(1), zero, ld, m, true);
+  b.ret();
+  expectSameAs(R"(
+kernel @mm(%a: buffer<f16, device, read>, %c: buffer<f32, device, write>) workgroup(32, 1, 1) {
+  %0 = const {value = 0} : i32
+  %1 = const {value = 16} : i32
+  %2 = const {value = 0.0} : f32
+  %3 = coop.fill %2 : coopmat<f32, 16, 16>
+  %4 = coop.load %a, %0, %1 : coopmat<f16, 16, 16>
+  %5 = coop.load %a, %0, %1 {col_major = 1} : coopmat<f16, 16, 16>
+  %6 = coop.muladd %4, %5, %3 : coopmat<f32, 16, 16>
+  coop.store %c, %0, %1, %6
+  coop.store %c, %0, %1, %6 {col_major = 1}
+  return
+}
+)");
+}
+
+TEST_F(BuilderTest, ViewsForeignCallsAndCallsByName) {
+  const Type* i64 = ctx.intType(64, true);
+  Function* sq = fn("sq", FunctionKind::Device, {f32}, {f32}, {"x"});
+  {
+    Builder b(ctx, sq->body());
+    b.ret({b.mul(sq->param(0), sq->param(0))});
+  }
+  Function* k = fn("k", FunctionKind::Kernel, {buf(f32, Space::Device, Ownership::Read)}, {}, {"d"});
+  Builder(ctx, k->body()).ret();
+  Function* main = fn("main", FunctionKind::Host, {i64}, {i64, f32}, {"n"});
+  Builder b(ctx, main->body());
+  Value* n = b.constInt(u32, 8);
+  Value* two = b.constInt(u32, 2);
+  Value* h = b.alloc(n, buf(f32, Space::Host, Ownership::Linear));
+  Value* d = b.alloc(n, buf(f32, Space::Device, Ownership::Linear));
+  Value* hw = b.bufferView(h, two, two, Ownership::Write);
+  Value* dr = b.bufferView(d, two, two);
+  b.h2d(d, h);
+  b.d2h(hw, dr);
+  b.dispatch("k", {two, two, two}, {dr});
+  b.wait();
+  Value* r = b.callC("labs", {main->param(0)}, {i64})[0];
+  b.callC("tick", {}, {});
+  Value* ref = b.funcRef("sq", sq->type());
+  Value* y = b.callIndirect(ref, {b.load(h, two)})[0];
+  b.free(h);
+  b.free(d);
+  b.ret({r, y});
+  expectSameAs(R"(
+device @sq(%x: f32) -> f32 {
+  %0 = mul %x, %x : f32
+  return %0
+}
+kernel @k(%d: buffer<f32, device, read>) workgroup(1, 1, 1) {
+  return
+}
+host @main(%n: i64) -> (i64, f32) {
+  %0 = const {value = 8} : u32
+  %1 = const {value = 2} : u32
+  %2 = alloc %0 : buffer<f32, host, linear>
+  %3 = alloc %0 : buffer<f32, device, linear>
+  %4 = buffer.view %2, %1, %1 : buffer<f32, host, write>
+  %5 = buffer.view %3, %1, %1 : buffer<f32, device, read>
+  h2d %3, %2
+  d2h %4, %5
+  dispatch %1, %1, %1, %5 {kernel = @k}
+  wait
+  %6 = call.c %n {symbol = "labs"} : i64
+  call.c {symbol = "tick"}
+  %7 = func.ref {callee = @sq} : fn(f32) -> (f32)
+  %8 = load %2, %1 : f32
+  %9 = call.indirect %7, %8 : f32
+  free %2
+  free %3
+  return %6, %9
+}
+)");
+}
+
 // The structured helpers in a kernel and a host program, run on every
 // target: a per-invocation while/if/for computation, and host loops that
 // fill the input and sum the output.
@@ -583,6 +727,115 @@ TEST_F(BuilderTest, StructuredKernelRunsOnEveryTarget) {
     ASSERT_TRUE(out);
     ASSERT_EQ(out->elems.size(), kN);
     for (uint32_t i = 0; i < kN; ++i) ASSERT_EQ(uint64_t(out->elems[i].i), want[i]) << "element " << i;
+    ran.push_back(target);
+  }
+  EXPECT_EQ(ran.front(), "interp");
+#ifdef EPH_HAVE_LLVM
+  EXPECT_NE(std::find(ran.begin(), ran.end(), "cpu"), ran.end());
+#endif
+}
+
+// The vector-access, subgroup and buffer.view helpers in a kernel and its
+// host program, run on every target against the values computed here for
+// the device's subgroup size: invocation i loads vec<u32, 4> i of a view
+// that skips the input's first four elements, sums its lanes to s, and
+// stores two vectors of collectives of s (subgroups are runs of
+// subgroup_size consecutive invocations of a workgroup).
+TEST_F(BuilderTest, SubgroupVectorAndViewKernelRunsOnEveryTarget) {
+  constexpr uint32_t kWorkgroup = 32, kGroups = 3, kN = kWorkgroup * kGroups, kSkip = 4;
+  auto input = [](uint32_t e) { return (e * 37 + 11) % 1001; };  // host element e
+  Function* k = fn("collect", FunctionKind::Kernel,
+                   {buf(u32, Space::Device, Ownership::Read), buf(u32, Space::Device, Ownership::Write)}, {},
+                   {"in", "out"});
+  k->workgroupSize = {kWorkgroup, 1, 1};
+  {
+    Builder b(ctx, k->body());
+    Value* i = b.globalId(0);
+    Value* v = b.vecLoad(k->param(0), i, 4);
+    Value* s = b.add(b.add(b.vecExtract(v, 0), b.vecExtract(v, 1)), b.add(b.vecExtract(v, 2), b.vecExtract(v, 3)));
+    Value* one = b.constInt(u32, 1);
+    Value* partner = b.xor_(b.subgroupLocalId(), one);
+    Value* lo = b.vecMake({b.subgroupReduceAdd(s), b.subgroupReduceMin(s), b.subgroupReduceMax(s), b.subgroupScanAdd(s)});
+    Value* hi = b.vecMake({b.subgroupExscanAdd(s), b.subgroupScanMax(s), b.subgroupBroadcast(s, one),
+                           b.subgroupShuffle(s, partner)});
+    Value* two = b.constInt(u32, 2);
+    Value* at = b.mul(i, two);
+    b.vecStore(k->param(1), at, lo);
+    b.vecStore(k->param(1), b.add(at, one), hi);
+    b.ret();
+  }
+  Function* main = fn("main", FunctionKind::Host, {}, {buf(u32, Space::Host, Ownership::Linear)}, {});
+  {
+    Builder b(ctx, main->body());
+    Value* zero = b.constInt(u32, 0);
+    Value* one = b.constInt(u32, 1);
+    Value* total = b.constInt(u32, 4 * kN + kSkip);
+    Value* h = b.alloc(total, buf(u32, Space::Host, Ownership::Linear));
+    b.forOp(zero, total, one, [&](Builder& b, Value* e, const Values&) {
+      Value* x = b.rem(b.add(b.mul(e, b.constInt(u32, 37)), b.constInt(u32, 11)), b.constInt(u32, 1001));
+      b.store(h, e, x);
+    });
+    Value* din = b.alloc(total, buf(u32, Space::Device, Ownership::Linear));
+    b.h2d(din, h);
+    b.free(h);
+    Value* view = b.bufferView(din, b.constInt(u32, kSkip), b.constInt(u32, 4 * kN));
+    Value* outLen = b.constInt(u32, 8 * kN);
+    Value* dout = b.alloc(outLen, buf(u32, Space::Device, Ownership::Linear));
+    b.dispatch(*k, {b.constInt(u32, kGroups), one, one}, {view, dout});
+    b.wait();
+    Value* hout = b.alloc(outLen, buf(u32, Space::Host, Ownership::Linear));
+    b.d2h(hout, dout);
+    b.free(din);
+    b.free(dout);
+    b.ret({hout});
+  }
+  Status st = verify(m);
+  ASSERT_TRUE(st) << st.error().str() << "\n" << print(m);
+
+  std::vector<uint64_t> sums;
+  for (uint32_t i = 0; i < kN; ++i) {
+    uint64_t s = 0;
+    for (uint32_t j = 0; j < 4; ++j) s += input(kSkip + 4 * i + j);
+    sums.push_back(s);
+  }
+  // The eight outputs of invocation i for subgroup size sg.
+  auto want = [&](uint32_t i, uint32_t sg) {
+    uint32_t wg = i / kWorkgroup * kWorkgroup, first = wg + (i - wg) / sg * sg;
+    uint32_t end = std::min(first + sg, wg + kWorkgroup);
+    uint64_t sum = 0, mn = UINT64_MAX, mx = 0, scan = 0, exscan = 0, scanMax = 0;
+    for (uint32_t j = first; j < end; ++j) {
+      sum += sums[j];
+      mn = std::min(mn, sums[j]);
+      mx = std::max(mx, sums[j]);
+      if (j < i) exscan += sums[j];
+      if (j <= i) scan += sums[j], scanMax = std::max(scanMax, sums[j]);
+    }
+    uint32_t partner = first + ((i - first) ^ 1);
+    return std::vector<uint64_t>{sum, mn, mx, scan, exscan, scanMax, sums[first + 1], sums[partner]};
+  };
+  std::vector<std::string> ran;
+  for (const std::string& target : runtime::availableTargets()) {
+    SCOPED_TRACE(target);
+    auto dev = runtime::openDevice(target);
+    if (!dev && target == "vulkan") {
+      const char* req = std::getenv("EPH_REQUIRE_VULKAN");
+      ASSERT_FALSE(req && std::string(req) == "1") << dev.error().str();
+      continue;
+    }
+    ASSERT_TRUE(dev) << dev.error().str();
+    uint32_t sg = (*dev)->caps().subgroupSize;
+    ASSERT_GE(sg, 2u);
+    test::HostRun run = test::runMainOn(**dev, m);
+    ASSERT_TRUE(run.results) << run.results.error().str();
+    const interp::BufferData* out = run.interp->memory().get((*run.results)[0].buffer);
+    ASSERT_TRUE(out);
+    ASSERT_EQ(out->elems.size(), 8 * kN);
+    for (uint32_t i = 0; i < kN; ++i) {
+      std::vector<uint64_t> w = want(i, sg);
+      for (uint32_t j = 0; j < 8; ++j)
+        ASSERT_EQ(uint64_t(uint32_t(out->elems[8 * i + j].i)), w[j])
+            << "invocation " << i << ", output " << j << ", subgroup size " << sg;
+    }
     ran.push_back(target);
   }
   EXPECT_EQ(ran.front(), "interp");

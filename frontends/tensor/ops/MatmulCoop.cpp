@@ -87,7 +87,6 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
     Kernel k(bb, ctx, in, inBufs);
     const ir::Type* f32 = ctx.f32();
     const ir::Type* f16 = ctx.floatType(16);
-    const ir::Type* h4 = ctx.vectorType(f16, 4);
     const ir::Type* accT = ctx.coopMatrixType(f32, 16, 16);
     const ir::Type* halfT = ctx.coopMatrixType(f16, 16, 16);
     Value* As = bb.workgroupAlloc(f16, kBig * kPadA);
@@ -114,13 +113,13 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
         Value* c = addConst(k, lid, u * W);
         Value* row = ib.add(row0, ib.div(c, k.i32(kVecRowA)));
         Value* off = ib.add(baseA, ib.add(mulConst(k, row, sam), ib.add(kk, ib.mul(ib.rem(c, k.i32(kVecRowA)), k.i32(4)))));
-        v.push_back(ib.op("vec.load", {inBufs[0], ib.div(off, k.i32(4))}, h4));
+        v.push_back(ib.vecLoad(inBufs[0], ib.div(off, k.i32(4)), 4));
       }
       for (int64_t u = 0; u < kCopies; ++u) {
         Value* c = addConst(k, lid, u * W);
         Value* kr = ib.add(kk, ib.div(c, k.i32(kVecRowB)));
         Value* off = ib.add(baseB, ib.add(mulConst(k, kr, sbk), ib.add(col0, ib.mul(ib.rem(c, k.i32(kVecRowB)), k.i32(4)))));
-        v.push_back(ib.op("vec.load", {inBufs[1], ib.div(off, k.i32(4))}, h4));
+        v.push_back(ib.vecLoad(inBufs[1], ib.div(off, k.i32(4)), 4));
       }
       return v;
     };
@@ -136,7 +135,7 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
         for (unsigned e = 0; e < 4; ++e) ib.store(Bs, addConst(k, at, e), ib.vecExtract(v[size_t(kCopies + u)], e));
       }
     };
-    Value* zero = bb.op("coop.fill", {bb.constFloat(f32, 0)}, accT);
+    Value* zero = bb.coopFill(bb.constFloat(f32, 0), accT);
     Values carried(16, zero);
     for (Value* v : globalLoads(bb, k.i32(0))) carried.push_back(v);
     Value* trips = bb.mul(k.i32(steps), bb.numWorkgroups(1, ctx.i32()));
@@ -149,15 +148,18 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
       Values acc(c.begin(), c.begin() + 16);
       for (int64_t ks = 0; ks < kBigK / 16; ++ks) {
         Values ta, tb;
-        for (int64_t i = 0; i < 4; ++i)
-          ta.push_back(ib.op("coop.load", {As, ib.add(ib.mul(addConst(k, wm, i * 16), k.i32(kPadA)), k.i32(ks * 16)),
-                                            k.i32(kPadA)}, halfT));
-        for (int64_t j = 0; j < 4; ++j)
-          tb.push_back(ib.op("coop.load", {Bs, ib.add(k.i32(ks * 16 * kPadB), addConst(k, wn, j * 16)), k.i32(kPadB)},
-                             halfT));
+        // Each offset first: a call evaluates its arguments in no fixed order.
+        for (int64_t i = 0; i < 4; ++i) {
+          Value* off = ib.add(ib.mul(addConst(k, wm, i * 16), k.i32(kPadA)), k.i32(ks * 16));
+          ta.push_back(ib.coopLoad(As, off, k.i32(kPadA), halfT));
+        }
+        for (int64_t j = 0; j < 4; ++j) {
+          Value* off = ib.add(k.i32(ks * 16 * kPadB), addConst(k, wn, j * 16));
+          tb.push_back(ib.coopLoad(Bs, off, k.i32(kPadB), halfT));
+        }
         for (int64_t i = 0; i < 4; ++i)
           for (int64_t j = 0; j < 4; ++j)
-            acc[size_t(i * 4 + j)] = ib.op("coop.muladd", {ta[size_t(i)], tb[size_t(j)], acc[size_t(i * 4 + j)]}, accT);
+            acc[size_t(i * 4 + j)] = ib.coopMulAdd(ta[size_t(i)], tb[size_t(j)], acc[size_t(i * 4 + j)]);
       }
       acc.insert(acc.end(), ahead.begin(), ahead.end());
       return acc;
@@ -170,7 +172,7 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
     const ir::Type* storage = irType(ctx, t);
     for (int64_t i = 0; i < 4; ++i)
       for (int64_t j = 0; j < 4; ++j) {
-        bb.create("coop.store", {staged, mine, k.i32(16), loop->result(unsigned(i * 4 + j))});
+        bb.coopStore(staged, mine, k.i32(16), loop->result(unsigned(i * 4 + j)));
         bb.barrier();
         for (int64_t u = 0; u < 256 / 32; ++u) {
           Value* e = addConst(k, lane, u * 32);
@@ -212,11 +214,9 @@ Value* coopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, cons
     bool aCol = false, bCol = false;
     const int64_t lda = leading(sam, sak, aCol), ldb = leading(sbk, sbn, bCol);
     auto load = [&](Builder& ib, Value* buf, Value* off, int64_t ld, bool colMajor) {
-      std::map<std::string, ir::Attr> attrs;
-      if (colMajor) attrs["col_major"] = ir::Attr::integer(1);
-      return ib.op("coop.load", {buf, off, k.i32(ld)}, halfT, std::move(attrs));
+      return ib.coopLoad(buf, off, k.i32(ld), halfT, colMajor);
     };
-    Value* zero = bb.op("coop.fill", {bb.constFloat(f32, 0)}, accT);
+    Value* zero = bb.coopFill(bb.constFloat(f32, 0), accT);
     // The four A tiles (rows) and four B tiles (columns) of k-step `step`.
     auto tiles = [&](Builder& ib, Value* step) {
       Value* kk = ib.mul(step, k.i32(kStep));
@@ -246,15 +246,16 @@ Value* coopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, cons
       Values ahead = tiles(ib, ib.min(ib.add(step, k.i32(1)), last));
       for (int64_t i = 0; i < kSub; ++i)
         for (int64_t j = 0; j < kSub; ++j)
-          next.push_back(ib.op("coop.muladd", {c[size_t(kSub * kSub + i)], c[size_t(kSub * kSub + kSub + j)],
-                                               c[size_t(i * kSub + j)]}, accT));
+          next.push_back(
+              ib.coopMulAdd(c[size_t(kSub * kSub + i)], c[size_t(kSub * kSub + kSub + j)], c[size_t(i * kSub + j)]));
       next.insert(next.end(), ahead.begin(), ahead.end());
       return next;
     });
     for (int64_t i = 0; i < kSub; ++i)
-      for (int64_t j = 0; j < kSub; ++j)
-        bb.create("coop.store", {staged, k.i32(i * 16 * kTileMN + j * 16), k.i32(kTileMN),
-                                 loop->result(unsigned(i * kSub + j))});
+      for (int64_t j = 0; j < kSub; ++j) {
+        Value* off = k.i32(i * 16 * kTileMN + j * 16);  // first: a call evaluates its arguments in no fixed order
+        bb.coopStore(staged, off, k.i32(kTileMN), loop->result(unsigned(i * kSub + j)));
+      }
     bb.barrier();
     // Each invocation converts and stores elements lid, lid + S, ... of the tile.
     Value* lid = bb.localId(0, ctx.i32());

@@ -186,7 +186,7 @@ struct Row {
     Value* lane = b.subgroupLocalId(ctx.i32());
     // Subgroup sizes are powers of two up to 128: offsets past the size are skipped.
     for (int64_t off = 1; off < 128; off *= 2) {
-      Value* other = b.op("subgroup.shuffle", {v, b.xor_(lane, b.and_(k.i32(off), b.sub(size, k.i32(1))))}, v->type());
+      Value* other = b.subgroupShuffle(v, b.xor_(lane, b.and_(k.i32(off), b.sub(size, k.i32(1)))));
       v = b.select(b.lt(k.i32(off), size), combine(b, c, v, other, fl), v);
     }
     Value* partial = b.workgroupAlloc(v->type(), W);
