@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 
+#include "ir/KernelText.h"
 #include "ir/Printer.h"
 #include "runtime/DiskCache.h"
 #include "runtime/cpu/HostAbi.h"
@@ -152,9 +153,7 @@ KernelCache& KernelCache::process() {
 }
 
 std::string KernelCache::kernelKey(const ir::Function& kernel, const LowerOptions& opts) {
-  std::string key = optionsKey(kernelOptions(kernel, opts)) + ir::print(kernel);
-  for (const ir::Function* f : llvmtarget::reachedDeviceFunctions(kernel)) key += "\n" + ir::print(*f);
-  return key;
+  return optionsKey(kernelOptions(kernel, opts)) + ir::kernelText(kernel);
 }
 
 std::string KernelCache::hostKey(const ir::Module& m, const LowerOptions& opts) {

@@ -2,7 +2,8 @@
 // life of the process and on disk across processes.
 //
 // A kernel is compiled alone (with the device functions it reaches) and
-// keyed by its printed text, the printed device functions it reaches, the
+// keyed by its printed text, the printed device functions it reaches
+// (ir::kernelText, which Vulkan pipelines are keyed by too), the
 // lowering options, the host target (triple, CPU, features, LLVM version,
 // llvmtarget::hostTargetKey) and the binary or shared library holding the
 // compiler (its size and modification time, so that a rebuilt compiler never

@@ -12,7 +12,7 @@ Status takeBoundsError(void* mapped, const std::vector<const ir::Op*>& sites) {
   std::memcpy(w, mapped, sizeof w);
   if (w[0] == 0) return Status::ok();
   std::memset(mapped, 0, sizeof w);
-  if (w[0] > sites.size())
+  if (w[0] > sites.size() || !sites[w[0] - 1])
     return Error{{}, "an access out of bounds in a kernel (bounds record site " + std::to_string(w[0]) +
                          " is unknown)"};
   uint64_t index = uint64_t(w[2]) << 32 | w[1];

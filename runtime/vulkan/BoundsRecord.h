@@ -15,7 +15,8 @@ namespace eph::runtime::vk {
 
 // The error the record at `mapped` (spirv::kBoundsRecordWords u32 words)
 // holds, clearing it; ok when it holds none. `sites` numbers the checked
-// ops as the emitter did (site s is sites[s - 1]).
+// ops as the emitter did (site s is sites[s - 1]; null: a kernel of a
+// module no longer prepared).
 Status takeBoundsError(void* mapped, const std::vector<const ir::Op*>& sites);
 
 }  // namespace eph::runtime::vk

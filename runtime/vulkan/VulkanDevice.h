@@ -178,8 +178,14 @@ class VulkanDevice : public Device {
   // buffers where it has uploads.
   bool hasUploadQueue() const;
 
-  // How prepare() found its pipelines.
+  // How prepare() found its kernels and their pipelines. A kernel whose key
+  // (kernelKey) this device has prepared before is `reused`: no SPIR-V is
+  // emitted and no pipeline looked up. Each other kernel is `emitted` (and
+  // validated), and its pipeline found by its SPIR-V's hash in memory, or
+  // built with data from the disk cache, or compiled.
   struct PipelineStats {
+    unsigned reused = 0;      // kernels found by their key: nothing emitted
+    unsigned emitted = 0;     // kernels emitted to SPIR-V and validated (or found unfit)
     unsigned fromMemory = 0;  // same SPIR-V already built by this device
     unsigned fromDisk = 0;    // pipeline-cache data found on disk
     unsigned compiled = 0;    // no cache data: compiled by the driver, then saved
@@ -203,6 +209,13 @@ class VulkanDevice : public Device {
 
   // The SPIR-V prepare() made for a kernel (empty if none).
   std::vector<uint32_t> spirvOf(const ir::Function& kernel) const;
+
+  // What a kernel's pipeline is kept by: its text and the text of the device
+  // functions it calls (ir::kernelText), and what of the device's
+  // capabilities and the bounds-check option changes its SPIR-V
+  // (spirv::emitKey). prepare() emits SPIR-V only for a kernel whose key it
+  // has not seen.
+  static std::string kernelKey(const ir::Function& kernel, const DeviceCaps& caps, bool checkBounds);
 
   struct Impl;
   Status uploadAt(uint64_t dst, uint64_t at, std::span<const std::byte> bytes, Loc site);

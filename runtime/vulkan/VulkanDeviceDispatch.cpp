@@ -1,8 +1,11 @@
-// VulkanDevice's kernels: prepare() checks each kernel against the device's
+// VulkanDevice's kernels: prepare() finds each kernel by its key (its text,
+// its callees' text, the device's capabilities and options that change its
+// SPIR-V) among those it compiled before, or checks it against the device's
 // limits, emits its SPIR-V and builds its pipeline (through the pipeline
 // cache); dispatch() binds its buffers and scalars and records it.
 #include <algorithm>
 
+#include "ir/KernelText.h"
 #include "ir/Layout.h"
 #include "runtime/DiskCache.h"
 #include "runtime/vulkan/VulkanDeviceImpl.h"
@@ -122,7 +125,7 @@ Expected<Pipeline*> VulkanDevice::Impl::pipelineFor(const std::vector<uint32_t>&
   return raw;
 }
 
-Status VulkanDevice::Impl::prepareKernel(const ir::Function& k) {
+Expected<std::unique_ptr<vk::CompiledKernel>> VulkanDevice::Impl::compileKernel(const ir::Function& k) {
   const DeviceCaps& c = physical.caps;
   const std::string& kn = k.name();
   auto ws = k.workgroupSize;
@@ -184,12 +187,27 @@ Status VulkanDevice::Impl::prepareKernel(const ir::Function& k) {
                                 std::to_string(c.maxPushConstantBytes) + " bytes) on " + name()};
   }
 
+  // Its bounds sites are numbered after every kernel's emitted before.
+  size_t siteBase = boundsSites.size();
   auto words = spirv::emitKernel(k, c, {.checkBounds = checkBounds, .sites = &boundsSites});
+  ++stats.emitted;
   if (!words) {
+    boundsSites.resize(siteBase);
     Error e = words.error();
     if (e.message.find("@" + kn) == std::string::npos) e.message = "kernel '@" + kn + "': " + e.message;
     if (!e.loc.known()) e.loc = k.loc();
     return e;
+  }
+  auto compiled = std::make_unique<vk::CompiledKernel>();
+  compiled->siteBase = uint32_t(siteBase);
+  if (boundsSites.size() > siteBase) {
+    std::unordered_map<const ir::Op*, uint32_t> index;
+    std::vector<const ir::Op*> ops = ir::kernelOps(k);
+    for (size_t i = 0; i < ops.size(); ++i) index.emplace(ops[i], uint32_t(i));
+    for (size_t s = siteBase; s < boundsSites.size(); ++s) {
+      auto at = index.find(boundsSites[s]);  // always found: the emitter checks only these ops
+      compiled->siteOps.push_back(at == index.end() ? ~0u : at->second);
+    }
   }
   uint32_t bindings = uint32_t(info.bindingParam.size()) + (checkBounds ? 1 : 0);  // the record last
   auto pipe = pipelineFor(*words, bindings, info.pushBytes, kn);
@@ -200,19 +218,49 @@ Status VulkanDevice::Impl::prepareKernel(const ir::Function& k) {
   }
   info.pipeline = *pipe;
   info.spirv = std::move(*words);
-  kernels[&k] = std::move(info);
-  return checkValidation(k.loc());
+  compiled->info = std::move(info);
+  if (Status s = checkValidation(k.loc()); !s) return s.error();
+  return compiled;
 }
 
-// Emits and validates every kernel again on each call (a module at the
-// address of an earlier, destroyed one must not reuse its kernels); the
-// driver's pipelines are reused through the cache keyed by the SPIR-V.
+// A kernel prepared before (by this device, in any module) is found by its
+// key: nothing is emitted or validated, and its bounds sites are pointed at
+// this module's ops. Any other is compiled, its pipeline found through the
+// cache keyed by its SPIR-V (in memory, then on disk) or built.
+Status VulkanDevice::Impl::prepareKernel(const ir::Function& k) {
+  std::string key = kernelKey(k, physical.caps, checkBounds);
+  auto it = compiled.find(key);
+  if (it != compiled.end()) {
+    ++stats.reused;
+    const vk::CompiledKernel& ck = *it->second;
+    if (!ck.siteOps.empty()) {
+      std::vector<const ir::Op*> ops = ir::kernelOps(k);
+      for (size_t i = 0; i < ck.siteOps.size(); ++i)
+        boundsSites[ck.siteBase + i] = ck.siteOps[i] < ops.size() ? ops[ck.siteOps[i]] : nullptr;
+    }
+    kernels[&k] = &ck.info;
+    return Status::ok();
+  }
+  auto ck = compileKernel(k);
+  if (!ck) return ck.error();
+  kernels[&k] = &compiled.emplace(std::move(key), std::move(*ck)).first->second->info;
+  return Status::ok();
+}
+
+std::string VulkanDevice::kernelKey(const ir::Function& kernel, const DeviceCaps& caps, bool checkBounds) {
+  return "ephc vulkan kernel 1\n" + spirv::emitKey(caps, {.checkBounds = checkBounds}) + ir::kernelText(kernel);
+}
+
+// Only kernels whose key is new are emitted and validated: a module at the
+// address of an earlier, destroyed one finds its kernels by their text, never
+// by address.
 Status VulkanDevice::prepare(const ir::Module& m) {
   Impl& I = *impl_;
   I.module = &m;
   I.prepared = false;
   I.kernels.clear();
-  I.boundsSites.clear();
+  // Sites of kernels not in this module name no op (their module may be gone).
+  std::fill(I.boundsSites.begin(), I.boundsSites.end(), nullptr);
   for (auto& f : m.functions())
     if (f->isKernel())
       if (Status s = I.prepareKernel(*f); !s) return s;
@@ -230,7 +278,7 @@ Status VulkanDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3
     it = I.kernels.find(&kernel);
     if (it == I.kernels.end()) return Error{site, "'@" + kernel.name() + "' is not a kernel"};
   }
-  const KernelInfo& k = it->second;
+  const KernelInfo& k = *it->second;
   const DeviceCaps& c = I.physical.caps;
   for (int d = 0; d < 3; ++d)
     if (groups[d] > c.maxWorkgroupCount[d])
@@ -309,7 +357,7 @@ Status VulkanDevice::dispatch(const ir::Function& kernel, std::array<uint32_t, 3
 
 std::vector<uint32_t> VulkanDevice::spirvOf(const ir::Function& kernel) const {
   auto it = impl_->kernels.find(&kernel);
-  return it == impl_->kernels.end() ? std::vector<uint32_t>{} : it->second.spirv;
+  return it == impl_->kernels.end() ? std::vector<uint32_t>{} : it->second->spirv;
 }
 
 }  // namespace eph::runtime

@@ -53,6 +53,18 @@ struct KernelInfo {
   uint32_t pushBytes = 0;
 };
 
+// A kernel prepare() emitted, kept by its key (VulkanDevice::kernelKey) for
+// every later kernel with that key, in any module: those reuse it without
+// emitting SPIR-V.
+struct CompiledKernel {
+  KernelInfo info;
+  // With checkBounds: its bounds sites are numbers siteBase + 1 ... siteBase +
+  // siteOps.size() (VulkanDevice::Impl::boundsSites), site siteBase + 1 + i
+  // being op siteOps[i] of ir::kernelOps.
+  uint32_t siteBase = 0;
+  std::vector<uint32_t> siteOps;
+};
+
 }  // namespace vk
 
 // The VulkanDevice*.cpp files name these unqualified.
@@ -125,16 +137,19 @@ struct VulkanDevice::Impl {
   // out-of-bounds one of a submission lands in the batch's bounds record
   // (host-visible, bound after every kernel's buffers;
   // runtime/vulkan/BoundsRecord.h), read and cleared when the batch retires.
-  // `boundsSites` numbers the checked ops.
+  // `boundsSites` numbers the checked ops of every kernel emitted so far
+  // (each compiled kernel keeps its numbers); prepare() points the numbers of
+  // its module's kernels at that module's ops and the others at nothing.
   bool checkBounds = false;
   std::vector<const ir::Op*> boundsSites;
 
   std::unordered_map<uint64_t, Buffer> buffers;  // by handle
   uint64_t nextHandle = 1;
   std::unordered_map<uint64_t, std::unique_ptr<Pipeline>> pipelines;  // by SPIR-V hash
+  std::unordered_map<std::string, std::unique_ptr<vk::CompiledKernel>> compiled;  // by kernelKey
   const ir::Module* module = nullptr;
   bool prepared = false;
-  std::unordered_map<const ir::Function*, KernelInfo> kernels;
+  std::unordered_map<const ir::Function*, const KernelInfo*> kernels;  // of `module`, in `compiled`
 
   // The ring of batches: `ring[cur]` is recorded (or recorded next); the
   // others are idle or submitted, retired in flush order. A batch is flushed
@@ -239,6 +254,8 @@ struct VulkanDevice::Impl {
   Expected<Pipeline*> pipelineFor(const std::vector<uint32_t>& spirv, uint32_t bindings, uint32_t pushBytes,
                                   const std::string& kernel);
   Status prepareKernel(const ir::Function& k);
+  // Emits, validates and builds the pipeline of a kernel not yet compiled.
+  Expected<std::unique_ptr<vk::CompiledKernel>> compileKernel(const ir::Function& k);
   Buffer* live(uint64_t handle, Loc site, Status& err);
 };
 

@@ -2,8 +2,7 @@
 // workgroup memory layouts, trap site numbering and trap messages.
 #include "targets/llvm/KernelAbi.h"
 
-#include <unordered_set>
-
+#include "ir/KernelText.h"
 #include "ir/Layout.h"
 #include "ir/OpTable.h"
 #include "ir/interp/OutOfBounds.h"
@@ -82,30 +81,9 @@ std::vector<const ir::Op*> trapSites(const ir::Module& m) {
   return sitesOf(fns);
 }
 
-std::vector<const ir::Function*> reachedDeviceFunctions(const ir::Function& kernel) {
-  const ir::Module* m = kernel.module();
-  std::unordered_set<const ir::Function*> reached;
-  std::vector<const ir::Function*> work = {&kernel};
-  while (!work.empty()) {
-    const ir::Function* f = work.back();
-    work.pop_back();
-    const_cast<ir::Function&>(*f).walk([&](ir::Op* op) {
-      if (!op->is(ir::OpId::Call) || !m) return;
-      const ir::Function* callee = m->lookup(op->symbolAttr("callee"));
-      if (callee && callee->kind() == ir::FunctionKind::Device && reached.insert(callee).second)
-        work.push_back(callee);
-    });
-  }
-  std::vector<const ir::Function*> out;
-  if (m)
-    for (const auto& f : m->functions())
-      if (reached.count(f.get())) out.push_back(f.get());
-  return out;
-}
-
 std::vector<const ir::Op*> trapSites(const ir::Function& kernel) {
   std::vector<const ir::Function*> fns = {&kernel};
-  for (const ir::Function* f : reachedDeviceFunctions(kernel)) fns.push_back(f);
+  for (const ir::Function* f : ir::reachedDeviceFunctions(kernel)) fns.push_back(f);
   return sitesOf(fns);
 }
 

@@ -105,8 +105,6 @@ std::vector<const ir::Op*> trapSites(const ir::Module& m);
 // text of the kernel and of those functions (runtime/cpu/KernelCache.h keys
 // compiled kernels by that text).
 std::vector<const ir::Op*> trapSites(const ir::Function& kernel);
-// The device functions `kernel` calls, directly or not, in module order.
-std::vector<const ir::Function*> reachedDeviceFunctions(const ir::Function& kernel);
 
 // The interpreter-style error for a kernel's status (an empty Status when
 // nothing trapped), at the trap site's location.

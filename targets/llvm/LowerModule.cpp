@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "ir/KernelText.h"
 #include "ir/OpTable.h"
 #include "ir/ops/TypeVars.h"
 #include "targets/llvm/Emitter.h"
@@ -29,7 +30,7 @@ ModuleEmitter::ModuleEmitter(llvm::LLVMContext& c, const ir::Module& m, const Lo
   soleKernel_ = sole != nullptr;
   std::vector<const ir::Op*> sites = sole ? trapSites(*sole) : trapSites(m);
   if (sole)
-    for (const ir::Function* f : reachedDeviceFunctions(*sole)) reached_.insert(f->name());
+    for (const ir::Function* f : ir::reachedDeviceFunctions(*sole)) reached_.insert(f->name());
   for (unsigned i = 0; i < sites.size(); ++i) sites_[sites[i]] = i;
   if (inlined) {  // each op of the copy takes the number of the op it was copied from
     std::unordered_map<const ir::Op*, unsigned> copied;

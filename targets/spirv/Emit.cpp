@@ -741,6 +741,33 @@ Status Emitter::emitCall(const ir::Op& op) {
 
 // ---- the public entry point -------------------------------------------------------
 
+std::string emitKey(const DeviceCaps& caps, const EmitOptions& options) {
+  auto n = [](uint64_t v) { return std::to_string(v); };
+  std::string key = "spirv 1 vulkan " + n(caps.vulkanApiVersion);
+  // Features: each one changes what is emitted (or whether it can be).
+  std::pair<const char*, bool> features[] = {{"f16", caps.float16},
+                                             {"f64", caps.float64},
+                                             {"i8", caps.int8},
+                                             {"i16", caps.int16},
+                                             {"i64", caps.int64},
+                                             {"atomic-f32-add", caps.atomicFloat32Add},
+                                             {"atomic-f64-add", caps.atomicFloat64Add},
+                                             {"atomic-i64", caps.atomicInt64},
+                                             {"subgroup-arith", caps.subgroupArithmetic},
+                                             {"subgroup-broadcast", caps.subgroupBroadcast},
+                                             {"subgroup-shuffle", caps.subgroupShuffle}};
+  for (auto [name, on] : features)
+    if (on) key += std::string(" ") + name;
+  key += " align " + n(caps.storageBufferOffsetAlignment);
+  for (const std::string& shape : caps.cooperativeMatrixShapes) key += " coop(" + shape + ")";
+  // Limits: checked, so they decide whether a kernel emits at all.
+  key += " limits " + n(caps.maxWorkgroupInvocations) + " " + n(caps.maxWorkgroupSize[0]) + "x" +
+         n(caps.maxWorkgroupSize[1]) + "x" + n(caps.maxWorkgroupSize[2]) + " " + n(caps.maxWorkgroupMemoryBytes) +
+         " " + n(caps.maxPushConstantBytes);
+  if (options.checkBounds) key += " check-bounds";
+  return key + "\n";
+}
+
 Expected<std::vector<uint32_t>> emitKernel(const ir::Function& kernel, const DeviceCaps& caps,
                                            const EmitOptions& options) {
   if (!kernel.isKernel())

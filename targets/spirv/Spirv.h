@@ -55,6 +55,16 @@ uint32_t boundsRecordBinding(const ir::Function& kernel);
 Expected<std::vector<uint32_t>> emitKernel(const ir::Function& kernel, const DeviceCaps& caps,
                                            const EmitOptions& options = {});
 
+// What emitKernel's output depends on besides the kernel's text
+// (ir::kernelText): the DeviceCaps fields it reads (features that pick what
+// is emitted, such as native float atomics, subgroup ops, cooperative matrix
+// shapes, the storage-buffer offset alignment and the Vulkan version; and the
+// limits it checks), not those it does not (the device's name, driver,
+// memory), and EmitOptions::checkBounds. With checkBounds the site numbers
+// depend on EmitOptions::sites too: a caller keeping the SPIR-V keeps their
+// numbering (runtime/vulkan does). Keep it in step with what Emit*.cpp read.
+std::string emitKey(const DeviceCaps& caps, const EmitOptions& options);
+
 // Whether the SPIR-V target lowers a built-in op, marks it unsupported, or
 // lacks an entry for it (Emitter.h's table; OpTableWalkTest checks it).
 ir::Lowering lowersOp(ir::OpId id);

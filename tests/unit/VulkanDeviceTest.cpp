@@ -4,8 +4,9 @@
 // buffer, too many workgroups, too much workgroup memory, a kernel needing a
 // capability the device lacks, a device index that does not exist) is a one-
 // line error naming the limit; barriers go only between dependent commands;
-// the pipeline cache finds its pipelines in memory and on disk; dispatches are
-// timed. Tests skip only when there is no Vulkan device at all (and fail even
+// prepare() emits SPIR-V only for kernels whose key (text, callees' text,
+// capabilities, bounds checks) it has not seen, and the pipeline cache finds
+// its pipelines in memory and on disk; dispatches are timed. Tests skip only when there is no Vulkan device at all (and fail even
 // then under EPH_REQUIRE_VULKAN=1).
 #ifdef EPH_HAVE_VULKAN
 
@@ -19,6 +20,7 @@
 
 #include "ir/Layout.h"
 #include "ir/Parser.h"
+#include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "runtime/vulkan/VulkanDevice.h"
 #include "targets/spirv/Spirv.h"
@@ -53,6 +55,20 @@ std::unique_ptr<ir::Module> parse(ir::Context& ctx, const std::string& text, con
   Status v = ir::verify(**m);
   EXPECT_TRUE(v) << v.error().str();
   return std::move(*m);
+}
+
+// Runs @main of a module given as text (no arguments): its results, one a
+// line, or "error: " and the error.
+std::string runText(runtime::Device& dev, const std::string& text, const char* name) {
+  ir::Context ctx;
+  auto m = parse(ctx, text, name);
+  if (!m) return "parse error";
+  interp::Interpreter in(*m);
+  auto r = runtime::runHost(dev, in, *m->lookup("main"), {});
+  if (!r) return "error: " + r.error().str();
+  std::string s;
+  for (auto& v : *r) s += interp::format(v, &in.memory()) + "\n";
+  return s;
 }
 
 std::string runExample(runtime::Device& dev, const std::string& file, std::vector<std::string> argTexts) {
@@ -443,8 +459,9 @@ TEST(VulkanDevice, TransfersCheckSizes) {
   expectNoValidationMessages(*dev);
 }
 
-// prepare() finds pipelines it built before in memory, and a new device finds
-// the driver's data for them on disk.
+// prepare() finds pipelines it built before in memory (a kernel with the same
+// text by its key, one whose text differs but whose SPIR-V is the same by the
+// SPIR-V), and a new device finds the driver's data for them on disk.
 TEST(VulkanDevice, PipelineCacheInMemoryAndOnDisk) {
   REQUIRE_VULKAN();
   std::filesystem::path dir =
@@ -460,10 +477,24 @@ TEST(VulkanDevice, PipelineCacheInMemoryAndOnDisk) {
     ASSERT_TRUE(dev->prepare(*m));
     EXPECT_EQ(dev->stats().compiled, 1u);
     EXPECT_EQ(dev->stats().fromDisk, 0u);
-    // The same kernel in another module: the same SPIR-V, found in memory.
+    // The same kernel in another module: found by its key, nothing emitted.
     ir::Context ctx2;
     auto m2 = parse(ctx2, kCopy);
     ASSERT_TRUE(dev->prepare(*m2));
+    EXPECT_EQ(dev->stats().reused, 1u);
+    EXPECT_EQ(dev->stats().emitted, 1u);
+    EXPECT_EQ(dev->stats().fromMemory, 0u);
+    EXPECT_EQ(dev->stats().compiled, 1u);
+    // A value renamed: new text, so emitted, but the same SPIR-V (values
+    // carry no names there), found in memory.
+    std::string renamed = kCopy;
+    for (size_t at; (at = renamed.find("%v ")) != std::string::npos || (at = renamed.find("%v\n")) != std::string::npos;)
+      renamed.replace(at, 2, "%value");
+    ir::Context ctx3;
+    auto m3 = parse(ctx3, renamed);
+    ASSERT_TRUE(m3);
+    ASSERT_TRUE(dev->prepare(*m3));
+    EXPECT_EQ(dev->stats().emitted, 2u);
     EXPECT_EQ(dev->stats().fromMemory, 1u);
     EXPECT_EQ(dev->stats().compiled, 1u);
     expectNoValidationMessages(*dev);
@@ -485,8 +516,8 @@ TEST(VulkanDevice, PipelineCacheInMemoryAndOnDisk) {
   std::filesystem::remove_all(dir);
 }
 
-// Pipelines are keyed per kernel (by its SPIR-V): preparing a module where
-// one kernel of two changed builds only that one.
+// Kernels are keyed one by one: preparing a module where one kernel of two
+// changed emits SPIR-V and builds a pipeline for only that one.
 TEST(VulkanDevice, OnlyChangedKernelsBuildPipelines) {
   REQUIRE_VULKAN();
   auto dev = openValidated();
@@ -501,13 +532,163 @@ TEST(VulkanDevice, OnlyChangedKernelsBuildPipelines) {
   auto m1 = parse(ctx, twoKernels("add"));
   ASSERT_TRUE(m1);
   ASSERT_TRUE(dev->prepare(*m1));
+  EXPECT_EQ(dev->stats().emitted, 2u);
   EXPECT_EQ(dev->stats().compiled, 2u);
+  std::vector<uint32_t> copy1 = dev->spirvOf(*m1->lookup("copy")), scale1 = dev->spirvOf(*m1->lookup("scale"));
   ir::Context ctx2;
   auto m2 = parse(ctx2, twoKernels("mul"));
   ASSERT_TRUE(m2);
   ASSERT_TRUE(dev->prepare(*m2));
+  EXPECT_EQ(dev->stats().emitted, 3u);  // @scale only
+  EXPECT_EQ(dev->stats().reused, 1u);   // @copy
   EXPECT_EQ(dev->stats().compiled, 3u);
-  EXPECT_EQ(dev->stats().fromMemory, 1u);
+  EXPECT_EQ(dev->stats().fromMemory, 0u);
+  EXPECT_EQ(dev->spirvOf(*m2->lookup("copy")), copy1);
+  EXPECT_NE(dev->spirvOf(*m2->lookup("scale")), scale1);
+  EXPECT_FALSE(dev->spirvOf(*m2->lookup("scale")).empty());
+  expectNoValidationMessages(*dev);
+}
+
+// A module prepared again, or the same text in another module, emits no
+// SPIR-V: every kernel is found by its key, and runs.
+TEST(VulkanDevice, PreparingAgainEmitsNothing) {
+  REQUIRE_VULKAN();
+  auto dev = openValidated();
+  ASSERT_TRUE(dev);
+  std::string text = readFile(sourceDir() + "/examples/ir/saxpy.eir");
+  std::string copy = kCopy;
+  text += copy.replace(copy.find("@copy"), 5, "@copy2");
+  ir::Context ctx;
+  auto m = parse(ctx, text, "saxpy.eir");
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(dev->prepare(*m));
+  EXPECT_EQ(dev->stats().emitted, 2u);
+  EXPECT_EQ(dev->stats().reused, 0u);
+  std::vector<uint32_t> spirv = dev->spirvOf(*m->lookup("saxpy"));
+  ASSERT_TRUE(dev->prepare(*m));
+  EXPECT_EQ(dev->stats().emitted, 2u);
+  EXPECT_EQ(dev->stats().reused, 2u);
+  EXPECT_EQ(dev->spirvOf(*m->lookup("saxpy")), spirv);
+  // runHost prepares a module of its own with that text.
+  EXPECT_EQ(runText(*dev, text, "saxpy.eir"), "0\n1000000\n");
+  EXPECT_EQ(dev->stats().emitted, 2u);
+  EXPECT_EQ(dev->stats().reused, 4u);
+  EXPECT_EQ(dev->stats().compiled, 2u);
+  expectNoValidationMessages(*dev);
+}
+
+// @apply(in, out): out[i] = @f(in[i]) for in = 0, 1, 2, 3, with @f given.
+std::string applyModule(const std::string& f) {
+  return "kernel @apply(%in: buffer<i32, device, read>, %out: buffer<i32, device, write>) workgroup(4, 1, 1) {\n"
+         "  %i = global_id {dim = 0} : u32\n"
+         "  %v = load %in, %i : i32\n"
+         "  %w = call %v {callee = @f} : i32\n"
+         "  store %out, %i, %w\n"
+         "  return\n"
+         "}\n"
+         "device @f(%x: i32) -> i32 {\n"
+         "  %y = " + f + " %x, %x : i32\n"
+         "  return %y\n"
+         "}\n"
+         "host @main() -> buffer<i32, host, linear> {\n"
+         "  %n = const {value = 4} : u32\n"
+         "  %zero = const {value = 0} : u32\n"
+         "  %one = const {value = 1} : u32\n"
+         "  %h = alloc %n : buffer<i32, host, linear>\n"
+         "  for %zero, %n, %one { |%i: u32|\n"
+         "    %v = cast %i : i32\n"
+         "    store %h, %i, %v\n"
+         "    yield\n"
+         "  }\n"
+         "  %din = alloc %n : buffer<i32, device, linear>\n"
+         "  %dout = alloc %n : buffer<i32, device, linear>\n"
+         "  h2d %din, %h\n"
+         "  dispatch %one, %one, %one, %din, %dout {kernel = @apply}\n"
+         "  wait\n"
+         "  d2h %h, %dout\n"
+         "  free %din\n"
+         "  free %dout\n"
+         "  return %h\n"
+         "}\n";
+}
+
+// Two kernels with the same text that call different device functions are
+// different kernels: each is emitted, and each computes its own results.
+TEST(VulkanDevice, KernelsWithOtherCalleesAreEmittedAgain) {
+  REQUIRE_VULKAN();
+  auto dev = openValidated();
+  ASSERT_TRUE(dev);
+  ir::Context ctx;
+  auto add = parse(ctx, applyModule("add"), "add.eir");
+  auto mul = parse(ctx, applyModule("mul"), "mul.eir");
+  ASSERT_TRUE(add && mul);
+  const ir::Function& k1 = *add->lookup("apply");
+  const ir::Function& k2 = *mul->lookup("apply");
+  ASSERT_EQ(ir::print(k1), ir::print(k2));
+  EXPECT_NE(runtime::VulkanDevice::kernelKey(k1, dev->caps(), false),
+            runtime::VulkanDevice::kernelKey(k2, dev->caps(), false));
+  EXPECT_EQ(runText(*dev, applyModule("add"), "add.eir"), "[0, 2, 4, 6]\n");
+  EXPECT_EQ(dev->stats().emitted, 1u);
+  EXPECT_EQ(runText(*dev, applyModule("mul"), "mul.eir"), "[0, 1, 4, 9]\n");
+  EXPECT_EQ(dev->stats().emitted, 2u);
+  EXPECT_EQ(dev->stats().reused, 0u);
+  EXPECT_EQ(dev->stats().compiled, 2u);  // two pipelines
+  EXPECT_EQ(runText(*dev, applyModule("add"), "add.eir"), "[0, 2, 4, 6]\n");
+  EXPECT_EQ(dev->stats().emitted, 2u);
+  EXPECT_EQ(dev->stats().reused, 1u);
+  expectNoValidationMessages(*dev);
+}
+
+// The key holds the bounds-check option and the capabilities that change the
+// SPIR-V, not those that do not.
+TEST(VulkanDevice, KernelKeyHoldsBoundsChecksAndCapabilities) {
+  ir::Context ctx;
+  auto m = parse(ctx, kCopy);
+  ASSERT_TRUE(m);
+  const ir::Function& k = *m->lookup("copy");
+  DeviceCaps caps;
+  caps.vulkanApiVersion = (1u << 22) | (3u << 12);
+  std::string key = runtime::VulkanDevice::kernelKey(k, caps, false);
+  EXPECT_NE(key.find(ir::print(k)), std::string::npos);
+  EXPECT_NE(runtime::VulkanDevice::kernelKey(k, caps, true), key);
+  for (auto change : std::vector<void (*)(DeviceCaps&)>{
+           [](DeviceCaps& c) { c.atomicFloat32Add = true; }, [](DeviceCaps& c) { c.float64 = true; },
+           [](DeviceCaps& c) { c.subgroupShuffle = true; }, [](DeviceCaps& c) { c.storageBufferOffsetAlignment = 64; },
+           [](DeviceCaps& c) { c.cooperativeMatrixShapes = {"16x16x16 f16 f32"}; },
+           [](DeviceCaps& c) { c.vulkanApiVersion = (1u << 22) | (2u << 12); },
+           [](DeviceCaps& c) { c.maxWorkgroupInvocations = 128; }}) {
+    DeviceCaps other = caps;
+    change(other);
+    EXPECT_NE(runtime::VulkanDevice::kernelKey(k, other, false), key);
+  }
+  DeviceCaps renamed = caps;
+  renamed.name = "another device";
+  renamed.memoryBytes = 1 << 30;
+  renamed.maxWorkgroupCount = {7, 7, 7};  // checked at dispatch, not in the SPIR-V
+  EXPECT_EQ(runtime::VulkanDevice::kernelKey(k, renamed, false), key);
+}
+
+// With bounds checks, a kernel found by its key in another module reports an
+// access out of bounds at that module's op.
+TEST(VulkanDevice, ReusedCheckedKernelsReportTheirOwnModulesOps) {
+  REQUIRE_VULKAN();
+  runtime::VulkanOptions o;
+  o.checkBounds = true;
+  auto dev = openValidated(o);
+  ASSERT_TRUE(dev);
+  std::string text = readFile(sourceDir() + "/tests/lit/ephc/Inputs/kernel-out-of-bounds.eir");
+  ASSERT_FALSE(text.empty());
+  const char* error = "error: index 12 is out of bounds for a buffer of 8 elements";
+  std::string a = runText(*dev, text, "a.eir");
+  EXPECT_NE(a.find("a.eir:10:3: " + std::string(error)), std::string::npos) << a;
+  EXPECT_EQ(dev->stats().emitted, 1u);
+  ir::Context keep;  // a module that stays alive: its sites must not be reported for b.eir
+  auto kept = parse(keep, text, "kept.eir");
+  ASSERT_TRUE(kept && dev->prepare(*kept));
+  std::string b = runText(*dev, text, "b.eir");
+  EXPECT_NE(b.find("b.eir:10:3: " + std::string(error)), std::string::npos) << b;
+  EXPECT_EQ(dev->stats().emitted, 1u);
+  EXPECT_EQ(dev->stats().reused, 2u);
   expectNoValidationMessages(*dev);
 }
 
