@@ -76,15 +76,15 @@ std::vector<Target> targetsToCompare() {
 
 // Runs @main of program `text` on the interpreter (the reference) and, after
 // `pipeline` (none when empty), on `dev`. nullopt when the text does not
-// parse, verify or run on the interpreter (a reduction went too far); else
-// what `dev` got wrong, "" when it agrees.
+// parse, verify, have @main or run on the interpreter (a reduction went too
+// far); else what `dev` got wrong, "" when it agrees.
 std::optional<std::string> disagreement(runtime::Device& ref, runtime::Device& dev, const runtime::Tolerance& tol,
                                         const std::string& text, const std::string& file,
                                         const std::string& pipeline = {}) {
   ir::Context ctx;
   auto plain = ir::parseModule(ctx, text, file);
   auto m = ir::parseModule(ctx, text, file);
-  if (!plain || !m || !ir::verify(**plain)) return std::nullopt;
+  if (!plain || !m || !ir::verify(**plain) || !(*plain)->lookup("main")) return std::nullopt;
   HostRun want = runMainOn(ref, **plain);
   if (!want.results) return std::nullopt;
   if (!pipeline.empty()) {
