@@ -1,7 +1,8 @@
 // The codes of the IR's diagnostics, with a one-line meaning each: I… the IR
 // text parser (ir/Parser.cpp), V… the verifier (ir/Verifier.cpp), L… the
-// linearity pass, P… the other passes (passes/). docs/errors.md has an example
-// of each; ErrorCodesTest keeps this table, the sources and the doc in step.
+// linearity pass, P… the other passes (passes/: P001-P006 monomorphize,
+// P007-P013 autodiff). docs/errors.md has an example of each; ErrorCodesTest
+// keeps this table, the sources and the doc in step.
 #include "ir/Diagnostics.h"
 
 namespace eph {
@@ -39,6 +40,13 @@ const std::vector<ErrorCodeInfo>& irErrorCodes() {
       {"P004", "monomorphize: instantiation does not end"},
       {"P005", "monomorphize: an instance cannot be made (its name is taken, or its types are invalid)"},
       {"P006", "monomorphize: a type variable or template left after instantiation"},
+      {"P007", "autodiff: a function that is not a device function with a body"},
+      {"P008", "autodiff: a parameter that cannot be differentiated (linear or affine, or not a float)"},
+      {"P009", "autodiff: an op without a derivative rule, or a call to a non-device function, on a differentiated value"},
+      {"P010", "autodiff: a while loop that carries a differentiated value"},
+      {"P011", "autodiff: a derivative rule returned the wrong number or types of values"},
+      {"P012", "autodiff: the derivative's name is taken by a function of another type"},
+      {"P013", "autodiff: an 'autodiff' attribute that is not \"reverse\", \"forward\" or \"both\""},
   };
   return codes;
 }

@@ -38,7 +38,16 @@ struct PerOp {
   T operator[](OpId id) const { return id == OpId::Custom ? T{} : slots[static_cast<unsigned>(id)]; }
 };
 
+// Families of built-in ops, as ranges of ir/OpIds.def (OpTableTest checks
+// each against its ops' name prefix, so an op added out of place fails there).
 // atomic.add ... atomic.cmpxchg.
 constexpr bool isAtomic(OpId id) { return id >= OpId::AtomicAdd && id <= OpId::AtomicCmpXchg; }
+// The subgroup.* collectives, subgroup.reduce_add ... subgroup.shuffle (not
+// the subgroup_size, subgroup_id, subgroup_local_id builtins).
+constexpr bool isSubgroupCollective(OpId id) {
+  return id >= OpId::SubgroupReduceAdd && id <= OpId::SubgroupShuffle;
+}
+// The cooperative-matrix ops, coop.fill ... coop.muladd.
+constexpr bool isCoop(OpId id) { return id >= OpId::CoopFill && id <= OpId::CoopMulAdd; }
 
 }  // namespace eph::ir

@@ -61,9 +61,10 @@ bool inside(const Region* r, const Op* s) {
   return false;
 }
 
-Error opError(const Op& op, const Function& f, const std::string& what) {
+// The pass's errors have the codes P007-P013 (ir/ErrorCodes.cpp, docs/errors.md).
+Error opError(const char* code, const Op& op, const Function& f, const std::string& what) {
   return makeError(op.loc(), "autodiff: '" + std::string(op.name()) + "' " + what + " (differentiating @" +
-                                 f.name() + ")");
+                                 f.name() + ")", code);
 }
 
 // ---- activity ----------------------------------------------------------------
@@ -131,7 +132,7 @@ Status checkActive(Module& m, Function& f, const ValueSet& varied, Mode mode) {
       for (V r : op->results()) any |= varied.count(r) > 0;
       for (unsigned k = 0; k < op->numRegions(); ++k)
         for (V a : op->region(k).args()) any |= varied.count(a) > 0;
-      if (any) err = opError(*op, f, "loops are not differentiated; use 'for'");
+      if (any) err = opError("P010", *op, f, "loops are not differentiated; use 'for'");
       return;
     }
     if (op->numRegions() > 0) return;
@@ -141,7 +142,8 @@ Status checkActive(Module& m, Function& f, const ValueSet& varied, Mode mode) {
     if (op->is(OpId::Call)) {
       Function* callee = m.lookup(op->symbolAttr("callee"));
       if (!callee || callee->kind() != FunctionKind::Device)
-        err = opError(*op, f, "to @" + op->symbolAttr("callee") + ": only calls to device functions are differentiated");
+        err = opError("P009", *op, f,
+                      "to @" + op->symbolAttr("callee") + ": only calls to device functions are differentiated");
       return;
     }
     const DerivativeRules* r = op->info().derivative;
@@ -149,8 +151,8 @@ Status checkActive(Module& m, Function& f, const ValueSet& varied, Mode mode) {
     bool used = op->numResults() == 0;
     for (V res : op->results()) used |= res->hasUses();
     if (used)
-      err = opError(*op, f, std::string("has no ") + (mode == Mode::Reverse ? "reverse" : "forward") +
-                                " derivative rule, and its operands depend on a differentiated parameter");
+      err = opError("P009", *op, f, std::string("has no ") + (mode == Mode::Reverse ? "reverse" : "forward") +
+                                        " derivative rule, and its operands depend on a differentiated parameter");
   });
   if (err) return *err;
   return Status::ok();
@@ -222,19 +224,22 @@ class Session {
 Expected<Function*> Session::request(Function& f, std::vector<bool> wrt, Mode mode) {
   if (f.kind() != FunctionKind::Device)
     return makeError(f.loc(), "autodiff: @" + f.name() + " is a " + std::string(functionKindName(f.kind())) +
-                                  " function; only device functions are differentiated");
+                                  " function; only device functions are differentiated",
+                     "P007");
   auto params = f.paramTypes();
   wrt.resize(params.size(), false);
   for (unsigned i = 0; i < params.size(); ++i) {
     if (params[i]->isLinear() || params[i]->isAffine())
       return makeError(f.loc(), "autodiff: parameter " + std::to_string(i) + " of @" + f.name() + " has type '" +
-                                    params[i]->str() + "', which cannot be used twice");
+                                    params[i]->str() + "', which cannot be used twice",
+                       "P008");
     if (wrt[i] && !isDiff(params[i]))
       return makeError(f.loc(), "autodiff: parameter " + std::to_string(i) + " of @" + f.name() + " has type '" +
-                                    params[i]->str() + "'; only float scalars and float vectors are differentiated");
+                                    params[i]->str() + "'; only float scalars and float vectors are differentiated",
+                       "P008");
   }
   const Op* ret = f.body().terminator();
-  if (!ret || !ret->is(OpId::Return)) return makeError(f.loc(), "autodiff: @" + f.name() + " has no body");
+  if (!ret || !ret->is(OpId::Return)) return makeError(f.loc(), "autodiff: @" + f.name() + " has no body", "P007");
   std::vector<const Type*> in(params.begin(), params.end()), fields;
   for (const Type* r : f.resultTypes()) fields.push_back(r);
   if (mode == Mode::Reverse) {
@@ -253,7 +258,8 @@ Expected<Function*> Session::request(Function& f, std::vector<bool> wrt, Mode mo
   if (Function* e = m_.lookup(name)) {
     if (e->type() == type && e->kind() == FunctionKind::Device) return e;
     return makeError(f.loc(), "autodiff: @" + name + " exists already with type '" + e->type()->str() +
-                                  "', not '" + type->str() + "'");
+                                  "', not '" + type->str() + "'",
+                     "P012");
   }
   Function* g = m_.addFunction(name, FunctionKind::Device, type, f.loc());
   created_.push_back(g);
@@ -396,7 +402,7 @@ Status Reverse::visit(Op* op) {
 
 Status Reverse::applyRule(Frame& fr, Op* op) {
   const DerivativeRules* rules = op->info().derivative;
-  if (!rules || !rules->reverse) return opError(*op, f_, "has no reverse derivative rule");
+  if (!rules || !rules->reverse) return opError("P009", *op, f_, "has no reverse derivative rule");
   Vs operands, results, radj;
   for (V v : op->operands()) operands.push_back(p(v));
   for (V r : op->results()) {
@@ -405,12 +411,13 @@ Status Reverse::applyRule(Frame& fr, Op* op) {
   }
   Vs contrib = rules->reverse(DiffContext{fr.b, *op, operands, results}, radj);
   if (contrib.size() != op->numOperands())
-    return opError(*op, f_, "has a reverse rule that returned " + std::to_string(contrib.size()) +
-                                " adjoints for " + std::to_string(op->numOperands()) + " operands");
+    return opError("P011", *op, f_, "has a reverse rule that returned " + std::to_string(contrib.size()) +
+                                        " adjoints for " + std::to_string(op->numOperands()) + " operands");
   for (unsigned i = 0; i < contrib.size(); ++i) {
     if (contrib[i] && contrib[i]->type() != op->operand(i)->type())
-      return opError(*op, f_, "has a reverse rule that returned '" + contrib[i]->type()->str() + "' for operand " +
-                                  std::to_string(i) + " of type '" + op->operand(i)->type()->str() + "'");
+      return opError("P011", *op, f_,
+                     "has a reverse rule that returned '" + contrib[i]->type()->str() + "' for operand " +
+                         std::to_string(i) + " of type '" + op->operand(i)->type()->str() + "'");
     addAdj(fr.b, op->operand(i), contrib[i]);
   }
   return Status::ok();
@@ -672,7 +679,7 @@ Status Forward::visit(Frame& fr, Op* op) {
     return Status::ok();
   }
   const DerivativeRules* rules = op->info().derivative;
-  if (!rules || !rules->forward) return opError(*op, f_, "has no forward derivative rule");
+  if (!rules || !rules->forward) return opError("P009", *op, f_, "has no forward derivative rule");
   Op* c = fr.out->append(op->clone(prim_));
   Vs operands, tans;
   for (V v : op->operands()) {
@@ -683,13 +690,15 @@ Status Forward::visit(Frame& fr, Op* op) {
   Vs results = c->results();
   Vs out = rules->forward(DiffContext{fr.b, *op, operands, results}, tans);
   if (out.size() != op->numResults())
-    return opError(*op, f_, "has a forward rule that returned " + std::to_string(out.size()) + " tangents for " +
-                                std::to_string(op->numResults()) + " results");
+    return opError("P011", *op, f_,
+                   "has a forward rule that returned " + std::to_string(out.size()) + " tangents for " +
+                       std::to_string(op->numResults()) + " results");
   for (unsigned j = 0; j < out.size(); ++j) {
     if (!out[j] || !varied_.count(op->result(j))) continue;
     if (out[j]->type() != op->result(j)->type())
-      return opError(*op, f_, "has a forward rule that returned '" + out[j]->type()->str() + "' for result " +
-                                  std::to_string(j) + " of type '" + op->result(j)->type()->str() + "'");
+      return opError("P011", *op, f_,
+                     "has a forward rule that returned '" + out[j]->type()->str() + "' for result " +
+                         std::to_string(j) + " of type '" + op->result(j)->type()->str() + "'");
     tan_[op->result(j)] = out[j];
   }
   return Status::ok();
@@ -763,7 +772,8 @@ bool runAutodiff(Module& m, Diagnostics& diag) {
     if (it == f->attrs.end()) continue;
     const std::string& how = it->second.s;
     if (it->second.kind != Attr::Kind::String || (how != "reverse" && how != "forward" && how != "both")) {
-      diag.error(f->loc(), "autodiff: @" + f->name() + ": attribute 'autodiff' must be \"reverse\", \"forward\" or \"both\"");
+      diag.error(f->loc(), "autodiff: @" + f->name() + ": attribute 'autodiff' must be \"reverse\", \"forward\" or \"both\"",
+                 "P013");
       continue;
     }
     std::vector<bool> all;

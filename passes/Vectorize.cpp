@@ -146,8 +146,8 @@ bool vectorizable(const Function& k, Shape& s) {
     }
     if (op->info().has(ir::kBarrier) || ir::isAtomic(op->id()) || op->is(OpId::Call) ||
         op->is(OpId::CallIndirect) || op->is(OpId::VecLoad) || op->is(OpId::VecStore) ||
-        op->is(OpId::WorkgroupAlloc) || op->info().name.starts_with("subgroup.") ||
-        op->info().name.starts_with("coop.") || !builtinAllowed(*op) ||
+        op->is(OpId::WorkgroupAlloc) || ir::isSubgroupCollective(op->id()) ||
+        ir::isCoop(op->id()) || !builtinAllowed(*op) ||
         !(isEffectFree(*op) || op->is(OpId::Yield)))
       ok = false;
   });

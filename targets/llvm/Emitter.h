@@ -225,7 +225,7 @@ class FunctionEmitter {
   llvm::Value* unary(ir::OpId n, const ir::Type* t, llvm::Value* a);
   llvm::Value* compare(ir::OpId n, const ir::Type* t, llvm::Value* a, llvm::Value* c);
   llvm::Value* cast(const ir::Type* from, const ir::Type* to, llvm::Value* a);
-  llvm::Value* viaDouble(const ir::Type* t, llvm::Value* a, llvm::Value* c, const char* fn);
+  llvm::Value* viaDouble(const ir::Type* t, llvm::Value* a, llvm::Value* c, ir::OpId n);
   // e^x of f32 (scalars or vectors) in f32 arithmetic that vectorises.
   llvm::Value* expF32(llvm::Value* x);
   llvm::Value* constant(const ir::Op& op);

@@ -19,10 +19,11 @@ llvm::Value* FunctionEmitter::constant(const ir::Op& op) {
   return llvm::ConstantFP::get(lt, v);
 }
 
-// Math the interpreter computes in double: widen, call the C library, round
-// once to the type (per lane for vectors).
-llvm::Value* FunctionEmitter::viaDouble(const ir::Type* t, llvm::Value* a, llvm::Value* c,
-                                        const char* name) {
+// Math the interpreter computes in double: widen, call the C library function
+// named as the op (rsqrt: 1 / sqrt), round once to the type (per lane for
+// vectors).
+llvm::Value* FunctionEmitter::viaDouble(const ir::Type* t, llvm::Value* a, llvm::Value* c, ir::OpId n) {
+  const char* name = ir::opIdName(n).data();  // names are string literals
   const ir::Type* s = t->scalar();
   auto one = [&](llvm::Value* x, llvm::Value* y) -> llvm::Value* {
     llvm::Type* st = x->getType();
@@ -31,7 +32,7 @@ llvm::Value* FunctionEmitter::viaDouble(const ir::Type* t, llvm::Value* a, llvm:
       if (y) y = b.CreateFPExt(y, M.f64);
     }
     llvm::Value* r;
-    if (std::string_view(name) == "rsqrt") {
+    if (n == ir::OpId::Rsqrt) {
       llvm::Value* root = b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
       r = b.CreateFDiv(llvm::ConstantFP::get(M.f64, 1.0), root);
     } else if (y) {
@@ -59,7 +60,7 @@ llvm::Value* FunctionEmitter::binary(const ir::Op& op, ir::OpId n, const ir::Typ
     if (n == ir::OpId::Rem) return b.CreateFRem(x, y);  // fmod: exact, so no widening needed
     if (n == ir::OpId::Min) return b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, y);
     if (n == ir::OpId::Max) return b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, y);
-    if (n == ir::OpId::Pow || n == ir::OpId::Atan2) return viaDouble(t, x, y, n == ir::OpId::Pow ? "pow" : "atan2");
+    if (n == ir::OpId::Pow || n == ir::OpId::Atan2) return viaDouble(t, x, y, n);
     if (n == ir::OpId::Copysign) return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, x, y);
     return nullptr;
   }
@@ -133,7 +134,7 @@ llvm::Value* FunctionEmitter::unary(ir::OpId n, const ir::Type* t, llvm::Value* 
     case ir::OpId::Tan: case ir::OpId::Tanh: case ir::OpId::Asin: case ir::OpId::Acos: case ir::OpId::Atan:
     case ir::OpId::Sinh: case ir::OpId::Cosh: case ir::OpId::Asinh: case ir::OpId::Acosh: case ir::OpId::Atanh:
     case ir::OpId::Erf: case ir::OpId::Exp2: case ir::OpId::Log2: case ir::OpId::Log1p: case ir::OpId::Expm1:
-      return viaDouble(t, x, nullptr, ir::opIdName(n).data());  // names are string literals
+      return viaDouble(t, x, nullptr, n);
     default:
       break;
   }

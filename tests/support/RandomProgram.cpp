@@ -20,7 +20,8 @@ class Generator {
 
   std::string program() {
     std::string kernel = kernelText();
-    return (calledExchanges_ ? kExchangeFunction : "") + kernel + hostText();
+    std::string host = hostText();
+    return (calledExchanges_ ? kExchangeFunction : "") + kernel + tail_.kernels + host;
   }
 
  private:
@@ -231,6 +232,155 @@ class Generator {
     for (unsigned i = 0; i < count; ++i) statement(depth, uniform);
   }
 
+  // The pointwise chain (RandomProgramOptions::pointwise): its kernels, the
+  // host lines that run it and the type of its last buffer.
+  struct Tail {
+    std::string kernels, host, type;
+  };
+
+  // The body of a pointwise kernel inside its guard: reads each of `loads`
+  // at %i, computes with random pure ops and stores a value of `outType`
+  // that depends on every load to %out at %i.
+  void pointwiseBody(const std::vector<Val>& loads, const std::string& outType) {
+    indent_ = 2;
+    pool_ = {{"%i", "u32"}, {"%one_i", "i32"}, {"%one_u", "u32"}, {"%flag", "bool"}};
+    if (opts_.floats) pool_.push_back({"%half", "f32"});
+    std::vector<std::string> loaded;
+    for (const Val& l : loads) loaded.push_back(def(l.type, "load " + l.name + ", %i"));
+    def("i32", "cast %i");
+    if (opts_.floats) def("f32", "cast %i");
+    unsigned n = 2 + below(7);
+    for (unsigned k = 0; k < n; ++k) {
+      unsigned c = below(100);
+      if (c < 40) intArith(chance(70) ? "i32" : "u32");
+      else if (c < 65) opts_.floats ? floatArith() : intArith("i32");
+      else if (c < 75) compare();
+      else castOrSelect();
+    }
+    // Float adds here would make `(x - v) + v` likely, which a Vulkan driver
+    // may simplify to x (ops are not NoContraction): max instead.
+    std::string r = pick(outType);
+    for (size_t j = 0; j < loads.size(); ++j) {
+      std::string v = loads[j].type == outType ? loaded[j] : def(outType, "cast " + loaded[j]);
+      r = def(outType, std::string(outType == "i32" && chance(50) ? "add " : "max ") + r + ", " + v);
+    }
+    line("store %out, %i, " + r);
+    line("yield");
+  }
+
+  Tail pointwiseChain() {
+    Tail t;
+    unsigned len = 1 + below(kInputLength);  // the inputs are read at every index below it
+    static const unsigned kWidths[] = {1, 4, 16, 64};
+    unsigned chainWidth = kWidths[below(4)];
+    auto hl = [&](const std::string& s) { t.host += "  " + s + "\n"; };
+    hl("%pn = const {value = " + std::to_string(len) + "} : u32");
+    for (unsigned w : kWidths)
+      hl("%pg" + std::to_string(w) + " = const {value = " + std::to_string((len + w - 1) / w) + "} : u32");
+    std::string cur, curType;  // the chain's last buffer
+    std::vector<std::string> lateFrees;
+    unsigned kernels = 2 + below(4);
+    for (unsigned k = 0; k < kernels; ++k) {
+      std::string K = std::to_string(k), name = "@pw" + K;
+      bool vshape = chance(40);
+      bool inPlace = !cur.empty() && vshape && chance(40);
+      unsigned w = chance(80) ? chainWidth : kWidths[below(4)];
+      std::string params;
+      std::vector<std::string> args;
+      std::vector<Val> loads;
+      auto read = [&](const std::string& p, const std::string& type, const std::string& buffer) {
+        params += (params.empty() ? "" : ", ") + p + ": buffer<" + type + ", device, read>";
+        loads.push_back({p, type});
+        args.push_back(buffer);
+      };
+      if (!cur.empty() && !inPlace) read("%a", curType, cur);
+      if (cur.empty() || chance(50)) {
+        bool f = opts_.floats && chance(50);
+        read("%b", f ? "f32" : "i32", f ? "%dfin" : "%din");
+      }
+      std::string outType = inPlace ? curType : opts_.floats && chance(50) ? "f32" : "i32";
+      params += (params.empty() ? "" : ", ") + std::string("%out: buffer<") + outType + ", device, write>";
+      if (inPlace) {
+        loads.push_back({"%out", outType});
+        args.push_back(cur);
+      } else {
+        args.push_back("%p" + K);
+        hl("%p" + K + " = alloc %pn : buffer<" + outType + ", device, linear>");
+      }
+      emitPointwise(t, name, vshape, w, params, loads, outType);
+      dispatchPointwise(t, name, vshape, w, args, K);
+      if (!inPlace && !cur.empty()) {
+        if (chance(60)) hl("free " + cur);
+        else lateFrees.push_back(cur);
+      }
+      if (!inPlace) cur = "%p" + K;
+      curType = outType;
+    }
+    hl("%hp = alloc %pn : buffer<" + curType + ", host, linear>");
+    hl("wait");
+    hl("d2h %hp, " + cur);
+    hl("free " + cur);
+    for (const std::string& f : lateFrees) hl("free " + f);
+    t.type = curType;
+    return t;
+  }
+
+  void emitPointwise(Tail& t, const std::string& name, bool vshape, unsigned w, std::string params,
+                     const std::vector<Val>& loads, const std::string& outType) {
+    std::string saved = out_;
+    out_.clear();
+    indent_ = 1;
+    line("%one_i = const {value = 1} : i32");
+    line("%one_u = const {value = 1} : u32");
+    line(std::string("%flag = const {value = ") + (chance(50) ? "true" : "false") + "} : bool");
+    if (opts_.floats) line("%half = const {value = 0.5} : f32");
+    if (vshape) {
+      params += ", %grid.x: u32, %grid.y: u32, %grid.z: u32";
+      line("%g0 = global_id {dim = 0} : u32");
+      line("%c0 = lt %g0, %grid.x : bool");
+      line("%g1 = global_id {dim = 1} : u32");
+      line("%c1 = lt %g1, %grid.y : bool");
+      line("%c01 = and %c0, %c1 : bool");
+      line("%g2 = global_id {dim = 2} : u32");
+      line("%c2 = lt %g2, %grid.z : bool");
+      line("%inside = and %c01, %c2 : bool");
+      line("if %inside {");
+      line("  %i = global_id {dim = 0} : u32");
+    } else {
+      line("%i = global_id {dim = 0} : u32");
+      line("%len = buffer.len %out : u32");
+      line("%inside = lt %i, %len : bool");
+      line("if %inside {");
+    }
+    pointwiseBody(loads, outType);
+    indent_ = 1;
+    line("} {");
+    line("  yield");
+    line("}");
+    line("return");
+    t.kernels += "kernel " + name + "(" + params + ") workgroup(" + std::to_string(w) + ", 1, 1)" +
+                 (vshape ? " attributes {hidden_params = 3}" : "") + " {\n" + out_ + "}\n\n";
+    out_ = saved;
+  }
+
+  void dispatchPointwise(Tail& t, const std::string& name, bool vshape, unsigned w,
+                         const std::vector<std::string>& args, const std::string& k) {
+    auto hl = [&](const std::string& s) { t.host += "  " + s + "\n"; };
+    std::string list;
+    for (const std::string& a : args) list += ", " + a;
+    if (!vshape) {
+      hl("dispatch %pg" + std::to_string(w) + ", %one, %one" + list + " {kernel = " + name + "}");
+      return;
+    }
+    // The Ephapax frontend's workgroup count, (grid.x + W - 1) / W, which
+    // vectorize recognises.
+    hl("%wm" + k + " = const {value = " + std::to_string(w - 1) + "} : u32");
+    hl("%w" + k + " = const {value = " + std::to_string(w) + "} : u32");
+    hl("%ws" + k + " = add %pn, %wm" + k + " : u32");
+    hl("%wg" + k + " = div %ws" + k + ", %w" + k + " : u32");
+    hl("dispatch %wg" + k + ", %one, %one" + list + ", %pn, %one, %one {kernel = " + name + "}");
+  }
+
   std::string kernelText() {
     out_.clear();
     indent_ = 1;
@@ -283,7 +433,10 @@ class Generator {
     unsigned n = wx_ * wy_ * groups_;
     std::string N = std::to_string(n), L = std::to_string(kInputLength);
     std::string a = std::to_string(int(below(2000)) - 1000), b = std::to_string(int(below(1 << 30)) - (1 << 29));
-    return R"(host @main() -> (buffer<i32, host, linear>, buffer<f32, host, linear>, buffer<i32, host, linear>, buffer<f32, host, linear>) {
+    if (opts_.pointwise) tail_ = pointwiseChain();
+    std::string tailResult = opts_.pointwise ? ", buffer<" + tail_.type + ", host, linear>" : "";
+    return R"(host @main() -> (buffer<i32, host, linear>, buffer<f32, host, linear>, buffer<i32, host, linear>, buffer<f32, host, linear>)" +
+           tailResult + R"() {
   %n = const {value = )" + N + R"(} : u32
   %len = const {value = )" + L + R"(} : u32
   %eight = const {value = 8} : u32
@@ -343,7 +496,7 @@ class Generator {
   d2h %hfout, %dfout
   d2h %hacc, %dacc
   d2h %hfacc, %dfacc
-  free %hin
+)" + tail_.host + R"(  free %hin
   free %hfin
   free %din
   free %dfin
@@ -351,7 +504,7 @@ class Generator {
   free %dfout
   free %dacc
   free %dfacc
-  return %hout, %hfout, %hacc, %hfacc
+  return %hout, %hfout, %hacc, %hfacc)" + std::string(opts_.pointwise ? ", %hp" : "") + R"(
 }
 )";
   }
@@ -363,6 +516,7 @@ class Generator {
   std::string out_;
   unsigned indent_ = 1, next_ = 0;
   unsigned exchanges_ = 0, calledExchanges_ = 0;
+  Tail tail_;
 };
 
 }  // namespace

@@ -5,7 +5,8 @@
 // inside uniform `if` and `for`, and inside a called device function),
 // integer and float atomics, and a host
 // @main that fills the inputs, dispatches the kernel and returns every output
-// buffer.
+// buffer; optionally a chain of pointwise kernels after it, for the O2
+// passes (fuse, vectorize, memplan) to rewrite.
 //
 // Every program is deterministic on any correct target: each invocation
 // writes only its own output element, workgroup memory is read only after a
@@ -24,6 +25,16 @@ struct RandomProgramOptions {
   bool barriers = true;
   bool atomics = true;
   bool floats = true;
+  // After @k, @main also runs a chain of 2 to 5 pointwise kernels over one
+  // random length (at most the inputs'): each reads the chain's last buffer
+  // (and maybe an input) at its invocation's index, computes with random
+  // pure ops and writes a fresh temporary or, sometimes, the last buffer in
+  // place. Kernels have the shape `fuse` fuses (a `buffer.len` guard) or the
+  // Ephapax shape `vectorize` rewrites (hidden grid parameters), mostly one
+  // workgroup size, temporaries freed early or at the end (what `memplan`
+  // packs); @main returns the chain's last buffer as a fifth result. What
+  // comes before the chain is the program without it.
+  bool pointwise = false;
 };
 
 // The .eir text of program number `seed`.

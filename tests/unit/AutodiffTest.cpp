@@ -529,6 +529,7 @@ TEST_F(Autodiff, MixedParametersAndResults) {
   auto other = passes::reverseDerivative(**m, *f, {true, false, true});
   ASSERT_FALSE(other);
   EXPECT_NE(other.error().message.find("@f.vjp exists already with type"), std::string::npos) << other.error().message;
+  EXPECT_EQ(other.error().code, "P012");
 }
 
 // ---- random expression graphs ------------------------------------------------
@@ -644,11 +645,22 @@ std::vector<ir::Value*> fwdCube(const ir::DiffContext& c, std::span<ir::Value* c
   return revCube(c, dx);
 }
 const ir::DerivativeRules kCubeRules{revCube, fwdCube};
+// Broken rules (a plugin's bug, P011): too few values, and a value of the wrong type.
+std::vector<ir::Value*> noValues(const ir::DiffContext&, std::span<ir::Value* const>) { return {}; }
+std::vector<ir::Value*> f32Values(const ir::DiffContext& c, std::span<ir::Value* const>) {
+  return {c.b.constFloat(c.b.context().f32(), 1)};
+}
+const ir::DerivativeRules kNoValuesRules{noValues, noValues};
+const ir::DerivativeRules kF32Rules{f32Values, f32Values};
 ir::OpInfo kTestOps[] = {
     {.name = "test.cube", .numOperands = 1, .numResults = 1, .flags = ir::kPure, .interp = interpCube,
      .summary = "x^3 (a test op with its own derivative)", .derivative = &kCubeRules},
     {.name = "test.opaque", .numOperands = 1, .numResults = 1, .flags = ir::kPure, .interp = interpCube,
      .summary = "x^3 (a test op without a derivative)"},
+    {.name = "test.norules", .numOperands = 1, .numResults = 1, .flags = ir::kPure, .interp = interpCube,
+     .summary = "x^3 (a test op whose rules return nothing)", .derivative = &kNoValuesRules},
+    {.name = "test.f32rules", .numOperands = 1, .numResults = 1, .flags = ir::kPure, .interp = interpCube,
+     .summary = "x^3 (a test op whose rules return an f32)", .derivative = &kF32Rules},
 };
 void registerTestOps() {
   static bool done = [] {
@@ -692,29 +704,92 @@ std::string errorOf(const std::string& fn, bool reverse = true) {
 
 TEST_F(Autodiff, OpsWithoutRulesAreErrorsNamingTheOp) {
   EXPECT_EQ(errorOf("device @f(%x: f64) -> f64 {\n  %c = test.opaque %x : f64\n  return %c\n}\n"),
-            "err.eir:2:3: error: autodiff: 'test.opaque' has no reverse derivative rule, and its operands depend "
+            "err.eir:2:3: error[P009]: autodiff: 'test.opaque' has no reverse derivative rule, and its operands depend "
             "on a differentiated parameter (differentiating @f)");
   EXPECT_EQ(errorOf("device @f(%x: f64) -> f64 {\n  %c = test.opaque %x : f64\n  return %c\n}\n", false),
-            "err.eir:2:3: error: autodiff: 'test.opaque' has no forward derivative rule, and its operands depend "
+            "err.eir:2:3: error[P009]: autodiff: 'test.opaque' has no forward derivative rule, and its operands depend "
             "on a differentiated parameter (differentiating @f)");
   // Through a callee: the error is in @h, which @f.vjp needs.
   EXPECT_EQ(errorOf("device @h(%x: f64) -> f64 {\n  %b = bitcast %x : i64\n  %c = bitcast %b : f64\n  return %c\n}\n"
                     "device @f(%x: f64) -> f64 {\n  %c = call %x {callee = @h} : f64\n  return %c\n}\n"),
-            "err.eir:2:3: error: autodiff: 'bitcast' has no reverse derivative rule, and its operands depend on "
+            "err.eir:2:3: error[P009]: autodiff: 'bitcast' has no reverse derivative rule, and its operands depend on "
             "a differentiated parameter (differentiating @h)");
   EXPECT_EQ(errorOf("device @f(%x: f64) -> f64 {\n  %r = while %x : f64 { |%a: f64|\n"
                     "    %z = const {value = 1.0} : f64\n    %c = lt %a, %z : bool\n    condition %c, %a\n"
                     "  } { |%b: f64|\n    %d = add %b, %b : f64\n    yield %d\n  }\n  return %r\n}\n"),
-            "err.eir:2:3: error: autodiff: 'while' loops are not differentiated; use 'for' (differentiating @f)");
+            "err.eir:2:3: error[P010]: autodiff: 'while' loops are not differentiated; use 'for' (differentiating @f)");
   EXPECT_EQ(errorOf("kernel @f(%x: f64) workgroup(1, 1, 1) {\n  return\n}\n"),
-            "err.eir:1:1: error: autodiff: @f is a kernel function; only device functions are differentiated");
+            "err.eir:1:1: error[P007]: autodiff: @f is a kernel function; only device functions are differentiated");
   EXPECT_EQ(errorOf("device @f(%x: i32) -> i32 {\n  return %x\n}\n"),
-            "err.eir:1:1: error: autodiff: parameter 0 of @f has type 'i32'; only float scalars and float vectors "
+            "err.eir:1:1: error[P008]: autodiff: parameter 0 of @f has type 'i32'; only float scalars and float vectors "
             "are differentiated");
   // A non-differentiable op on values that do not depend on the parameters is fine.
   EXPECT_EQ(errorOf("device @f(%x: f64) -> f64 {\n  %one = const {value = 2.0} : f64\n"
                     "  %c = test.opaque %one : f64\n  %r = mul %c, %x : f64\n  return %r\n}\n"),
             "no error");
+}
+
+// Each of the pass's error codes (docs/errors.md, P007-P013) from a module
+// that triggers it, run through the module pass as `ephc opt --passes=autodiff`
+// runs it: the code, and the message.
+std::vector<Error> passErrors(const std::string& text) {
+  registerTestOps();
+  ir::Context ctx;
+  auto m = ir::parseModule(ctx, text, "err.eir");
+  if (!m) return {m.error()};
+  if (Status valid = ir::verify(**m); !valid) return {valid.error()};
+  passes::Diagnostics diag;
+  passes::autodiffPass().run(**m, diag);
+  return diag.errors;
+}
+
+void expectError(const std::string& text, const std::string& code, const std::string& message) {
+  std::vector<Error> errors = passErrors(text);
+  ASSERT_EQ(errors.size(), 1u) << text;
+  EXPECT_EQ(errors[0].code, code) << text;
+  EXPECT_EQ(errors[0].message, message) << text;
+}
+
+TEST_F(Autodiff, EachErrorCodeHasAModuleThatTriggersIt) {
+  expectError("kernel @f(%b: buffer<f64, device, write>) workgroup(1, 1, 1) attributes {autodiff = \"reverse\"} {\n"
+              "  return\n}\n",
+              "P007", "autodiff: @f is a kernel function; only device functions are differentiated");
+  expectError("device @f(%x: f64, %b: buffer<f64, device, linear>) -> (f64, buffer<f64, device, linear>) "
+              "attributes {autodiff = \"reverse\"} {\n  return %x, %b\n}\n",
+              "P008", "autodiff: parameter 1 of @f has type 'buffer<f64, device, linear>', which cannot be used twice");
+  expectError("device @f(%x: f64) -> f64 attributes {autodiff = \"forward\"} {\n  %c = test.opaque %x : f64\n"
+              "  return %c\n}\n",
+              "P009", "autodiff: 'test.opaque' has no forward derivative rule, and its operands depend on a "
+              "differentiated parameter (differentiating @f)");
+  expectError("device @f(%x: f64) -> f64 attributes {autodiff = \"reverse\"} {\n  %r = while %x : f64 { |%a: f64|\n"
+              "    %z = const {value = 1.0} : f64\n    %c = lt %a, %z : bool\n    condition %c, %a\n"
+              "  } { |%b: f64|\n    %d = add %b, %b : f64\n    yield %d\n  }\n  return %r\n}\n",
+              "P010", "autodiff: 'while' loops are not differentiated; use 'for' (differentiating @f)");
+  std::string broken = "device @f(%x: f64) -> f64 attributes {autodiff = \"MODE\"} {\n  %c = OP %x : f64\n  return %c\n}\n";
+  auto with = [&](const std::string& mode, const std::string& op) {
+    std::string t = broken;
+    t.replace(t.find("MODE"), 4, mode);
+    t.replace(t.find("OP"), 2, op);
+    return t;
+  };
+  expectError(with("reverse", "test.norules"), "P011",
+              "autodiff: 'test.norules' has a reverse rule that returned 0 adjoints for 1 operands (differentiating @f)");
+  expectError(with("forward", "test.norules"), "P011",
+              "autodiff: 'test.norules' has a forward rule that returned 0 tangents for 1 results (differentiating @f)");
+  expectError(with("reverse", "test.f32rules"), "P011",
+              "autodiff: 'test.f32rules' has a reverse rule that returned 'f32' for operand 0 of type 'f64' "
+              "(differentiating @f)");
+  expectError(with("forward", "test.f32rules"), "P011",
+              "autodiff: 'test.f32rules' has a forward rule that returned 'f32' for result 0 of type 'f64' "
+              "(differentiating @f)");
+  expectError("device @f(%x: f64) -> f64 attributes {autodiff = \"reverse\"} {\n  return %x\n}\n"
+              "device @f.vjp(%x: f64) -> f64 {\n  return %x\n}\n",
+              "P012", "autodiff: @f.vjp exists already with type 'fn(f64) -> (f64)', not 'fn(f64, f64) -> (struct<f64, f64>)'");
+  expectError("device @f(%x: f64) -> f64 attributes {autodiff = \"sideways\"} {\n  return %x\n}\n",
+              "P013", "autodiff: @f: attribute 'autodiff' must be \"reverse\", \"forward\" or \"both\"");
+  // The rendered form carries the code.
+  EXPECT_EQ(errorOf("device @f(%x: f64) -> f64 {\n  %c = test.opaque %x : f64\n  return %c\n}\n").substr(0, 23),
+            "err.eir:2:3: error[P009");
 }
 
 // A 20,000-op straight-line chain: no recursion on the graph's depth.

@@ -5,12 +5,14 @@
 // table, and every code in a table is emitted somewhere.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "frontends/Frontend.h"
 
@@ -65,6 +67,30 @@ TEST(ErrorCodes, TablesSourcesAndDocAgree) {
         << code << " has no example in docs/errors.md";
   }
   for (const std::string& c : listed) EXPECT_TRUE(documented.count(c)) << c << " is not in docs/errors.md";
+
+  // The overview table at the top of docs/errors.md ("| `P001`–`P013` | ..."):
+  // every listed code is in one of its ranges, and every range ends on a code
+  // some table lists (so a family's range grows with it), unless it reserves a
+  // block of a hundred (`E200`–`E299`).
+  std::regex row("\n\\| `([A-Z])([0-9]{3})`(?:–`[A-Z]([0-9]{3})`)? \\|");
+  std::vector<std::tuple<char, int, int>> ranges;
+  for (std::sregex_iterator it(doc.begin(), doc.end(), row), end; it != end; ++it) {
+    std::string last = (*it)[3].matched ? (*it)[3].str() : (*it)[2].str();
+    ranges.emplace_back((*it)[1].str()[0], std::stoi((*it)[2]), std::stoi(last));
+  }
+  EXPECT_GE(ranges.size(), 7u) << "the overview table of docs/errors.md";
+  for (const std::string& c : listed) {
+    bool covered = false;
+    int n = std::stoi(c.substr(1));
+    for (auto [family, lo, hi] : ranges) covered |= c[0] == family && lo <= n && n <= hi;
+    EXPECT_TRUE(covered) << c << " is in no range of the overview table of docs/errors.md";
+  }
+  for (auto [family, lo, hi] : ranges) {
+    char top[8];
+    std::snprintf(top, sizeof top, "%c%03d", family, hi);
+    if (hi % 100 != 99)
+      EXPECT_TRUE(listed.count(top)) << "docs/errors.md's overview ends a range on " << top << ", which no table lists";
+  }
 
   // The sources: every emitted code is listed, every listed code is emitted.
   std::regex literal("\"([EIVLP][0-9]{3})\"");

@@ -34,6 +34,20 @@ TEST(OpTable, EveryOpOfTheIrLibraryHasAnOpId) {
   EXPECT_EQ(opIdName(OpId::Custom), "");
 }
 
+TEST(OpTable, OpFamiliesAreTheOpsOfTheirNamePrefix) {
+  // ir::isAtomic, isSubgroupCollective and isCoop are ranges of
+  // ir/OpIds.def: an op of the family listed outside its range (or another
+  // op listed inside it) fails here.
+  for (unsigned i = 0; i < kNumOpIds; ++i) {
+    OpId id = static_cast<OpId>(i);
+    std::string_view name = opIdName(id);
+    EXPECT_EQ(isAtomic(id), name.starts_with("atomic.")) << name;
+    EXPECT_EQ(isSubgroupCollective(id), name.starts_with("subgroup.")) << name;
+    EXPECT_EQ(isCoop(id), name.starts_with("coop.")) << name;
+  }
+  EXPECT_FALSE(isAtomic(OpId::Custom) || isSubgroupCollective(OpId::Custom) || isCoop(OpId::Custom));
+}
+
 TEST(OpTable, OpsWithRegionsSayWhatKindTheyAre) {
   for (const OpInfo* info : OpTable::get().all()) {
     if (info->numRegions == 0)
