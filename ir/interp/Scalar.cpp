@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -214,7 +215,7 @@ RtValue unaryScalar(UnaryKind k, const RtValue& a) {
     case UnaryKind::Not: assert(false && "not on a float"); return a;
     case UnaryKind::Sqrt: r = std::sqrt(x); break;
     case UnaryKind::Rsqrt: r = 1.0 / std::sqrt(x); break;
-    case UnaryKind::Exp: r = std::exp(x); break;
+    case UnaryKind::Exp: r = t->bits() == 32 ? double(expF32(float(x))) : std::exp(x); break;
     case UnaryKind::Log: r = std::log(x); break;
     case UnaryKind::Sin: r = std::sin(x); break;
     case UnaryKind::Cos: r = std::cos(x); break;
@@ -240,6 +241,34 @@ RtValue unaryScalar(UnaryKind k, const RtValue& a) {
     case UnaryKind::Sign: r = x > 0 ? 1.0 : x < 0 ? -1.0 : x; break;  // +-0 and NaN: x
   }
   return RtValue::ofFloat(t, r);
+}
+
+// Step for step what the cpu target emits (constants given in double and
+// rounded to f32 as LLVM's ConstantFP does; no contraction: every fma is
+// written out).
+float expF32(float x) {
+  auto k = [](double v) { return float(v); };
+  float xc = std::fmin(std::fmax(x, k(-104.0)), k(89.0));
+  float n = std::nearbyint(xc * k(1.44269504088896341));  // ties to even in the default rounding mode
+  float r = std::fmaf(n, k(-0.693359375), xc);
+  r = std::fmaf(n, k(2.12194440e-4), r);
+  float p = k(1.9875691500e-4);
+  for (double c : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
+    p = std::fmaf(p, r, k(c));
+  float r2 = r * r;
+  p = std::fmaf(p, r2, r) + k(1.0);
+  int32_t ni = int32_t(n), half = ni >> 1;
+  auto pow2 = [](int32_t e) {
+    uint32_t bits = uint32_t(e + 127) << 23;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  float y = p * pow2(half);
+  y = y * pow2(ni - half);
+  if (x > k(88.72283935546875)) y = std::numeric_limits<float>::infinity();
+  if (x < k(-103.972084)) y = 0.0f;
+  return std::isnan(x) ? x : y;
 }
 
 RtValue fmaScalar(const RtValue& a, const RtValue& b, const RtValue& c) {

@@ -50,6 +50,14 @@ RtValue unaryScalar(UnaryKind k, const RtValue& a);
 // fma rounded to f16, which can differ from a single rounding only when the
 // f64 result is itself a tie at f16 precision).
 RtValue fmaScalar(const RtValue& a, const RtValue& b, const RtValue& c);
+
+// `exp` of f32, as every target but SPIR-V computes it (the cpu target emits
+// the same steps: targets/llvm/LowerValues.cpp, expF32): in f32, within 1 ulp
+// of the correctly rounded e^x over all f32, subnormal results included
+// (docs/ir.md, "Float math"). x = n·ln 2 + r with n = roundeven(x·log2 e)
+// and r from a two-part ln 2 (Cody and Waite); e^r by Cephes expf's
+// polynomial; times 2^n as two powers of two made from their bits.
+float expF32(float x);
 bool compareScalar(CompareKind k, const RtValue& a, const RtValue& b);
 // Value conversion of a scalar to scalar type `to`.
 RtValue castScalar(const RtValue& a, const ir::Type* to);
