@@ -65,6 +65,11 @@ CpuDevice::CpuDevice(CpuOptions opts)
 
 CpuDevice::~CpuDevice() {
   for (auto& b : buffers_) std::free(b->data);
+  for (auto& [bytes, data] : kept_) std::free(data);
+}
+
+size_t CpuDevice::blockBytes(const Buffer& b) {
+  return std::max<size_t>((b.count * b.stride + kAlign - 1) / kAlign * kAlign, kAlign);
 }
 
 Status CpuDevice::prepare(const ir::Module& m) {
@@ -190,12 +195,18 @@ Expected<uint64_t> CpuDevice::alloc(const ir::Type* bufferType, uint64_t count, 
   if (count > caps_.maxBufferBytes / stride)
     return Error{site, "allocation of " + std::to_string(count) + " elements is larger than the " +
                            "device's largest buffer (" + std::to_string(caps_.maxBufferBytes) + " bytes)"};
-  size_t bytes = std::max<size_t>((count * stride + kAlign - 1) / kAlign * kAlign, kAlign);
   auto b = std::make_unique<Buffer>();
   b->elem = elem;
   b->count = count;
   b->stride = stride;
-  b->data = static_cast<std::byte*>(std::aligned_alloc(kAlign, bytes));
+  const size_t bytes = blockBytes(*b);
+  if (auto it = kept_.find(bytes); it != kept_.end()) {
+    b->data = it->second;
+    kept_.erase(it);
+    keptBytes_ -= bytes;
+  } else {
+    b->data = static_cast<std::byte*>(std::aligned_alloc(kAlign, bytes));
+  }
   if (!b->data) return Error{site, "out of memory allocating " + std::to_string(bytes) + " bytes"};
   std::memset(b->data, 0, bytes);
   b->allocSite = site;
@@ -207,7 +218,13 @@ Status CpuDevice::free(uint64_t handle, Loc site) {
   Status err;
   Buffer* b = live(handle, site, err);
   if (!b) return err;
-  std::free(b->data);
+  const size_t bytes = blockBytes(*b);
+  if (bytes >= kKeepFrom && keptBytes_ + bytes <= kKeepAtMost) {
+    kept_.emplace(bytes, b->data);
+    keptBytes_ += bytes;
+  } else {
+    std::free(b->data);
+  }
   b->data = nullptr;
   b->freed = true;
   return Status::ok();

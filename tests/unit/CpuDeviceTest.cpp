@@ -8,7 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <span>
+#include <vector>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -103,6 +106,33 @@ TEST(CpuDevice, ExamplesGiveTheInterpretersResults) {
   expectSame(readExample("saxpy.eir"), "0\n1000000\n");
   expectSame(readExample("reduce.eir"), "499500\ntrue\n");
   expectSame(readExample("histogram.eir"), "[250, 500, 0, 0, 250, 0, 0, 0]\n");
+}
+
+// A freed block of 64 KiB or more is kept for the next allocation of its
+// size (a program run again allocates the same sizes): the same memory comes
+// back, zeroed like a fresh one; other sizes and small blocks come fresh, and
+// the freed handle stays an error.
+TEST(CpuDevice, FreedLargeBlocksAreReusedZeroed) {
+  ir::Context ctx;
+  runtime::CpuDevice dev;
+  const ir::Type* buf = ctx.bufferType(ctx.f32(), ir::Space::Device, ir::Ownership::Linear);
+  const uint64_t n = 1 << 16;  // 256 KiB
+  auto a = dev.alloc(buf, n, {});
+  ASSERT_TRUE(a);
+  std::vector<float> ones(n, 1.0f);
+  ASSERT_TRUE(dev.uploadBytes(*a, std::as_bytes(std::span(ones)), {}));
+  std::byte* first = dev.bytes(*a).data();
+  ASSERT_TRUE(dev.free(*a, {}));
+  EXPECT_FALSE(dev.free(*a, {}));  // freed is freed
+  auto other = dev.alloc(buf, n + 64, {});
+  ASSERT_TRUE(other);
+  EXPECT_NE(dev.bytes(*other).data(), first);
+  auto again = dev.alloc(buf, n, {});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(dev.bytes(*again).data(), first);
+  std::vector<float> got(n, 7.0f);
+  ASSERT_TRUE(dev.downloadBytes(std::as_writable_bytes(std::span(got)), *again, {}));
+  EXPECT_EQ(std::count(got.begin(), got.end(), 0.0f), int64_t(n));
 }
 
 TEST(CpuDevice, ValuesLiveAcrossTopLevelBarriers) {
