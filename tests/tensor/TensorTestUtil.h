@@ -65,6 +65,27 @@ inline void expectOnAllTargets(const Program& p, const std::vector<HostTensor>& 
   }
 }
 
+// Row-major index of element i of shape s, and back.
+inline std::vector<int64_t> unravel(int64_t i, const Shape& s) {
+  std::vector<int64_t> idx(s.size());
+  for (size_t d = s.size(); d-- > 0;) {
+    idx[d] = s[d] ? i % s[d] : 0;
+    i = s[d] ? i / s[d] : 0;
+  }
+  return idx;
+}
+
+inline int64_t ravel(const std::vector<int64_t>& idx, const Shape& s) {
+  int64_t i = 0;
+  for (size_t d = 0; d < s.size(); ++d) i = i * s[d] + idx[d];
+  return i;
+}
+
+// The program's first error, which must exist.
+inline std::string errorOf(const Program& p) { return p.error() ? p.error()->message : std::string("(no error)"); }
+
+#define EXPECT_ERROR(prog, text) EXPECT_NE(errorOf(prog).find(text), std::string::npos) << errorOf(prog)
+
 // Deterministic pseudo-random values in [lo, hi).
 inline std::vector<double> randomValues(size_t n, uint64_t seed, double lo = -1, double hi = 1) {
   std::vector<double> v(n);
