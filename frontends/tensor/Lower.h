@@ -67,7 +67,7 @@ struct LowerOptions {
   unsigned matmulSplitGroups = 0;
   // Where matmulBlock is 0: a workgroup of matmulLanes invocations computes
   // a matmulRows x matmulLanes strip of C, K a loop of the whole workgroup
-  // (ops/Linalg.cpp: for targets whose invocations are vector lanes, the
+  // (ops/MatmulStrip.cpp: for targets whose invocations are vector lanes, the
   // cpu target); 0 for the 64-invocation kernel.
   unsigned matmulLanes = 0;
   unsigned matmulRows = 6;

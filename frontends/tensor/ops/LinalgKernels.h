@@ -76,4 +76,11 @@ OperandBases operandBases(Kernel& k, ir::Value* batch, const Operand& a, const O
 bool coopMatmulApplies(const LowerOptions& o, DType t, const Operand& a, const Operand& b, const Shape& vshape);
 ir::Value* coopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape);
 
+// The strip matmul of targets whose invocations are vector lanes
+// (MatmulStrip.cpp, LowerOptions::matmulLanes): whether it applies (B
+// contiguous along N, no gathered B), and the kernel, with `parts`.
+bool stripMatmulApplies(const LowerOptions& o, const Operand& b, const Shape& vshape, const MatmulParts& parts);
+ir::Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape,
+                       const MatmulParts& parts);
+
 }  // namespace eph::tensor::linalg
