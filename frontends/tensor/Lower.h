@@ -61,6 +61,24 @@ struct LowerOptions {
   // (ops/Linalg.cpp: 256 invocations, an R x R block each; 4 or 8), or 0 for
   // the 64-invocation kernel of 8x8 blocks.
   unsigned matmulBlock = 8;
+  // The blocked kernel's step along K (8 or 16), and where M or N is at most
+  // 64, the blocks' length along the other (4, 8 or 16: tiles of 64 x 64,
+  // 128 or 256; conv's implicit GEMM of 64 output channels). 8 and 8 rows:
+  // conv 32x64x128x128 -> 64 1.64 -> 1.16 ms on the H200, 8x32x64x64 -> 32
+  // 160 -> 71 ms on lavapipe (bench/RESULTS.md).
+  unsigned matmulKStep = 8;
+  unsigned matmulWide = 8;
+  unsigned matmulWideRows = 8;  // where M is at most 64 and matmulWide 8: blocks of 4 or 8 rows
+  // Invocations along M of the 8x8 blocks' tiles (16: 128 x 128, 8: 64 x
+  // 128). 8 on the H200: matmul 4096 3.29 -> 3.20 ms, 4096x3072x768 + bias
+  // 0.58 -> 0.47 ms (bench/RESULTS.md).
+  unsigned matmulThreadRows = 8;
+  // The blocked kernel reads an f32 operand contiguous along M or N (and
+  // aligned) as vec4s from device memory.
+  bool matmulVectorLoads = true;
+  // Bytes of workgroup memory a kernel may use (Vulkan guarantees 16384;
+  // tunedFor(caps) sets the device's).
+  unsigned maxWorkgroupMemory = 16384;
   // The blocked matmul splits K into parts summed by a second kernel where
   // its tiles make fewer workgroups than this (0: never): on a big GPU a
   // 512-row product has too few 64x64 tiles to fill it (ops/Linalg.cpp).

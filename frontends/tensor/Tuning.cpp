@@ -12,11 +12,16 @@ const TuningRow kTable[] = {
      "softmax and layer norm, --matmul-block 0/4/8 on matmul 1024-8192, --elements 1/2/4/8 on add and relu(x*2+y) "
      "(relu(x*2+y) 8192^2: 0.233/0.186/0.172/0.169 ms; bench/RESULTS.md); 2026-11-27 19:20: --split-groups 0/400 "
      "on relu(x*w+b) 512x768x768, 512x3072x768, 512x768x3072, 1024x768x768, 4096x768x768: 0.633/0.490 ms in total "
-     "(264, 528, 1056 measured under a first rule, ceil(G / tiles) parts: RESULTS.md)",
+     "(264, 528, 1056 measured under a first rule, ceil(G / tiles) parts: RESULTS.md). 2026-11-27 23:30: "
+     "bench/device/sweep.sh, the LowerOptions defaults of the blocked matmul (--matmul-kstep 8/16, --matmul-wide "
+     "4/8/16, --matmul-wide-rows 4/8, --matmul-thread-rows 16/8, --no-vector-loads): conv 32x64x128x128->64 "
+     "1.64/1.33/1.16 ms (wide 4, 8, 8 x 8 rows), matmul 4096 3.45/3.29/3.20 ms (scalar reads, vec4 reads, 64 x 128 "
+     "tiles), steps of 16 slower everywhere but conv with 4-row blocks",
      400},
     {"llvmpipe", 1024, 32, 8, 4,
      "2026-11-27, lavapipe (LLVM 15) on 2 AMD EPYC cores: bench/tensor/tune.sh, 2048x2048; --matmul-block 0/4/8 on "
-     "matmul 1024: 5.2/7.9/17.4 GFLOP/s; --elements 1/4 on relu(x*2+y) 2048^2: 8.1/6.9 ms"},
+     "matmul 1024: 5.2/7.9/17.4 GFLOP/s; --elements 1/4 on relu(x*2+y) 2048^2: 8.1/6.9 ms. 2026-11-27 23:40: conv "
+     "8x32x64x64->32 with --matmul-wide 4/8/8 --matmul-wide-rows 8: 160/124/71 ms"},
     // AMD Zen (LLVM names the host CPU "znverN"): rows as measured below; other
     // x86 processors (the row after) keep 4 rows.
     {"znver", 128, 32, 0, 1,
@@ -57,6 +62,7 @@ LowerOptions tunedFor(std::string_view deviceName, LowerOptions base) {
 LowerOptions tunedFor(const DeviceCaps& caps, LowerOptions base) {
   base = tunedFor(caps.name, base);
   base.coopMatrixSubgroup = caps.hasCoopShape("16x16x16 f16 f32") ? caps.subgroupSize : 0;
+  if (caps.maxWorkgroupMemoryBytes) base.maxWorkgroupMemory = caps.maxWorkgroupMemoryBytes;
   return base;
 }
 

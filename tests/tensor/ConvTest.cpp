@@ -108,15 +108,23 @@ TEST(Linalg, Conv2dAsTiledMatmul) {
   // Enough output channels, positions and taps for a matrix product (with
   // groups, dilations, odd sizes): an implicit GEMM (one dispatch gathering
   // from x, storing in place with the bias) in the 64-invocation kernel
-  // (matmulBlock 0) and in the blocked one (4 and 8).
-  for (unsigned block : {0u, 4u, 8u}) {
+  // (matmulBlock 0) and in the blocked one (4 and 8; and where M is at most
+  // 64, 64 x 256 tiles in steps of 16 and 64 x 128 tiles of 8x8 blocks).
+  for (unsigned block : {0u, 4u, 8u, 16u, 88u}) {
     SCOPED_TRACE("matmulBlock " + std::to_string(block));
     LowerOptions o;
     o.tune = false;
-    o.matmulBlock = block;
+    o.matmulBlock = block > 8 ? 8 : block;
+    if (block == 16) o.matmulWide = 16, o.matmulKStep = 16, o.maxWorkgroupMemory = 32768;
+    if (block == 88) o.matmulWide = 8, o.matmulWideRows = 8;
     runConvCases({{{1, 2, 6, 6}, {32, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, true},
                   {{2, 4, 6, 7}, {64, 2, 3, 3}, {1, 1}, {1, 0}, {1, 1}, {2, 1}, 2, true},
-                  {{2, 3, 12, 12}, {130, 3, 3, 3}, {2, 1}, {1, 1}, {1, 1}, {1, 1}, 1, false}},
+                  {{2, 3, 12, 12}, {130, 3, 3, 3}, {2, 1}, {1, 1}, {1, 1}, {1, 1}, 1, false},
+                  // Output rows a multiple of 4 wide (B's elements gathered
+                  // four at a time): strides, dilations and padding along the
+                  // row, and a 1-D conv.
+                  {{2, 3, 9, 17}, {40, 3, 3, 3}, {1, 2}, {1, 2}, {1, 1}, {1, 2}, 1, true},
+                  {{2, 8, 64}, {48, 8, 5}, {1}, {2}, {2}, {1}, 1, true}},
                  o);
   }
 }

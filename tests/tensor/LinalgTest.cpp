@@ -151,6 +151,88 @@ TEST(Linalg, MatmulEveryKernelOverManyTiles) {
   }
 }
 
+// The blocked kernel's shapes (LowerOptions::matmulKStep, matmulWide) and
+// its vec4 reads of device memory (matmulVectorLoads): a product 48 rows
+// high (64-row tiles, 64 x 64/128/256, blocks of 4 or 8 rows) with a broadcast batch and K a
+// partial last step of 16, a product 36 columns wide whose A is read along M
+// (aᵀ, vec4s along its rows), one of exact tiles (no bounds checks), and one
+// whose B starts at an odd element (scalar reads); every target against
+// float64 sums, and the vec4 reads present exactly where they apply.
+TEST(Linalg, MatmulBlockShapesAndVectorReads) {
+  Vec av = randomValues(2 * 48 * 40, 1), bv = randomValues(40 * 200, 2), gv = randomValues(40 * 204, 7), tv = randomValues(40 * 136, 3),
+      cv = randomValues(40 * 36, 4), ev = randomValues(128 * 32, 5), fv = randomValues(32 * 128, 6),
+      hv = randomValues(128 * 40, 8);
+  Program p;
+  Tensor a = p.input("a", DType::F32, {2, 48, 40}), b = p.input("b", DType::F32, {40, 200});
+  Tensor at = p.input("at", DType::F32, {40, 136}), c = p.input("c", DType::F32, {40, 36});
+  Tensor e = p.input("e", DType::F32, {128, 32}), f = p.input("f", DType::F32, {32, 128});
+  Tensor h = p.input("h", DType::F32, {128, 40}), g = p.input("g", DType::F32, {40, 204});
+  p.output("wide", matmul(a, b));
+  p.output("narrow", matmul(transpose(at), c));
+  p.output("exact", matmul(e, f));
+  p.output("odd", matmul(h, slice(g, 1, 1, 201)));
+  auto product = [](auto A, auto B, int64_t M, int64_t K, int64_t N) {  // A(m, k), B(k, n): float64 sums
+    Vec c(size_t(M * N));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) s += A(m, k) * B(k, n);
+        c[size_t(m * N + n)] = s;
+      }
+    return c;
+  };
+  Vec wide;
+  for (int64_t z = 0; z < 2; ++z) {
+    Vec w = product([&](int64_t m, int64_t k) { return av[size_t((z * 48 + m) * 40 + k)]; },
+                    [&](int64_t k, int64_t n) { return bv[size_t(k * 200 + n)]; }, 48, 40, 200);
+    wide.insert(wide.end(), w.begin(), w.end());
+  }
+  Vec narrow = product([&](int64_t m, int64_t k) { return tv[size_t(k * 136 + m)]; },
+                       [&](int64_t k, int64_t n) { return cv[size_t(k * 36 + n)]; }, 136, 40, 36);
+  Vec exact = product([&](int64_t m, int64_t k) { return ev[size_t(m * 32 + k)]; },
+                      [&](int64_t k, int64_t n) { return fv[size_t(k * 128 + n)]; }, 128, 32, 128);
+  Vec odd = product([&](int64_t m, int64_t k) { return hv[size_t(m * 40 + k)]; },
+                    [&](int64_t k, int64_t n) { return gv[size_t(k * 204 + n + 1)]; }, 128, 40, 200);
+  std::vector<HostTensor> in = {HostTensor::of(DType::F32, {2, 48, 40}, av), HostTensor::of(DType::F32, {40, 200}, bv),
+                                HostTensor::of(DType::F32, {40, 136}, tv), HostTensor::of(DType::F32, {40, 36}, cv),
+                                HostTensor::of(DType::F32, {128, 32}, ev), HostTensor::of(DType::F32, {32, 128}, fv),
+                                HostTensor::of(DType::F32, {128, 40}, hv), HostTensor::of(DType::F32, {40, 204}, gv)};
+  struct Config {
+    unsigned block, kstep, wide, wideRows, threadRows;
+    bool vec;
+  };
+  for (Config cf : {Config{8, 8, 4, 4, 16, true}, Config{8, 16, 8, 4, 16, true}, Config{8, 16, 16, 4, 8, false},
+                    Config{4, 16, 16, 4, 8, true}, Config{8, 8, 16, 4, 8, true}, Config{8, 8, 8, 8, 8, true},
+                    Config{8, 16, 8, 8, 16, false}}) {
+    SCOPED_TRACE("block " + std::to_string(cf.block) + ", k-step " + std::to_string(cf.kstep) + ", wide " +
+                 std::to_string(cf.wide) + " x " + std::to_string(cf.wideRows) + ", thread rows " +
+                 std::to_string(cf.threadRows) + (cf.vec ? ", vec4 reads" : ", scalar reads"));
+    LowerOptions o;
+    o.tune = false;
+    o.matmulBlock = cf.block;
+    o.matmulKStep = cf.kstep;
+    o.matmulWide = cf.wide;
+    o.matmulWideRows = cf.wideRows;
+    o.matmulThreadRows = cf.threadRows;
+    o.matmulVectorLoads = cf.vec;
+    o.maxWorkgroupMemory = 32768;  // lavapipe's (64 x 256 tiles in steps of 16 need 40 KiB: steps of 8)
+    ir::Context ctx;
+    auto lowered = lower(ctx, p, o);
+    ASSERT_TRUE(lowered) << lowered.error().message;
+    int blocked = 0, withVec = 0;  // kernels, and those with vec4 reads of device memory
+    for (const auto& f : lowered->module->functions())
+      if (f->kind() == ir::FunctionKind::Kernel && f->name().find("matmul_blocked") != std::string::npos) {
+        ++blocked;
+        int vecLoads = 0;
+        f->walk([&](ir::Op* op) { vecLoads += op->is(ir::OpId::VecLoad); });
+        withVec += vecLoads > 0;
+      }
+    EXPECT_EQ(blocked, 4);
+    EXPECT_EQ(withVec, cf.vec ? 3 : 0);  // wide (B), narrow (A and B), exact (B); not odd
+    expectOnAllTargets(p, in, {wide, narrow, exact, odd}, 1e-5, o);
+  }
+}
+
 // Split K (LowerOptions::matmulSplitGroups, forced here): a batched product
 // whose last k-step is partial, a product with a bias + relu epilogue, and a
 // conv as an implicit GEMM (parts.store), each summed from several parts of K

@@ -242,10 +242,51 @@ std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const O
     for (size_t d = 0; d < w.k; ++d) idx.push_back(b.select(ok, pos[d], k.i32(0)));
     return b.select(ok, loadAt(k, x, k.offsetOf(x, idx), acc), k.constant(acc, 0));
   };
+  // col's elements (g, r, q + e), e < 4, where a row of the output holds
+  // them all (its width a multiple of 4, q of 4): the index arithmetic once,
+  // then four positions `stride` apart along the last dimension.
+  auto gather4 = [&](Kernel& k, size_t x, Value* g, Value* r, Value* q) {
+    Builder& b = k.b;
+    Value* c = taps == 1 ? r : b.div(r, k.i32(taps));
+    Value* j = taps == 1 ? k.i32(0) : b.rem(r, k.i32(taps));
+    Value* nn = b.div(q, k.i32(P));
+    Value* p = b.rem(q, k.i32(P));
+    std::vector<Value*> idx = {nn, G == 1 ? c : b.add(b.mul(g, k.i32(Cg)), c)};
+    Value* ok = nullptr;  // the dimensions before the last
+    int64_t innerO = 1, innerJ = 1;
+    std::vector<Value*> pos(w.k);
+    for (size_t d = w.k; d-- > 0;) {
+      Value* o = innerO == 1 ? p : b.div(p, k.i32(innerO));
+      if (d > 0) o = b.rem(o, k.i32(w.out[d]));
+      Value* jd = innerJ == 1 ? j : b.div(j, k.i32(innerJ));
+      if (d > 0) jd = b.rem(jd, k.i32(w.kernel[d]));
+      innerO *= w.out[d];
+      innerJ *= w.kernel[d];
+      pos[d] = b.add(addConst(k, mulConst(k, o, w.strides[d]), -w.padBegin[d]), mulConst(k, jd, w.dilations[d]));
+      if (d + 1 == w.k) continue;
+      Value* inside = b.and_(b.ge(pos[d], k.i32(0)), b.lt(pos[d], k.i32(w.in[d])));
+      ok = ok ? b.and_(ok, inside) : inside;
+    }
+    for (size_t d = 0; d + 1 < w.k; ++d) idx.push_back(ok ? b.select(ok, pos[d], k.i32(0)) : pos[d]);
+    idx.push_back(k.i32(0));
+    Value* row = k.offsetOf(x, idx);
+    const int64_t last = w.k - 1, stride = k.in(x).strides.back();
+    std::vector<Value*> out;
+    for (int64_t e = 0; e < 4; ++e) {
+      Value* at = addConst(k, pos[last], e * w.strides[last]);
+      Value* inside = b.and_(b.ge(at, k.i32(0)), b.lt(at, k.i32(w.in[last])));
+      if (ok) inside = b.and_(ok, inside);
+      Value* off = b.add(row, mulConst(k, b.select(inside, at, k.i32(0)), stride));
+      out.push_back(b.select(inside, loadAt(k, x, off, acc), k.constant(acc, 0)));
+    }
+    return out;
+  };
   Operand wm{W.buf, W.dtype, {G, Mg, Kc}, {Mg * Kc, Kc, 1}, W.offset};
   MatmulParts parts;
   if (in.size() == 3) parts.extra.push_back(in[2]);
   parts.bElement = [&](Kernel& k, Value* g, Value* r, Value* q) { return gather(k, 1, g, r, q); };
+  if (w.out.back() % 4 == 0)
+    parts.bElements4 = [&](Kernel& k, Value* g, Value* r, Value* q) { return gather4(k, 1, g, r, q); };
   parts.store = [&](Kernel& k, Value* g, Value* m, Value* q, Value* v) -> std::pair<Value*, Value*> {
     Builder& b = k.b;
     Value* mm = G == 1 ? m : b.add(b.mul(g, k.i32(Mg)), m);
@@ -256,7 +297,7 @@ std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const O
   };
   parts.outType = t;
   parts.outCount = numel(n.shape);
-  parts.key = "conv|" + key;
+  parts.key = "conv|" + key + (parts.bElements4 ? "|4" : "");
   return tiledMatmul(l, t, wm, X, vshape, parts);
 }
 

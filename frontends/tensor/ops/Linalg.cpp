@@ -219,34 +219,57 @@ OperandBases operandBases(Kernel& k, Value* batch, const Operand& a, const Opera
           b.strides[r - 1]};
 }
 
-Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, int64_t R,
+// The blocked kernel's shape: each invocation computes an rm x rn block of C
+// (ty x 16 invocations: a ty·rm x 16rn tile), K in steps of kb.
+struct BlockShape {
+  int64_t rm = 0, rn = 0, kb = 8, ty = 16;
+};
+Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, BlockShape s,
                      const MatmulParts& parts);
 
-// The R of the blocked kernel for a [batch.., M, N] product of dtype t under
-// options o, or 0 when it does not apply (options or dtype).
 int64_t matmulSplits(const LowerOptions& o, int64_t groups, int64_t kSteps);
 
-int64_t matmulBlockFor(const LowerOptions& o, DType t, const Shape& vshape, int64_t K) {
-  const unsigned R = o.matmulBlock;
-  if ((R != 4 && R != 8) || (t != DType::F32 && t != DType::F16)) return 0;  // f32 sums
+// The blocked kernel's shape for a [batch.., M, N] product of dtype t under
+// options o; rm 0 when it does not apply (options or dtype).
+BlockShape matmulBlockFor(const LowerOptions& o, DType t, const Shape& vshape, int64_t K) {
+  const int64_t R = o.matmulBlock;
+  if ((R != 4 && R != 8) || (t != DType::F32 && t != DType::F16)) return {};  // f32 sums
+  const int64_t kb = o.matmulKStep == 16 ? 16 : 8;
   // 8x8 blocks, unless their 128x128 tiles would leave a big GPU's SMs idle
   // (on the H200, 132 SMs, 1024x1024 = 64 tiles ran 10% faster in 4x4
-  // blocks, 2048 and up 1.7x slower: bench/RESULTS.md, 2026-11-27) or M or
-  // N is at most 64 (half of every tile would be outside). With split K
-  // making at least 128 workgroups of them, 128x128 tiles stay (BERT's
-  // 512x768x3072: 0.113 ms in 4x4 blocks, 0.094 in 8x8 blocks and 4 parts).
+  // blocks, 2048 and up 1.7x slower: bench/RESULTS.md, 2026-11-27). With
+  // split K making at least 128 workgroups of them, 128x128 tiles stay
+  // (BERT's 512x768x3072: 0.113 ms in 4x4 blocks, 0.094 in 8x8 blocks and 4
+  // parts). Where M (or N) is at most 64, tiles are 64 high (wide) and
+  // 16·LowerOptions::matmulWide long the other way; where M is, blocks of
+  // matmulWideRows rows (8: 8 x 16 invocations, and tiles 32 high where M is
+  // at most 32).
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1];
-  const int64_t tiles128 = ((M + 127) / 128) * ((N + 127) / 128) * numel(Shape(vshape.begin(), vshape.end() - 2));
-  if (R == 8 && tiles128 < 128 && M > 64 && N > 64 && tiles128 * matmulSplits(o, tiles128, (K + 7) / 8) >= 128) return 8;
-  return R == 8 && (tiles128 < 128 || M <= 64 || N <= 64) ? 4 : R;
+  const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
+  const int64_t W = o.matmulWide == 8 || o.matmulWide == 16 ? o.matmulWide : 4;
+  BlockShape s{4, 4, kb};
+  const int64_t tiles128 = ((M + 127) / 128) * ((N + 127) / 128) * batches;
+  if (M <= 32 && N > 64 && o.matmulWideRows == 8) s = {4, W, kb, 8};  // 32-row tiles
+  else if (M <= 64 && N > 64) s = o.matmulWideRows == 8 && W == 8 ? BlockShape{8, 8, kb, 8} : BlockShape{4, W, kb};
+  else if (N <= 64 && M > 64) s = {W, 4, kb};
+  else if (R == 8 && M > 64 && (tiles128 >= 128 || tiles128 * matmulSplits(o, tiles128, (K + 7) / 8) >= 128))
+    s = {8, 8, kb, o.matmulThreadRows == 8 ? 8 : 16};
+  // Two stages of both slices: 2·kb·(ty·rm + 16rn) floats. Within the
+  // device's workgroup memory: steps of 8, then shorter blocks.
+  auto bytes = [](const BlockShape& b) { return 8 * b.kb * (b.ty * b.rm + 16 * b.rn); };
+  if (bytes(s) > int64_t(o.maxWorkgroupMemory)) s.kb = 8;
+  while (bytes(s) > int64_t(o.maxWorkgroupMemory) && s.rn > 4) s.rn /= 2;
+  while (bytes(s) > int64_t(o.maxWorkgroupMemory) && s.rm > 4) s.rm /= 2, s.ty = 16;
+  return s;
 }
 
 Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape,
                    const MatmulParts& parts) {
   if (!parts.store && !parts.bElement && parts.extra.empty() && coopMatmulApplies(l.opts, t, a, b, vshape))
     return coopMatmul(l, t, a, b, vshape);
-  if (int64_t R = matmulBlockFor(l.opts, t, vshape, a.shape[vshape.size() - 1])) return blockedMatmul(l, t, a, b, vshape, R, parts);
+  if (BlockShape s = matmulBlockFor(l.opts, t, vshape, a.shape[vshape.size() - 1]); s.rm)
+    return blockedMatmul(l, t, a, b, vshape, s, parts);
   if (stripMatmulApplies(l.opts, b, vshape, parts)) return stripMatmul(l, t, a, b, vshape, parts);
   if (l.opts.matmulLanes && l.opts.matmulRows && !parts.bElement && vshape[vshape.size() - 2] >= 16) {
     // B read across N (attention's q·kᵀ): copied contiguous first, so that
@@ -360,15 +383,19 @@ Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
 //
 // The algorithm of bench/ephapax/gemm.eph's sgemm (84-90% of cuBLAS on the
 // H200, issue 6) for any strides and edges, with f32 sums: a workgroup of
-// 16x16 invocations computes a T x T tile of C (T = 16R), each invocation an
-// R x R block of it, rows g*64 + ty*4 + i and columns h*64 + tx*4 + j
-// (g, h < R/4; i, j < 4), so that it reads workgroup memory as vec4s: R/2 of
-// them per k for R² multiply-adds. K is walked in steps of 8: A's T x 8 slice
-// is staged transposed ([k][m/4], vec4s along m) and B's 8 x T slice as it is
-// ([k][n/4], vec4s along n), by the first 2T invocations, one vec4 of each
-// (zero past the edges); the next step's slices are read into registers while
-// this one's are used. LowerOptions::matmulBlock is R (4 or 8; 0 selects the
-// 64-invocation kernel above).
+// TY x 16 invocations (TY 16, or 8 for tiles 64 high) computes a Tm x Tn
+// tile of C (Tm = TY·rm, Tn = 16rn), each invocation an rm x rn block of it,
+// rows g*4TY + ty*4 + i and columns h*64 + tx*4 + j (g < rm/4, h < rn/4;
+// i, j < 4), so that it reads workgroup
+// memory as vec4s: (rm + rn)/4 of them per k for rm·rn multiply-adds. K is
+// walked in steps of kb (8 or 16): A's Tm x kb slice is staged transposed
+// ([k][m/4], vec4s along m) and B's kb x Tn slice as it is ([k][n/4], vec4s
+// along n), a vec4 of each by each of the first invocations (or two or four
+// by each: kb·Tn/4 vec4s in all), zero past the edges; the next step's slices
+// are read into registers while this one's are used. An operand contiguous
+// along m (A) or n (B), f32, whose vec4s start at multiples of 4 elements, is
+// read from device memory a vec4 at a time. LowerOptions::matmulBlock,
+// matmulWide and matmulKStep choose the shape (matmulBlockFor).
 //
 // Split K: where the tiles (times the batches) are at most half of
 // LowerOptions::matmulSplitGroups, each tile's k-steps are divided among S
@@ -386,25 +413,48 @@ int64_t matmulSplits(const LowerOptions& o, int64_t groups, int64_t kSteps) {
   return 1;
 }
 
-Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, int64_t R,
+// Whether operand `o` (of a product with `batchRank` batch dimensions) is
+// read as vec4s along the dimension of stride sMN: f32 in memory, contiguous
+// along it, and every vec4 at a multiple of 4 elements (its offset, the
+// other stride and the batch strides multiples of 4; the tile's rows or
+// columns start at multiples of 4), all four in or all out of `extent`.
+bool vec4Reads(const LowerOptions& o, const Operand& op, size_t batchRank, int64_t sMN, int64_t sK, int64_t extent) {
+  if (!o.matmulVectorLoads || op.dtype != DType::F32 || sMN != 1 || sK % 4 != 0 || op.offset % 4 != 0 ||
+      extent % 4 != 0)
+    return false;
+  for (size_t d = 0; d < batchRank; ++d)
+    if (op.strides[d] % 4 != 0) return false;
+  return true;
+}
+
+Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, BlockShape shape,
                      const MatmulParts& parts) {
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
-  const int64_t T = 16 * R, Q = T / 4, kAll = (K + 7) / 8;
-  const int64_t tilesM = (M + T - 1) / T, tilesN = (N + T - 1) / T;
+  const int64_t rm = shape.rm, rn = shape.rn, KB = shape.kb, TY = shape.ty, threads = 16 * TY;
+  const int64_t Tm = TY * rm, Tn = 16 * rn, Qa = Tm / 4, Qb = Tn / 4, kAll = (K + KB - 1) / KB;
+  const int64_t tilesM = (M + Tm - 1) / Tm, tilesN = (N + Tn - 1) / Tn;
   const int64_t S = matmulSplits(l.opts, tilesM * tilesN * batches, kAll);
   const int64_t kSteps = kAll / S;  // this workgroup's
   std::vector<Operand> in = {a, b};
   in.insert(in.end(), parts.extra.begin(), parts.extra.end());
+  // With M and N multiples of the tile and K of the step (shapes are
+  // static), no element is outside: no bounds checks at all.
+  const bool exact = M % Tm == 0 && N % Tn == 0 && K % KB == 0;
+  auto kFastest = [&](int64_t sMN, int64_t sK) { return sK == 1 || (sMN != 1 && std::abs(sK) < std::abs(sMN)); };
+  const bool aAlongK = kFastest(a.strides[r - 2], a.strides[r - 1]);
+  const bool bAlongK = !parts.bElement && kFastest(b.strides[r - 1], b.strides[r - 2]);
+  const bool aVec = vec4Reads(l.opts, a, r - 2, a.strides[r - 2], a.strides[r - 1], M);
+  const bool bVec = !parts.bElement && vec4Reads(l.opts, b, r - 2, b.strides[r - 1], b.strides[r - 2], N);
   auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
     ir::Context& ctx = l.ctx;
     const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
     Kernel k(bb, ctx, in, inBufs);
     const ir::Type* f32 = ctx.f32();
     const ir::Type* v4 = ctx.vectorType(f32, 4);
-    Value* As = bb.workgroupAlloc(v4, 2 * 8 * Q);  // two stages of [k][m/4]
-    Value* Bs = bb.workgroupAlloc(v4, 2 * 8 * Q);  // two stages of [k][n/4]
+    Value* As = bb.workgroupAlloc(v4, 2 * KB * Qa);  // two stages of [k][m/4]
+    Value* Bs = bb.workgroupAlloc(v4, 2 * KB * Qb);  // two stages of [k][n/4]
     Value* lid = bb.localId(0, ctx.i32());
     Value* tx = bb.rem(lid, k.i32(16));
     Value* ty = bb.div(lid, k.i32(16));
@@ -412,32 +462,53 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     Value* gz = bb.workgroupId(2, ctx.i32());  // batch
     Value* split = S > 1 ? bb.div(gx, k.i32(tilesM * tilesN)) : nullptr;  // which part of K
     if (split) gx = bb.rem(gx, k.i32(tilesM * tilesN));
-    Value* row0 = bb.mul(bb.div(gx, k.i32(tilesN)), k.i32(T));
-    Value* col0 = bb.mul(bb.rem(gx, k.i32(tilesN)), k.i32(T));
+    Value* row0 = bb.mul(bb.div(gx, k.i32(tilesN)), k.i32(Tm));
+    Value* col0 = bb.mul(bb.rem(gx, k.i32(tilesN)), k.i32(Tn));
     const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, parts);
-    // Staging: invocation lid < 8Q reads one k of a slice at four rows (A)
-    // or columns (B), q·4 + {0..3}. Neighbouring invocations read neighbouring
-    // memory: k = lid % 8, q = lid / 8 where the operand is contiguous along
-    // k (A row-major, B transposed: attention's q·kᵀ), else q = lid % Q,
-    // k = lid / Q (contiguous along m or n).
-    // With M and N multiples of the tile and K of 8 (shapes are static), no
-    // element is outside: no bounds checks at all.
-    const bool exact = M % T == 0 && N % T == 0 && K % 8 == 0;
-    Value* stages = 8 * Q < 256 ? bb.lt(lid, k.i32(8 * Q)) : nullptr;
-    // (The others read the slices of lid % 8Q too, in bounds, and store nothing.)
-    Value* slid = stages ? bb.rem(lid, k.i32(8 * Q)) : lid;
-    auto kFastest = [&](int64_t sMN, int64_t sK) { return sK == 1 || (sMN != 1 && std::abs(sK) < std::abs(sMN)); };
-    const bool aAlongK = kFastest(a.strides[r - 2], a.strides[r - 1]);
-    const bool bAlongK = !parts.bElement && kFastest(b.strides[r - 1], b.strides[r - 2]);
-    Value* ak = aAlongK ? bb.rem(slid, k.i32(8)) : bb.div(slid, k.i32(Q));
-    Value* aq = aAlongK ? bb.div(slid, k.i32(8)) : bb.rem(slid, k.i32(Q));
-    Value* bk = bAlongK ? bb.rem(slid, k.i32(8)) : bb.div(slid, k.i32(Q));
-    Value* bq = bAlongK ? bb.div(slid, k.i32(8)) : bb.rem(slid, k.i32(Q));
+    // Staging: an operand's slice is KB·Q vec4s, vec4 v holding one k at
+    // four rows (A) or columns (B), q·4 + {0..3}. Invocation lid stages
+    // v = lid + p·threads (p < ceil(KB·Q / threads); where KB·Q < threads only the first
+    // KB·Q invocations store: the others read v mod KB·Q, in bounds).
+    // Neighbouring invocations read neighbouring memory: k = v % KB,
+    // q = v / KB where the operand is contiguous along k (A row-major, B
+    // transposed: attention's q·kᵀ), else q = v % Q, k = v / Q.
+    struct Slot {
+      Value* k;
+      Value* q;
+    };
+    auto slots = [&](int64_t Q, bool alongK) {
+      std::vector<Slot> out;
+      for (int64_t p = 0; p * threads < KB * Q; ++p) {
+        Value* v = KB * Q < threads ? bb.rem(lid, k.i32(KB * Q)) : addConst(k, lid, threads * p);
+        out.push_back(alongK ? Slot{bb.rem(v, k.i32(KB)), bb.div(v, k.i32(KB))}
+                             : Slot{bb.div(v, k.i32(Q)), bb.rem(v, k.i32(Q))});
+      }
+      return out;
+    };
+    const std::vector<Slot> aSlots = slots(Qa, aAlongK), bSlots = slots(Qb, bAlongK);
     Value* zero = bb.constFloat(f32, 0);
     // The four elements (row or column `first` + e) of one operand's slice, zero outside.
-    auto read4 = [&](Builder& b, size_t op, Value* gk, Value* first, int64_t limit, int64_t sMN, int64_t sK, Value* base) {
+    auto read4 = [&](Builder& b, size_t op, Value* gk, Value* first, int64_t limit, int64_t sMN, int64_t sK,
+                     Value* base, bool vec) {
       Kernel at(b, ctx, in, inBufs);
       Value* inK = exact ? nullptr : b.lt(gk, k.i32(K));
+      const bool four = op == 1 && parts.bElements4;
+      if (vec || four) {  // all four in or all out (limit % 4 == 0)
+        Value* ok = exact ? nullptr : b.and_(inK, b.lt(first, k.i32(limit)));
+        Value* g = ok ? b.select(ok, first, k.i32(0)) : first;
+        Value* gkIn = ok ? b.select(ok, gk, k.i32(0)) : gk;
+        Values e;
+        if (four) {
+          e = parts.bElements4(at, gz, gkIn, g);
+        } else {
+          Value* v = b.vecLoad(k.buffer(op), b.div(b.add(base, b.add(g, mulConst(k, gkIn, sK))), k.i32(4)), 4);
+          if (!ok) return v;
+          for (unsigned q = 0; q < 4; ++q) e.push_back(b.vecExtract(v, q));
+        }
+        if (ok)
+          for (Value*& x : e) x = b.select(ok, x, zero);
+        return b.vecMake(e);
+      }
       Values e;
       for (int64_t q = 0; q < 4; ++q) {
         Value* g = addConst(k, first, q);
@@ -451,36 +522,51 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
       }
       return b.vecMake(e);
     };
-    // The slices of k-step `ks` (an i32), into registers.
-    auto read = [&](Builder& b, Value* ks) -> std::pair<Value*, Value*> {
-      Value* k0 = b.mul(split ? b.add(ks, b.mul(split, k.i32(kSteps))) : ks, k.i32(8));
-      return {read4(b, 0, b.add(k0, ak), b.add(row0, b.mul(aq, k.i32(4))), M, sam, sak, baseA),
-              read4(b, 1, b.add(k0, bk), b.add(col0, b.mul(bq, k.i32(4))), N, sbn, sbk, baseB)};
+    // The slices of k-step `ks` (an i32), into registers: A's vec4s, then B's.
+    auto read = [&](Builder& b, Value* ks) {
+      Value* k0 = b.mul(split ? b.add(ks, b.mul(split, k.i32(kSteps))) : ks, k.i32(KB));
+      Values out;
+      for (const Slot& s : aSlots)
+        out.push_back(read4(b, 0, b.add(k0, s.k), b.add(row0, b.mul(s.q, k.i32(4))), M, sam, sak, baseA, aVec));
+      for (const Slot& s : bSlots)
+        out.push_back(read4(b, 1, b.add(k0, s.k), b.add(col0, b.mul(s.q, k.i32(4))), N, sbn, sbk, baseB, bVec));
+      return out;
     };
     // Workgroup memory holds two stages of both slices: while one is read, the
     // next k-step's slices go into the other, so one barrier per step both
     // publishes them and ends the reads of the stage written next.
-    auto stage = [&](Builder& b, std::pair<Value*, Value*> ab, int64_t s) {
-      auto put = [&](Builder& ib) {
-        ib.store(As, addConst(k, ib.add(ib.mul(ak, k.i32(Q)), aq), s * 8 * Q), ab.first);
-        ib.store(Bs, addConst(k, ib.add(ib.mul(bk, k.i32(Q)), bq), s * 8 * Q), ab.second);
+    auto stage = [&](Builder& b, const Values& v, int64_t s) {
+      auto put = [&](Builder& ib, Value* mem, const std::vector<Slot>& sl, int64_t Q, size_t first) {
+        for (size_t p = 0; p < sl.size(); ++p)
+          ib.store(mem, addConst(k, ib.add(ib.mul(sl[p].k, k.i32(Q)), sl[p].q), s * KB * Q), v[first + p]);
       };
-      if (stages) b.ifOp(stages, {}, put);
-      else put(b);
+      auto guarded = [&](Value* mem, const std::vector<Slot>& sl, int64_t Q, size_t first) {
+        if (KB * Q < threads)
+          b.ifOp(b.lt(lid, k.i32(KB * Q)), {}, [&](Builder& ib) { put(ib, mem, sl, Q, first); });
+        else
+          put(b, mem, sl, Q, first);
+      };
+      guarded(As, aSlots, Qa, 0);
+      guarded(Bs, bSlots, Qb, aSlots.size());
     };
-    // The 8 multiply-add steps of stage s on the accumulators.
+    // The KB multiply-add steps of stage s on the accumulators.
     auto multiply = [&](Builder& b, const Values& c, int64_t s) {
-      ir::Op* inner = b.forOp(k.i32(0), k.i32(8), k.i32(1), c, [&](Builder& ib, Value* kk, const Values& acc) -> Values {
-        Value* at = addConst(k, ib.mul(kk, k.i32(Q)), s * 8 * Q);
+      ir::Op* inner = b.forOp(k.i32(0), k.i32(KB), k.i32(1), c, [&](Builder& ib, Value* kk, const Values& acc) -> Values {
+        Value* atA = addConst(k, ib.mul(kk, k.i32(Qa)), s * KB * Qa);
+        Value* atB = addConst(k, ib.mul(kk, k.i32(Qb)), s * KB * Qb);
         Values av, bv;
-        for (int64_t g = 0; g < R / 4; ++g) {
-          Value* va = ib.load(As, ib.add(at, addConst(k, ty, g * 16)));
-          Value* vb = ib.load(Bs, ib.add(at, addConst(k, tx, g * 16)));
-          for (unsigned e = 0; e < 4; ++e) av.push_back(ib.vecExtract(va, e)), bv.push_back(ib.vecExtract(vb, e));
+        for (int64_t g = 0; g < rm / 4; ++g) {
+          Value* va = ib.load(As, ib.add(atA, addConst(k, ty, g * TY)));
+          for (unsigned e = 0; e < 4; ++e) av.push_back(ib.vecExtract(va, e));
+        }
+        for (int64_t h = 0; h < rn / 4; ++h) {
+          Value* vb = ib.load(Bs, ib.add(atB, addConst(k, tx, h * 16)));
+          for (unsigned e = 0; e < 4; ++e) bv.push_back(ib.vecExtract(vb, e));
         }
         Values next;
-        for (int64_t i = 0; i < R; ++i)
-          for (int64_t j = 0; j < R; ++j) next.push_back(ib.add(acc[size_t(i * R + j)], ib.mul(av[size_t(i)], bv[size_t(j)])));
+        for (int64_t i = 0; i < rm; ++i)
+          for (int64_t j = 0; j < rn; ++j)
+            next.push_back(ib.add(acc[size_t(i * rn + j)], ib.mul(av[size_t(i)], bv[size_t(j)])));
         return next;
       });
       Values out;
@@ -497,33 +583,33 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     // the whole K loop.
     Value* trips = bb.mul(k.i32(kSteps / 2), bb.numWorkgroups(1, ctx.i32()));
     Value* last = k.i32(kSteps - 1);
-    ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), Values(size_t(R * R), zero),
+    ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), Values(size_t(rm * rn), zero),
                             [&](Builder& b, Value* trip, const Values& c) -> Values {
       Value* step = b.mul(trip, k.i32(2));
-      auto next = read(b, b.min(b.add(step, k.i32(1)), last));
+      Values next = read(b, b.min(b.add(step, k.i32(1)), last));
       Values acc = multiply(b, c, 0);
       stage(b, next, 1);
       b.barrier();
-      auto after = read(b, b.min(b.add(step, k.i32(2)), last));
+      Values after = read(b, b.min(b.add(step, k.i32(2)), last));
       acc = multiply(b, acc, 1);
       stage(b, after, 0);
       b.barrier();
       return acc;
     });
     Values acc;
-    for (unsigned i = 0; i < unsigned(R * R); ++i) acc.push_back(loop->result(i));
+    for (unsigned i = 0; i < unsigned(rm * rn); ++i) acc.push_back(loop->result(i));
     if (kSteps % 2) acc = multiply(bb, acc, 0);
     Value* out = bufs.back();
     const bool partial = S > 1;  // f32 sums of this part of K at [split, batch, m, n]
     const ir::Type* storage = partial ? f32 : irType(ctx, parts.store ? parts.outType : t);
     Value* obase = bb.mul(partial ? bb.add(bb.mul(split, k.i32(batches)), gz) : gz, k.i32(M * N));
-    for (int64_t i = 0; i < R; ++i)
-      for (int64_t j = 0; j < R; ++j) {
-        Value* gm = bb.add(row0, addConst(k, bb.mul(ty, k.i32(4)), (i / 4) * 64 + i % 4));
+    for (int64_t i = 0; i < rm; ++i)
+      for (int64_t j = 0; j < rn; ++j) {
+        Value* gm = bb.add(row0, addConst(k, bb.mul(ty, k.i32(4)), (i / 4) * 4 * TY + i % 4));
         Value* gn = bb.add(col0, addConst(k, bb.mul(tx, k.i32(4)), (j / 4) * 64 + j % 4));
         auto put = [&](Builder& ib) {
           Kernel at(ib, ctx, in, inBufs);
-          Value* v = acc[size_t(i * R + j)];
+          Value* v = acc[size_t(i * rn + j)];
           Value* off = nullptr;
           if (parts.store && !partial) std::tie(v, off) = parts.store(at, gz, gm, gn, v);
           else off = ib.add(obase, ib.add(ib.mul(gm, k.i32(N)), gn));
@@ -536,11 +622,12 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
   };
   const DType outType = parts.store ? parts.outType : t;
   const int64_t count = parts.store ? parts.outCount : numel(vshape);
-  const std::string key = shapeText(vshape) + "|R" + std::to_string(R) + "|" + parts.key;
+  const std::string key = shapeText(vshape) + "|B" + std::to_string(rm) + "x" + std::to_string(rn) + "k" +
+                          std::to_string(KB) + "t" + std::to_string(TY) + (aVec ? "va" : "") + (bVec ? "vb" : "") + "|" + parts.key;
   if (S == 1)
-    return l.custom("matmul_blocked", outType, count, in, {256, 1, 1}, {tilesM * tilesN, 1, batches}, build, key);
+    return l.custom("matmul_blocked", outType, count, in, {unsigned(threads), 1, 1}, {tilesM * tilesN, 1, batches}, build, key);
   const int64_t MN = batches * M * N;
-  Value* sums = l.custom("matmul_blocked", DType::F32, S * MN, in, {256, 1, 1}, {tilesM * tilesN * S, 1, batches}, build,
+  Value* sums = l.custom("matmul_blocked", DType::F32, S * MN, in, {unsigned(threads), 1, 1}, {tilesM * tilesN * S, 1, batches}, build,
                          key + "|split" + std::to_string(S));
   // The sum of the S parts of each element, stored as the single kernel stores it.
   std::vector<Operand> sumIn = in;

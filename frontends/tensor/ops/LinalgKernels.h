@@ -40,6 +40,9 @@ struct MatmulParts {
   // B's element (k, n) of batch `batch` in the compute type instead of b's
   // strided read (b: the operand it reads as input 1). Called with k < K and n < N.
   std::function<ir::Value*(Kernel& k, ir::Value* batch, ir::Value* kk, ir::Value* n)> bElement;
+  // Optional, with bElement: B's elements (k, n + e), e < 4, for n a multiple
+  // of 4 (N is one too), computing the index arithmetic they share once.
+  std::function<std::vector<ir::Value*>(Kernel& k, ir::Value* batch, ir::Value* kk, ir::Value* n)> bElements4;
   // The value to store for C's element (m, n) of batch `batch`, whose sum is
   // `v` (the compute type), and its element offset in an output of
   // `outCount` elements of `outType`, instead of v at [batch, m, n] of a
