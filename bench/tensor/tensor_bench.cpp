@@ -567,6 +567,7 @@ int main(int argc, char** argv) {
         auto warmStart = std::chrono::steady_clock::now();
         for (int k = 0; times.size() < size_t(runs); ++k) {
           timed.ms = 0;
+          if (times.empty()) timed.perKernel.clear(), timed.hostMs.clear();  // --profile: the timed runs only
 #ifdef EPH_TENSOR_BENCH_VULKAN
           if (vk) vk->takeDispatchTimes();
 #endif
@@ -580,12 +581,13 @@ int main(int argc, char** argv) {
           double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
           double ms = timed.ms;
           double span = NAN;
+          std::map<std::string, double> runPerKernel;  // this run's GPU times per kernel
 #ifdef EPH_TENSOR_BENCH_VULKAN
           if (vk) {
             ms = 0;
             for (const auto& t : vk->takeDispatchTimes()) {
               ms += t.ms;
-              if (k >= 3) gpuPerKernel[t.kernel] += t.ms;
+              runPerKernel[t.kernel] += t.ms;
             }
             // Per submission (times count from its first start), summed.
             std::map<unsigned, std::pair<double, double>> bySubmission;
@@ -614,8 +616,10 @@ int main(int argc, char** argv) {
           // clocks fall while the host checks a case and prepares the next,
           // and rise slowly (the H200 ran the second case of a call at a
           // third of its bandwidth after 300 ms).
-          if (k >= 3 && std::chrono::steady_clock::now() - warmStart > std::chrono::milliseconds(target == "vulkan" ? 2000 : 300))
+          if (k >= 3 && std::chrono::steady_clock::now() - warmStart > std::chrono::milliseconds(target == "vulkan" ? 2000 : 300)) {
             times.push_back(ms), walls.push_back(wall), spans.push_back(span);
+            for (const auto& [kernel, t] : runPerKernel) gpuPerKernel[kernel] += t;
+          }
         }
         freeDeviceBuffers(timed, *args);
         if (profile) {

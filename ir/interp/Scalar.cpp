@@ -231,7 +231,7 @@ RtValue unaryScalar(UnaryKind k, const RtValue& a) {
     case UnaryKind::Asinh: r = std::asinh(x); break;
     case UnaryKind::Acosh: r = std::acosh(x); break;
     case UnaryKind::Atanh: r = std::atanh(x); break;
-    case UnaryKind::Erf: r = std::erf(x); break;
+    case UnaryKind::Erf: r = t->bits() == 32 ? double(erfF32(float(x))) : std::erf(x); break;
     case UnaryKind::Exp2: r = std::exp2(x); break;
     case UnaryKind::Log2: r = std::log2(x); break;
     case UnaryKind::Log1p: r = std::log1p(x); break;
@@ -269,6 +269,27 @@ float expF32(float x) {
   if (x > k(88.72283935546875)) y = std::numeric_limits<float>::infinity();
   if (x < k(-103.972084)) y = 0.0f;
   return std::isnan(x) ? x : y;
+}
+
+// Step for step what the cpu target emits, as expF32. The coefficients are
+// our own fits (ir/interp/erf_fit.py: least squares at Chebyshev nodes,
+// reweighted toward minimax, rounded to f32): erf(x)/x - 1 as a polynomial
+// in x² on [0, 0.875]; ln erfc(t) as a polynomial in t on [0.875, 4].
+float erfF32(float x) {
+  auto k = [](double v) { return float(v); };
+  const float t = std::fabs(x), s = x * x;
+  float p = k(-6.222415249794722e-4);
+  for (double c : {5.035870708525181e-3, -2.67939530313015e-2, 1.1282524466514587e-1, -3.761255741119385e-1,
+                   1.2837915122509003e-1})
+    p = std::fmaf(p, s, k(c));
+  const float small = std::fmaf(x, p, x);  // x·(1 + p): one rounding at the end
+  const float tc = std::fmin(t, k(4.0));  // erfc(4) < 2^-25: 1 - erfc rounds to 1 from about 3.92 on
+  float q = k(1.6024995375119033e-6);
+  for (double c : {-4.535477273748256e-5, 5.907168961130083e-4, -4.730289801955223e-3, 2.6335563510656357e-2,
+                   -1.0992522537708282e-1, -6.319952607154846e-1, -1.130131483078003, 2.9428183916024864e-4})
+    q = std::fmaf(q, tc, k(c));
+  const float large = std::copysign(k(1.0) - expF32(q), x);
+  return t <= k(0.875) ? small : std::isnan(x) ? x : large;
 }
 
 RtValue fmaScalar(const RtValue& a, const RtValue& b, const RtValue& c) {

@@ -228,6 +228,7 @@ class FunctionEmitter {
   llvm::Value* viaDouble(const ir::Type* t, llvm::Value* a, llvm::Value* c, ir::OpId n);
   // e^x of f32 (scalars or vectors) in f32 arithmetic that vectorises.
   llvm::Value* expF32(llvm::Value* x);
+  llvm::Value* erfF32(llvm::Value* x);
   llvm::Value* constant(const ir::Op& op);
   // LowerValues.cpp: vectors, structs, sums and arrays
   bool emitAggregate(const ir::Op& op);

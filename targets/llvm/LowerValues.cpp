@@ -129,6 +129,7 @@ llvm::Value* FunctionEmitter::unary(ir::OpId n, const ir::Type* t, llvm::Value* 
     return b.CreateSelect(b.CreateFCmpOGT(x, zero), one, r);
   }
   if (n == ir::OpId::Exp && s->bits() == 32) return expF32(x);
+  if (n == ir::OpId::Erf && s->bits() == 32) return erfF32(x);
   switch (n) {  // in double through the C library, named as the op
     case ir::OpId::Rsqrt: case ir::OpId::Exp: case ir::OpId::Log: case ir::OpId::Sin: case ir::OpId::Cos:
     case ir::OpId::Tan: case ir::OpId::Tanh: case ir::OpId::Asin: case ir::OpId::Acos: case ir::OpId::Atan:
@@ -173,6 +174,32 @@ llvm::Value* FunctionEmitter::expF32(llvm::Value* x) {
   y = b.CreateSelect(b.CreateFCmpOGT(x, c(88.72283935546875)), c(INFINITY), y);
   y = b.CreateSelect(b.CreateFCmpOLT(x, c(-103.972084)), c(0.0), y);
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+}
+
+// The interpreter's erf of f32 (interp::erfF32, ir/interp/Scalar.h), step for
+// step: x·(1 + p(x²)) up to |x| = 0.875, 1 - e^q(|x|) with expF32 beyond (both
+// computed, one selected, so that it vectorises).
+llvm::Value* FunctionEmitter::erfF32(llvm::Value* x) {
+  llvm::Type* ft = x->getType();
+  auto c = [&](double v) { return llvm::ConstantFP::get(ft, v); };
+  auto fma = [&](llvm::Value* a, llvm::Value* m, llvm::Value* add) {
+    return b.CreateIntrinsic(llvm::Intrinsic::fma, {ft}, {a, m, add});
+  };
+  llvm::Value* t = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  llvm::Value* s = b.CreateFMul(x, x);
+  llvm::Value* p = c(-6.222415249794722e-4);
+  for (double k : {5.035870708525181e-3, -2.67939530313015e-2, 1.1282524466514587e-1, -3.761255741119385e-1,
+                   1.2837915122509003e-1})
+    p = fma(p, s, c(k));
+  llvm::Value* small = fma(x, p, x);
+  llvm::Value* tc = b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, t, c(4.0));
+  llvm::Value* q = c(1.6024995375119033e-6);
+  for (double k : {-4.535477273748256e-5, 5.907168961130083e-4, -4.730289801955223e-3, 2.6335563510656357e-2,
+                   -1.0992522537708282e-1, -6.319952607154846e-1, -1.130131483078003, 2.9428183916024864e-4})
+    q = fma(q, tc, c(k));
+  llvm::Value* large = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, b.CreateFSub(c(1.0), expF32(q)), x);
+  large = b.CreateSelect(b.CreateFCmpUNO(x, x), x, large);
+  return b.CreateSelect(b.CreateFCmpOLE(t, c(0.875)), small, large);
 }
 
 llvm::Value* FunctionEmitter::compare(ir::OpId n, const ir::Type* t, llvm::Value* x,

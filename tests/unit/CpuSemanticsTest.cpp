@@ -186,7 +186,9 @@ TEST_F(CpuSemantics, Bitcasts) {
 TEST_F(CpuSemantics, VectorsAreElementwise) {
   std::vector<std::string> v = {"<1.0, -2.0, 0.5, nan>", "<3.0, 4.0, -0.0, 1e30>", "<0.1, 0.2, 0.3, 0.4>"};
   for (const char* op : {"add", "mul", "div", "min", "max", "pow"}) check(op, "vec<f32, 4>", v);
-  for (const char* op : {"sqrt", "exp", "neg", "floor"}) check(op, "vec<f32, 4>", v, "", true);
+  for (const char* op : {"sqrt", "exp", "erf", "neg", "floor"}) check(op, "vec<f32, 4>", v, "", true);
+  // erf on both sides of its two pieces (|x| = 0.875) and where it reaches 1.
+  check("erf", "vec<f32, 4>", {"<0.875, -0.87500006, 0.87499994, -3.9>", "<4.0, -4.5, 1e-30, -2.0>"}, "", true);
   check("lt", "vec<f32, 4>", v, "vec<bool, 4>");
   check("cast", "vec<f32, 4>", v, "vec<i32, 4>", true);
   std::vector<std::string> iv = {"<1, -2, 2147483647>", "<-2147483648, 5, 33>"};
