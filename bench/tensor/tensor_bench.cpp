@@ -9,7 +9,7 @@
 // there), GPU timestamps on Vulkan. Uploads and downloads are not counted (numpy's
 // arrays are in memory already). Prints a table and writes JSON (--json).
 //
-//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--no-vector-loads] [--no-coop] [--elements E] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
+//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--no-coop] [--elements E] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -384,7 +384,8 @@ int main(int argc, char** argv) {
   std::string only;  // --only OP: that op's cases
   unsigned wg = 0, rowElements = 0;  // --wg N, --row-elements N (0: the device's row of the tuning table)
   int matmulBlock = -1;              // --matmul-block R (-1: the device's row)
-  int matmulKStep = -1, matmulWide = -1, matmulWideRows = -1, matmulThreadRows = -1;  // and --matmul-thread-rows 8|16  // --matmul-kstep 8|16, --matmul-wide 4|8|16, --matmul-wide-rows 4|8 (-1: the device's row)
+  int matmulKStep = -1, matmulWide = -1, matmulWideRows = -1, matmulThreadRows = -1;  // and --matmul-thread-rows 8|16
+  int matmulGroupRows = -1;                                                          // --matmul-group-rows G  // --matmul-kstep 8|16, --matmul-wide 4|8|16, --matmul-wide-rows 4|8 (-1: the device's row)
   bool noVectorLoads = false;        // --no-vector-loads: LowerOptions::matmulVectorLoads off
   int matmulLanes = -1, matmulRows = -1, matmulUnroll = -1;  // --matmul-lanes L, --matmul-rows R, --matmul-unroll U (-1: the device's row)
   bool noCoop = false;               // --no-coop: f16 matmul without cooperative matrices
@@ -413,6 +414,7 @@ int main(int argc, char** argv) {
     else if (a == "--matmul-wide") matmulWide = std::atoi(next().c_str());
     else if (a == "--matmul-wide-rows") matmulWideRows = std::atoi(next().c_str());
     else if (a == "--matmul-thread-rows") matmulThreadRows = std::atoi(next().c_str());
+    else if (a == "--matmul-group-rows") matmulGroupRows = std::atoi(next().c_str());
     else if (a == "--no-vector-loads") noVectorLoads = true;
     else if (a == "--matmul-lanes") matmulLanes = std::atoi(next().c_str());
     else if (a == "--matmul-rows") matmulRows = std::atoi(next().c_str());
@@ -428,7 +430,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--no-vector-loads] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--no-coop] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--no-coop] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -524,6 +526,7 @@ int main(int argc, char** argv) {
         if (matmulWide >= 0) lo.matmulWide = unsigned(matmulWide);
         if (matmulWideRows >= 0) lo.matmulWideRows = unsigned(matmulWideRows);
         if (matmulThreadRows >= 0) lo.matmulThreadRows = unsigned(matmulThreadRows);
+        if (matmulGroupRows >= 0) lo.matmulGroupRows = unsigned(matmulGroupRows);
         if (noVectorLoads) lo.matmulVectorLoads = false;
         if (matmulLanes >= 0) lo.matmulLanes = unsigned(matmulLanes);
         if (matmulRows >= 0) lo.matmulRows = unsigned(matmulRows);

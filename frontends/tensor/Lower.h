@@ -73,6 +73,9 @@ struct LowerOptions {
   // 128). 8 on the H200: matmul 4096 3.29 -> 3.20 ms, 4096x3072x768 + bias
   // 0.58 -> 0.47 ms (bench/RESULTS.md).
   unsigned matmulThreadRows = 8;
+  // The blocked kernel's tiles go to workgroups in groups of this many rows,
+  // column by column within a group (L2 reuse; 1: row by row).
+  unsigned matmulGroupRows = 1;
   // The blocked kernel reads an f32 operand contiguous along M or N (and
   // aligned) as vec4s from device memory.
   bool matmulVectorLoads = true;

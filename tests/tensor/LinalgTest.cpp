@@ -156,12 +156,13 @@ TEST(Linalg, MatmulEveryKernelOverManyTiles) {
 // high (64-row tiles, 64 x 64/128/256, blocks of 4 or 8 rows) with a broadcast batch and K a
 // partial last step of 16, a product 36 columns wide whose A is read along M
 // (aᵀ, vec4s along its rows), one of exact tiles (no bounds checks), and one
-// whose B starts at an odd element (scalar reads); every target against
+// whose B starts at an odd element (scalar reads), one of 5 x 3 tiles in
+// groups of rows (LowerOptions::matmulGroupRows); every target against
 // float64 sums, and the vec4 reads present exactly where they apply.
 TEST(Linalg, MatmulBlockShapesAndVectorReads) {
   Vec av = randomValues(2 * 48 * 40, 1), bv = randomValues(40 * 200, 2), gv = randomValues(40 * 204, 7), tv = randomValues(40 * 136, 3),
       cv = randomValues(40 * 36, 4), ev = randomValues(128 * 32, 5), fv = randomValues(32 * 128, 6),
-      hv = randomValues(128 * 40, 8);
+      hv = randomValues(128 * 40, 8), uv = randomValues(300 * 40, 9), vv = randomValues(40 * 260, 10);
   Program p;
   Tensor a = p.input("a", DType::F32, {2, 48, 40}), b = p.input("b", DType::F32, {40, 200});
   Tensor at = p.input("at", DType::F32, {40, 136}), c = p.input("c", DType::F32, {40, 36});
@@ -171,6 +172,8 @@ TEST(Linalg, MatmulBlockShapesAndVectorReads) {
   p.output("narrow", matmul(transpose(at), c));
   p.output("exact", matmul(e, f));
   p.output("odd", matmul(h, slice(g, 1, 1, 201)));
+  Tensor u = p.input("u", DType::F32, {300, 40}), v = p.input("v", DType::F32, {40, 260});
+  p.output("tall", matmul(u, v));  // 5 x 3 tiles of 64 x 128: groups of rows with a short last one
   auto product = [](auto A, auto B, int64_t M, int64_t K, int64_t N) {  // A(m, k), B(k, n): float64 sums
     Vec c(size_t(M * N));
     for (int64_t m = 0; m < M; ++m)
@@ -196,17 +199,22 @@ TEST(Linalg, MatmulBlockShapesAndVectorReads) {
   std::vector<HostTensor> in = {HostTensor::of(DType::F32, {2, 48, 40}, av), HostTensor::of(DType::F32, {40, 200}, bv),
                                 HostTensor::of(DType::F32, {40, 136}, tv), HostTensor::of(DType::F32, {40, 36}, cv),
                                 HostTensor::of(DType::F32, {128, 32}, ev), HostTensor::of(DType::F32, {32, 128}, fv),
-                                HostTensor::of(DType::F32, {128, 40}, hv), HostTensor::of(DType::F32, {40, 204}, gv)};
+                                HostTensor::of(DType::F32, {128, 40}, hv), HostTensor::of(DType::F32, {40, 204}, gv),
+                                HostTensor::of(DType::F32, {300, 40}, uv), HostTensor::of(DType::F32, {40, 260}, vv)};
+  Vec tall = product([&](int64_t m, int64_t k) { return uv[size_t(m * 40 + k)]; },
+                     [&](int64_t k, int64_t n) { return vv[size_t(k * 260 + n)]; }, 300, 40, 260);
   struct Config {
     unsigned block, kstep, wide, wideRows, threadRows;
     bool vec;
+    unsigned groupRows = 1;
   };
   for (Config cf : {Config{8, 8, 4, 4, 16, true}, Config{8, 16, 8, 4, 16, true}, Config{8, 16, 16, 4, 8, false},
-                    Config{4, 16, 16, 4, 8, true}, Config{8, 8, 16, 4, 8, true}, Config{8, 8, 8, 8, 8, true},
-                    Config{8, 16, 8, 8, 16, false}}) {
+                    Config{4, 16, 16, 4, 8, true}, Config{8, 8, 16, 4, 8, true}, Config{8, 8, 8, 8, 8, true, 2},
+                    Config{8, 16, 8, 8, 16, false, 4}}) {
     SCOPED_TRACE("block " + std::to_string(cf.block) + ", k-step " + std::to_string(cf.kstep) + ", wide " +
                  std::to_string(cf.wide) + " x " + std::to_string(cf.wideRows) + ", thread rows " +
-                 std::to_string(cf.threadRows) + (cf.vec ? ", vec4 reads" : ", scalar reads"));
+                 std::to_string(cf.threadRows) + ", group rows " + std::to_string(cf.groupRows) +
+                 (cf.vec ? ", vec4 reads" : ", scalar reads"));
     LowerOptions o;
     o.tune = false;
     o.matmulBlock = cf.block;
@@ -214,6 +222,7 @@ TEST(Linalg, MatmulBlockShapesAndVectorReads) {
     o.matmulWide = cf.wide;
     o.matmulWideRows = cf.wideRows;
     o.matmulThreadRows = cf.threadRows;
+    o.matmulGroupRows = cf.groupRows;
     o.matmulVectorLoads = cf.vec;
     o.maxWorkgroupMemory = 32768;  // lavapipe's (64 x 256 tiles in steps of 16 need 40 KiB: steps of 8)
     ir::Context ctx;
@@ -227,9 +236,9 @@ TEST(Linalg, MatmulBlockShapesAndVectorReads) {
         f->walk([&](ir::Op* op) { vecLoads += op->is(ir::OpId::VecLoad); });
         withVec += vecLoads > 0;
       }
-    EXPECT_EQ(blocked, 4);
-    EXPECT_EQ(withVec, cf.vec ? 3 : 0);  // wide (B), narrow (A and B), exact (B); not odd
-    expectOnAllTargets(p, in, {wide, narrow, exact, odd}, 1e-5, o);
+    EXPECT_EQ(blocked, 5);
+    EXPECT_EQ(withVec, cf.vec ? 4 : 0);  // wide (B), narrow (A and B), exact (B), tall (B); not odd
+    expectOnAllTargets(p, in, {wide, narrow, exact, odd, tall}, 1e-5, o);
   }
 }
 

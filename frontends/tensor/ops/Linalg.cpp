@@ -462,8 +462,24 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     Value* gz = bb.workgroupId(2, ctx.i32());  // batch
     Value* split = S > 1 ? bb.div(gx, k.i32(tilesM * tilesN)) : nullptr;  // which part of K
     if (split) gx = bb.rem(gx, k.i32(tilesM * tilesN));
-    Value* row0 = bb.mul(bb.div(gx, k.i32(tilesN)), k.i32(Tm));
-    Value* col0 = bb.mul(bb.rem(gx, k.i32(tilesN)), k.i32(Tn));
+    // Tiles in groups of G rows, each group's tiles column by column, so that
+    // the workgroups running at once share rows of A and columns of B in the
+    // L2 cache (LowerOptions::matmulGroupRows; G = 1: row by row).
+    const int64_t G = std::clamp<int64_t>(l.opts.matmulGroupRows, 1, tilesM);
+    Value *tileM, *tileN;
+    if (G == 1) {
+      tileM = bb.div(gx, k.i32(tilesN));
+      tileN = bb.rem(gx, k.i32(tilesN));
+    } else {
+      Value* group = bb.div(gx, k.i32(G * tilesN));
+      Value* within = bb.rem(gx, k.i32(G * tilesN));
+      Value* first = bb.mul(group, k.i32(G));
+      Value* rows = bb.min(bb.sub(k.i32(tilesM), first), k.i32(G));  // G but in the last group
+      tileM = bb.add(first, bb.rem(within, rows));
+      tileN = bb.div(within, rows);
+    }
+    Value* row0 = bb.mul(tileM, k.i32(Tm));
+    Value* col0 = bb.mul(tileN, k.i32(Tn));
     const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, parts);
     // Staging: an operand's slice is KB·Q vec4s, vec4 v holding one k at
     // four rows (A) or columns (B), q·4 + {0..3}. Invocation lid stages
@@ -623,7 +639,7 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
   const DType outType = parts.store ? parts.outType : t;
   const int64_t count = parts.store ? parts.outCount : numel(vshape);
   const std::string key = shapeText(vshape) + "|B" + std::to_string(rm) + "x" + std::to_string(rn) + "k" +
-                          std::to_string(KB) + "t" + std::to_string(TY) + (aVec ? "va" : "") + (bVec ? "vb" : "") + "|" + parts.key;
+                          std::to_string(KB) + "t" + std::to_string(TY) + "g" + std::to_string(l.opts.matmulGroupRows) + (aVec ? "va" : "") + (bVec ? "vb" : "") + "|" + parts.key;
   if (S == 1)
     return l.custom("matmul_blocked", outType, count, in, {unsigned(threads), 1, 1}, {tilesM * tilesN, 1, batches}, build, key);
   const int64_t MN = batches * M * N;
