@@ -233,17 +233,17 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
     ir::Value* out = f->param(unsigned(ki.distinct.size()));
     // Element e of this invocation: first + e·wg, where first is the
     // workgroup's first element plus the local id (with E = 1: the global id).
-    ir::Value* first = b.globalId(0, ctx.i32());
-    if (E > 1) {
-      ir::Value* group = b.workgroupId(0, ctx.i32());
-      if (gy > 1) group = b.add(b.mul(b.workgroupId(1, ctx.i32()), b.constInt(ctx.i32(), gx)), group);
-      first = b.add(b.mul(group, b.constInt(ctx.i32(), wg * E)), b.localId(0, ctx.i32()));
-    } else if (gy > 1) {
-      first = b.add(b.mul(b.globalId(1, ctx.i32()), b.constInt(ctx.i32(), gx * wg)), first);
-    }
+    // The workgroup's first element (the same in all its invocations) and
+    // the local id: element e of an invocation is base + e·wg + lid.
+    ir::Value* group = b.workgroupId(0, ctx.i32());
+    if (gy > 1) group = b.add(b.mul(b.workgroupId(1, ctx.i32()), b.constInt(ctx.i32(), gx)), group);
+    ir::Value* base = b.mul(group, b.constInt(ctx.i32(), wg * E));
+    ir::Value* lid = b.localId(0, ctx.i32());
     ir::Value* end = dynamic ? b.bitcast(b.bufferLen(out), ctx.i32()) : b.constInt(ctx.i32(), total);
+    const std::vector<int64_t> cs = contiguousStrides(shape);
     for (int64_t e = 0; e < E; ++e) {
-      ir::Value* lin = e ? b.add(first, b.constInt(ctx.i32(), e * wg)) : first;
+      ir::Value* first = e ? b.add(base, b.constInt(ctx.i32(), e * wg)) : base;
+      ir::Value* lin = b.add(first, lid);
       ir::Value* inside = b.lt(lin, end);
       b.ifOp(inside, {}, [&](ir::Builder& ib) {
         Kernel k(ib, ctx, std::vector<Operand>(in.begin(), in.end()), bufs);
@@ -251,16 +251,25 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
         k.shape = shape;
         // The index, unravelled in unsigned arithmetic (lin >= 0): a
         // power-of-two extent is then a shift and a mask, no sign fix-ups.
-        std::vector<int64_t> cs = contiguousStrides(shape);
+        // Where a dimension's inner size is a multiple of wg, its index is
+        // the first element's (the same in the whole workgroup); where the
+        // last extent is, the last index is the first element's plus lid
+        // (contiguous across the workgroup: the cpu target then loads a
+        // broadcast operand as vectors, not gathers).
         const ir::Type* u32 = ctx.u32();
         ir::Value* ulin = shape.size() > 1 ? ib.bitcast(lin, u32) : nullptr;
+        ir::Value* ufirst = shape.size() > 1 ? ib.bitcast(first, u32) : nullptr;
         for (size_t d = 0; d < shape.size(); ++d) {
           if (shape.size() == 1) {
             k.index.push_back(lin);
             break;
           }
-          ir::Value* q = cs[d] == 1 ? ulin : ib.div(ulin, ib.constInt(u32, cs[d]));
-          k.index.push_back(ib.bitcast(d == 0 ? q : ib.rem(q, ib.constInt(u32, shape[d])), ctx.i32()));
+          const bool uniform = !dynamic && cs[d] % wg == 0;
+          const bool lastPlusLid = !dynamic && d + 1 == shape.size() && shape[d] % wg == 0;
+          ir::Value* from = uniform || lastPlusLid ? ufirst : ulin;
+          ir::Value* q = cs[d] == 1 ? from : ib.div(from, ib.constInt(u32, cs[d]));
+          ir::Value* i = ib.bitcast(d == 0 ? q : ib.rem(q, ib.constInt(u32, shape[d])), ctx.i32());
+          k.index.push_back(lastPlusLid ? ib.add(i, lid) : i);
         }
         ir::Value* v = body(k);
         const ir::Type* storage = irType(ctx, dtype);
