@@ -18,6 +18,13 @@ const TuningRow kTable[] = {
      "1.64/1.33/1.16 ms (wide 4, 8, 8 x 8 rows), matmul 4096 3.45/3.29/3.20 ms (scalar reads, vec4 reads, 64 x 128 "
      "tiles), steps of 16 slower everywhere but conv with 4-row blocks",
      400},
+    // The H100 (SXM, "NVIDIA H100 80GB HBM3") is the H200's chip, GH100 with
+    // 132 SMs, with less and slower memory: the H200's sizes, checked there.
+    {"NVIDIA H100", 256, 16, 8, 8,
+     "2026-11-28 00:15, H100 driver 580.159.04, bench/device/bert.sh: without a row (split K off) the encoders "
+     "b1-s512-d768 and b8-s128-d768 ran 1.62 / 1.78 ms on the GPU (0.69-0.72x PyTorch by wall time), with "
+     "--split-groups 400 0.91 / 1.06 ms (1.02-1.14x); bench/device/tensor.sh LARGE=1 as on the H200 (bench/RESULTS.md)",
+     400},
     {"llvmpipe", 1024, 32, 8, 4,
      "2026-11-27, lavapipe (LLVM 15) on 2 AMD EPYC cores: bench/tensor/tune.sh, 2048x2048; --matmul-block 0/4/8 on "
      "matmul 1024: 5.2/7.9/17.4 GFLOP/s; --elements 1/4 on relu(x*2+y) 2048^2: 8.1/6.9 ms. 2026-11-27 23:40: conv "
