@@ -2,14 +2,17 @@
 // process, one JITDylib per loaded object (so that kernels of the same name
 // from different modules never clash), removed with its JitModule. Each
 // kernel's workgroup and range functions are looked up once.
+#include <llvm/ExecutionEngine/Orc/DebugUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ObjectTransformLayer.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -91,6 +94,10 @@ ProcessJit& processJit() {
       return p;
     }
     p->jit = std::move(*jit);
+    // EPH_JIT_DUMP=DIR: every object loaded is also written to DIR (for
+    // objdump and perf; docs/runtime.md).
+    if (const char* dir = std::getenv("EPH_JIT_DUMP"))
+      p->jit->getObjTransformLayer().setTransform(llvm::orc::DumpObjects(dir));
     return p;
   }();
   return *p;
