@@ -9,7 +9,7 @@
 // there), GPU timestamps on Vulkan. Uploads and downloads are not counted (numpy's
 // arrays are in memory already). Prints a table and writes JSON (--json).
 //
-//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--no-coop] [--elements E] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
+//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--no-coop] [--elements E] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -387,6 +387,7 @@ int main(int argc, char** argv) {
   int matmulKStep = -1, matmulWide = -1, matmulWideRows = -1, matmulThreadRows = -1;  // and --matmul-thread-rows 8|16
   int matmulGroupRows = -1;                                                          // --matmul-group-rows G  // --matmul-kstep 8|16, --matmul-wide 4|8|16, --matmul-wide-rows 4|8 (-1: the device's row)
   bool noVectorLoads = false;        // --no-vector-loads: LowerOptions::matmulVectorLoads off
+  int warpTiles = -1;                // --matmul-warp-tiles 0|1: LowerOptions::matmulWarpTiles (-1: the device's row)
   int matmulLanes = -1, matmulRows = -1, matmulUnroll = -1;  // --matmul-lanes L, --matmul-rows R, --matmul-unroll U (-1: the device's row)
   bool noCoop = false;               // --no-coop: f16 matmul without cooperative matrices
   int elements = 0;                  // --elements E: LowerOptions::elementsPerInvocation (0: the device's row)
@@ -416,6 +417,7 @@ int main(int argc, char** argv) {
     else if (a == "--matmul-thread-rows") matmulThreadRows = std::atoi(next().c_str());
     else if (a == "--matmul-group-rows") matmulGroupRows = std::atoi(next().c_str());
     else if (a == "--no-vector-loads") noVectorLoads = true;
+    else if (a == "--matmul-warp-tiles") warpTiles = std::atoi(next().c_str());
     else if (a == "--matmul-lanes") matmulLanes = std::atoi(next().c_str());
     else if (a == "--matmul-rows") matmulRows = std::atoi(next().c_str());
     else if (a == "--matmul-unroll") matmulUnroll = std::atoi(next().c_str());
@@ -430,7 +432,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--no-coop] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--no-coop] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -528,6 +530,7 @@ int main(int argc, char** argv) {
         if (matmulThreadRows >= 0) lo.matmulThreadRows = unsigned(matmulThreadRows);
         if (matmulGroupRows >= 0) lo.matmulGroupRows = unsigned(matmulGroupRows);
         if (noVectorLoads) lo.matmulVectorLoads = false;
+        if (warpTiles >= 0) lo.matmulWarpTiles = warpTiles != 0;
         if (matmulLanes >= 0) lo.matmulLanes = unsigned(matmulLanes);
         if (matmulRows >= 0) lo.matmulRows = unsigned(matmulRows);
         if (matmulUnroll >= 0) lo.matmulUnroll = unsigned(matmulUnroll);

@@ -76,6 +76,9 @@ struct LowerOptions {
   // The blocked kernel's tiles go to workgroups in groups of this many rows,
   // column by column within a group (L2 reuse; 1: row by row).
   unsigned matmulGroupRows = 1;
+  // The blocked kernel's invocations in 4 x 8 patches of 32 (fewer
+  // workgroup-memory accesses a step on 32-wide subgroups) instead of rows.
+  bool matmulWarpTiles = false;
   // The blocked kernel reads an f32 operand contiguous along M or N (and
   // aligned) as vec4s from device memory.
   bool matmulVectorLoads = true;

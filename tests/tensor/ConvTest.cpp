@@ -116,7 +116,7 @@ TEST(Linalg, Conv2dAsTiledMatmul) {
     o.tune = false;
     o.matmulBlock = block > 8 ? 8 : block;
     if (block == 16) o.matmulWide = 16, o.matmulKStep = 16, o.maxWorkgroupMemory = 32768;
-    if (block == 88) o.matmulWide = 8, o.matmulWideRows = 8;
+    if (block == 88) o.matmulWide = 8, o.matmulWideRows = 8, o.matmulWarpTiles = true;
     runConvCases({{{1, 2, 6, 6}, {32, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, true},
                   {{2, 4, 6, 7}, {64, 2, 3, 3}, {1, 1}, {1, 0}, {1, 1}, {2, 1}, 2, true},
                   {{2, 3, 12, 12}, {130, 3, 3, 3}, {2, 1}, {1, 1}, {1, 1}, {1, 1}, 1, false},

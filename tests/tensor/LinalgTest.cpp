@@ -157,7 +157,8 @@ TEST(Linalg, MatmulEveryKernelOverManyTiles) {
 // partial last step of 16, a product 36 columns wide whose A is read along M
 // (aᵀ, vec4s along its rows), one of exact tiles (no bounds checks), and one
 // whose B starts at an odd element (scalar reads), one of 5 x 3 tiles in
-// groups of rows (LowerOptions::matmulGroupRows); every target against
+// groups of rows (LowerOptions::matmulGroupRows), invocations in rows or in
+// 4 x 8 patches (matmulWarpTiles); every target against
 // float64 sums, and the vec4 reads present exactly where they apply.
 TEST(Linalg, MatmulBlockShapesAndVectorReads) {
   Vec av = randomValues(2 * 48 * 40, 1), bv = randomValues(40 * 200, 2), gv = randomValues(40 * 204, 7), tv = randomValues(40 * 136, 3),
@@ -207,13 +208,16 @@ TEST(Linalg, MatmulBlockShapesAndVectorReads) {
     unsigned block, kstep, wide, wideRows, threadRows;
     bool vec;
     unsigned groupRows = 1;
+    bool warpTiles = false;
   };
   for (Config cf : {Config{8, 8, 4, 4, 16, true}, Config{8, 16, 8, 4, 16, true}, Config{8, 16, 16, 4, 8, false},
                     Config{4, 16, 16, 4, 8, true}, Config{8, 8, 16, 4, 8, true}, Config{8, 8, 8, 8, 8, true, 2},
-                    Config{8, 16, 8, 8, 16, false, 4}}) {
+                    Config{8, 16, 8, 8, 16, false, 4}, Config{8, 8, 8, 8, 8, true, 1, true},
+                    Config{8, 8, 16, 4, 16, false, 3, true}}) {
     SCOPED_TRACE("block " + std::to_string(cf.block) + ", k-step " + std::to_string(cf.kstep) + ", wide " +
                  std::to_string(cf.wide) + " x " + std::to_string(cf.wideRows) + ", thread rows " +
                  std::to_string(cf.threadRows) + ", group rows " + std::to_string(cf.groupRows) +
+                 (cf.warpTiles ? ", warp tiles" : "") +
                  (cf.vec ? ", vec4 reads" : ", scalar reads"));
     LowerOptions o;
     o.tune = false;
@@ -223,6 +227,7 @@ TEST(Linalg, MatmulBlockShapesAndVectorReads) {
     o.matmulWideRows = cf.wideRows;
     o.matmulThreadRows = cf.threadRows;
     o.matmulGroupRows = cf.groupRows;
+    o.matmulWarpTiles = cf.warpTiles;
     o.matmulVectorLoads = cf.vec;
     o.maxWorkgroupMemory = 32768;  // lavapipe's (64 x 256 tiles in steps of 16 need 40 KiB: steps of 8)
     ir::Context ctx;

@@ -436,6 +436,7 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
   const int64_t Tm = TY * rm, Tn = 16 * rn, Qa = Tm / 4, Qb = Tn / 4, kAll = (K + KB - 1) / KB;
   const int64_t tilesM = (M + Tm - 1) / Tm, tilesN = (N + Tn - 1) / Tn;
   const int64_t S = matmulSplits(l.opts, tilesM * tilesN * batches, kAll);
+  const bool warpTiles = l.opts.matmulWarpTiles && TY % 4 == 0;
   const int64_t kSteps = kAll / S;  // this workgroup's
   std::vector<Operand> in = {a, b};
   in.insert(in.end(), parts.extra.begin(), parts.extra.end());
@@ -456,8 +457,21 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     Value* As = bb.workgroupAlloc(v4, 2 * KB * Qa);  // two stages of [k][m/4]
     Value* Bs = bb.workgroupAlloc(v4, 2 * KB * Qb);  // two stages of [k][n/4]
     Value* lid = bb.localId(0, ctx.i32());
-    Value* tx = bb.rem(lid, k.i32(16));
-    Value* ty = bb.div(lid, k.i32(16));
+    // Invocation (ty, tx) of the TY x 16 grid. With LowerOptions::
+    // matmulWarpTiles each 32 consecutive invocations (a subgroup on NVIDIA)
+    // form a 4 x 8 patch of it, so that a step's reads of workgroup memory
+    // touch 4 of A's vec4s and 8 of B's (one 128-byte access each) instead of
+    // 2 and 16 (a row of 16: two accesses for B).
+    Value *tx, *ty;
+    if (warpTiles) {
+      Value* w = bb.div(lid, k.i32(32));
+      Value* inW = bb.rem(lid, k.i32(32));
+      ty = bb.add(bb.mul(bb.div(w, k.i32(2)), k.i32(4)), bb.div(inW, k.i32(8)));
+      tx = bb.add(bb.mul(bb.rem(w, k.i32(2)), k.i32(8)), bb.rem(inW, k.i32(8)));
+    } else {
+      tx = bb.rem(lid, k.i32(16));
+      ty = bb.div(lid, k.i32(16));
+    }
     Value* gx = bb.workgroupId(0, ctx.i32());
     Value* gz = bb.workgroupId(2, ctx.i32());  // batch
     Value* split = S > 1 ? bb.div(gx, k.i32(tilesM * tilesN)) : nullptr;  // which part of K
@@ -639,7 +653,7 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
   const DType outType = parts.store ? parts.outType : t;
   const int64_t count = parts.store ? parts.outCount : numel(vshape);
   const std::string key = shapeText(vshape) + "|B" + std::to_string(rm) + "x" + std::to_string(rn) + "k" +
-                          std::to_string(KB) + "t" + std::to_string(TY) + "g" + std::to_string(l.opts.matmulGroupRows) + (aVec ? "va" : "") + (bVec ? "vb" : "") + "|" + parts.key;
+                          std::to_string(KB) + "t" + std::to_string(TY) + "g" + std::to_string(l.opts.matmulGroupRows) + (warpTiles ? "w" : "") + (aVec ? "va" : "") + (bVec ? "vb" : "") + "|" + parts.key;
   if (S == 1)
     return l.custom("matmul_blocked", outType, count, in, {unsigned(threads), 1, 1}, {tilesM * tilesN, 1, batches}, build, key);
   const int64_t MN = batches * M * N;
