@@ -390,6 +390,7 @@ int main(int argc, char** argv) {
   int warpTiles = -1;                // --matmul-warp-tiles 0|1: LowerOptions::matmulWarpTiles (-1: the device's row)
   int matmulLanes = -1, matmulRows = -1, matmulUnroll = -1;  // --matmul-lanes L, --matmul-rows R, --matmul-unroll U (-1: the device's row)
   bool noCoop = false;               // --no-coop: f16 matmul without cooperative matrices
+  int coopSubgroups = -1;            // --coop-subgroups 4|8: LowerOptions::coopSubgroups
   int elements = 0;                  // --elements E: LowerOptions::elementsPerInvocation (0: the device's row)
   int splitGroups = -1;              // --split-groups G: LowerOptions::matmulSplitGroups (-1: the device's row)
   unsigned maxGroupsX = LowerOptions{}.maxGroupsX;    // --max-groups-x N: LowerOptions::maxGroupsX
@@ -422,6 +423,7 @@ int main(int argc, char** argv) {
     else if (a == "--matmul-rows") matmulRows = std::atoi(next().c_str());
     else if (a == "--matmul-unroll") matmulUnroll = std::atoi(next().c_str());
     else if (a == "--no-coop") noCoop = true;
+    else if (a == "--coop-subgroups") coopSubgroups = std::atoi(next().c_str());
     else if (a == "--elements") elements = std::atoi(next().c_str());
     else if (a == "--split-groups") splitGroups = std::atoi(next().c_str());
     else if (a == "--max-groups-x") maxGroupsX = unsigned(std::atoi(next().c_str()));
@@ -432,7 +434,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--no-coop] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--no-coop] [--coop-subgroups 4|8] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -520,6 +522,7 @@ int main(int argc, char** argv) {
         ir::Context ctx;
         LowerOptions lo = tunedFor(base->caps());
         if (noCoop) lo.coopMatrixSubgroup = 0;
+        if (coopSubgroups > 0) lo.coopSubgroups = unsigned(coopSubgroups);
         lo.fuse = fuse;
         if (wg) lo.workgroupSize = wg;
         if (rowElements) lo.rowElements = rowElements;

@@ -100,6 +100,9 @@ struct LowerOptions {
   // device's subgroup size where it runs 16x16x16 f16 products into f32
   // (DeviceCaps::cooperativeMatrixShapes; tensor::run sets it), else 0.
   unsigned coopMatrixSubgroup = 0;
+  // Subgroups sharing a 128x128 tile of the cooperative-matrix matmul (4 or
+  // 8; 0: 8 where the tiles are fewer than 128, else 4).
+  unsigned coopSubgroups = 0;
   // Workgroups along x of one dispatch, at most (more go along y).
   unsigned maxGroupsX = 32768;
   // tensor::run (Run.h), which opens the device: take workgroupSize and

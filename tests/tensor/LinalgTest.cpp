@@ -359,7 +359,7 @@ TEST(Linalg, MatmulStrip) {
 // 16x16x16 f16 -> f32 products gets it (LowerOptions::coopMatrixSubgroup,
 // forced here): a broadcast batch of row-major products, a transposed b
 // (column-major loads), a 128x64x128 product (the kernel that stages tiles
-// in workgroup memory, four subgroups a workgroup) and a shape neither
+// in workgroup memory, four or eight subgroups a workgroup) and a shape neither
 // takes (M = 80: the plain kernel). Small integers make every sum exact, in f32 and in the f16
 // result, so the interpreter (which runs cooperative matrices) and a GPU
 // with matrix units must agree exactly; lavapipe and the cpu target keep the
@@ -406,12 +406,16 @@ TEST(Linalg, HalfMatmulOnCooperativeMatrices) {
   EXPECT_EQ(coop, 2);    // ab and act (one kernel each: their layouts differ)
   EXPECT_EQ(shared, 1);  // ef
   EXPECT_EQ(plain, 1);   // db
-  auto got = run(p, "interp", inputs, o);
-  ASSERT_TRUE(got) << got.error().message;
   const Vec* want[] = {&wantAb, &wantAct, &wantDb, &wantEf};
-  for (size_t k = 0; k < 4; ++k)
-    for (size_t i = 0; i < want[k]->size(); ++i)
-      ASSERT_EQ((*got)[k].get(int64_t(i)), (*want[k])[i]) << "output " << k << " element " << i;
+  for (unsigned subgroups : {0u, 4u, 8u}) {  // LowerOptions::coopSubgroups: the staged kernel's subgroups a tile
+    SCOPED_TRACE(std::to_string(subgroups) + " subgroups");
+    o.coopSubgroups = subgroups;
+    auto got = run(p, "interp", inputs, o);
+    ASSERT_TRUE(got) << got.error().message;
+    for (size_t k = 0; k < 4; ++k)
+      for (size_t i = 0; i < want[k]->size(); ++i)
+        ASSERT_EQ((*got)[k].get(int64_t(i)), (*want[k])[i]) << "output " << k << " element " << i;
+  }
   // Every target with its own tuning (matrix units only where the device has them).
   expectOnAllTargets(p, inputs, {wantAb, wantAct, wantDb, wantEf}, 0);
 }

@@ -62,10 +62,11 @@ namespace {
 // 16x16 staging tile per subgroup, converted to f16.
 // k-steps of 32: 16 ran 0.915 / 7.128 ms and 64 1.121 / 8.827 ms at 4096 / 8192
 // on the H200, against 0.802 / 6.036 (bench/RESULTS.md).
+// With eight subgroups (LowerOptions::coopSubgroups) each computes a 64x32
+// part as 4x2 accumulators (half the registers: more subgroups in flight per
+// SM, where the tiles alone do not fill the GPU).
 constexpr int64_t kBig = 128, kBigK = 32, kPadA = kBigK + 8, kPadB = kBig + 8;
-constexpr int64_t kThreadsBig = 128;                      // four subgroups of 32
 constexpr int64_t kVecRowA = kBigK / 4, kVecRowB = kBig / 4;  // vec4s in a row of each tile
-constexpr int64_t kCopies = kBig * kBigK / 4 / kThreadsBig;   // vec4s of each tile an invocation copies
 
 bool sharedApplies(const LowerOptions& o, const Operand& a, const Operand& b, const Shape& vshape) {
   const size_t r = vshape.size();
@@ -79,7 +80,16 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
   const int64_t tilesN = N / kBig, steps = K / kBigK;
-  constexpr int64_t W = kThreadsBig;
+  // Eight subgroups where the tiles are fewer than 128 (1024²: 0.042 -> 0.034
+  // ms on the H200), four where there are enough to fill the GPU (4096²:
+  // 0.80 against 0.99 ms with eight; bench/RESULTS.md).
+  const int64_t tiles = (M / kBig) * tilesN * batches;
+  const int64_t warps = l.opts.coopSubgroups == 4 || l.opts.coopSubgroups == 8 ? l.opts.coopSubgroups
+                        : tiles < 128                                            ? 8
+                                                                                 : 4;
+  const int64_t W = 32 * warps;
+  const int64_t kCopies = kBig * kBigK / 4 / W;  // vec4s of each tile an invocation copies
+  const int64_t subN = kBig / (warps / 2) / 16;  // accumulators across a subgroup's part: 4 (64 wide) or 2 (32)
   std::vector<Operand> in = {a, b};
   auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
     ir::Context& ctx = l.ctx;
@@ -91,7 +101,7 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
     const ir::Type* halfT = ctx.coopMatrixType(f16, 16, 16);
     Value* As = bb.workgroupAlloc(f16, kBig * kPadA);
     Value* Bs = bb.workgroupAlloc(f16, kBigK * kPadB);
-    Value* staged = bb.workgroupAlloc(f32, 4 * 256);
+    Value* staged = bb.workgroupAlloc(f32, warps * 256);
     Value* lid = bb.localId(0, ctx.i32());
     Value* warp = bb.div(lid, k.i32(32));
     Value* lane = bb.rem(lid, k.i32(32));
@@ -99,11 +109,11 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
     Value* gz = bb.workgroupId(2, ctx.i32());
     Value* row0 = bb.mul(bb.div(gx, k.i32(tilesN)), k.i32(kBig));
     Value* col0 = bb.mul(bb.rem(gx, k.i32(tilesN)), k.i32(kBig));
-    Value* wm = bb.mul(bb.div(warp, k.i32(2)), k.i32(64));
-    Value* wn = bb.mul(bb.rem(warp, k.i32(2)), k.i32(64));
+    Value* wm = bb.mul(bb.div(warp, k.i32(warps / 2)), k.i32(64));
+    Value* wn = bb.mul(bb.rem(warp, k.i32(warps / 2)), k.i32(16 * subN));
     const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, {});
     (void)sak, (void)sbn;
-    // Invocation lid copies vec4 c = lid + 128 u (u < kCopies) of each
+    // Invocation lid copies vec4 c = lid + W u (u < kCopies) of each
     // tile: A's row c / kVecRowA, k (c % kVecRowA)·4; B's k c / kVecRowB,
     // column (c % kVecRowB)·4.
     auto globalLoads = [&](Builder& ib, Value* step) {
@@ -136,16 +146,17 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
       }
     };
     Value* zero = bb.coopFill(bb.constFloat(f32, 0), accT);
-    Values carried(16, zero);
+    const size_t nAcc = size_t(4 * subN);
+    Values carried(nAcc, zero);
     for (Value* v : globalLoads(bb, k.i32(0))) carried.push_back(v);
     Value* trips = bb.mul(k.i32(steps), bb.numWorkgroups(1, ctx.i32()));
     Value* last = k.i32(steps - 1);
     ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), carried, [&](Builder& ib, Value* step, const Values& c) -> Values {
       ib.barrier();  // every subgroup is done with the previous step's tiles
-      storeShared(ib, Values(c.begin() + 16, c.end()));
+      storeShared(ib, Values(c.begin() + nAcc, c.end()));
       ib.barrier();
       Values ahead = globalLoads(ib, ib.min(ib.add(step, k.i32(1)), last));
-      Values acc(c.begin(), c.begin() + 16);
+      Values acc(c.begin(), c.begin() + nAcc);
       for (int64_t ks = 0; ks < kBigK / 16; ++ks) {
         Values ta, tb;
         // Each offset first: a call evaluates its arguments in no fixed order.
@@ -153,13 +164,13 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
           Value* off = ib.add(ib.mul(addConst(k, wm, i * 16), k.i32(kPadA)), k.i32(ks * 16));
           ta.push_back(ib.coopLoad(As, off, k.i32(kPadA), halfT));
         }
-        for (int64_t j = 0; j < 4; ++j) {
+        for (int64_t j = 0; j < subN; ++j) {
           Value* off = ib.add(k.i32(ks * 16 * kPadB), addConst(k, wn, j * 16));
           tb.push_back(ib.coopLoad(Bs, off, k.i32(kPadB), halfT));
         }
         for (int64_t i = 0; i < 4; ++i)
-          for (int64_t j = 0; j < 4; ++j)
-            acc[size_t(i * 4 + j)] = ib.coopMulAdd(ta[size_t(i)], tb[size_t(j)], acc[size_t(i * 4 + j)]);
+          for (int64_t j = 0; j < subN; ++j)
+            acc[size_t(i * subN + j)] = ib.coopMulAdd(ta[size_t(i)], tb[size_t(j)], acc[size_t(i * subN + j)]);
       }
       acc.insert(acc.end(), ahead.begin(), ahead.end());
       return acc;
@@ -171,8 +182,8 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
     Value* mine = bb.mul(warp, k.i32(256));
     const ir::Type* storage = irType(ctx, t);
     for (int64_t i = 0; i < 4; ++i)
-      for (int64_t j = 0; j < 4; ++j) {
-        bb.coopStore(staged, mine, k.i32(16), loop->result(unsigned(i * 4 + j)));
+      for (int64_t j = 0; j < subN; ++j) {
+        bb.coopStore(staged, mine, k.i32(16), loop->result(unsigned(i * subN + j)));
         bb.barrier();
         for (int64_t u = 0; u < 256 / 32; ++u) {
           Value* e = addConst(k, lane, u * 32);
@@ -185,7 +196,7 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
       }
   };
   return l.custom("matmul_coop_shared", t, numel(vshape), in, {unsigned(W), 1, 1},
-                  {(M / kBig) * tilesN, 1, batches}, build, shapeText(vshape) + "|coop-shared");
+                  {(M / kBig) * tilesN, 1, batches}, build, shapeText(vshape) + "|coop-shared" + std::to_string(warps));
 }
 
 }  // namespace
