@@ -217,15 +217,16 @@ std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const O
   const DType t = n.dtype;
   const DType acc = t == DType::F64 ? DType::F64 : DType::F32;
   const std::string key = n.attrs.key() + "|" + shapeText(n.shape);
-  // col's element (g, r, q) from input `x` (x's layout) of kernel k.
-  auto gather = [&](Kernel& k, size_t x, Value* g, Value* r, Value* q) {
+  // Where col's element (g, r, q) sits in x: `idx` gets x's first two
+  // indices (batch, channel); the result is the input position in each
+  // window dimension (outside [0, in) in the padding).
+  auto window = [&](Kernel& k, Value* g, Value* r, Value* q, std::vector<Value*>& idx) {
     Builder& b = k.b;
     Value* c = taps == 1 ? r : b.div(r, k.i32(taps));
     Value* j = taps == 1 ? k.i32(0) : b.rem(r, k.i32(taps));
     Value* nn = P == 1 ? q : b.div(q, k.i32(P));
     Value* p = P == 1 ? k.i32(0) : b.rem(q, k.i32(P));
-    std::vector<Value*> idx = {nn, G == 1 ? c : b.add(b.mul(g, k.i32(Cg)), c)};
-    Value* ok = nullptr;
+    idx = {nn, G == 1 ? c : b.add(b.mul(g, k.i32(Cg)), c)};
     int64_t innerO = 1, innerJ = 1;
     std::vector<Value*> pos(w.k);
     for (size_t d = w.k; d-- > 0;) {
@@ -236,9 +237,24 @@ std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const O
       innerO *= w.out[d];
       innerJ *= w.kernel[d];
       pos[d] = b.add(addConst(k, mulConst(k, o, w.strides[d]), -w.padBegin[d]), mulConst(k, jd, w.dilations[d]));
-      Value* inside = b.and_(b.ge(pos[d], k.i32(0)), b.lt(pos[d], k.i32(w.in[d])));
-      ok = ok ? b.and_(ok, inside) : inside;
     }
+    return pos;
+  };
+  // Whether positions pos[0..dims) are all inside x (null for none).
+  auto insideAll = [&](Kernel& k, const std::vector<Value*>& pos, size_t dims) {
+    Value* ok = nullptr;
+    for (size_t d = 0; d < dims; ++d) {
+      Value* in = k.b.and_(k.b.ge(pos[d], k.i32(0)), k.b.lt(pos[d], k.i32(w.in[d])));
+      ok = ok ? k.b.and_(ok, in) : in;
+    }
+    return ok;
+  };
+  // col's element (g, r, q) from input `x` (x's layout) of kernel k.
+  auto gather = [&](Kernel& k, size_t x, Value* g, Value* r, Value* q) {
+    Builder& b = k.b;
+    std::vector<Value*> idx;
+    const std::vector<Value*> pos = window(k, g, r, q, idx);
+    Value* ok = insideAll(k, pos, w.k);
     for (size_t d = 0; d < w.k; ++d) idx.push_back(b.select(ok, pos[d], k.i32(0)));
     return b.select(ok, loadAt(k, x, k.offsetOf(x, idx), acc), k.constant(acc, 0));
   };
@@ -247,26 +263,9 @@ std::optional<Value*> convAsMatmul(Lowering& l, const Node& n, std::span<const O
   // then four positions `stride` apart along the last dimension.
   auto gather4 = [&](Kernel& k, size_t x, Value* g, Value* r, Value* q) {
     Builder& b = k.b;
-    Value* c = taps == 1 ? r : b.div(r, k.i32(taps));
-    Value* j = taps == 1 ? k.i32(0) : b.rem(r, k.i32(taps));
-    Value* nn = b.div(q, k.i32(P));
-    Value* p = b.rem(q, k.i32(P));
-    std::vector<Value*> idx = {nn, G == 1 ? c : b.add(b.mul(g, k.i32(Cg)), c)};
-    Value* ok = nullptr;  // the dimensions before the last
-    int64_t innerO = 1, innerJ = 1;
-    std::vector<Value*> pos(w.k);
-    for (size_t d = w.k; d-- > 0;) {
-      Value* o = innerO == 1 ? p : b.div(p, k.i32(innerO));
-      if (d > 0) o = b.rem(o, k.i32(w.out[d]));
-      Value* jd = innerJ == 1 ? j : b.div(j, k.i32(innerJ));
-      if (d > 0) jd = b.rem(jd, k.i32(w.kernel[d]));
-      innerO *= w.out[d];
-      innerJ *= w.kernel[d];
-      pos[d] = b.add(addConst(k, mulConst(k, o, w.strides[d]), -w.padBegin[d]), mulConst(k, jd, w.dilations[d]));
-      if (d + 1 == w.k) continue;
-      Value* inside = b.and_(b.ge(pos[d], k.i32(0)), b.lt(pos[d], k.i32(w.in[d])));
-      ok = ok ? b.and_(ok, inside) : inside;
-    }
+    std::vector<Value*> idx;
+    const std::vector<Value*> pos = window(k, g, r, q, idx);
+    Value* ok = insideAll(k, pos, w.k - 1);  // the dimensions before the last
     for (size_t d = 0; d + 1 < w.k; ++d) idx.push_back(ok ? b.select(ok, pos[d], k.i32(0)) : pos[d]);
     idx.push_back(k.i32(0));
     Value* row = k.offsetOf(x, idx);
