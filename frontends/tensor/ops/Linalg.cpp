@@ -437,6 +437,7 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
   const int64_t tilesM = (M + Tm - 1) / Tm, tilesN = (N + Tn - 1) / Tn;
   const int64_t S = matmulSplits(l.opts, tilesM * tilesN * batches, kAll);
   const bool warpTiles = l.opts.matmulWarpTiles && TY % 4 == 0;
+  const int64_t G = std::clamp<int64_t>(l.opts.matmulGroupRows, 1, tilesM);  // tiles' rows a group
   const int64_t kSteps = kAll / S;  // this workgroup's
   std::vector<Operand> in = {a, b};
   in.insert(in.end(), parts.extra.begin(), parts.extra.end());
@@ -479,7 +480,6 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     // Tiles in groups of G rows, each group's tiles column by column, so that
     // the workgroups running at once share rows of A and columns of B in the
     // L2 cache (LowerOptions::matmulGroupRows; G = 1: row by row).
-    const int64_t G = std::clamp<int64_t>(l.opts.matmulGroupRows, 1, tilesM);
     Value *tileM, *tileN;
     if (G == 1) {
       tileM = bb.div(gx, k.i32(tilesN));
@@ -497,8 +497,9 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, parts);
     // Staging: an operand's slice is KB·Q vec4s, vec4 v holding one k at
     // four rows (A) or columns (B), q·4 + {0..3}. Invocation lid stages
-    // v = lid + p·threads (p < ceil(KB·Q / threads); where KB·Q < threads only the first
-    // KB·Q invocations store: the others read v mod KB·Q, in bounds).
+    // v = lid + p·threads (p < ceil(KB·Q / threads); where KB·Q < threads
+    // only the first KB·Q invocations store: the others read v mod KB·Q, in
+    // bounds).
     // Neighbouring invocations read neighbouring memory: k = v % KB,
     // q = v / KB where the operand is contiguous along k (A row-major, B
     // transposed: attention's q·kᵀ), else q = v % Q, k = v / Q.
@@ -652,12 +653,14 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
   };
   const DType outType = parts.store ? parts.outType : t;
   const int64_t count = parts.store ? parts.outCount : numel(vshape);
+  // Everything the kernel's code depends on beyond the operands' layouts.
   const std::string key = shapeText(vshape) + "|B" + std::to_string(rm) + "x" + std::to_string(rn) + "k" +
-                          std::to_string(KB) + "t" + std::to_string(TY) + "g" + std::to_string(l.opts.matmulGroupRows) + (warpTiles ? "w" : "") + (aVec ? "va" : "") + (bVec ? "vb" : "") + "|" + parts.key;
-  if (S == 1)
-    return l.custom("matmul_blocked", outType, count, in, {unsigned(threads), 1, 1}, {tilesM * tilesN, 1, batches}, build, key);
+                          std::to_string(KB) + "t" + std::to_string(TY) + "g" + std::to_string(G) +
+                          (warpTiles ? "w" : "") + (aVec ? "va" : "") + (bVec ? "vb" : "") + "|" + parts.key;
+  const std::array<unsigned, 3> wgSize = {unsigned(threads), 1, 1};
+  if (S == 1) return l.custom("matmul_blocked", outType, count, in, wgSize, {tilesM * tilesN, 1, batches}, build, key);
   const int64_t MN = batches * M * N;
-  Value* sums = l.custom("matmul_blocked", DType::F32, S * MN, in, {unsigned(threads), 1, 1}, {tilesM * tilesN * S, 1, batches}, build,
+  Value* sums = l.custom("matmul_blocked", DType::F32, S * MN, in, wgSize, {tilesM * tilesN * S, 1, batches}, build,
                          key + "|split" + std::to_string(S));
   // The sum of the S parts of each element, stored as the single kernel stores it.
   std::vector<Operand> sumIn = in;
