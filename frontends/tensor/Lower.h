@@ -57,9 +57,10 @@ struct LowerOptions {
   // Row kernels (softmax, norms, long reductions): elements of a row each
   // invocation keeps in registers; workgroups grow (64 to 1024) to hold it.
   unsigned rowElements = 16;
-  // Matmul (and conv through it) with f32 sums: the R of the blocked kernel
-  // (ops/Linalg.cpp: 256 invocations, an R x R block each; 4 or 8), or 0 for
-  // the 64-invocation kernel of 8x8 blocks.
+  // Matmul (and conv through it) with f32 sums: the blocked kernel
+  // (ops/Linalg.cpp, matmulBlockFor) with R x R blocks on tiles of both
+  // sides over 64 (4 or 8; 8 takes 4 where its tiles would leave a big GPU
+  // idle), or 0 for the 64-invocation kernel of 8x8 blocks.
   unsigned matmulBlock = 8;
   // The blocked kernel's step along K (8 or 16), and where M or N is at most
   // 64, the blocks' length along the other (4, 8 or 16: tiles of 64 x 64,
