@@ -231,10 +231,8 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
     std::vector<ir::Value*> bufs;
     for (size_t i = 0; i < ki.leaves.size(); ++i) bufs.push_back(f->param(unsigned(ki.slot[i])));
     ir::Value* out = f->param(unsigned(ki.distinct.size()));
-    // Element e of this invocation: first + e·wg, where first is the
-    // workgroup's first element plus the local id (with E = 1: the global id).
-    // The workgroup's first element (the same in all its invocations) and
-    // the local id: element e of an invocation is base + e·wg + lid.
+    // Element e of an invocation is base + e·wg + lid: base the workgroup's
+    // first element (the same in all its invocations), lid the local id.
     ir::Value* group = b.workgroupId(0, ctx.i32());
     if (gy > 1) group = b.add(b.mul(b.workgroupId(1, ctx.i32()), b.constInt(ctx.i32(), gx)), group);
     ir::Value* base = b.mul(group, b.constInt(ctx.i32(), wg * E));
