@@ -73,6 +73,18 @@ struct OperandBases {
 OperandBases operandBases(Kernel& k, ir::Value* batch, const Operand& a, const Operand& b, const Shape& vshape,
                           const MatmulParts& parts);
 
+// The blocked matmul (MatmulBlocked.cpp): its shape for a [batch.., M, N]
+// product of dtype t under options o (rm 0 where it does not apply: options
+// or dtype), and the kernel, with `parts`. Each invocation computes an
+// rm x rn block of C (ty x 16 invocations: a ty·rm x 16rn tile), K in
+// steps of kb.
+struct BlockShape {
+  int64_t rm = 0, rn = 0, kb = 8, ty = 16;
+};
+BlockShape matmulBlockFor(const LowerOptions& o, DType t, const Shape& vshape, int64_t K);
+ir::Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, BlockShape s,
+                         const MatmulParts& parts);
+
 // f16 matmul on a GPU's matrix units (MatmulCoop.cpp): whether it applies
 // (LowerOptions::coopMatrixSubgroup, f16, shapes and strides it takes), and
 // the kernel.
