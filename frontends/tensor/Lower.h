@@ -58,7 +58,7 @@ struct LowerOptions {
   // invocation keeps in registers; workgroups grow (64 to 1024) to hold it.
   unsigned rowElements = 16;
   // Matmul (and conv through it) with f32 sums: the blocked kernel
-  // (ops/Linalg.cpp, matmulBlockFor) with R x R blocks on tiles of both
+  // (ops/MatmulBlocked.cpp, matmulBlockFor) with R x R blocks on tiles of both
   // sides over 64 (4 or 8; 8 takes 4 where its tiles would leave a big GPU
   // idle), or 0 for the 64-invocation kernel of 8x8 blocks.
   unsigned matmulBlock = 8;
@@ -88,7 +88,7 @@ struct LowerOptions {
   unsigned maxWorkgroupMemory = 16384;
   // The blocked matmul splits K into parts summed by a second kernel where
   // its tiles make fewer workgroups than this (0: never): on a big GPU a
-  // 512-row product has too few 64x64 tiles to fill it (ops/Linalg.cpp).
+  // 512-row product has too few 64x64 tiles to fill it (ops/MatmulBlocked.cpp).
   unsigned matmulSplitGroups = 0;
   // Where matmulBlock is 0: a workgroup of matmulLanes invocations computes
   // a matmulRows x matmulLanes strip of C, K a loop of the whole workgroup
