@@ -239,11 +239,14 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
     ir::Value* lid = b.localId(0, ctx.i32());
     ir::Value* end = dynamic ? b.bitcast(b.bufferLen(out), ctx.i32()) : b.constInt(ctx.i32(), total);
     const std::vector<int64_t> cs = contiguousStrides(shape);
+    // Where the grid covers the elements exactly, every element is inside:
+    // no branch (on the cpu target a load at an index the workgroup shares
+    // is then one broadcast, not a masked gather per lane).
+    const bool exact = !dynamic && total % (wg * E) == 0 && gx * gy == groups;
     for (int64_t e = 0; e < E; ++e) {
       ir::Value* first = e ? b.add(base, b.constInt(ctx.i32(), e * wg)) : base;
       ir::Value* lin = b.add(first, lid);
-      ir::Value* inside = b.lt(lin, end);
-      b.ifOp(inside, {}, [&](ir::Builder& ib) {
+      auto element = [&](ir::Builder& ib) {
         Kernel k(ib, ctx, std::vector<Operand>(in.begin(), in.end()), bufs);
         k.linear = lin;
         k.shape = shape;
@@ -273,7 +276,9 @@ ir::Value* Lowering::map(const std::string& op, DType dtype, const Shape& shape,
         const ir::Type* storage = irType(ctx, dtype);
         if (v->type() != storage) v = ib.cast(v, storage);
         ib.store(out, lin, v);
-      });
+      };
+      if (exact) element(b);
+      else b.ifOp(b.lt(lin, end), {}, element);
     }
     b.ret();
     kern = f;

@@ -57,6 +57,11 @@ struct LowerOptions {
   // Row kernels (softmax, norms, long reductions): elements of a row each
   // invocation keeps in registers; workgroups grow (64 to 1024) to hold it.
   unsigned rowElements = 16;
+  // Row kernels combine the invocations' partial results through subgroup
+  // shuffles, or (false) through workgroup memory in one loop the whole
+  // workgroup shares: the cpu target runs that once a workgroup, where each
+  // shuffle is a gather (softmax of b1-s512-d768 on one Zen 5 core: bench/RESULTS.md).
+  bool rowShuffles = true;
   // Matmul (and conv through it) with f32 sums: the blocked kernel
   // (ops/MatmulBlocked.cpp, matmulBlockFor) with R x R blocks on tiles of both
   // sides over 64 (4 or 8; 8 takes 4 where its tiles would leave a big GPU

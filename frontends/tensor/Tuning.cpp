@@ -34,7 +34,7 @@ const TuningRow kTable[] = {
     {"znver", 128, 32, 0, 1,
      "2026-11-27, the cpu target on 2 AMD EPYC (znver5) cores: as the row below; --matmul-rows 4/6 on matmul 1024 "
      "(64 lanes, 4 steps): 184/231 GFLOP/s",
-     0, 64, 6, 4},
+     0, 64, 6, 4, false},
     {"cpu: ", 128, 32, 0, 1,
      "2026-11-27, the cpu target on 2 AMD EPYC (znver5) cores: bench/tensor/tune.sh, 2048x2048 (wg 64-256 within "
      "noise of each other; 512 and 1024 5-7x slower on the chain); --matmul-block 0/4/8 on matmul 1024: 46/12/3 "
@@ -43,7 +43,7 @@ const TuningRow kTable[] = {
      "64/6/4 231 (1000: 258). 2026-11-27 21:40, one core of an Intel Xeon 8592+ (emeraldrapids, the GPU "
      "machine's), matmul 1000 with 512-bit vectors: --matmul-rows 4/6/7 (64 lanes, 4 steps) 79.8/39.8/36.8 GFLOP/s, "
      "3 rows of 128 lanes 75.8",
-     0, 64, 4, 4},  // (split K: no gain without idle cores)
+     0, 64, 4, 4, false},  // (split K: no gain without idle cores)
 };
 
 }  // namespace
@@ -61,6 +61,7 @@ LowerOptions tunedFor(std::string_view deviceName, LowerOptions base) {
       base.matmulLanes = r.matmulLanes;
       base.matmulRows = r.matmulRows;
       base.matmulUnroll = r.matmulUnroll;
+      base.rowShuffles = r.rowShuffles;
       break;
     }
   return base;

@@ -28,6 +28,7 @@ struct TuningRow {
   unsigned matmulLanes = 0;        // LowerOptions::matmulLanes (0: off)
   unsigned matmulRows = 6;         // LowerOptions::matmulRows
   unsigned matmulUnroll = 4;       // LowerOptions::matmulUnroll
+  bool rowShuffles = true;         // LowerOptions::rowShuffles
 };
 std::span<const TuningRow> tuningTable();
 

@@ -153,9 +153,73 @@ TEST(TensorFusion, ElementwiseProducersFuseIntoRowKernels) {
         lnv[i] = (q[size_t(c)] - mean) / std::sqrt(var + 1e-5) * yi + yi;
       }
     }
-    expectBoth(p, {HostTensor::of(DType::F32, {rows, cols}, xv), HostTensor::of(DType::F32, {cols}, yv)}, {sv, lsv, lnv},
-               1e-4);
+    for (bool shuffles : {true, false}) {  // LowerOptions::rowShuffles: both ways on every target
+      SCOPED_TRACE(shuffles ? "shuffles" : "workgroup memory");
+      LowerOptions o;
+      o.tune = false;
+      o.rowShuffles = shuffles;
+      expectBoth(p, {HostTensor::of(DType::F32, {rows, cols}, xv), HostTensor::of(DType::F32, {cols}, yv)},
+                 {sv, lsv, lnv}, 1e-4, o);
+    }
   }
+}
+
+// Ops named `name` in a region and the regions inside it.
+int countOps(const ir::Region& r, std::string_view name) {
+  int n = 0;
+  for (const auto& op : r.ops()) {
+    n += op->name() == name;
+    for (unsigned i = 0; i < op->numRegions(); ++i) n += countOps(op->region(i), name);
+  }
+  return n;
+}
+
+// What the kernels' index arithmetic leaves out where it cannot matter: a
+// fused row kernel reads a one-axis row at its position (no rem or div: on
+// the cpu target they made its lanes gather), and an elementwise kernel
+// whose grid covers its elements exactly has no bounds branch (which made
+// the cpu target's loads of an index the workgroup shares masked gathers).
+TEST(TensorFusion, IndexArithmeticOnlyWhereItMatters) {
+  auto kernelsOf = [](const Program& p, std::string_view part, std::string_view name) {
+    ir::Context ctx;
+    LowerOptions o;
+    o.tune = false;
+    auto c = lower(ctx, p, o);
+    EXPECT_TRUE(c) << (c ? "" : c.error().message);
+    std::vector<int> counts;
+    if (!c) return counts;
+    for (const auto& f : c->module->functions())
+      if (f->kind() == ir::FunctionKind::Kernel && f->name().find(part) != std::string::npos)
+        counts.push_back(countOps(f->body(), name));
+    return counts;
+  };
+  {
+    Program p;  // 3 rows of 512: the row index is the workgroup's, the position the invocation's
+    Tensor x = p.input("x", DType::F32, {3, 512});
+    Tensor y = p.input("y", DType::F32, {512});
+    p.output("s", softmax(x * 2.0 + y));
+    p.output("ln", layer_norm(x + y, y, y));
+    EXPECT_EQ(kernelsOf(p, "softmax", "rem"), std::vector<int>{0});
+    EXPECT_EQ(kernelsOf(p, "layer_norm", "rem"), std::vector<int>{0});
+  }
+  {
+    Program p;  // over two axes the outer one still needs them
+    Tensor x = p.input("x", DType::F32, {3, 4, 64});
+    Tensor g = p.input("g", DType::F32, {4, 64});
+    p.output("ln", layer_norm(x * 2.0, g, {}, 1));
+    const std::vector<int> rems = kernelsOf(p, "layer_norm", "rem");
+    ASSERT_EQ(rems.size(), 1u);
+    EXPECT_GT(rems[0], 0);
+  }
+  auto branches = [&](const Shape& s) {
+    Program p;
+    Tensor x = p.input("x", DType::F32, s);
+    p.output("c", relu(x * 2.0 + 1.0));
+    const std::vector<int> ifs = kernelsOf(p, "", "if");
+    return ifs.size() == 1 ? ifs[0] : -1;
+  };
+  EXPECT_EQ(branches({4, 2048}), 0);  // 8192 = 4 groups of 256 x 8 elements
+  EXPECT_EQ(branches({3, 1001}), 8);  // 3003 elements: 8 per invocation, each checked
 }
 
 // A reduction of long rows computes an elementwise x in its row kernel too

@@ -410,7 +410,8 @@ TEST(ReduceSoftmax, LongRows) {
 // Rows kept in registers by workgroups of 64, 128 and 1024 invocations
 // (a last position past the row's end in each), and a row too long for
 // registers (folded by a loop that reloads it): softmax, layer norm, max
-// and sum against float64 on every target.
+// and sum against float64 on every target, the workgroup's partial results
+// combined through shuffles and through workgroup memory.
 TEST(ReduceSoftmax, RowsInRegistersAndRowsTooLongForThem) {
   for (int64_t cols : {int64_t(129), int64_t(2000), int64_t(16383), int64_t(20001)}) {
     SCOPED_TRACE("cols " + std::to_string(cols));
@@ -436,8 +437,14 @@ TEST(ReduceSoftmax, RowsInRegistersAndRowsTooLongForThem) {
       for (double e : r) a += e;
       return a;
     });
-    expectOnAllTargets(p, {HostTensor::of(DType::F32, {2, cols}, xv), HostTensor::of(DType::F32, {cols}, gv)},
-                       {rowwise(xv, {2, cols}, red, softmaxRow), ln, mx, sm}, 1e-4);
+    for (bool shuffles : {true, false}) {  // LowerOptions::rowShuffles
+      SCOPED_TRACE(shuffles ? "shuffles" : "workgroup memory");
+      LowerOptions o;
+      o.tune = false;
+      o.rowShuffles = shuffles;
+      expectOnAllTargets(p, {HostTensor::of(DType::F32, {2, cols}, xv), HostTensor::of(DType::F32, {cols}, gv)},
+                         {rowwise(xv, {2, cols}, red, softmaxRow), ln, mx, sm}, 1e-4, o);
+    }
   }
 }
 

@@ -333,7 +333,7 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
   const bool cached = rowInRegisters(l, R);
   const KernelInputs ki = kernelInputs(in);
   std::string full = op + "|coop|" + key + "|" + shapeText(shape) + "|gx" + num(gx) + "|W" + num(W) +
-                     (cached ? "|registers" : "");
+                     (cached ? "|registers" : "") + (l.opts.rowShuffles ? "" : "|memory");
   for (bool r : red) full += r ? "r" : "k";
   full += ki.key + "|out " + dt(outDt);
   std::string name = kernelName(op, l.namePrefix + "|" + full);  // (a row lowering's own: Lower.h)
@@ -362,7 +362,7 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
     std::vector<int64_t> cs = contiguousStrides(keep);
     for (size_t d = 0; d < keep.size(); ++d) {
       Value* q = cs[d] == 1 ? row : b.div(row, ci(b, cs[d]));
-      k.index.push_back(d == 0 ? q : b.rem(q, ci(b, keep[d])));
+      k.index.push_back(keep[d] == 1 ? ci(b, 0) : d == 0 ? q : b.rem(q, ci(b, keep[d])));
     }
     Row rw{k, b.localId(0, ctx.i32()), R, W, {}, {}};
     for (size_t i = 0; i < in.size(); ++i) {
@@ -373,6 +373,7 @@ Value* coopRows(Lowering& l, const std::string& op, const std::string& key, cons
     rw.valid = valid;
     rw.shape = shape;
     rw.red = red;
+    rw.shuffles = l.opts.rowShuffles;
     if (elem) {
       Operand o{nullptr, outDt, shape, contiguousStrides(shape), 0};
       rw.oloops = loopsOf(o, red);

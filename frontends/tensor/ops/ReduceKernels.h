@@ -106,6 +106,7 @@ struct Row {
   std::vector<Value*> pos, xs, inRow;
   Shape shape;            // x's
   std::vector<bool> red;  // the reduced dimensions
+  bool shuffles = true;   // LowerOptions::rowShuffles
   Value* outOffset(Builder& b, Value* r) { return reducedOffset(b, obase, oloops, r); }
   // Operand `op`'s element at position r of the row, in its compute type.
   Value* load(Builder& b, size_t op, Value* r) {
@@ -120,14 +121,23 @@ struct Row {
     if (!k.in(op).fused) return loadAt(k, b, op, reducedOffset(b, bases[op], loops[op], r));
     std::vector<Value*> idx(shape.size());
     Value* rest = r;
+    // r < R (positions past the row are clamped): where what is left of it
+    // is below a dimension's extent, it is the index there, without the
+    // rem and div that would make the cpu target's lanes gather.
+    int64_t most = R - 1;
     for (size_t d = shape.size(); d-- > 0;) {
       if (!red[d]) {
         idx[d] = k.index[d];
       } else if (shape[d] == 1) {
         idx[d] = k.i32(0);
+      } else if (most < shape[d]) {
+        idx[d] = rest;
+        rest = k.i32(0);
+        most = 0;
       } else {
         idx[d] = b.rem(rest, b.constInt(k.ctx.i32(), shape[d]));
         rest = b.div(rest, b.constInt(k.ctx.i32(), shape[d]));
+        most /= shape[d];
       }
     }
     return k.loadWith(b, op, idx);
@@ -182,6 +192,20 @@ struct Row {
     Builder& b = k.b;
     ir::Context& ctx = k.ctx;
     bool fl = isFloat(S);
+    auto combineAll = [&](Value* partial, Value* count) {
+      return b.forOp(k.i32(1), count, k.i32(1), {b.load(partial, k.i32(0))}, [&](Builder& lb, Value* i, const Values& a) -> Values {
+        return {combine(lb, c, a[0], lb.load(partial, i), fl)};
+      })->result(0);
+    };
+    if (!shuffles) {
+      // Every invocation's value through workgroup memory, combined in one
+      // loop the whole workgroup shares (on the cpu target it runs once for
+      // the workgroup, its loads broadcasts; shuffles there are gathers).
+      Value* partial = b.workgroupAlloc(v->type(), W);
+      b.store(partial, t, v);
+      b.barrier();
+      return combineAll(partial, k.i32(W));
+    }
     Value* size = b.subgroupSize(ctx.i32());
     Value* lane = b.subgroupLocalId(ctx.i32());
     // Subgroup sizes are powers of two up to 128: offsets past the size are skipped.
@@ -192,10 +216,7 @@ struct Row {
     Value* partial = b.workgroupAlloc(v->type(), W);
     b.ifOp(b.eq(lane, k.i32(0)), {}, [&](Builder& ib) { ib.store(partial, ib.subgroupId(ctx.i32()), v); });
     b.barrier();
-    Value* groups = b.div(b.add(k.i32(W - 1), size), size);
-    return b.forOp(k.i32(1), groups, k.i32(1), {b.load(partial, k.i32(0))}, [&](Builder& lb, Value* i, const Values& a) -> Values {
-      return {combine(lb, c, a[0], lb.load(partial, i), fl)};
-    })->result(0);
+    return combineAll(partial, b.div(b.add(k.i32(W - 1), size), size));
   }
 };
 
