@@ -33,8 +33,10 @@ const TuningRow kTable[] = {
     // x86 processors (the row after) keep 4 rows.
     {"znver", 128, 32, 0, 1,
      "2026-11-27, the cpu target on 2 AMD EPYC (znver5) cores: as the row below; --matmul-rows 4/6 on matmul 1024 "
-     "(64 lanes, 4 steps): 184/231 GFLOP/s",
-     0, 64, 6, 4, false},
+     "(64 lanes, 4 steps): 184/231 GFLOP/s. 2026-11-28, A's rows read as vec4s: --matmul-lanes 16-256 --matmul-rows "
+     "2-12 --matmul-unroll 2/4/8 on matmul 1024, one core: 64/6/4 137 GFLOP/s, 128/6/4 213, 128/7 or 8/4 200, "
+     "256/6/4 202, 128/6/8 140; two cores, 1024 and 2048: 64 lanes 261/182, 128 lanes 300/257",
+     0, 128, 6, 4, false},
     {"cpu: ", 128, 32, 0, 1,
      "2026-11-27, the cpu target on 2 AMD EPYC (znver5) cores: bench/tensor/tune.sh, 2048x2048 (wg 64-256 within "
      "noise of each other; 512 and 1024 5-7x slower on the chain); --matmul-block 0/4/8 on matmul 1024: 46/12/3 "

@@ -29,10 +29,11 @@
 //     even without a barrier: interchanging them with the invocation loop
 //     makes the invocation loop innermost, where it vectorises. (Invocations
 //     that do not synchronise may interleave in any order on a GPU too.)
-//   - `load`s of a uniform buffer at a uniform index, once for the workgroup
-//     (a broadcast where a vectorised run uses it). The run before such a
-//     load ends first when it may write memory (stores, atomics, calls), so
-//     each invocation still reads after its own earlier stores.
+//   - `load`s and `vec.load`s of a uniform buffer at a uniform index, once
+//     for the workgroup (a broadcast where a vectorised run uses it). The
+//     run before such a load ends first when it may write memory (stores,
+//     atomics, calls), so each invocation still reads after its own earlier
+//     stores.
 // Values that live across runs (and loop-carried values of workgroup-level
 // loops) are kept in per-invocation arrays; LLVM keeps them in registers
 // when a run is fully vectorised. Cheap values (ids and pure arithmetic on

@@ -86,10 +86,11 @@ bool KernelEmitter::isUniformOp(const ir::Op& op) const {
       n == ir::OpId::WorkgroupSize || n == ir::OpId::SubgroupSize)
     return true;
   if (n == ir::OpId::LocalId || n == ir::OpId::GlobalId || n == ir::OpId::SubgroupId || n == ir::OpId::SubgroupLocalId) return false;
-  // A load at an index the whole workgroup shares reads once for it (a
-  // broadcast, not a load per lane); emitRegion ends the run before it when
-  // the run may have written memory, so each invocation's own stores come first.
-  if (!op.info().has(ir::kPure) && n != ir::OpId::Load) return false;
+  // A load (or vec.load) at an index the whole workgroup shares reads once
+  // for it (a broadcast, not a load per lane); emitRegion ends the run
+  // before it when the run may have written memory, so each invocation's
+  // own stores come first.
+  if (!op.info().has(ir::kPure) && n != ir::OpId::Load && n != ir::OpId::VecLoad) return false;
   for (const ir::Value* v : op.operands())
     if (!uniform.count(v)) return false;
   return true;
@@ -457,7 +458,8 @@ bool KernelEmitter::emitRegion(const ir::Region& r, const std::vector<Slot>& tar
       return flush(r, run, targets);
     }
     if (isUniformOp(*op)) {
-      if (op->is(ir::OpId::Load) && writesMemory(run) && !flush(r, run, targets)) return false;
+      if ((op->is(ir::OpId::Load) || op->is(ir::OpId::VecLoad)) && writesMemory(run) && !flush(r, run, targets))
+        return false;
       if (!emitUniform(*op)) return false;
       continue;
     }

@@ -293,8 +293,9 @@ TEST(Linalg, MatmulSplitK) {
 // The strip matmul (LowerOptions::matmulLanes, the cpu target's): edges that
 // are not multiples of the strip (its last strip moves back), C narrower than
 // a strip, K not a multiple of the unrolled steps, a batch with a broadcast
-// B, an epilogue, a B read across N (copied contiguous first), f16 and i32;
-// against float64 sums, with the strip forced on every target.
+// B, an epilogue, a B read across N (copied contiguous first), f16 and i32,
+// A's rows read as vec4s, 128 lanes narrowed to 64 for N = 64; against
+// float64 sums, with the strip forced on every target.
 TEST(Linalg, MatmulStrip) {
   auto product = [](const Vec& a, const Vec& b, int64_t batches, int64_t M, int64_t K, int64_t N, bool bT) {
     Vec c(size_t(batches * M * N));
@@ -323,15 +324,29 @@ TEST(Linalg, MatmulStrip) {
   p.output("act", matmul(a2, transpose(p.input("c", DType::F32, {33, 29}))));
   p.output("half", matmul(p.constant(HostTensor::of(DType::F16, {40, 24}, hv)), p.constant(HostTensor::of(DType::F16, {24, 48}, iv))));
   p.output("int", matmul(p.constant(HostTensor::of(DType::I32, {40, 24}, hv)), p.constant(HostTensor::of(DType::I32, {24, 48}, iv))));
+  // K a multiple of 4, rows 4-aligned: A's rows read as vec4s (with 8
+  // steps a trip, K = 36 leaves 4 steps after the loop); N = 64 narrows
+  // 128 lanes to 64.
+  Vec dv = randomValues(3 * 40 * 36, 8), ev = randomValues(36 * 300, 9), fv = randomValues(36 * 64, 10);
+  Tensor d = p.input("d", DType::F32, {3, 40, 36});
+  p.output("vec", matmul(d, p.input("e", DType::F32, {36, 300})));
+  p.output("narrow", matmul(reshape(d, {120, 36}), p.input("f", DType::F32, {36, 64})));
   std::vector<HostTensor> in = {HostTensor::of(DType::F32, {2, 37, 29}, av), HostTensor::of(DType::F32, {29, 45}, bv),
-                                HostTensor::of(DType::F32, {33, 29}, cv)};
+                                HostTensor::of(DType::F32, {33, 29}, cv), HostTensor::of(DType::F32, {3, 40, 36}, dv),
+                                HostTensor::of(DType::F32, {36, 300}, ev), HostTensor::of(DType::F32, {36, 64}, fv)};
   Vec lin = product(av, wv, 1, 74, 29, 40, false);
   for (size_t i = 0; i < lin.size(); ++i) lin[i] = std::max(0.0, lin[i] + biasv[i % 40]);
   Vec ab = product(av, bv, 1, 37, 29, 45, false), ab2 = product(Vec(av.begin() + 37 * 29, av.end()), bv, 1, 37, 29, 45, false);
   ab.insert(ab.end(), ab2.begin(), ab2.end());
   Vec hi = product(hv, iv, 1, 40, 24, 48, false);
-  std::vector<Vec> want = {ab, lin, product(av, cv, 1, 74, 29, 33, true), hi, hi};
-  for (auto [lanes, rows, unroll] : {std::array<unsigned, 3>{16, 6, 4}, {64, 7, 3}}) {
+  Vec de;
+  for (int64_t z = 0; z < 3; ++z) {
+    Vec part = product(Vec(dv.begin() + z * 40 * 36, dv.begin() + (z + 1) * 40 * 36), ev, 1, 40, 36, 300, false);
+    de.insert(de.end(), part.begin(), part.end());
+  }
+  std::vector<Vec> want = {ab, lin, product(av, cv, 1, 74, 29, 33, true), hi, hi, de, product(dv, fv, 1, 120, 36, 64, false)};
+  for (auto [lanes, rows, unroll] :
+       {std::array<unsigned, 3>{16, 6, 4}, {64, 7, 3}, {128, 6, 4}, {128, 5, 8}}) {
     SCOPED_TRACE("lanes " + std::to_string(lanes) + ", rows " + std::to_string(rows));
     LowerOptions o;
     o.tune = false;
@@ -348,7 +363,15 @@ TEST(Linalg, MatmulStrip) {
       strips += op->symbolAttr("kernel").find("matmul_strip") != std::string::npos;
       copies += op->symbolAttr("kernel").find("matmul_b") != std::string::npos;
     });
-    EXPECT_EQ(strips, 5) << ir::print(*c->module->lookup("main"));
+    EXPECT_EQ(strips, 7) << ir::print(*c->module->lookup("main"));
+    int vec4Kernels = 0;  // strip kernels reading A as vec4s: those of "vec" and "narrow" where the steps are 4 or 8
+    for (const auto& f : c->module->functions())
+      if (f->name().find("matmul_strip") != std::string::npos) {
+        bool vec4 = false;
+        f->walk([&](ir::Op* op) { vec4 = vec4 || op->is(ir::OpId::VecLoad); });
+        vec4Kernels += vec4;
+      }
+    EXPECT_EQ(vec4Kernels, unroll % 4 == 0 ? 2 : 0);
     EXPECT_EQ(copies, 1);
     expectOnAllTargets(p, in, want, 1e-5, o);
   }

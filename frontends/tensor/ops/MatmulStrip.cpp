@@ -21,7 +21,8 @@ using ir::Values;
 // registers. Consecutive workgroups share a column strip, so B's K x L strip
 // stays in the core's cache while A's rows stream through.
 // LowerOptions::matmulLanes is L (0: off), matmulRows R, matmulUnroll the
-// steps of K a trip.
+// steps of K a trip. With A's rows read as vec4s along K, 128 lanes ran
+// 1024^3 on one Zen 5 core at 213 GFLOP/s, 64 at 137 (bench/RESULTS.md).
 
 // Where B is contiguous along N (the lanes' loads are then one vector).
 bool stripMatmulApplies(const LowerOptions& o, const Operand& b, const Shape& vshape, const MatmulParts& parts) {
@@ -32,7 +33,11 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
                    const MatmulParts& parts) {
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
-  const int64_t L = l.opts.matmulLanes, R = l.opts.matmulRows;
+  // Strips no wider than C where the lanes are more than 64 (the encoder's
+  // 512x64 products per head: 128 lanes would compute twice the columns).
+  int64_t L = l.opts.matmulLanes;
+  while (L > 64 && L > N) L /= 2;
+  const int64_t R = l.opts.matmulRows;
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
   const int64_t tilesM = (M + R - 1) / R, tilesN = (N + L - 1) / L;
   std::vector<Operand> in = {a, b};
@@ -67,14 +72,26 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
     // U steps of k a trip: the accumulators stay in registers between them
     // (between trips they go through the workgroup's per-lane arrays).
     const int64_t U = std::max<int64_t>(1, l.opts.matmulUnroll);
+    // A f32 row contiguous along K, every row starting at a multiple of 4
+    // elements: each trip's 4 steps read a row's 4 elements as one vec4 (one
+    // bounds check, not four).
+    bool aVec4 = U % 4 == 0 && t == DType::F32 && a.dtype == DType::F32 && sak == 1 && sam % 4 == 0 &&
+                 a.offset % 4 == 0;
+    for (size_t d = 0; d + 2 < r; ++d) aVec4 = aVec4 && a.strides[d] % 4 == 0;
     auto steps = [&](Builder& b, Value* k0, int64_t count, Values c) {
       Kernel at(b, ctx, in, inBufs);
+      std::vector<Value*> aRow4;  // the rows' vec4s at k0, while count is a multiple of 4
       for (int64_t u = 0; u < count; ++u) {
         Value* kk = addConst(k, k0, u);
         Value* bv = parts.bElement ? parts.bElement(at, gz, kk, colIn) : loadAt(at, 1, b.add(colB, mulConst(k, kk, sbk)), t);
         if (bv->type() != acc) bv = b.cast(bv, acc);
+        if (aVec4 && count % 4 == 0 && u % 4 == 0) {
+          aRow4.clear();
+          for (int64_t i = 0; i < R; ++i) aRow4.push_back(b.vecLoad(at.buffer(0), b.div(b.add(rowAt[size_t(i)], kk), k.i32(4)), 4));
+        }
         for (int64_t i = 0; i < R; ++i) {
-          Value* av = loadAt(at, 0, b.add(rowAt[size_t(i)], mulConst(k, kk, sak)), t);
+          Value* av = !aRow4.empty() ? b.vecExtract(aRow4[size_t(i)], unsigned(u % 4))
+                                     : loadAt(at, 0, b.add(rowAt[size_t(i)], mulConst(k, kk, sak)), t);
           c[size_t(i)] = acc->isFloat() ? b.fma(av, bv, c[size_t(i)]) : b.add(c[size_t(i)], b.mul(av, bv));
         }
       }
@@ -107,7 +124,8 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
   };
   return l.custom("matmul_strip", parts.store ? parts.outType : t, parts.store ? parts.outCount : numel(vshape), in,
                   {unsigned(L), 1, 1}, {tilesM * tilesN, 1, batches}, build,
-                  shapeText(vshape) + "|L" + std::to_string(L) + "R" + std::to_string(R) + "|" + parts.key);
+                  shapeText(vshape) + "|L" + std::to_string(L) + "R" + std::to_string(R) + "U" + std::to_string(l.opts.matmulUnroll) +
+                      "|" + parts.key);
 }
 
 }  // namespace eph::tensor::linalg
