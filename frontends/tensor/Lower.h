@@ -102,6 +102,10 @@ struct LowerOptions {
   unsigned matmulLanes = 0;
   unsigned matmulRows = 6;
   unsigned matmulUnroll = 4;  // steps of K per trip of the strip kernel's loop
+  // The strip kernel splits K (f32, K a multiple of the steps a trip) where
+  // B's K x lanes panel would be more bytes than this (0: never), so that
+  // the panel its consecutive workgroups share stays in a core's cache.
+  unsigned matmulStripPanel = 512 * 1024;
   // f16 matmul through cooperative matrices (ops/MatmulCoop.cpp): the
   // device's subgroup size where it runs 16x16x16 f16 products into f32
   // (DeviceCaps::cooperativeMatrixShapes; tensor::run sets it), else 0.

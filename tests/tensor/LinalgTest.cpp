@@ -294,8 +294,9 @@ TEST(Linalg, MatmulSplitK) {
 // are not multiples of the strip (its last strip moves back), C narrower than
 // a strip, K not a multiple of the unrolled steps, a batch with a broadcast
 // B, an epilogue, a B read across N (copied contiguous first), f16 and i32,
-// A's rows read as vec4s, 128 lanes narrowed to 64 for N = 64; against
-// float64 sums, with the strip forced on every target.
+// A's rows read as vec4s, 128 lanes narrowed to 64 for N = 64, K split in
+// parts (LowerOptions::matmulStripPanel) with and without an epilogue;
+// against float64 sums, with the strip forced on every target.
 TEST(Linalg, MatmulStrip) {
   auto product = [](const Vec& a, const Vec& b, int64_t batches, int64_t M, int64_t K, int64_t N, bool bT) {
     Vec c(size_t(batches * M * N));
@@ -330,7 +331,10 @@ TEST(Linalg, MatmulStrip) {
   Vec dv = randomValues(3 * 40 * 36, 8), ev = randomValues(36 * 300, 9), fv = randomValues(36 * 64, 10);
   Tensor d = p.input("d", DType::F32, {3, 40, 36});
   p.output("vec", matmul(d, p.input("e", DType::F32, {36, 300})));
-  p.output("narrow", matmul(reshape(d, {120, 36}), p.input("f", DType::F32, {36, 64})));
+  Tensor f = p.input("f", DType::F32, {36, 64});
+  p.output("narrow", matmul(reshape(d, {120, 36}), f));
+  Vec fbv = randomValues(64, 11);
+  p.output("epi", relu(matmul(reshape(d, {120, 36}), f) + p.constant(HostTensor::of(DType::F32, {64}, fbv))));
   std::vector<HostTensor> in = {HostTensor::of(DType::F32, {2, 37, 29}, av), HostTensor::of(DType::F32, {29, 45}, bv),
                                 HostTensor::of(DType::F32, {33, 29}, cv), HostTensor::of(DType::F32, {3, 40, 36}, dv),
                                 HostTensor::of(DType::F32, {36, 300}, ev), HostTensor::of(DType::F32, {36, 64}, fv)};
@@ -344,26 +348,35 @@ TEST(Linalg, MatmulStrip) {
     Vec part = product(Vec(dv.begin() + z * 40 * 36, dv.begin() + (z + 1) * 40 * 36), ev, 1, 40, 36, 300, false);
     de.insert(de.end(), part.begin(), part.end());
   }
-  std::vector<Vec> want = {ab, lin, product(av, cv, 1, 74, 29, 33, true), hi, hi, de, product(dv, fv, 1, 120, 36, 64, false)};
-  for (auto [lanes, rows, unroll] :
-       {std::array<unsigned, 3>{16, 6, 4}, {64, 7, 3}, {128, 6, 4}, {128, 5, 8}}) {
-    SCOPED_TRACE("lanes " + std::to_string(lanes) + ", rows " + std::to_string(rows));
+  Vec df = product(dv, fv, 1, 120, 36, 64, false), epi = df;
+  for (size_t i = 0; i < epi.size(); ++i) epi[i] = std::max(0.0, epi[i] + fbv[i % 64]);
+  std::vector<Vec> want = {ab, lin, product(av, cv, 1, 74, 29, 33, true), hi, hi, de, df, epi};
+  // The last configuration splits K (a panel of 8 KiB): "vec" in 3 parts of
+  // 12 steps, "narrow" and "epi" (64 lanes) in 2 of 20, summed by a second
+  // kernel (the epilogue's there).
+  for (auto [lanes, rows, unroll, panelKib] :
+       {std::array<unsigned, 4>{16, 6, 4, 0}, {64, 7, 3, 0}, {128, 6, 4, 0}, {128, 5, 8, 0}, {128, 6, 4, 8}}) {
+    SCOPED_TRACE("lanes " + std::to_string(lanes) + ", rows " + std::to_string(rows) + ", panel " +
+                 std::to_string(panelKib));
     LowerOptions o;
     o.tune = false;
     o.matmulBlock = 0;
     o.matmulLanes = lanes;
     o.matmulRows = rows;
     o.matmulUnroll = unroll;
+    o.matmulStripPanel = panelKib * 1024;
     ir::Context ctx;
     auto c = lower(ctx, p, o);
     ASSERT_TRUE(c) << c.error().message;
-    int strips = 0, copies = 0;
+    int strips = 0, copies = 0, sums = 0;
     c->module->lookup("main")->walk([&](ir::Op* op) {
       if (!op->is(ir::OpId::Dispatch)) return;
       strips += op->symbolAttr("kernel").find("matmul_strip") != std::string::npos;
       copies += op->symbolAttr("kernel").find("matmul_b") != std::string::npos;
+      sums += op->symbolAttr("kernel").find("matmul_split_sum") != std::string::npos;
     });
-    EXPECT_EQ(strips, 7) << ir::print(*c->module->lookup("main"));
+    EXPECT_EQ(strips, 8) << ir::print(*c->module->lookup("main"));
+    EXPECT_EQ(sums, panelKib ? 3 : 0);
     int vec4Kernels = 0;  // strip kernels reading A as vec4s: those of "vec" and "narrow" where the steps are 4 or 8
     for (const auto& f : c->module->functions())
       if (f->name().find("matmul_strip") != std::string::npos) {
@@ -371,7 +384,7 @@ TEST(Linalg, MatmulStrip) {
         f->walk([&](ir::Op* op) { vec4 = vec4 || op->is(ir::OpId::VecLoad); });
         vec4Kernels += vec4;
       }
-    EXPECT_EQ(vec4Kernels, unroll % 4 == 0 ? 2 : 0);
+    EXPECT_EQ(vec4Kernels, unroll % 4 == 0 ? 3 : 0);
     EXPECT_EQ(copies, 1);
     expectOnAllTargets(p, in, want, 1e-5, o);
   }

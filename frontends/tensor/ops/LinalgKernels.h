@@ -84,6 +84,11 @@ struct BlockShape {
 BlockShape matmulBlockFor(const LowerOptions& o, DType t, const Shape& vshape, int64_t K);
 ir::Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape, BlockShape s,
                          const MatmulParts& parts);
+// Split K: the kernel adding the S parts (`sums`, f32 [S, batch.., M, N])
+// of a product whose kernel read `in`, stored as the single kernel would
+// (parts.store); `key` names that kernel's code.
+ir::Value* sumOfParts(Lowering& l, DType t, const std::vector<Operand>& in, ir::Value* sums, int64_t S,
+                      const Shape& vshape, const MatmulParts& parts, const std::string& key);
 
 // f16 matmul on a GPU's matrix units (MatmulCoop.cpp): whether it applies
 // (LowerOptions::coopMatrixSubgroup, f16, shapes and strides it takes), and

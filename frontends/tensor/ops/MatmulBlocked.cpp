@@ -330,9 +330,20 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
                           (warpTiles ? "w" : "") + (aVec ? "va" : "") + (bVec ? "vb" : "") + "|" + parts.key;
   const std::array<unsigned, 3> wgSize = {unsigned(threads), 1, 1};
   if (S == 1) return l.custom("matmul_blocked", outType, count, in, wgSize, {tilesM * tilesN, 1, batches}, build, key);
-  const int64_t MN = batches * M * N;
-  Value* sums = l.custom("matmul_blocked", DType::F32, S * MN, in, wgSize, {tilesM * tilesN * S, 1, batches}, build,
-                         key + "|split" + std::to_string(S));
+  Value* sums = l.custom("matmul_blocked", DType::F32, S * batches * M * N, in, wgSize, {tilesM * tilesN * S, 1, batches},
+                         build, key + "|split" + std::to_string(S));
+  return sumOfParts(l, t, in, sums, S, vshape, parts, key);
+}
+
+// The kernel adding the S parts of a split-K product ([S, batch.., M, N]
+// f32 sums) into the product's output, stored as the single kernel would
+// store it (parts.store: epilogues, conv's layout). LinalgKernels.h.
+Value* sumOfParts(Lowering& l, DType t, const std::vector<Operand>& in, Value* sums, int64_t S, const Shape& vshape,
+                  const MatmulParts& parts, const std::string& key) {
+  const size_t r = vshape.size();
+  const int64_t M = vshape[r - 2], N = vshape[r - 1], MN = numel(vshape);
+  const DType outType = parts.store ? parts.outType : t;
+  const int64_t count = parts.store ? parts.outCount : MN;
   // The sum of the S parts of each element, stored as the single kernel stores it.
   std::vector<Operand> sumIn = in;
   sumIn.push_back(Lowering::contiguous(sums, DType::F32, {S * MN}));

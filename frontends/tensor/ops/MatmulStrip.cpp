@@ -40,6 +40,16 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
   const int64_t R = l.opts.matmulRows;
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
   const int64_t tilesM = (M + R - 1) / R, tilesN = (N + L - 1) / L;
+  const int64_t U = std::max<int64_t>(1, l.opts.matmulUnroll);
+  // Split K where B's K x L panel would outgrow LowerOptions::
+  // matmulStripPanel bytes (a core's cache): S parts of Kc steps (a
+  // multiple of U), partial sums added by a second kernel (sumOfParts).
+  int64_t S = 1, Kc = K;
+  if (l.opts.matmulStripPanel && t == DType::F32 && K % U == 0 && K * L * 4 > int64_t(l.opts.matmulStripPanel)) {
+    S = (K * L * 4 + l.opts.matmulStripPanel - 1) / l.opts.matmulStripPanel;
+    Kc = ((K + S - 1) / S + U - 1) / U * U;
+    S = (K + Kc - 1) / Kc;
+  }
   std::vector<Operand> in = {a, b};
   in.insert(in.end(), parts.extra.begin(), parts.extra.end());
   auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
@@ -50,6 +60,12 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
     Value* x = bb.localId(0, ctx.i32());
     Value* gx = bb.workgroupId(0, ctx.i32());
     Value* gz = bb.workgroupId(2, ctx.i32());  // batch
+    // Part `part` of K (split K): steps k0 .. k0 + Kc (the last part fewer);
+    // the parts are the slowest, so that consecutive workgroups share B's panel.
+    Value* part = S > 1 ? bb.div(gx, k.i32(tilesM * tilesN)) : nullptr;
+    if (part) gx = bb.rem(gx, k.i32(tilesM * tilesN));
+    Value* kBegin = part ? bb.mul(part, k.i32(Kc)) : k.i32(0);
+    Value* kEnd = part ? bb.min(bb.add(kBegin, k.i32(Kc)), k.i32(K)) : k.i32(K / U * U);
     // The last strip of an edge that is not a multiple of the strip moves
     // back to end at the edge (it computes some of the one before it again),
     // so the lanes' columns stay neighbours; where C is narrower than a
@@ -71,7 +87,6 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
     Value* colB = parts.bElement ? nullptr : bb.add(baseB, mulConst(k, colIn, sbn));
     // U steps of k a trip: the accumulators stay in registers between them
     // (between trips they go through the workgroup's per-lane arrays).
-    const int64_t U = std::max<int64_t>(1, l.opts.matmulUnroll);
     // A f32 row contiguous along K, every row starting at a multiple of 4
     // elements: each trip's 4 steps read a row's 4 elements as one vec4 (one
     // bounds check, not four).
@@ -97,20 +112,20 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
       }
       return c;
     };
-    ir::Op* loop = bb.forOp(k.i32(0), k.i32(K / U * U), k.i32(U), Values(size_t(R), k.constant(t, 0)),
+    ir::Op* loop = bb.forOp(kBegin, kEnd, k.i32(U), Values(size_t(R), k.constant(t, 0)),
                             [&](Builder& b, Value* k0, const Values& c) -> Values { return steps(b, k0, U, c); });
     Values sums = loop->results();
-    if (K % U) sums = steps(bb, k.i32(K / U * U), K % U, sums);
+    if (K % U) sums = steps(bb, k.i32(K / U * U), K % U, sums);  // (never split)
     Value* out = bufs.back();
-    const ir::Type* storage = irType(ctx, parts.store ? parts.outType : t);
-    Value* obase = bb.mul(gz, k.i32(M * N));
+    const ir::Type* storage = S > 1 ? acc : irType(ctx, parts.store ? parts.outType : t);
+    Value* obase = bb.mul(part ? bb.add(bb.mul(part, k.i32(batches)), gz) : gz, k.i32(M * N));
     for (int64_t i = 0; i < R; ++i) {
       Value* gm = addConst(k, row0, i);
       auto put = [&](Builder& ib) {
         Kernel at(ib, ctx, in, inBufs);
         Value* v = sums[size_t(i)];
         Value* off = nullptr;
-        if (parts.store) std::tie(v, off) = parts.store(at, gz, gm, col, v);
+        if (parts.store && S == 1) std::tie(v, off) = parts.store(at, gz, gm, col, v);
         else off = ib.add(obase, ib.add(ib.mul(gm, k.i32(N)), col));
         if (v->type() != storage) v = ib.cast(v, storage);
         ib.store(out, off, v);
@@ -122,10 +137,14 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
       else put(bb);
     }
   };
-  return l.custom("matmul_strip", parts.store ? parts.outType : t, parts.store ? parts.outCount : numel(vshape), in,
-                  {unsigned(L), 1, 1}, {tilesM * tilesN, 1, batches}, build,
-                  shapeText(vshape) + "|L" + std::to_string(L) + "R" + std::to_string(R) + "U" + std::to_string(l.opts.matmulUnroll) +
-                      "|" + parts.key);
+  const std::string key = shapeText(vshape) + "|L" + std::to_string(L) + "R" + std::to_string(R) + "U" +
+                          std::to_string(U) + "|" + parts.key;
+  if (S == 1)
+    return l.custom("matmul_strip", parts.store ? parts.outType : t, parts.store ? parts.outCount : numel(vshape), in,
+                    {unsigned(L), 1, 1}, {tilesM * tilesN, 1, batches}, build, key);
+  Value* sums = l.custom("matmul_strip", DType::F32, S * numel(vshape), in, {unsigned(L), 1, 1},
+                         {tilesM * tilesN * S, 1, batches}, build, key + "|split" + std::to_string(S) + "x" + std::to_string(Kc));
+  return sumOfParts(l, t, in, sums, S, vshape, parts, key);
 }
 
 }  // namespace eph::tensor::linalg
