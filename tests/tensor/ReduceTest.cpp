@@ -399,6 +399,45 @@ TEST(ReduceSoftmax, StableForLargeValuesAndInfinities) {
                      {rowwise(xv, {3, 4}, red, softmaxRow), rowwise(xv, {3, 4}, red, logSoftmaxRow), {}});
 }
 
+// Rows long enough for the cooperative kernel (whose maximum is the IR's
+// max, not NaN-propagating: the sum carries a NaN to every output), kept in
+// registers and not, with shuffles and through workgroup memory: a NaN
+// makes its whole row NaN; with a +inf (the shift is then 0 and the sum
+// inf) softmax is NaN there and 0 elsewhere; -inf elements are zeros.
+TEST(ReduceSoftmax, NaNAndInfinitiesInLongRows) {
+  for (int64_t cols : {int64_t(300), int64_t(20001)}) {
+    Program p;
+    Tensor x = p.input("x", DType::F32, {3, cols});
+    p.output("s", softmax(x));
+    p.output("l", log_softmax(x));
+    auto xv = randomValues(size_t(3 * cols), 45, -5, 5);
+    xv[size_t(cols / 2)] = NAN;                  // row 0
+    xv[size_t(cols + 7)] = kInf;                 // row 1
+    xv[size_t(2 * cols + 1)] = -kInf;            // row 2
+    std::vector<double> s, l;
+    for (int64_t r = 0; r < 3; ++r) {
+      std::vector<double> row(xv.begin() + r * cols, xv.begin() + (r + 1) * cols);
+      for (double& v : row) v = double(float(v));
+      std::vector<double> sr = r == 0 ? std::vector<double>(size_t(cols), NAN) : softmaxRow(row);
+      std::vector<double> lr = r == 0 ? std::vector<double>(size_t(cols), NAN) : logSoftmaxRow(row);
+      if (r == 1)  // +inf: the shift is 0 and the sum inf, so exp(x) / inf (NaN at the inf, 0 elsewhere), x - inf
+        for (int64_t c = 0; c < cols; ++c) {
+          sr[size_t(c)] = c == 7 ? NAN : 0;
+          lr[size_t(c)] = c == 7 ? NAN : -kInf;
+        }
+      s.insert(s.end(), sr.begin(), sr.end());
+      l.insert(l.end(), lr.begin(), lr.end());
+    }
+    for (bool shuffles : {true, false}) {
+      SCOPED_TRACE("cols " + std::to_string(cols) + (shuffles ? ", shuffles" : ", workgroup memory"));
+      LowerOptions o;
+      o.tune = false;
+      o.rowShuffles = shuffles;
+      expectOnAllTargets(p, {HostTensor::of(DType::F32, {3, cols}, xv)}, {s, l}, 1e-4, o);
+    }
+  }
+}
+
 TEST(ReduceSoftmax, LongRows) {
   Program p;
   Tensor x = p.input("x", DType::F32, {3, 1000});

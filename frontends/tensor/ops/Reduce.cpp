@@ -313,6 +313,7 @@ Value* combine(Builder& b, Comb c, Value* a, Value* x, bool fl) {
     case Comb::Prod: return b.mul(a, x);
     case Comb::Max: return maxOf(b, a, x, fl);
     case Comb::Min: return minOf(b, a, x, fl);
+    case Comb::MaxNum: return b.max(a, x);
   }
   return a;
 }
@@ -647,21 +648,33 @@ Expected<Value*> lowerSoftmax(SK kind, Lowering& l, const Node& n, std::span<con
     // the last divides it by the sum there (one exp per element, not two).
     // (Not when the row is kept in registers: it is read once either way.)
     const bool storeExp = kind == SK::Softmax && n.dtype == S && !rowInRegisters(l, R);
+    // Softmax of a row in registers keeps exp(x - max) there in place of x
+    // (one exp per element, not two: the cpu target computes them).
+    bool expsKept = false;
     return coopRows(l, n.op, storeExp ? "store-exp" : "", x.shape, red, in.first(1), n.dtype, [&](Row& row) -> Values {
       Kernel& k = row.k;
       Builder& b = k.b;
-      Value* m = row.reduce(Comb::Max, S, lowest(k, S), [](Builder&, Value* x) { return x; });
+      Value* m = row.reduce(Comb::MaxNum, S, lowest(k, S), [](Builder&, Value* x) { return x; });
       Value* shift = b.select(b.eq(b.abs(m), k.constant(S, INFINITY)), k.constant(S, 0), m);
+      Values exps;
       Value* s = row.reduceAt(Comb::Sum, S, k.constant(S, 0), [&](Builder& lb, Value* x, Value* r) {
         Value* e = lb.exp(lb.sub(x, shift));
         if (storeExp) lb.ifOp(row.valid, {}, [&](Builder& ib) { ib.store(row.out, row.outOffset(ib, r), e); });
+        exps.push_back(e);
         return e;
       });
-      return {shift, kind == SK::Softmax ? s : b.log(s)};
+      if (kind == SK::Softmax && !row.xs.empty() && exps.size() == row.xs.size()) {
+        row.xs = exps;
+        expsKept = true;
+      }
+      // softmax: 1 / sum, each element multiplied by it (a division per
+      // row, not per element); log_softmax: log(sum).
+      return {shift, kind == SK::Softmax ? b.div(k.constant(S, 1), s) : b.log(s)};
     }, [&](Builder& b, Row& row, Value* r, const Values& st) -> Value* {
-      if (storeExp) return b.div(b.load(row.out, row.outOffset(b, r)), st[1]);
+      if (storeExp) return b.mul(b.load(row.out, row.outOffset(b, r)), st[1]);
+      if (expsKept) return b.mul(row.load(b, 0, r), st[1]);
       Value* d = b.sub(row.load(b, 0, r), st[0]);
-      return kind == SK::Softmax ? b.div(b.exp(d), st[1]) : b.sub(d, st[1]);
+      return kind == SK::Softmax ? b.mul(b.exp(d), st[1]) : b.sub(d, st[1]);
     });
   }
   std::vector<Value*> temps;

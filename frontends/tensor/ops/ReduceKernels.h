@@ -84,7 +84,9 @@ std::vector<Operand> stored(Lowering& l, std::span<const Operand> in, bool keepF
 // ---- cooperative row kernels (Reduce.cpp: how they work) ----------------------------
 
 constexpr int64_t kCoopMin = 128;  // rows at least this long use a cooperative kernel
-enum class Comb { Sum, Prod, Max, Min };
+// MaxNum: the IR's max, where a NaN need not propagate through the maximum
+// (softmax: a NaN element makes the row's sum, and so every output, NaN).
+enum class Comb { Sum, Prod, Max, Min, MaxNum };
 Value* combine(Builder& b, Comb c, Value* a, Value* x, bool fl);
 
 // The row an invocation group works on, inside a cooperative kernel.
