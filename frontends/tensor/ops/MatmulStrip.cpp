@@ -115,7 +115,7 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
     ir::Op* loop = bb.forOp(kBegin, kEnd, k.i32(U), Values(size_t(R), k.constant(t, 0)),
                             [&](Builder& b, Value* k0, const Values& c) -> Values { return steps(b, k0, U, c); });
     Values sums = loop->results();
-    if (K % U) sums = steps(bb, k.i32(K / U * U), K % U, sums);  // (never split)
+    if (K % U) sums = steps(bb, k.i32(K / U * U), K % U, sums);  // (such a K is never split)
     Value* out = bufs.back();
     const ir::Type* storage = S > 1 ? acc : irType(ctx, parts.store ? parts.outType : t);
     Value* obase = bb.mul(part ? bb.add(bb.mul(part, k.i32(batches)), gz) : gz, k.i32(M * N));

@@ -645,11 +645,11 @@ Expected<Value*> lowerSoftmax(SK kind, Lowering& l, const Node& n, std::span<con
   const DType S = statType(x.dtype);
   if (R >= kCoopMin) {
     // softmax of f32/f64: the second pass stores exp(x - max) in the output,
-    // the last divides it by the sum there (one exp per element, not two).
+    // the last multiplies it by 1/sum there (one exp per element, not two).
     // (Not when the row is kept in registers: it is read once either way.)
     const bool storeExp = kind == SK::Softmax && n.dtype == S && !rowInRegisters(l, R);
     // Softmax of a row in registers keeps exp(x - max) there in place of x
-    // (one exp per element, not two: the cpu target computes them).
+    // (one exp per element, not two: the cpu target is bound by computing them).
     bool expsKept = false;
     return coopRows(l, n.op, storeExp ? "store-exp" : "", x.shape, red, in.first(1), n.dtype, [&](Row& row) -> Values {
       Kernel& k = row.k;
