@@ -151,9 +151,14 @@ ir::Value* Kernel::loadLinear(size_t k, ir::Value* pos) {
   const Operand& o = ins_[k];
   std::vector<ir::Value*> idx(o.shape.size());
   std::vector<int64_t> cs = contiguousStrides(o.shape);
+  // Unravelled in unsigned arithmetic (pos >= 0), as Lowering::map does: a
+  // power-of-two extent is a shift and a mask, and no sign fix-ups keep the
+  // cpu target from vectorising the copy.
+  const ir::Type* u32 = ctx.u32();
+  ir::Value* upos = b.bitcast(pos, u32);
   for (size_t d = 0; d < o.shape.size(); ++d) {
-    ir::Value* q = cs[d] == 1 ? pos : b.div(pos, i32(cs[d]));
-    idx[d] = d == 0 ? q : b.rem(q, i32(o.shape[d]));
+    ir::Value* q = cs[d] == 1 ? upos : b.div(upos, b.constInt(u32, cs[d]));
+    idx[d] = b.bitcast(d == 0 ? q : b.rem(q, b.constInt(u32, o.shape[d])), ctx.i32());
   }
   return load(k, idx);
 }

@@ -166,7 +166,7 @@ class Kernel {
   }
   // Input k broadcast to the output (numpy: shapes aligned at the right, extent-1 dimensions repeat).
   ir::Value* loadBroadcast(size_t k);
-  // Input k's element at linear (row-major) position `pos` of its own shape.
+  // Input k's element at linear (row-major) position `pos` (>= 0) of its own shape.
   ir::Value* loadLinear(size_t k, ir::Value* pos);
   // Converts `v` from `from`'s compute type to `to`'s (bool through 0/1).
   ir::Value* convert(ir::Value* v, DType from, DType to);
