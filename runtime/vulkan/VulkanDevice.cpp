@@ -251,6 +251,16 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   if (!inFlight) return inFlight.error();
   if (*inFlight < 1 || *inFlight > 64)
     return Error{{}, "VulkanOptions::batchesInFlight is " + std::to_string(*inFlight) + "; it must be 1 to 64"};
+  auto first = envNumber("EPH_VK_FIRST_BATCH", options.firstBatch, 1, UINT_MAX);
+  if (!first) return first.error();
+  I.firstBatch = I.flushAt = *first;
+  // A GPU: poll for 10 ms (as CUDA's default, spinning while cores are free);
+  // a CPU driver (lavapipe) runs the work on the host's cores: sleep at once.
+  const unsigned spinDefault = pd.caps.isGpu ? 10'000 : 0;
+  auto spin = envNumber("EPH_VK_SPIN_US", options.spinWaitUs < 0 ? spinDefault : unsigned(options.spinWaitUs), 0,
+                        10'000'000);
+  if (!spin) return spin.error();
+  I.spinWaitUs = *spin;
   if (Status s = I.makeRing(*inFlight); !s) return s.error();
   if (Status s = I.checkValidation({}); !s) return s.error();
   return std::unique_ptr<VulkanDevice>(new VulkanDevice(std::move(impl)));

@@ -102,6 +102,13 @@ struct VulkanOptions {
   unsigned batchCommands = 256;
   unsigned maxBatchCommands = 4096;
   unsigned batchesInFlight = 3;
+  // The first batch after a sync point goes at this many commands
+  // (EPH_VK_FIRST_BATCH).
+  unsigned firstBatch = 4;
+  // Waiting for a batch, the host first polls its fence for up to this many
+  // microseconds before it sleeps in vkWaitForFences (EPH_VK_SPIN_US); -1:
+  // the default for the device.
+  int spinWaitUs = -1;
 };
 
 // One Vulkan device as `ephc devices` shows it.

@@ -166,8 +166,10 @@ struct VulkanDevice::Impl {
   // The first batch after a sync point goes at kFirstBatch commands (the
   // GPU has nothing to run then: a few get it started while the host records
   // the rest), each next one at twice the last, up to batchCommands.
-  static constexpr unsigned kFirstBatch = 4;
-  unsigned flushAt = kFirstBatch;
+  unsigned firstBatch = 4;
+  unsigned flushAt = firstBatch;
+  // How long retire polls a fence before it sleeps (VulkanOptions::spinWaitUs).
+  unsigned spinWaitUs = 0;
   // Whether the newest submitted batch is still running.
   bool gpuBusy() const;
   // Timestamps a batch's query pools hold (and a batch resets): two a

@@ -4,7 +4,9 @@
 // at sync points (retire, waitAll), and the GPU timestamps read back when a
 // batch has run (takeTimeline).
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "runtime/vulkan/BoundsRecord.h"
@@ -297,7 +299,18 @@ Status VulkanDevice::Impl::retire(Batch& target, Loc site) {
     uint32_t n = 0;
     if (b->submitted) fences[n++] = b->fence;
     if (b->xferSubmitted) fences[n++] = b->xferFence;
-    VkResult r = api().vkWaitForFences(device, n, fences, VK_TRUE, kFenceTimeoutNs);
+    VkResult r = VK_NOT_READY;
+    // Poll first (VulkanOptions::spinWaitUs): waking from vkWaitForFences'
+    // sleep costs the host tens of microseconds after the GPU is done.
+    if (spinWaitUs) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spinWaitUs);
+      do {
+        r = VK_SUCCESS;
+        for (uint32_t i = 0; i < n && r == VK_SUCCESS; ++i) r = api().vkGetFenceStatus(device, fences[i]);
+        if (r == VK_NOT_READY) std::this_thread::yield();
+      } while (r == VK_NOT_READY && std::chrono::steady_clock::now() < until);
+    }
+    if (r == VK_NOT_READY) r = api().vkWaitForFences(device, n, fences, VK_TRUE, kFenceTimeoutNs);
     if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) {
       // Command buffers, descriptor sets and kept buffers may still be in
       // use: reset and free nothing.
@@ -346,7 +359,7 @@ void VulkanDevice::Impl::resetBatch(Batch& b) {
 Status VulkanDevice::Impl::waitAll(Loc site) {
   if (wedged) return wedgedError(site);
   Status result = flush(site);
-  flushAt = kFirstBatch;
+  flushAt = firstBatch;
   if (Batch* newest = newestBusy(); newest && !wedged) {
     Status s = retire(*newest, site);
     if (result) result = s;

@@ -110,9 +110,11 @@ TEST(CpuDevice, ExamplesGiveTheInterpretersResults) {
 
 // A freed block of 64 KiB or more is kept for the next allocation of its
 // size (a program run again allocates the same sizes): the same memory comes
-// back, zeroed like a fresh one; other sizes and small blocks come fresh, and
-// the freed handle stays an error.
-TEST(CpuDevice, FreedLargeBlocksAreReusedZeroed) {
+// back as it was left (buffers are not zeroed, as on Vulkan; with every new
+// buffer filled with 0xff bytes for a trial, only this test's old check of
+// zeros failed); other sizes and small blocks come fresh, and the freed
+// handle stays an error.
+TEST(CpuDevice, FreedLargeBlocksAreReused) {
   ir::Context ctx;
   runtime::CpuDevice dev;
   const ir::Type* buf = ctx.bufferType(ctx.f32(), ir::Space::Device, ir::Ownership::Linear);
@@ -132,7 +134,7 @@ TEST(CpuDevice, FreedLargeBlocksAreReusedZeroed) {
   EXPECT_EQ(dev.bytes(*again).data(), first);
   std::vector<float> got(n, 7.0f);
   ASSERT_TRUE(dev.downloadBytes(std::as_writable_bytes(std::span(got)), *again, {}));
-  EXPECT_EQ(std::count(got.begin(), got.end(), 0.0f), int64_t(n));
+  EXPECT_EQ(std::count(got.begin(), got.end(), 1.0f), int64_t(n));  // not zeroed
 }
 
 TEST(CpuDevice, ValuesLiveAcrossTopLevelBarriers) {

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,8 @@ struct Config {
   unsigned batchCommands, batchesInFlight;
   bool uploadQueue = false;  // VulkanOptions::uploadsOnComputeQueue where there is no second queue
   unsigned maxBatchCommands = 0;
+  int spinWaitUs = -1;  // VulkanOptions' default for the device (lavapipe: no polling)
+  unsigned firstBatch = 4;
 };
 
 runtime::VulkanOptions options(Config c) {
@@ -148,6 +151,8 @@ runtime::VulkanOptions options(Config c) {
   o.maxBatchCommands = c.maxBatchCommands ? c.maxBatchCommands : c.batchCommands;
   o.batchesInFlight = c.batchesInFlight;
   o.uploadsOnComputeQueue = c.uploadQueue;
+  o.spinWaitUs = c.spinWaitUs;
+  o.firstBatch = c.firstBatch;
   return o;
 }
 
@@ -162,13 +167,17 @@ TEST(VulkanPipelined, ManyDependentDispatchesGiveTheInterpretersResults) {
   ASSERT_TRUE(want.results) << want.results.error().str();
   // 0: one batch between sync points (no pipelining); 1: a submission per
   // command; 1 in flight: each batch waited for before the next is recorded.
-  // The last two: batches of 5 or more, as the GPU keeps up.
+  // Then batches of 5 or more, as the GPU keeps up; the last two poll the
+  // fences (for up to a second) before sleeping, the last starting each
+  // ramp at one command.
   for (Config c : {Config{0, 3}, Config{1, 2}, Config{2, 1}, Config{5, 2}, Config{7, 3}, Config{256, 3},
                    Config{0, 3, true}, Config{1, 3, true}, Config{5, 2, true}, Config{5, 3, false, 4096},
-                   Config{5, 2, true, 4096}}) {
+                   Config{5, 2, true, 4096}, Config{256, 3, false, 0, 1'000'000},
+                   Config{256, 2, true, 0, 1'000'000, 1}}) {
     SCOPED_TRACE("batchCommands " + std::to_string(c.batchCommands) + ", batchesInFlight " +
                  std::to_string(c.batchesInFlight) + (c.uploadQueue ? ", upload queue" : "") +
-                 ", maxBatchCommands " + std::to_string(c.maxBatchCommands));
+                 ", maxBatchCommands " + std::to_string(c.maxBatchCommands) + ", spinWaitUs " +
+                 std::to_string(c.spinWaitUs) + ", firstBatch " + std::to_string(c.firstBatch));
     auto dev = openValidated(options(c));
     ASSERT_TRUE(dev);
     if (c.uploadQueue) ASSERT_TRUE(dev->hasUploadQueue());
@@ -180,12 +189,33 @@ TEST(VulkanPipelined, ManyDependentDispatchesGiveTheInterpretersResults) {
     // 2 x 24 rounds of 3 commands, 2 uploads, 1 re-upload, 3
     // d2h: with small batches many submissions; with none, one per sync
     // point; with 256, also the ramp after each sync point (batches of 4,
-    // 8, 16, 32, 64 commands where the GPU is idle), at most 5 more each.
+    // 8, 16, 32, 64 commands where the GPU is idle), at most 5 more each
+    // (7 more from batches of one: 1, 2, .., 64).
     unsigned submits = dev->stats().submits;
     if (c.batchCommands == 0) EXPECT_LE(submits, c.uploadQueue ? 5u : 4u);
-    else if (c.batchCommands == 256) EXPECT_LE(submits, (c.uploadQueue ? 5u : 4u) * 6u);
+    else if (c.batchCommands == 256) EXPECT_LE(submits, (c.uploadQueue ? 5u : 4u) * (c.firstBatch == 1 ? 8u : 6u));
     else if (!c.maxBatchCommands) EXPECT_GE(submits, 144u / c.batchCommands);
     expectNoValidationMessages(*dev);
+  }
+}
+
+// The environment's settings are checked: a wrong one is an error naming it.
+TEST(VulkanPipelined, WrongEnvironmentSettingsAreErrors) {
+  REQUIRE_VULKAN();
+  for (const char* name : {"EPH_VK_SPIN_US", "EPH_VK_FIRST_BATCH"}) {
+    SCOPED_TRACE(name);
+    const char* old = std::getenv(name);
+    const std::string saved = old ? old : "";
+    ::setenv(name, "soon", 1);
+    auto dev = runtime::VulkanDevice::open({});
+    ASSERT_FALSE(dev);
+    EXPECT_NE(dev.error().message.find(std::string(name) + "='soon' is not a number from "), std::string::npos)
+        << dev.error().message;
+    ::setenv(name, "0", 1);  // 0 polls not at all; a first batch of 0 commands is not one
+    auto zero = runtime::VulkanDevice::open({});
+    EXPECT_EQ(bool(zero), std::string(name) == "EPH_VK_SPIN_US") << (zero ? "" : zero.error().message);
+    if (old) ::setenv(name, saved.c_str(), 1);
+    else ::unsetenv(name);
   }
 }
 
