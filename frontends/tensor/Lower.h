@@ -107,6 +107,11 @@ struct LowerOptions {
   // B's K x lanes panel would be more bytes than this (0: never), so that
   // the panel its consecutive workgroups share stays in a core's cache.
   unsigned matmulStripPanel = 512 * 1024;
+  // The strip kernel reads an f32 B from a copy packed strip by strip ([strip,
+  // K, lanes], each strip's panel contiguous), made by a kernel before it,
+  // where C has more rows than a strip: B's rows a long power-of-two stride
+  // apart fall into the same few cache sets.
+  bool matmulStripPack = true;
   // f16 matmul through cooperative matrices (ops/MatmulCoop.cpp): the
   // device's subgroup size where it runs 16x16x16 f16 products into f32
   // (DeviceCaps::cooperativeMatrixShapes; tensor::run sets it), else 0.

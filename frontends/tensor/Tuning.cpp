@@ -44,7 +44,9 @@ const TuningRow kTable[] = {
      "--matmul-rows 4-12 --matmul-unroll 1-8 on matmul 1024: 46 GFLOP/s (the 64-invocation kernel), 32/8/2 164, "
      "64/6/4 231 (1000: 258). 2026-11-27 21:40, one core of an Intel Xeon 8592+ (emeraldrapids, the GPU "
      "machine's), matmul 1000 with 512-bit vectors: --matmul-rows 4/6/7 (64 lanes, 4 steps) 79.8/39.8/36.8 GFLOP/s, "
-     "3 rows of 128 lanes 75.8",
+     "3 rows of 128 lanes 75.8. 2026-11-28, B packed (LowerOptions::matmulStripPack), one core of the same Xeon "
+     "(2 vCPUs): matmul 1024 at 64 x 4 / 64 x 6 / 128 x 4 90-107 / 115-117 / 120-124 GFLOP/s (53.6 unpacked); "
+     "the encoder b1-s512-d768 at one thread 228 / 241 ms with 4 / 6 rows",
      0, 64, 4, 4, false},  // (split K: no gain without idle cores)
 };
 

@@ -295,8 +295,10 @@ TEST(Linalg, MatmulSplitK) {
 // a strip, K not a multiple of the unrolled steps, a batch with a broadcast
 // B, an epilogue, a B read across N (copied contiguous first), f16 and i32,
 // A's rows read as vec4s, 128 lanes narrowed to 64 for N = 64, K split in
-// parts (LowerOptions::matmulStripPanel) with and without an epilogue;
-// against float64 sums, with the strip forced on every target.
+// parts (LowerOptions::matmulStripPanel) with and without an epilogue, B
+// packed strip by strip (LowerOptions::matmulStripPack: the f32 products,
+// a transposed B and a batch's broadcast B too) or not; against float64
+// sums, with the strip forced on every target.
 TEST(Linalg, MatmulStrip) {
   auto product = [](const Vec& a, const Vec& b, int64_t batches, int64_t M, int64_t K, int64_t N, bool bT) {
     Vec c(size_t(batches * M * N));
@@ -351,13 +353,14 @@ TEST(Linalg, MatmulStrip) {
   Vec df = product(dv, fv, 1, 120, 36, 64, false), epi = df;
   for (size_t i = 0; i < epi.size(); ++i) epi[i] = std::max(0.0, epi[i] + fbv[i % 64]);
   std::vector<Vec> want = {ab, lin, product(av, cv, 1, 74, 29, 33, true), hi, hi, de, df, epi};
-  // The last configuration splits K (a panel of 8 KiB): "vec" in 3 parts of
+  // The configurations with a panel of 8 KiB split K: "vec" in 3 parts of
   // 12 steps, "narrow" and "epi" (64 lanes) in 2 of 20, summed by a second
   // kernel (the epilogue's there).
-  for (auto [lanes, rows, unroll, panelKib] :
-       {std::array<unsigned, 4>{16, 6, 4, 0}, {64, 7, 3, 0}, {128, 6, 4, 0}, {128, 5, 8, 0}, {128, 6, 4, 8}}) {
+  for (auto [lanes, rows, unroll, panelKib, pack] :
+       {std::array<unsigned, 5>{16, 6, 4, 0, 1}, {64, 7, 3, 0, 1}, {128, 6, 4, 0, 1}, {128, 5, 8, 0, 1},
+        {128, 6, 4, 8, 1}, {64, 7, 3, 0, 0}, {128, 6, 4, 8, 0}}) {
     SCOPED_TRACE("lanes " + std::to_string(lanes) + ", rows " + std::to_string(rows) + ", panel " +
-                 std::to_string(panelKib));
+                 std::to_string(panelKib) + ", pack " + std::to_string(pack));
     LowerOptions o;
     o.tune = false;
     o.matmulBlock = 0;
@@ -365,16 +368,19 @@ TEST(Linalg, MatmulStrip) {
     o.matmulRows = rows;
     o.matmulUnroll = unroll;
     o.matmulStripPanel = panelKib * 1024;
+    o.matmulStripPack = pack;
     ir::Context ctx;
     auto c = lower(ctx, p, o);
     ASSERT_TRUE(c) << c.error().message;
-    int strips = 0, copies = 0, sums = 0;
+    int strips = 0, copies = 0, sums = 0, packs = 0;
     c->module->lookup("main")->walk([&](ir::Op* op) {
       if (!op->is(ir::OpId::Dispatch)) return;
       strips += op->symbolAttr("kernel").find("matmul_strip") != std::string::npos;
       copies += op->symbolAttr("kernel").find("matmul_b") != std::string::npos;
       sums += op->symbolAttr("kernel").find("matmul_split_sum") != std::string::npos;
+      packs += op->symbolAttr("kernel").find("matmul_pack") != std::string::npos;
     });
+    EXPECT_EQ(packs, pack ? 6 : 0);  // every f32 product: ab, lin, act, vec, narrow, epi
     EXPECT_EQ(strips, 8) << ir::print(*c->module->lookup("main"));
     EXPECT_EQ(sums, panelKib ? 3 : 0);
     int vec4Kernels = 0;  // strip kernels reading A as vec4s: those of "vec" and "narrow" where the steps are 4 or 8
@@ -385,7 +391,7 @@ TEST(Linalg, MatmulStrip) {
         vec4Kernels += vec4;
       }
     EXPECT_EQ(vec4Kernels, unroll % 4 == 0 ? 3 : 0);
-    EXPECT_EQ(copies, 1);
+    EXPECT_EQ(copies, pack ? 0 : 1);  // packing reads a transposed B as it is
     expectOnAllTargets(p, in, want, 1e-5, o);
   }
 }

@@ -225,7 +225,7 @@ Value* tiledMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
     return coopMatmul(l, t, a, b, vshape);
   if (BlockShape s = matmulBlockFor(l.opts, t, vshape, a.shape[vshape.size() - 1]); s.rm)
     return blockedMatmul(l, t, a, b, vshape, s, parts);
-  if (stripMatmulApplies(l.opts, b, vshape, parts)) return stripMatmul(l, t, a, b, vshape, parts);
+  if (stripMatmulApplies(l.opts, t, b, vshape, parts)) return stripMatmul(l, t, a, b, vshape, parts);
   if (l.opts.matmulLanes && l.opts.matmulRows && !parts.bElement && vshape[vshape.size() - 2] >= 16) {
     // B read across N (attention's q·kᵀ): copied contiguous first, so that
     // the lanes' loads are vectors again (B's K·N elements, against M·N·K

@@ -98,8 +98,9 @@ ir::Value* coopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, 
 
 // The strip matmul of targets whose invocations are vector lanes
 // (MatmulStrip.cpp, LowerOptions::matmulLanes): whether it applies (B
-// contiguous along N, no gathered B), and the kernel, with `parts`.
-bool stripMatmulApplies(const LowerOptions& o, const Operand& b, const Shape& vshape, const MatmulParts& parts);
+// packed or contiguous along N, no gathered B), and the kernel, with `parts`.
+bool stripMatmulApplies(const LowerOptions& o, DType t, const Operand& b, const Shape& vshape,
+                        const MatmulParts& parts);
 ir::Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape,
                        const MatmulParts& parts);
 

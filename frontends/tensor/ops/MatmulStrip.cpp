@@ -24,19 +24,95 @@ using ir::Values;
 // steps of K a trip. With A's rows read as vec4s along K, 128 lanes ran
 // 1024^3 on one Zen 5 core at 213 GFLOP/s, 64 at 137 (bench/RESULTS.md).
 
-// Where B is contiguous along N (the lanes' loads are then one vector).
-bool stripMatmulApplies(const LowerOptions& o, const Operand& b, const Shape& vshape, const MatmulParts& parts) {
-  return o.matmulLanes && o.matmulRows && !parts.bElement && b.strides[vshape.size() - 1] == 1;
+namespace {
+
+// The column of C (and B) lane x of strip `strip` computes: strip·L + x,
+// except that the last strip of an edge that is not a multiple of L moves
+// back to end at the edge (it computes some of the one before it again), so
+// that the lanes' columns stay neighbours. Where C is narrower than a strip
+// (N < L) lanes past it read its last column and store nothing.
+Value* stripColumn(Kernel& k, Value* strip, Value* x, int64_t N, int64_t L) {
+  Builder& b = k.b;
+  Value* col0 = b.mul(strip, k.i32(L));
+  if (N % L && N > L) col0 = b.min(col0, k.i32(N - L));
+  return b.add(col0, x);
+}
+
+// B ([batch.., K, N], f32) packed strip by strip: [batch, strip, K, L], the
+// K x L panel of each strip of C contiguous, column stripColumn(strip, x)
+// (clamped to N - 1) at x. One workgroup of L lanes copies kPackRows rows
+// of one strip: row-major B's rows are N elements apart, and where N·4 bytes
+// is a multiple of 4 KiB (or near one) a strip's rows all fall into the same
+// few sets of the caches; packed, the kernel's reads are one stream.
+// (A strip's panel of 1024 x 64 floats from a 1024-wide B: 53 GFLOP/s on
+// one core of an Intel Xeon 8592+ unpacked; bench/RESULTS.md.)
+constexpr int64_t kPackRows = 8;
+
+Value* packStrips(Lowering& l, const Operand& a, const Operand& b, const Shape& vshape, int64_t L, int64_t tilesN) {
+  const size_t r = vshape.size();
+  const int64_t N = vshape[r - 1], K = b.shape[r - 2];
+  const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
+  const std::vector<Operand> in = {a, b};
+  auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
+    ir::Context& ctx = l.ctx;
+    const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
+    Kernel k(bb, ctx, in, inBufs);
+    Value* x = bb.localId(0, ctx.i32());
+    Value* k0 = bb.mul(bb.workgroupId(0, ctx.i32()), k.i32(kPackRows));
+    Value* strip = bb.workgroupId(1, ctx.i32());
+    Value* gz = bb.workgroupId(2, ctx.i32());
+    const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, {});
+    (void)baseA, (void)sam, (void)sak;
+    Value* col = stripColumn(k, strip, x, N, L);
+    if (N < L) col = bb.min(col, k.i32(N - 1));
+    Value* from = bb.add(baseB, mulConst(k, col, sbn));
+    Value* to = bb.add(bb.mul(bb.add(bb.mul(gz, k.i32(tilesN)), strip), k.i32(K * L)), x);
+    Value* end = bb.min(bb.add(k0, k.i32(kPackRows)), k.i32(K));
+    bb.forOp(k0, end, k.i32(1), {}, [&](Builder& ib, Value* kk, const Values&) -> Values {
+      Kernel at(ib, ctx, in, inBufs);
+      ib.store(bufs.back(), ib.add(to, mulConst(k, kk, L)), loadAt(at, 1, ib.add(from, mulConst(k, kk, sbk)), DType::F32));
+      return {};
+    });
+  };
+  const std::string key = shapeText(vshape) + "|K" + std::to_string(K) + "L" + std::to_string(L);
+  return l.custom("matmul_pack", DType::F32, batches * tilesN * K * L, in, {unsigned(L), 1, 1},
+                  {(K + kPackRows - 1) / kPackRows, tilesN, batches}, build, key);
+}
+
+// The strip's lanes: LowerOptions::matmulLanes, halved down to 64 while C is
+// narrower (the encoder's 512x64 products per head: 128 lanes would compute
+// twice the columns).
+int64_t stripLanes(const LowerOptions& o, int64_t N) {
+  int64_t L = o.matmulLanes;
+  while (L > 64 && L > N) L /= 2;
+  return L;
+}
+
+// Whether the kernel reads B packed (LowerOptions::matmulStripPack): f32,
+// more rows of C than a strip has (B's panels are then read more than
+// once), and the pack kernel's grid within 65535 a dimension.
+bool packs(const LowerOptions& o, DType t, const Operand& b, const Shape& vshape, const MatmulParts& parts) {
+  const size_t r = vshape.size();
+  const int64_t M = vshape[r - 2], N = vshape[r - 1], K = b.shape[r - 2], L = stripLanes(o, N);
+  return o.matmulStripPack && t == DType::F32 && b.dtype == DType::F32 && !parts.bElement &&
+         M > int64_t(o.matmulRows) && K <= 65535 && (N + L - 1) / L <= 65535;
+}
+
+}  // namespace
+
+// Where B is packed or contiguous along N (the lanes' loads are then one
+// vector).
+bool stripMatmulApplies(const LowerOptions& o, DType t, const Operand& b, const Shape& vshape,
+                        const MatmulParts& parts) {
+  return o.matmulLanes && o.matmulRows && !parts.bElement &&
+         (b.strides[vshape.size() - 1] == 1 || packs(o, t, b, vshape, parts));
 }
 
 Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape,
                    const MatmulParts& parts) {
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
-  // Strips no wider than C where the lanes are more than 64 (the encoder's
-  // 512x64 products per head: 128 lanes would compute twice the columns).
-  int64_t L = l.opts.matmulLanes;
-  while (L > 64 && L > N) L /= 2;
+  const int64_t L = stripLanes(l.opts, N);
   const int64_t R = l.opts.matmulRows;
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
   const int64_t tilesM = (M + R - 1) / R, tilesN = (N + L - 1) / L;
@@ -50,7 +126,12 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
     Kc = ((K + S - 1) / S + U - 1) / U * U;
     S = (K + Kc - 1) / Kc;
   }
-  std::vector<Operand> in = {a, b};
+  // B packed strip by strip (LowerOptions::matmulStripPack): element (k, x)
+  // of strip s of batch z at ((z·tilesN + s)·K + k)·L + x, the column the
+  // kernel's lane x reads in that strip (stripColumn) copied there.
+  const bool pack = packs(l.opts, t, b, vshape, parts);
+  Value* packed = pack ? packStrips(l, a, b, vshape, L, tilesN) : nullptr;
+  std::vector<Operand> in = {a, pack ? Lowering::contiguous(packed, DType::F32, {batches * tilesN * K * L}) : b};
   in.insert(in.end(), parts.extra.begin(), parts.extra.end());
   auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
     ir::Context& ctx = l.ctx;
@@ -66,17 +147,15 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
     if (part) gx = bb.rem(gx, k.i32(tilesM * tilesN));
     Value* kBegin = part ? bb.mul(part, k.i32(Kc)) : k.i32(0);
     Value* kEnd = part ? bb.min(bb.add(kBegin, k.i32(Kc)), k.i32(K)) : k.i32(K / U * U);
-    // The last strip of an edge that is not a multiple of the strip moves
-    // back to end at the edge (it computes some of the one before it again),
-    // so the lanes' columns stay neighbours; where C is narrower than a
-    // strip, the last column is read past it (and not stored).
+    // Lane x's column: stripColumn (the last strip moves back to end at the
+    // edge; where C is narrower than a strip, the last column is read past it
+    // and not stored).
     Value* row0 = bb.mul(bb.rem(gx, k.i32(tilesM)), k.i32(R));
     if (M % R && M > R) row0 = bb.min(row0, k.i32(M - R));
-    Value* col0 = bb.mul(bb.div(gx, k.i32(tilesM)), k.i32(L));
-    if (N % L && N > L) col0 = bb.min(col0, k.i32(N - L));
-    Value* col = bb.add(col0, x);
+    Value* strip = bb.div(gx, k.i32(tilesM));
+    Value* col = stripColumn(k, strip, x, N, L);
     const bool narrow = N < L;
-    const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, parts);
+    auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, parts);
     Value* colIn = narrow ? bb.min(col, k.i32(N - 1)) : col;
     Values rowAt;
     for (int64_t i = 0; i < R; ++i) {
@@ -85,6 +164,10 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
       rowAt.push_back(bb.add(baseA, mulConst(k, row, sam)));
     }
     Value* colB = parts.bElement ? nullptr : bb.add(baseB, mulConst(k, colIn, sbn));
+    if (pack) {  // input 1 is the packed copy (baseB, from its flat layout, unused)
+      colB = bb.add(bb.mul(bb.add(bb.mul(gz, k.i32(tilesN)), strip), k.i32(K * L)), x);
+      sbk = L;
+    }
     // U steps of k a trip: the accumulators stay in registers between them
     // (between trips they go through the workgroup's per-lane arrays).
     // A f32 row contiguous along K, every row starting at a multiple of 4
@@ -138,13 +221,19 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
     }
   };
   const std::string key = shapeText(vshape) + "|L" + std::to_string(L) + "R" + std::to_string(R) + "U" +
-                          std::to_string(U) + "|" + parts.key;
-  if (S == 1)
-    return l.custom("matmul_strip", parts.store ? parts.outType : t, parts.store ? parts.outCount : numel(vshape), in,
-                    {unsigned(L), 1, 1}, {tilesM * tilesN, 1, batches}, build, key);
-  Value* sums = l.custom("matmul_strip", DType::F32, S * numel(vshape), in, {unsigned(L), 1, 1},
-                         {tilesM * tilesN * S, 1, batches}, build, key + "|split" + std::to_string(S) + "x" + std::to_string(Kc));
-  return sumOfParts(l, t, in, sums, S, vshape, parts, key);
+                          std::to_string(U) + (pack ? "p" : "") + "|" + parts.key;
+  Value* out;
+  if (S == 1) {
+    out = l.custom("matmul_strip", parts.store ? parts.outType : t, parts.store ? parts.outCount : numel(vshape), in,
+                   {unsigned(L), 1, 1}, {tilesM * tilesN, 1, batches}, build, key);
+  } else {
+    Value* sums = l.custom("matmul_strip", DType::F32, S * numel(vshape), in, {unsigned(L), 1, 1},
+                           {tilesM * tilesN * S, 1, batches}, build,
+                           key + "|split" + std::to_string(S) + "x" + std::to_string(Kc));
+    out = sumOfParts(l, t, in, sums, S, vshape, parts, key);
+  }
+  if (packed) l.free(packed);
+  return out;
 }
 
 }  // namespace eph::tensor::linalg
