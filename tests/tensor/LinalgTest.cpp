@@ -399,8 +399,9 @@ TEST(Linalg, MatmulStrip) {
 // f16 matmul on cooperative matrices (ops/MatmulCoop.cpp), as a device with
 // 16x16x16 f16 -> f32 products gets it (LowerOptions::coopMatrixSubgroup,
 // forced here): a broadcast batch of row-major products, a transposed b
-// (column-major loads), a 128x64x128 product (the kernel that stages tiles
-// in workgroup memory, four or eight subgroups a workgroup) and a shape neither
+// (column-major loads), a 128x96x128 product (the kernel that stages tiles
+// in workgroup memory: four or eight subgroups a workgroup, three k-steps
+// of 32) and a shape neither
 // takes (M = 80: the plain kernel). Small integers make every sum exact, in f32 and in the f16
 // result, so the interpreter (which runs cooperative matrices) and a GPU
 // with matrix units must agree exactly; lavapipe and the cpu target keep the
@@ -413,12 +414,12 @@ TEST(Linalg, HalfMatmulOnCooperativeMatrices) {
     return v;
   };
   Vec av = ints(2 * 64 * 48, 1), bv = ints(48 * 128, 2), cv = ints(128 * 48, 3), dv = ints(80 * 48, 4);
-  Vec ev = ints(128 * 64, 5), fv = ints(64 * 128, 6);
+  Vec ev = ints(128 * 96, 5), fv = ints(96 * 128, 6);
   Tensor a = p.input("a", DType::F16, {2, 64, 48});
   Tensor b = p.input("b", DType::F16, {48, 128});
   Tensor ct = transpose(p.input("c", DType::F16, {128, 48}));  // [48, 128], contiguous along K
   Tensor d = p.input("d", DType::F16, {80, 48});
-  Tensor e = p.input("e", DType::F16, {128, 64}), f = p.input("f", DType::F16, {64, 128});
+  Tensor e = p.input("e", DType::F16, {128, 96}), f = p.input("f", DType::F16, {96, 128});
   p.output("ab", matmul(a, b));
   p.output("act", matmul(a, ct));
   p.output("db", matmul(d, b));
@@ -427,10 +428,10 @@ TEST(Linalg, HalfMatmulOnCooperativeMatrices) {
   Vec wantAb = refMatmul(av, {2, 64, 48}, bv, {48, 128}, s);
   Vec wantAct = refMatmul(av, {2, 64, 48}, transposed(cv, 128, 48), {48, 128}, s);
   Vec wantDb = refMatmul(dv, {80, 48}, bv, {48, 128}, s);
-  Vec wantEf = refMatmul(ev, {128, 64}, fv, {64, 128}, s);
+  Vec wantEf = refMatmul(ev, {128, 96}, fv, {96, 128}, s);
   std::vector<HostTensor> inputs = {HostTensor::of(DType::F16, {2, 64, 48}, av), HostTensor::of(DType::F16, {48, 128}, bv),
                                     HostTensor::of(DType::F16, {128, 48}, cv), HostTensor::of(DType::F16, {80, 48}, dv),
-                                    HostTensor::of(DType::F16, {128, 64}, ev), HostTensor::of(DType::F16, {64, 128}, fv)};
+                                    HostTensor::of(DType::F16, {128, 96}, ev), HostTensor::of(DType::F16, {96, 128}, fv)};
   LowerOptions o;
   o.tune = false;
   o.coopMatrixSubgroup = 32;
