@@ -253,6 +253,7 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
     return Error{{}, "VulkanOptions::batchesInFlight is " + std::to_string(*inFlight) + "; it must be 1 to 64"};
   auto first = envNumber("EPH_VK_FIRST_BATCH", options.firstBatch, 1, UINT_MAX);
   if (!first) return first.error();
+  if (*first < 1) return Error{{}, "VulkanOptions::firstBatch is 0; it must be at least 1"};
   I.firstBatch = I.flushAt = *first;
   // A GPU: poll for 10 ms (as CUDA's default, spinning while cores are free);
   // a CPU driver (lavapipe) runs the work on the host's cores: sleep at once.

@@ -199,7 +199,8 @@ TEST(VulkanPipelined, ManyDependentDispatchesGiveTheInterpretersResults) {
   }
 }
 
-// The environment's settings are checked: a wrong one is an error naming it.
+// The environment's settings are checked: a wrong one is an error naming it
+// (and so is a first batch of no commands).
 TEST(VulkanPipelined, WrongEnvironmentSettingsAreErrors) {
   REQUIRE_VULKAN();
   for (const char* name : {"EPH_VK_SPIN_US", "EPH_VK_FIRST_BATCH"}) {
@@ -217,6 +218,11 @@ TEST(VulkanPipelined, WrongEnvironmentSettingsAreErrors) {
     if (old) ::setenv(name, saved.c_str(), 1);
     else ::unsetenv(name);
   }
+  runtime::VulkanOptions o;
+  o.firstBatch = 0;
+  auto none = runtime::VulkanDevice::open(o);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message, "VulkanOptions::firstBatch is 0; it must be at least 1");
 }
 
 // The same through the API: a chain of dependent dispatches over several
