@@ -1,5 +1,6 @@
 #include "ir/interp/Exec.h"
 
+#include <bit>
 #include <cassert>
 
 #include "ir/OpTable.h"
@@ -32,13 +33,51 @@ Exec::Exec(Memory* mem, const Invocation* inv, Workgroup* wg) : mem_(mem), inv_(
 
 // ---- values -----------------------------------------------------------------
 
-const RtValue& Exec::get(const ir::Value* v) const {
-  auto it = frames_.back().find(v);
-  assert(it != frames_.back().end() && "value used before it was computed (unverified IR?)");
-  return it->second;
+size_t Exec::Frame::home(const ir::Value* v) const {
+  return size_t((uint64_t(reinterpret_cast<uintptr_t>(v)) * 0x9E3779B97F4A7C15ull) >> shift_);  // Fibonacci hashing
 }
 
-void Exec::set(const ir::Value* v, RtValue x) { frames_.back()[v] = std::move(x); }
+const RtValue* Exec::Frame::find(const ir::Value* v) const {
+  if (slots_.empty()) return nullptr;
+  for (size_t i = home(v), mask = slots_.size() - 1;; i = (i + 1) & mask) {
+    if (slots_[i].key == v) return &chunks_[slots_[i].index >> kChunkBits][slots_[i].index & ((1u << kChunkBits) - 1)];
+    if (!slots_[i].key) return nullptr;
+  }
+}
+
+void Exec::Frame::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.empty() ? 32 : old.size() * 2, Slot{});
+  shift_ = 64 - unsigned(std::countr_zero(slots_.size()));
+  for (const Slot& s : old)
+    if (s.key)
+      for (size_t i = home(s.key), mask = slots_.size() - 1;; i = (i + 1) & mask)
+        if (!slots_[i].key) {
+          slots_[i] = s;
+          break;
+        }
+}
+
+RtValue& Exec::Frame::at(const ir::Value* v) {
+  if (2 * (size_t(count_) + 1) > slots_.size()) grow();
+  size_t i = home(v);
+  for (size_t mask = slots_.size() - 1; slots_[i].key && slots_[i].key != v; i = (i + 1) & mask) {
+  }
+  if (!slots_[i].key) {
+    if ((count_ >> kChunkBits) == chunks_.size()) chunks_.push_back(std::make_unique<RtValue[]>(size_t(1) << kChunkBits));
+    slots_[i] = Slot{v, count_++};
+  }
+  return chunks_[slots_[i].index >> kChunkBits][slots_[i].index & ((1u << kChunkBits) - 1)];
+}
+
+const RtValue& Exec::get(const ir::Value* v) const {
+  const RtValue* x = frames_.back().find(v);
+  assert(x && "value used before it was computed (unverified IR?)");
+  static const RtValue missing;
+  return x ? *x : missing;
+}
+
+void Exec::set(const ir::Value* v, RtValue x) { frames_.back().at(v) = std::move(x); }
 
 const RtValue& Exec::operand(const ir::Op& op, unsigned i) const {
   if (&op == overrideOp_) return overrideVals_[i];

@@ -477,14 +477,17 @@ uint32_t draw(uint32_t i, int64_t seed, uint64_t stream) {
   return triple32(triple32(i ^ uint32_t(key)) + uint32_t(key >> 32));
 }
 
-// Runs p on every target; returns each target's outputs (the first target's first).
-std::vector<std::vector<HostTensor>> runEverywhere(const Program& p, const std::vector<HostTensor>& in) {
+// Runs p on every target; returns each target's outputs (the first target's
+// first) and, in `names`, the targets that gave them.
+std::vector<std::vector<HostTensor>> runEverywhere(const Program& p, const std::vector<HostTensor>& in,
+                                                   std::vector<std::string>* names = nullptr) {
   std::vector<std::vector<HostTensor>> out;
   EXPECT_FALSE(p.error()) << errorOf(p);
   for (const std::string& t : targets()) {
     auto got = run(p, t, in);
     EXPECT_TRUE(got) << t << ": " << (got ? "" : got.error().message);
     if (got) out.push_back(*got);
+    if (got && names) names->push_back(t);
   }
   return out;
 }
@@ -517,12 +520,13 @@ TEST(IndexRandom, SameBitsOnEveryTargetAndTheDocumentedGenerator) {
   Tensor tp = inputOf(p, "p", DType::F32, probs, in);
   p.output("b", bernoulli(tp, 3));
   p.output("bv", bernoulli(transpose(tp), 3));  // a view: the counter is the output's element index
-  auto outs = runEverywhere(p, in);
+  std::vector<std::string> names;
+  auto outs = runEverywhere(p, in, &names);
   ASSERT_FALSE(outs.empty());
   const auto& first = outs[0];
   for (size_t t = 1; t < outs.size(); ++t)
     for (size_t o = 0; o < first.size(); ++o) {
-      SCOPED_TRACE("target " + targets()[t] + ", output " + p.outputs()[o].first);
+      SCOPED_TRACE("target " + names[t] + ", output " + p.outputs()[o].first);
       if (p.outputs()[o].first == "n64") {  // Vulkan's own f64 log and cos: within a few ulp
         for (int64_t i = 0; i < first[o].size(); ++i) EXPECT_NEAR(outs[t][o].get(i), first[o].get(i), 1e-14 * (1 + std::abs(first[o].get(i))));
         continue;

@@ -14,15 +14,18 @@
 #include "frontends/tensor/Run.h"
 #include "frontends/tensor/Tensor.h"
 #include "runtime/Device.h"
+#include "tests/support/InterpSample.h"
 
 namespace eph::tensor::test {
 
-// EPH_TENSOR_TARGETS=interp,cpu limits them (for a quick local run).
+// EPH_TENSOR_TARGETS=interp,cpu limits them (for a quick local run); the
+// interpreter is sampled under EPH_INTERP_SAMPLE (tests/support/InterpSample.h).
 inline std::vector<std::string> targets() {
   std::vector<std::string> out;
   const char* only = std::getenv("EPH_TENSOR_TARGETS");
   for (const std::string& t : runtime::availableTargets()) {
     if (only && ("," + std::string(only) + ",").find("," + t + ",") == std::string::npos) continue;
+    if (t == "interp" && !eph::test::interpThisTime()) continue;
     if (t == "vulkan") {
       auto dev = runtime::openDevice("vulkan");
       const char* req = std::getenv("EPH_REQUIRE_VULKAN");

@@ -15,6 +15,7 @@
 #include "frontends/ephapax/Lower.h"
 #include "frontends/ephapax/Parser.h"
 #include "frontends/ephapax/Stdlib.h"
+#include "tests/support/InterpSample.h"
 #include "tests/unit/EphapaxTestUtil.h"
 
 using namespace eph::ephapax;
@@ -229,6 +230,7 @@ Parts runOn(const std::string& target, const std::string& src, const std::vector
 template <class Check>
 void onEveryTarget(const std::string& src, const std::vector<size_t>& lengths, Check check) {
   for (const std::string& target : gpuTargets()) {
+    if (target == "interp" && !eph::test::interpThisTime()) continue;  // EPH_INTERP_SAMPLE
     SCOPED_TRACE(target);
     std::string err;
     Parts parts = runOn(target, src, lengths, err);
