@@ -57,9 +57,13 @@ namespace {
 // 32-wide subgroups: four subgroups share a 128x128 tile of C (each a 64x64
 // quarter as 4x4 accumulators), and each k-step of 32 is first copied into
 // workgroup memory by the whole workgroup (8-byte vector loads, rows padded
-// by 8 elements against bank conflicts), the next step's loads in registers
-// while this one's 32 multiply-adds a subgroup run. The sums leave through a
-// 16x16 staging tile per subgroup, converted to f16.
+// by 8 elements against bank conflicts), then multiplied, 32 multiply-adds a
+// subgroup. The sums leave through a 16x16 staging tile per subgroup,
+// converted to f16. The next k-step's loads are not held in registers while
+// this one's products run: the kernel takes 243 registers without them and
+// 255 (the most) with them, and ran 0.81 -> 0.76 ms at 4096 and 6.02 -> 5.86
+// at 8192 on the H200 without (bench/RESULTS.md); the workgroups an SM runs
+// at once overlap one's loads with another's products.
 // k-steps of 32: 16 ran 0.915 / 7.128 ms and 64 1.121 / 8.827 ms at 4096 / 8192
 // on the H200, against 0.802 / 6.036 (bench/RESULTS.md).
 // With eight subgroups (LowerOptions::coopSubgroups) each computes a 64x32
@@ -148,15 +152,12 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
     Value* zero = bb.coopFill(bb.constFloat(f32, 0), accT);
     const size_t nAcc = size_t(4 * subN);
     Values carried(nAcc, zero);
-    for (Value* v : globalLoads(bb, k.i32(0))) carried.push_back(v);
     Value* trips = bb.mul(k.i32(steps), bb.numWorkgroups(1, ctx.i32()));
-    Value* last = k.i32(steps - 1);
     ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), carried, [&](Builder& ib, Value* step, const Values& c) -> Values {
       ib.barrier();  // every subgroup is done with the previous step's tiles
-      storeShared(ib, Values(c.begin() + nAcc, c.end()));
+      storeShared(ib, globalLoads(ib, step));
       ib.barrier();
-      Values ahead = globalLoads(ib, ib.min(ib.add(step, k.i32(1)), last));
-      Values acc(c.begin(), c.begin() + nAcc);
+      Values acc = c;
       for (int64_t ks = 0; ks < kBigK / 16; ++ks) {
         Values ta, tb;
         // Each offset first: a call evaluates its arguments in no fixed order.
@@ -172,7 +173,6 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
           for (int64_t j = 0; j < subN; ++j)
             acc[size_t(i * subN + j)] = ib.coopMulAdd(ta[size_t(i)], tb[size_t(j)], acc[size_t(i * subN + j)]);
       }
-      acc.insert(acc.end(), ahead.begin(), ahead.end());
       return acc;
     });
     // Out, one 16x16 tile at a time through this subgroup's staging area:
