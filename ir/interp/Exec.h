@@ -11,9 +11,9 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
-#include <memory>
 #include <string>
 #include <vector>
 

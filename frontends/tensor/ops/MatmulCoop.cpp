@@ -61,9 +61,9 @@ namespace {
 // subgroup. The sums leave through a 16x16 staging tile per subgroup,
 // converted to f16. The next k-step's loads are not held in registers while
 // this one's products run: the kernel takes 243 registers without them and
-// 255 (the most) with them, and ran 0.81 -> 0.76 ms at 4096 and 6.02 -> 5.86
-// at 8192 on the H200 without (bench/RESULTS.md); the workgroups an SM runs
-// at once overlap one's loads with another's products.
+// 255 (the most) with them, and ran 0.81 -> 0.76 ms at 4096 and 6.02 ->
+// 5.86-5.90 at 8192 on the H200 without (bench/RESULTS.md); the workgroups
+// an SM runs at once overlap one's loads with another's products.
 // k-steps of 32: 16 ran 0.915 / 7.128 ms and 64 1.121 / 8.827 ms at 4096 / 8192
 // on the H200, against 0.802 / 6.036 (bench/RESULTS.md).
 // With eight subgroups (LowerOptions::coopSubgroups) each computes a 64x32
