@@ -40,7 +40,7 @@ size_t Exec::Frame::home(const ir::Value* v) const {
 const RtValue* Exec::Frame::find(const ir::Value* v) const {
   if (slots_.empty()) return nullptr;
   for (size_t i = home(v), mask = slots_.size() - 1;; i = (i + 1) & mask) {
-    if (slots_[i].key == v) return &chunks_[slots_[i].index >> kChunkBits][slots_[i].index & ((1u << kChunkBits) - 1)];
+    if (slots_[i].key == v) return &value(slots_[i].index);
     if (!slots_[i].key) return nullptr;
   }
 }
@@ -67,7 +67,7 @@ RtValue& Exec::Frame::at(const ir::Value* v) {
     if ((count_ >> kChunkBits) == chunks_.size()) chunks_.push_back(std::make_unique<RtValue[]>(size_t(1) << kChunkBits));
     slots_[i] = Slot{v, count_++};
   }
-  return chunks_[slots_[i].index >> kChunkBits][slots_[i].index & ((1u << kChunkBits) - 1)];
+  return value(slots_[i].index);
 }
 
 const RtValue& Exec::get(const ir::Value* v) const {

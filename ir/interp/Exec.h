@@ -120,6 +120,7 @@ class Exec {
       uint32_t index = 0;
     };
     size_t home(const ir::Value* v) const;
+    RtValue& value(uint32_t index) const { return chunks_[index >> kChunkBits][index & ((1u << kChunkBits) - 1)]; }
     void grow();
     std::vector<Slot> slots_;  // a power of two, at most half full
     unsigned shift_ = 64;

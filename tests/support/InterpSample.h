@@ -3,8 +3,9 @@
 // interpThisTime() before running the interpreter: with EPH_INTERP_SAMPLE=N
 // (.ci/run sets it for the ASan + UBSan build, where the instrumented
 // interpreter is 7x slower and was half of that job's test time) only every
-// Nth such run takes place, counted per test process, so every suite still
-// runs some; unset (the plain build), all of them.
+// Nth such run takes place, counted per test process (ctest runs each test
+// in its own, so every test runs the interpreter at least once); unset (the
+// plain build), all of them.
 #pragma once
 
 #include <cstdint>
