@@ -259,6 +259,22 @@ class FunctionEmitter {
 
 // Lowers a kernel into its workgroup function and its range function.
 bool emitKernel(ModuleEmitter& M, const ir::Function& k);
+// A workgroup-level loop's counter: its IR value and its first and last
+// values (of the counter's type; the last valid only when the loop runs).
+struct LoopCounter {
+  const ir::Value* iv;
+  llvm::Value* first;
+  llvm::Value* last;
+};
+// The accesses among `candidates` (load, store, atomics, vec.load,
+// vec.store in the loop) whose index grows with the invocation ids and the
+// counter from values defined before the loop: into `proven`; returns the
+// i1 that says they are all in bounds on every trip of every invocation
+// (null: none proven). `uniform`: the values the same for the whole
+// workgroup at the loop (LoopBounds.cpp).
+llvm::Value* accessesInBounds(FunctionEmitter& F, const LoopCounter& loop,
+                              const std::unordered_set<const ir::Value*>& uniform, const unsigned size[3],
+                              const std::vector<const ir::Op*>& candidates, std::vector<const ir::Op*>& proven);
 // A subgroup collective at workgroup level (LowerSubgroup.cpp): reads every
 // invocation's operand from `src` (and lane from `lanes`, for broadcast and
 // shuffle), [n x T] arrays indexed by the linear invocation index, and

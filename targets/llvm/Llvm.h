@@ -44,7 +44,13 @@
 // a run, accesses whose index is (x id) + (the same for every x) are checked
 // once for the whole row of x ids before the x loop, which then runs in a
 // copy without their per-access checks (or, if any could fail, in the
-// checked copy), so elementwise kernels vectorise like plain loops.
+// checked copy), so elementwise kernels vectorise like plain loops. Around a
+// workgroup-level `for`, accesses whose index only grows with the invocation
+// ids and the loop's counter are checked at the loop's two corners before it
+// (exact values: LoopBounds.cpp), and the loop runs in a copy without their
+// checks when they hold: the x loops inside it then have no checked copy, and
+// LLVM keeps the values they carry from trip to trip (a strip matmul's
+// accumulators) in registers instead of the per-invocation arrays.
 //
 // Calls to device functions that hold a barrier (directly or through their
 // calls) are inlined first, into a copy of the module (BarrierCalls.h).

@@ -38,6 +38,8 @@ class KernelEmitter {
   bool emitWorkgroupOp(const ir::Op& op);
   bool emitWorkgroupIf(const ir::Op& op);
   bool emitWorkgroupFor(const ir::Op& op);
+  bool emitForLoop(const ir::Op& op, llvm::Value* lo, llvm::Value* hi, llvm::Value* step, llvm::Value* stepOk,
+                   const std::vector<Slot>& carried);
   bool emitWorkgroupWhile(const ir::Op& op);
   bool emitCollective(const ir::Op& op);
 
@@ -77,6 +79,7 @@ class KernelEmitter {
   llvm::BasicBlock* exitBB = nullptr;
   std::unordered_map<const ir::Value*, Slot> slots;
   std::unordered_set<const ir::Value*> uniform;
+  int versioned = 0;  // loops versioned by emitWorkgroupFor around the code being emitted
 };
 
 bool KernelEmitter::isUniformOp(const ir::Op& op) const {
@@ -411,8 +414,8 @@ bool KernelEmitter::flush(const ir::Region& r, std::vector<const ir::Op*>& run,
     for (const ir::Op* top : run)
       const_cast<ir::Op*>(top)->walk([&](ir::Op* op) {
         ir::OpId n = op->id();
-        if ((n == ir::OpId::Load || n == ir::OpId::Store || ir::isAtomic(n)) && uniform.count(op->operand(0)) &&
-            unitStrideInX(op->operand(1), 0) && pureChain(op->operand(1), 0))
+        if ((n == ir::OpId::Load || n == ir::OpId::Store || ir::isAtomic(n)) && !F.unchecked.count(op) &&
+            uniform.count(op->operand(0)) && unitStrideInX(op->operand(1), 0) && pureChain(op->operand(1), 0))
           ranged.push_back(op);
       });
 
@@ -539,6 +542,54 @@ bool KernelEmitter::emitWorkgroupFor(const ir::Op& op) {
   }
   if (!copyInto(init)) return false;
   llvm::Value* stepOk = F.forStepOk(op, step);
+  // Accesses in bounds on every trip (LoopBounds.cpp): tested once, then a
+  // copy of the loop without their checks (at most two loops deep: each
+  // level doubles the code).
+  std::vector<const ir::Op*> candidates, proven;
+  if (versioned < 2)
+    const_cast<ir::Op&>(op).walk([&](ir::Op* a) {
+      ir::OpId n = a->id();
+      if ((n == ir::OpId::Load || n == ir::OpId::Store || n == ir::OpId::VecLoad || n == ir::OpId::VecStore ||
+           ir::isAtomic(n)) && !F.unchecked.count(a))
+        candidates.push_back(a);
+    });
+  llvm::Value* ok = nullptr;
+  if (!candidates.empty()) {
+    // The last counter value of a loop that runs: first + (hi - 1 - first) / step · step.
+    llvm::Value* positive = t->isSigned() ? b.CreateICmpSGT(step, llvm::ConstantInt::get(step->getType(), 0))
+                                          : b.CreateICmpNE(step, llvm::ConstantInt::get(step->getType(), 0));
+    llvm::Value* divisor = b.CreateSelect(positive, step, llvm::ConstantInt::get(step->getType(), 1));
+    llvm::Value* span = b.CreateSub(b.CreateSub(hi, llvm::ConstantInt::get(hi->getType(), 1)), lo);
+    llvm::Value* last = b.CreateAdd(lo, b.CreateMul(b.CreateUDiv(span, divisor), step));
+    ok = accessesInBounds(F, {body.arg(0), lo, last}, uniform, size, candidates, proven);
+    if (ok) ok = b.CreateAnd(ok, positive);
+  }
+  if (!ok) return emitForLoop(op, lo, hi, step, stepOk, carried);
+  llvm::BasicBlock* fast = F.newBlock("wg.for.unchecked");
+  llvm::BasicBlock* slow = F.newBlock("wg.for.checked");
+  llvm::BasicBlock* merge = F.newBlock("wg.for.merge");
+  b.CreateCondBr(ok, fast, slow, llvm::MDBuilder(M.ctx).createBranchWeights(1 << 20, 1));
+  b.SetInsertPoint(fast);
+  ++versioned;
+  for (const ir::Op* a : proven) F.unchecked.insert(a);
+  bool good = emitForLoop(op, lo, hi, step, stepOk, carried);
+  for (const ir::Op* a : proven) F.unchecked.erase(a);
+  if (good) {
+    b.CreateBr(merge);
+    b.SetInsertPoint(slow);
+    good = emitForLoop(op, lo, hi, step, stepOk, carried);
+    b.CreateBr(merge);
+  }
+  --versioned;
+  b.SetInsertPoint(merge);
+  return good;
+}
+
+// The loop itself (emitted twice where emitWorkgroupFor versions it).
+bool KernelEmitter::emitForLoop(const ir::Op& op, llvm::Value* lo, llvm::Value* hi, llvm::Value* step,
+                                llvm::Value* stepOk, const std::vector<Slot>& carried) {
+  const ir::Type* t = op.operand(0)->type();
+  const ir::Region& body = op.region(0);
   llvm::BasicBlock* pre = b.GetInsertBlock();
   llvm::BasicBlock* header = F.newBlock("wg.for");
   llvm::BasicBlock* bodyBB = F.newBlock("wg.for.body");
@@ -553,7 +604,15 @@ bool KernelEmitter::emitWorkgroupFor(const ir::Op& op) {
   b.SetInsertPoint(bodyBB);
   F.set(body.arg(0), iv);
   uniform.insert(body.arg(0));
-  if (!emitRegion(body, carried)) return false;
+  bool ok = emitRegion(body, carried);
+  // The body's values are not the same from trip to trip, nor in a second
+  // copy of the loop: none of them is uniform outside it.
+  const_cast<ir::Op&>(op).walk([&](ir::Op* a) {
+    for (const ir::Value* v : a->results()) uniform.erase(v);
+    for (unsigned i = 0; i < a->numRegions(); ++i)
+      for (const ir::Value* v : a->region(i).args()) uniform.erase(v);
+  });
+  if (!ok) return false;
   llvm::Value* overflow;
   llvm::Value* next = F.forNext(t, iv, step, overflow);
   iv->addIncoming(next, b.GetInsertBlock());
