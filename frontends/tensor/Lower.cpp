@@ -186,6 +186,31 @@ ir::Value* Lowering::alloc(DType dt, int64_t count) {
   return buf;
 }
 
+std::pair<ir::Value*, bool> Lowering::derivedConstant(const std::string& key,
+                                                     const std::function<HostTensor()>& compute) {
+  if (!compiled || !main || rows) return {nullptr, false};
+  auto [it, fresh] = derived_.try_emplace(key, compiled->derived.size());
+  if (fresh) {
+    auto value = std::make_shared<const HostTensor>(compute());
+    const ir::Space io = compiled->deviceIO ? ir::Space::Device : ir::Space::Host;
+    const ir::Type* t = ctx.bufferType(irType(ctx, value->dtype), io, ir::Ownership::Read);
+    std::vector<const ir::Type*> params(main->paramTypes().begin(), main->paramTypes().end());
+    std::vector<const ir::Type*> results(main->resultTypes().begin(), main->resultTypes().end());
+    params.push_back(t);
+    main->setType(ctx.functionType(params, results));
+    main->body().addArg(t, "d" + std::to_string(it->second));
+    compiled->derived.push_back(std::move(value));
+  }
+  const size_t first = main->paramTypes().size() - compiled->derived.size();  // the first derived parameter
+  ir::Value* param = main->param(unsigned(first + it->second));
+  if (compiled->deviceIO) return {param, false};  // the caller's, read-only
+  const HostTensor& h = *compiled->derived[it->second];
+  ir::Value* buf = host.alloc(host.constInt(ctx.u32(), std::max<int64_t>(h.size(), 1)),
+                              deviceBuffer(ctx, h.dtype, ir::Ownership::Linear));
+  host.h2d(buf, param);
+  return {buf, true};
+}
+
 void Lowering::dispatch(const ir::Function& kernel, std::array<ir::Value*, 3> groups, const ir::Values& args) {
   if (rows) {
     const ir::Attr* z = passes::constantAttr(groups[2]);
@@ -527,6 +552,8 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
   ir::Builder host(ctx, main->body());
   Lowering l(ctx, *c.module, host, opts);
   if (dynamic) l.extent = main->param(unsigned(params.size() - 1));
+  l.compiled = &c;
+  l.main = main;
 
   // The dynamic first dimension: N, and the elements per row of each
   // device buffer that has N rows.
@@ -575,10 +602,12 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
       if (opts.deviceIO) {
         storage[i] = main->param(unsigned(param++));  // the caller's, read-only: never freed here
         if (isDynamic(n.shape)) rowOf[storage[i]] = rowElements(n.shape);
+        if (n.op == "const" && n.data) l.constants[storage[i]] = n.data;
         continue;
       }
       storage[i] = host.alloc(count(n.shape), ctx.bufferType(irType(ctx, n.dtype), ir::Space::Device, ir::Ownership::Linear));
       if (isDynamic(n.shape)) rowOf[storage[i]] = rowElements(n.shape);
+      if (n.op == "const" && n.data) l.constants[storage[i]] = n.data;
       host.h2d(storage[i], main->param(unsigned(param++)));
     } else if (!n.isView) {
       const OpDef* def = findOp(n.op);

@@ -43,6 +43,11 @@ struct Compiled {
   // The program has the dynamic first dimension: @main's last parameter is
   // its extent N (u32), after those of `params`.
   bool dynamic = false;
+  // Constants the lowering computed on the host from the program's (a
+  // weight packed for the strip matmul: Lowering::derivedConstant): @main's
+  // last parameters, after N, in order; the caller passes them as it passes
+  // the program's constants (uploaded once, not computed in every run).
+  std::vector<std::shared_ptr<const HostTensor>> derived;
 };
 
 struct LowerOptions {
@@ -219,6 +224,18 @@ class Lowering {
   ir::Builder& host;  // inside @main
   const LowerOptions& opts;
 
+  // The program's constants' values, by the device buffer that holds each.
+  std::map<const ir::Value*, std::shared_ptr<const HostTensor>> constants;
+  // A constant computed on the host from them, `key` naming what it is (one
+  // parameter per key): @main takes it as one more parameter
+  // (Compiled::derived, which `compiled` collects). Returns a device buffer
+  // holding it and whether this lowering must free it (host IO: a copy made
+  // here) or not (device IO: the caller's). Null without `compiled` (the
+  // caller then computes it in a kernel).
+  std::pair<ir::Value*, bool> derivedConstant(const std::string& key, const std::function<HostTensor()>& compute);
+  Compiled* compiled = nullptr;
+  ir::Function* main = nullptr;
+
   // One invocation per element of n's output (n.shape, n.dtype): `body`
   // returns the element's value in n.dtype's compute type. `key` names what
   // the body computes beyond the op, its attributes and the operands'
@@ -272,6 +289,7 @@ class Lowering {
 
  private:
   std::map<std::string, const ir::Function*> kernels_;
+  std::map<std::string, size_t> derived_;  // derivedConstant's, by key: index in Compiled::derived
   std::map<const ir::Function*, std::vector<int64_t>> batched_;  // kernels made to run over rows, their strides
 };
 

@@ -96,7 +96,8 @@ Status checkInput(const Node& declared, const HostTensor& given, int64_t n) {
 }
 
 Expected<std::vector<interp::RtValue>> mainArgs(interp::Memory& mem, ir::Context& ctx, const Program& p,
-                                                const std::vector<uint32_t>& params, const std::vector<HostTensor>& inputs) {
+                                                const std::vector<uint32_t>& params, const std::vector<HostTensor>& inputs,
+                                                const std::vector<std::shared_ptr<const HostTensor>>& derived) {
   auto n = checkInputs(p, inputs);
   if (!n) return n.error();
   std::vector<interp::RtValue> args;
@@ -110,6 +111,7 @@ Expected<std::vector<interp::RtValue>> mainArgs(interp::Memory& mem, ir::Context
     }
   }
   if (hasDynamicInput(p)) args.push_back(extentArg(ctx, *n));
+  for (const auto& d : derived) args.push_back(toBuffer(mem, ctx, *d));
   return args;
 }
 
@@ -149,7 +151,7 @@ Expected<std::vector<HostTensor>> run(runtime::Device& device, const Program& p,
   }
   ir::Context& ctx = c.module->context();
   interp::Interpreter in(*c.module);
-  auto args = mainArgs(in.memory(), ctx, p, c.params, inputs);
+  auto args = mainArgs(in.memory(), ctx, p, c.params, inputs, c.derived);
   if (!args) return args.error();
   auto results = runtime::runHost(device, in, *c.module->lookup("main"), std::move(*args));
   if (!results) return results.error();
@@ -171,26 +173,32 @@ Expected<std::vector<interp::RtValue>> uploadInputs(runtime::Device& device, con
   const ir::Function& main = *c.module->lookup("main");
   if (Status st = device.prepare(*c.module); !st) return st.error();
   std::vector<interp::RtValue> args;
-  for (size_t k = 0; k < c.params.size(); ++k) {
-    const Node& n = p.node(c.params[k]);
-    const HostTensor* h = n.data.get();
-    if (n.op != "const") h = &inputs[size_t(std::find(p.inputs().begin(), p.inputs().end(), c.params[k]) - p.inputs().begin())];
-    const ir::Type* t = irType(ctx, h->dtype);
-    auto buf = device.alloc(ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear), uint64_t(std::max<int64_t>(h->size(), 1)), {});
-    if (!buf) {
-      freeDeviceBuffers(device, args);
-      return buf.error();
-    }
+  // One device buffer holding h, as @main's parameter k.
+  auto upload = [&](size_t k, const HostTensor& h) -> Status {
+    const ir::Type* t = irType(ctx, h.dtype);
+    auto buf = device.alloc(ctx.bufferType(t, ir::Space::Device, ir::Ownership::Linear), uint64_t(std::max<int64_t>(h.size(), 1)), {});
+    if (!buf) return buf.error();
     interp::RtValue v;
     v.type = main.paramTypes()[k];
     v.buffer = *buf;
     args.push_back(v);
-    if (Status st = device.uploadBytes(*buf, storageBytes(t, *h), {}); !st) {
+    return device.uploadBytes(*buf, storageBytes(t, h), {});
+  };
+  for (size_t k = 0; k < c.params.size(); ++k) {
+    const Node& n = p.node(c.params[k]);
+    const HostTensor* h = n.data.get();
+    if (n.op != "const") h = &inputs[size_t(std::find(p.inputs().begin(), p.inputs().end(), c.params[k]) - p.inputs().begin())];
+    if (Status st = upload(k, *h); !st) {
       freeDeviceBuffers(device, args);
       return st.error();
     }
   }
   if (c.dynamic) args.push_back(extentArg(ctx, *extent));
+  for (const auto& d : c.derived)
+    if (Status st = upload(args.size(), *d); !st) {
+      freeDeviceBuffers(device, args);
+      return st.error();
+    }
   return args;
 }
 

@@ -63,9 +63,11 @@ int64_t dynamicExtent(const Program& p, const std::vector<HostTensor>& inputs);
 
 // What run() does, for a caller that runs @main itself (`ephc run` of an ONNX
 // model): @main's arguments, made in `mem` (each input, checked, and each
-// constant, in Compiled::params order), and a result buffer as a HostTensor.
+// constant, in Compiled::params order, N, then Compiled::derived), and a
+// result buffer as a HostTensor.
 Expected<std::vector<interp::RtValue>> mainArgs(interp::Memory& mem, ir::Context& ctx, const Program& p,
-                                                const std::vector<uint32_t>& params, const std::vector<HostTensor>& inputs);
+                                                const std::vector<uint32_t>& params, const std::vector<HostTensor>& inputs,
+                                                const std::vector<std::shared_ptr<const HostTensor>>& derived = {});
 Expected<HostTensor> resultTensor(interp::Memory& mem, const interp::RtValue& result, DType dtype, const Shape& shape);
 
 }  // namespace eph::tensor

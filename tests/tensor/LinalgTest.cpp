@@ -337,6 +337,12 @@ TEST(Linalg, MatmulStrip) {
   p.output("narrow", matmul(reshape(d, {120, 36}), f));
   Vec fbv = randomValues(64, 11);
   p.output("epi", relu(matmul(reshape(d, {120, 36}), f) + p.constant(HostTensor::of(DType::F32, {64}, fbv))));
+  // Constant B (weights): packed once on the host and passed in as derived
+  // constants (Compiled::derived), not by a matmul_pack kernel; one read
+  // transposed, one broadcast over A's batch.
+  Vec wtv = randomValues(40 * 29, 12);
+  p.output("linT", matmul(a2, transpose(p.constant(HostTensor::of(DType::F32, {40, 29}, wtv)))));
+  p.output("batc", matmul(a, p.constant(HostTensor::of(DType::F32, {29, 45}, bv))));
   std::vector<HostTensor> in = {HostTensor::of(DType::F32, {2, 37, 29}, av), HostTensor::of(DType::F32, {29, 45}, bv),
                                 HostTensor::of(DType::F32, {33, 29}, cv), HostTensor::of(DType::F32, {3, 40, 36}, dv),
                                 HostTensor::of(DType::F32, {36, 300}, ev), HostTensor::of(DType::F32, {36, 64}, fv)};
@@ -352,7 +358,8 @@ TEST(Linalg, MatmulStrip) {
   }
   Vec df = product(dv, fv, 1, 120, 36, 64, false), epi = df;
   for (size_t i = 0; i < epi.size(); ++i) epi[i] = std::max(0.0, epi[i] + fbv[i % 64]);
-  std::vector<Vec> want = {ab, lin, product(av, cv, 1, 74, 29, 33, true), hi, hi, de, df, epi};
+  std::vector<Vec> want = {ab, lin, product(av, cv, 1, 74, 29, 33, true), hi, hi, de, df, epi,
+                           product(av, wtv, 1, 74, 29, 40, true), ab};
   // The configurations with a panel of 8 KiB split K: "vec" in 3 parts of
   // 12 steps, "narrow" and "epi" (64 lanes) in 2 of 20, summed by a second
   // kernel (the epilogue's there).
@@ -380,8 +387,9 @@ TEST(Linalg, MatmulStrip) {
       sums += op->symbolAttr("kernel").find("matmul_split_sum") != std::string::npos;
       packs += op->symbolAttr("kernel").find("matmul_pack") != std::string::npos;
     });
-    EXPECT_EQ(packs, pack ? 6 : 0);  // every f32 product: ab, lin, act, vec, narrow, epi
-    EXPECT_EQ(strips, 8) << ir::print(*c->module->lookup("main"));
+    EXPECT_EQ(packs, pack ? 5 : 0);  // every f32 product of an input B: ab, act, vec, narrow, epi
+    EXPECT_EQ(c->derived.size(), pack ? 3u : 0u);  // lin's, linT's and batc's constant B, packed
+    EXPECT_EQ(strips, 10) << ir::print(*c->module->lookup("main"));
     EXPECT_EQ(sums, panelKib ? 3 : 0);
     int vec4Kernels = 0;  // strip kernels reading A as vec4s: those of "vec" and "narrow" where the steps are 4 or 8
     for (const auto& f : c->module->functions())
@@ -391,7 +399,7 @@ TEST(Linalg, MatmulStrip) {
         vec4Kernels += vec4;
       }
     EXPECT_EQ(vec4Kernels, unroll % 4 == 0 ? 3 : 0);
-    EXPECT_EQ(copies, pack ? 0 : 1);  // packing reads a transposed B as it is
+    EXPECT_EQ(copies, pack ? 0 : 2);  // packing reads a transposed B as it is (act's, linT's)
     expectOnAllTargets(p, in, want, 1e-5, o);
   }
 }

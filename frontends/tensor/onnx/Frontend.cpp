@@ -73,6 +73,7 @@ std::string render(const std::string& file, const Error& e) {
 struct Imported {
   std::shared_ptr<Model> model;
   std::vector<uint32_t> params, results;
+  std::vector<std::shared_ptr<const HostTensor>> derived;  // Compiled::derived
   std::vector<HostTensor> inputs;  // in the program's input order (empty when none were given)
 };
 std::map<std::string, Imported>& cache() {
@@ -122,6 +123,7 @@ std::unique_ptr<ir::Module> compileModel(ir::Context& ctx, std::string_view text
   Imported imp;
   imp.params = lowered->params;
   imp.results = lowered->results;
+  imp.derived = lowered->derived;
   if (!opts.given.empty()) {
     for (const std::string& n : model->inputs) {
       auto it = opts.given.find(n);
@@ -196,7 +198,7 @@ frontends::Frontend frontend() {
                                                ") are not given: use --inputs DIR (input_0.pb, ...) or --input NAME=FILE", "E403"});
       return false;
     }
-    auto a = mainArgs(mem, entry.module()->context(), p, imp.params, imp.inputs);
+    auto a = mainArgs(mem, entry.module()->context(), p, imp.params, imp.inputs, imp.derived);
     if (!a) return diagnostics += render(file, Error{{}, a.error().message, "E403"}), false;
     args = std::move(*a);
     return true;

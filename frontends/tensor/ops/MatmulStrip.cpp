@@ -1,6 +1,9 @@
 // The strip matmul, for targets whose invocations are vector lanes (the cpu
 // target; LowerOptions::matmulLanes, its tuning rows).
 #include <algorithm>
+#include <cstdint>
+#include <string>
+#include <tuple>
 
 #include "frontends/tensor/ops/LinalgKernels.h"
 
@@ -79,6 +82,33 @@ Value* packStrips(Lowering& l, const Operand& a, const Operand& b, const Shape& 
                   {(K + kPackRows - 1) / kPackRows, tilesN, batches}, build, key);
 }
 
+// packStrips on the host, for a B that is one of the program's constants
+// (`data`, B's root): the same elements in the same places.
+HostTensor packOnHost(const HostTensor& data, const Operand& b, const Shape& vshape, int64_t L, int64_t tilesN) {
+  const size_t r = vshape.size();
+  const int64_t N = vshape[r - 1], K = b.shape[r - 2];
+  const Shape batchShape(vshape.begin(), vshape.end() - 2);
+  const int64_t batches = numel(batchShape);
+  HostTensor out(DType::F32, {batches * tilesN * K * L});
+  const std::vector<int64_t> bcs = contiguousStrides(batchShape);
+  for (int64_t z = 0; z < batches; ++z) {
+    int64_t base = b.offset;  // as offsetOf(1, batchIndex(z)): extent-1 and stride-0 dimensions add nothing
+    for (size_t d = 0; d + 2 < r; ++d) {
+      const int64_t q = z / bcs[d], i = d == 0 ? q : q % batchShape[d];
+      if (b.shape[d] != 1) base += i * b.strides[d];
+    }
+    for (int64_t strip = 0; strip < tilesN; ++strip)
+      for (int64_t x = 0; x < L; ++x) {
+        int64_t col = strip * L;  // stripColumn, clamped as packStrips clamps it
+        if (N % L && N > L) col = std::min(col, N - L);
+        col = std::min(col + x, N - 1);
+        for (int64_t k = 0; k < K; ++k)
+          out.set(((z * tilesN + strip) * K + k) * L + x, data.get(base + k * b.strides[r - 2] + col * b.strides[r - 1]));
+      }
+  }
+  return out;
+}
+
 // The strip's lanes: LowerOptions::matmulLanes, halved down to 64 while C is
 // narrower (the encoder's 512x64 products per head: 128 lanes would compute
 // twice the columns).
@@ -130,7 +160,19 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
   // of strip s of batch z at ((z·tilesN + s)·K + k)·L + x, the column the
   // kernel's lane x reads in that strip (stripColumn) copied there.
   const bool pack = packs(l.opts, t, b, vshape, parts);
-  Value* packed = pack ? packStrips(l, a, b, vshape, L, tilesN) : nullptr;
+  // A constant B (a model's weights) is packed once, on the host, and passed
+  // in as one more constant (Lowering::derivedConstant); any other in a
+  // kernel before this one.
+  Value* packed = nullptr;
+  bool ownPacked = true;
+  if (auto it = l.constants.find(b.buf); pack && it != l.constants.end() && !b.fused && b.shape.size() == r) {
+    std::string key = "pack|" + std::to_string(reinterpret_cast<uintptr_t>(it->second.get())) + "|" + shapeText(vshape) +
+                      "|" + shapeText(b.shape) + "|" + std::to_string(b.offset) + "|L" + std::to_string(L);
+    for (int64_t st : b.strides) key += "," + std::to_string(st);
+    std::tie(packed, ownPacked) =
+        l.derivedConstant(key, [&] { return packOnHost(*it->second, b, vshape, L, tilesN); });
+  }
+  if (pack && !packed) packed = packStrips(l, a, b, vshape, L, tilesN);
   std::vector<Operand> in = {a, pack ? Lowering::contiguous(packed, DType::F32, {batches * tilesN * K * L}) : b};
   in.insert(in.end(), parts.extra.begin(), parts.extra.end());
   auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
@@ -232,7 +274,7 @@ Value* stripMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, con
                            key + "|split" + std::to_string(S) + "x" + std::to_string(Kc));
     out = sumOfParts(l, t, in, sums, S, vshape, parts, key);
   }
-  if (packed) l.free(packed);
+  if (packed && ownPacked) l.free(packed);
   return out;
 }
 
