@@ -46,7 +46,8 @@ unsigned ThreadPool::defaultThreads() {
 
 unsigned ThreadPool::defaultSpinUs() { return envUnsigned("EPH_THREADS_SPIN_US", 100, 0, 1'000'000); }
 
-ThreadPool::ThreadPool(unsigned threads, unsigned spinUs) : spinUs_(spinUs) {
+ThreadPool::ThreadPool(unsigned threads, unsigned spinUs, bool loadAware)
+    : spinUs_(spinUs), loadAware_(loadAware), polling_(spinUs > 0) {
   for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { workerMain(); });
 }
 
@@ -59,12 +60,12 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::drain() {
-  while (!cancelled_.load(std::memory_order_relaxed)) {
-    uint64_t begin = next_.fetch_add(chunk_, std::memory_order_relaxed);
-    if (begin >= total_) return;
-    uint64_t end = std::min(total_, begin + chunk_);
-    if (!(*job_)(begin, end)) cancelled_.store(true, std::memory_order_relaxed);
+void ThreadPool::drain(Job& job) {
+  while (!job.cancelled.load(std::memory_order_relaxed)) {
+    uint64_t begin = job.next.fetch_add(job.chunk, std::memory_order_relaxed);
+    if (begin >= job.total) return;
+    uint64_t end = std::min(job.total, begin + job.chunk);
+    if (!(*job.fn)(begin, end)) job.cancelled.store(true, std::memory_order_relaxed);
   }
 }
 
@@ -72,15 +73,19 @@ void ThreadPool::workerMain() {
   uint64_t seen = 0;
   auto ready = [&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
   while (true) {
-    if (!pollFor(spinUs_, ready)) {
+    if (!pollFor(polling_.load(std::memory_order_relaxed) ? spinUs_ : 0, ready)) {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, ready);
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_.load(std::memory_order_acquire);
-    drain();
-    if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mutex_);  // the caller checks busy_ under it before sleeping
+    // Counted before reading job_ (both sequentially consistent, as the
+    // caller's retiring store and its read of active_): a job the caller has
+    // retired is never touched.
+    active_.fetch_add(1, std::memory_order_seq_cst);
+    if (Job* job = job_.load(std::memory_order_seq_cst)) drain(*job);
+    if (active_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
+      std::lock_guard<std::mutex> lock(mutex_);  // the caller checks active_ under it before sleeping
       done_.notify_one();
     }
   }
@@ -94,26 +99,31 @@ void ThreadPool::parallelFor(uint64_t n, uint64_t chunk, const std::function<boo
       if (!fn(b, std::min(n, b + chunk))) return;
     return;
   }
-  // Every worker has counted the last job down (busy_ is 0): none reads
-  // these fields until the generation below changes.
-  job_ = &fn;
-  total_ = n;
-  chunk_ = chunk;
-  next_.store(0, std::memory_order_relaxed);
-  cancelled_.store(false, std::memory_order_relaxed);
-  busy_.store(unsigned(workers_.size()), std::memory_order_relaxed);
+  if (auto now = std::chrono::steady_clock::now(); spinUs_ && loadAware_ && now - loadChecked_ > std::chrono::milliseconds(50)) {
+    // Polling pays on cores this process has to itself; where other
+    // processes want them too, it takes them from those processes. Our own
+    // threads count in the load: below cores + 1/2 leaves room for them.
+    loadChecked_ = now;
+    double load = 0;
+    static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    polling_.store(getloadavg(&load, 1) == 1 && load < double(cores) + 0.5, std::memory_order_relaxed);
+  }
+  const unsigned spin = polling_.load(std::memory_order_relaxed) ? spinUs_ : 0;
+  Job job{&fn, n, chunk};
+  job_.store(&job, std::memory_order_seq_cst);
   {
     std::lock_guard<std::mutex> lock(mutex_);  // a worker about to sleep sees it, or is woken
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  drain();
-  auto finished = [&] { return busy_.load(std::memory_order_acquire) == 0; };
-  if (!pollFor(spinUs_, finished)) {
+  drain(job);  // every chunk is taken when this returns (or the job stopped)
+  job_.store(nullptr, std::memory_order_seq_cst);
+  // The workers inside the job finish their chunks.
+  auto finished = [&] { return active_.load(std::memory_order_seq_cst) == 0; };
+  if (!pollFor(spin, finished)) {
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, finished);
   }
-  job_ = nullptr;
 }
 
 }  // namespace eph::runtime

@@ -4,9 +4,11 @@
 // the workers poll for the next one for a while (spinUs) before they sleep,
 // as OpenMP runtimes do: a model's kernels follow each other within
 // microseconds, and waking sleeping threads costs tens of them per dispatch.
+// A job never waits for a worker that has not started on it.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -18,8 +20,9 @@ namespace eph::runtime {
 
 class ThreadPool {
  public:
-  // threads >= 1 (the caller counts as one).
-  explicit ThreadPool(unsigned threads, unsigned spinUs = defaultSpinUs());
+  // threads >= 1 (the caller counts as one). loadAware false: poll whatever
+  // the load (tests of the polling path).
+  explicit ThreadPool(unsigned threads, unsigned spinUs = defaultSpinUs(), bool loadAware = true);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -33,27 +36,40 @@ class ThreadPool {
   // The thread count from EPH_THREADS, else the hardware's.
   static unsigned defaultThreads();
   // How long workers poll for the next job before sleeping (microseconds):
-  // EPH_THREADS_SPIN_US, else 100.
+  // EPH_THREADS_SPIN_US, else 100. They do not poll while the machine's
+  // load average is above its cores (other processes would lose the cores
+  // the polling takes).
   static unsigned defaultSpinUs();
 
  private:
   void workerMain();
-  void drain();
+
+  struct Job {
+    const std::function<bool(uint64_t, uint64_t)>* fn;
+    uint64_t total, chunk;
+    std::atomic<uint64_t> next{0};
+    std::atomic<bool> cancelled{false};
+  };
+  void drain(Job& job);
 
   std::vector<std::thread> workers_;
   const unsigned spinUs_;
+  const bool loadAware_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  // A job is published by bumping generation_ (after its fields are set);
-  // each worker takes part in every generation and then counts busy_ down.
+  // A job is published in job_ and announced by bumping generation_. The
+  // caller does not wait for workers that have not started (a busy machine
+  // may not run them for a while): it takes the chunks that are left
+  // itself, retires the job and waits only for the workers inside it
+  // (active_ counts them; a worker counts itself before it reads job_).
+  std::atomic<Job*> job_{nullptr};
   std::atomic<uint64_t> generation_{0};
-  std::atomic<unsigned> busy_{0};
+  std::atomic<unsigned> active_{0};
   std::atomic<bool> stop_{false};
-  // The current job.
-  const std::function<bool(uint64_t, uint64_t)>* job_ = nullptr;
-  uint64_t total_ = 0, chunk_ = 1;
-  std::atomic<uint64_t> next_{0};
-  std::atomic<bool> cancelled_{false};
+  // Whether to poll now: spinUs_ > 0 and the load average below the cores,
+  // checked every 50 ms by parallelFor.
+  std::atomic<bool> polling_{false};
+  std::chrono::steady_clock::time_point loadChecked_{};
 };
 
 }  // namespace eph::runtime

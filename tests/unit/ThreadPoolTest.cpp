@@ -1,7 +1,8 @@
 // runtime/cpu/ThreadPool: every item of every job runs exactly once, on
 // several threads, whether the workers are polling for the next job or
-// asleep when it comes; a job that stops early stops handing out chunks and
-// leaves the pool usable.
+// asleep when it comes (and with more threads than this machine has cores:
+// the caller takes the chunks of workers that do not get to run); a job
+// that stops early stops handing out chunks and leaves the pool usable.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -18,7 +19,7 @@ namespace {
 using runtime::ThreadPool;
 
 void runJobs(unsigned spinUs, bool pauses) {
-  ThreadPool pool(4, spinUs);
+  ThreadPool pool(4, spinUs, /*loadAware=*/false);  // poll even on a busy machine
   ASSERT_EQ(pool.size(), 4u);
   constexpr uint64_t kItems = 1000;
   constexpr int kJobs = 300;
@@ -48,7 +49,7 @@ TEST(ThreadPool, EveryItemOnceWhenTheWorkersSleep) { runJobs(0, true); }
 TEST(ThreadPool, EveryItemOncePollingAndSleeping) { runJobs(200, true); }
 
 TEST(ThreadPool, AStoppedJobHandsOutNoMoreChunks) {
-  ThreadPool pool(3, 100);
+  ThreadPool pool(3, 100, false);
   std::atomic<uint64_t> ran{0};
   pool.parallelFor(100'000, 1, [&](uint64_t b, uint64_t) {
     ran.fetch_add(1);
