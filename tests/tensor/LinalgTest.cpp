@@ -404,6 +404,54 @@ TEST(Linalg, MatmulStrip) {
   }
 }
 
+// A constant B packed on the host (Compiled::derived) without device IO too:
+// @main takes it as a host buffer after the program's constants, copies it
+// to the device where the product reads it and frees the copy (the
+// linearity pass would refuse a leak), and the product is right on every
+// target.
+TEST(Linalg, MatmulStripPacksConstantsWithHostIO) {
+  Vec av = randomValues(37 * 29, 21), wv = randomValues(29 * 40, 22);
+  Program p;
+  Tensor a = p.input("a", DType::F32, {37, 29});
+  Tensor w = p.constant(HostTensor::of(DType::F32, {29, 40}, wv));
+  p.output("y", matmul(a, w));
+  p.output("z", relu(matmul(a, w)));  // the same B, the same derived constant
+  LowerOptions o;
+  o.tune = false;
+  o.matmulBlock = 0;
+  o.matmulLanes = 16;
+  o.matmulRows = 6;
+  o.deviceIO = false;
+  ir::Context ctx;
+  auto c = lower(ctx, p, o);
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_EQ(c->derived.size(), 1u);
+  const ir::Function& main = *c->module->lookup("main");
+  ASSERT_EQ(main.paramTypes().size(), 3u);  // a, w, then w packed
+  EXPECT_EQ(main.paramTypes()[2]->space(), ir::Space::Host);
+  EXPECT_EQ(c->derived[0]->size(), 3 * 29 * 16);  // 3 strips of 16 lanes, K = 29
+  Vec want(37 * 40), relu(37 * 40);
+  for (int64_t m = 0; m < 37; ++m)
+    for (int64_t n = 0; n < 40; ++n) {
+      double s = 0;
+      for (int64_t k = 0; k < 29; ++k) s += av[size_t(m * 29 + k)] * wv[size_t(k * 40 + n)];
+      want[size_t(m * 40 + n)] = s;
+      relu[size_t(m * 40 + n)] = std::max(0.0, s);
+    }
+  for (const std::string& t : targets()) {
+    SCOPED_TRACE("target " + t);
+    auto dev = runtime::openDevice(t);
+    ASSERT_TRUE(dev) << dev.error().message;
+    auto got = run(**dev, p, *c, {HostTensor::of(DType::F32, {37, 29}, av)});
+    ASSERT_TRUE(got) << got.error().message;
+    ASSERT_EQ(got->size(), 2u);
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_NEAR((*got)[0].get(int64_t(i)), want[i], 1e-5 * (1 + std::abs(want[i]))) << "y " << i;
+      EXPECT_NEAR((*got)[1].get(int64_t(i)), relu[i], 1e-5 * (1 + std::abs(relu[i]))) << "z " << i;
+    }
+  }
+}
+
 // f16 matmul on cooperative matrices (ops/MatmulCoop.cpp), as a device with
 // 16x16x16 f16 -> f32 products gets it (LowerOptions::coopMatrixSubgroup,
 // forced here): a broadcast batch of row-major products, a transposed b
