@@ -19,7 +19,7 @@
 set -u
 OUT=${OUT:-/tmp/eph-sweep-out}
 TARGET=${TARGET:-vulkan}
-mkdir -p "$OUT" /tmp/sweep
+rm -rf /tmp/sweep && mkdir -p "$OUT" /tmp/sweep
 . bench/device/gl_env.sh
 exec > >(tee "$OUT/log.txt") 2>&1
 if [ "$TARGET" = vulkan ]; then
