@@ -1,8 +1,8 @@
 #include "runtime/cpu/ThreadPool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <string>
 
 namespace eph::runtime {
 namespace {
