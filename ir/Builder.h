@@ -258,6 +258,8 @@ class Builder {
   }
   // a·b + c, of c's type.
   Value* coopMulAdd(Value* a, Value* b, Value* c) { return op("coop.muladd", {a, b, c}, c->type()); }
+  // Each element of float matrix m converted: m's shape, scope and use in matrixType's elements.
+  Value* coopConvert(Value* m, const Type* matrixType) { return op("coop.convert", {m}, matrixType); }
 
   // ---- invocation ids: `t` is u32 unless given (i32 also verifies) ---------------
   Value* builtin(std::string_view name, int dim, const Type* t = nullptr);

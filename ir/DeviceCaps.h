@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,29 @@ struct DeviceCaps {
     for (const std::string& x : cooperativeMatrixShapes)
       if (x == s) return true;
     return false;
+  }
+  // Workgroup-scope cooperative matrices (VK_NV_cooperative_matrix2's
+  // flexible dimensions, emitted as SPV_KHR_cooperative_matrix): each
+  // "MgxNgxKg A C W" runs products whose M, N and K are multiples of Mg, Ng
+  // and Kg in workgroups of W invocations, e.g. "32x32x16 f16 f32 256"; no
+  // dimension above workgroupMatrixMaxDimension, and the driver keeps
+  // workgroupMatrixReservedMemory bytes of workgroup memory for itself.
+  std::vector<std::string> workgroupMatrixShapes;
+  uint32_t workgroupMatrixMaxDimension = 0, workgroupMatrixMaxInvocations = 0, workgroupMatrixReservedMemory = 0;
+  // The granularity entry that runs an M x N x K product of a into c in
+  // workgroups of `invocations`, or "".
+  std::string workgroupMatrixShapeFor(unsigned M, unsigned N, unsigned K, const std::string& a, const std::string& c,
+                                      unsigned invocations) const {
+    const unsigned most = workgroupMatrixMaxDimension;
+    if (M > most || N > most || K > most) return {};
+    for (const std::string& x : workgroupMatrixShapes) {
+      unsigned mg = 0, ng = 0, kg = 0, w = 0;
+      char ta[16] = {}, tc[16] = {};
+      if (std::sscanf(x.c_str(), "%ux%ux%u %15s %15s %u", &mg, &ng, &kg, ta, tc, &w) != 6 || !mg || !ng || !kg)
+        continue;
+      if (a == ta && c == tc && w == invocations && M % mg == 0 && N % ng == 0 && K % kg == 0) return x;
+    }
+    return {};
   }
   uint32_t vulkanApiVersion = 0;  // VK_MAKE_API_VERSION for Vulkan devices, else 0
 };

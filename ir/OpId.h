@@ -48,6 +48,6 @@ constexpr bool isSubgroupCollective(OpId id) {
   return id >= OpId::SubgroupReduceAdd && id <= OpId::SubgroupShuffle;
 }
 // The cooperative-matrix ops, coop.fill ... coop.muladd.
-constexpr bool isCoop(OpId id) { return id >= OpId::CoopFill && id <= OpId::CoopMulAdd; }
+constexpr bool isCoop(OpId id) { return id >= OpId::CoopFill && id <= OpId::CoopConvert; }
 
 }  // namespace eph::ir

@@ -369,11 +369,36 @@ class Parser {
         unsigned rows = 0, cols = 0;
         if (!uintLiteral(rows, "a row count") || !expect(Tok::Comma, "','") || !uintLiteral(cols, "a column count"))
           return nullptr;
-        if (!(elem->isInt() || elem->isFloat()) || rows == 0 || cols == 0 || rows > 64 || cols > 64) {
-          fail("I008", "cooperative matrices have 1 to 64 rows and columns of integers or floats", nAt);
+        CoopScope scope = CoopScope::Subgroup;
+        CoopUse use = CoopUse::Any;
+        if (tok_.kind == Tok::Comma) {  // , workgroup, a|b|acc
+          consume();
+          Loc sAt = here();
+          std::string sw = tok_.kind == Tok::Ident ? std::string(tok_.text) : "";
+          if (sw != "workgroup") {
+            fail("I008", "expected 'workgroup' after a cooperative matrix's columns", sAt);
+            return nullptr;
+          }
+          consume();
+          if (!expect(Tok::Comma, "','")) return nullptr;
+          Loc uAt = here();
+          std::string uw = tok_.kind == Tok::Ident ? std::string(tok_.text) : "";
+          use = uw == "a" ? CoopUse::A : uw == "b" ? CoopUse::B : uw == "acc" ? CoopUse::Acc : CoopUse::Any;
+          if (use == CoopUse::Any) {
+            fail("I008", "a workgroup's cooperative matrix is 'a', 'b' or 'acc'", uAt);
+            return nullptr;
+          }
+          consume();
+          scope = CoopScope::Workgroup;
+        }
+        const unsigned most = scope == CoopScope::Workgroup ? 256 : 64;
+        if (!(elem->isInt() || elem->isFloat()) || rows == 0 || cols == 0 || rows > most || cols > most) {
+          fail("I008",
+               "cooperative matrices have 1 to " + std::to_string(most) + " rows and columns of integers or floats",
+               nAt);
           return nullptr;
         }
-        result = ctx_.coopMatrixType(elem, rows, cols);
+        result = ctx_.coopMatrixType(elem, rows, cols, scope, use);
       } else {
         Loc nAt = here();
         unsigned n = 0;

@@ -25,6 +25,16 @@ std::string_view ownershipName(Ownership o) {
   return "?";
 }
 
+std::string_view coopUseName(CoopUse u) {
+  switch (u) {
+    case CoopUse::Any: return "any";
+    case CoopUse::A: return "a";
+    case CoopUse::B: return "b";
+    case CoopUse::Acc: return "acc";
+  }
+  return "?";
+}
+
 namespace {
 
 std::string join(const std::vector<const Type*>& ts) {
@@ -51,8 +61,11 @@ std::string textOf(const Type& t) {
              join({t.results().begin(), t.results().end()}) + ")";
     case TypeKind::Var: return "!" + nameText(t.name());
     case TypeKind::Box: return "box";
-    case TypeKind::CoopMatrix:
-      return "coopmat<" + t.elem()->str() + ", " + std::to_string(t.rows()) + ", " + std::to_string(t.cols()) + ">";
+    case TypeKind::CoopMatrix: {
+      std::string s = "coopmat<" + t.elem()->str() + ", " + std::to_string(t.rows()) + ", " + std::to_string(t.cols());
+      if (t.coopScope() == CoopScope::Workgroup) s += ", workgroup, " + std::string(coopUseName(t.coopUse()));
+      return s + ">";
+    }
   }
   return "?";
 }
@@ -142,13 +155,16 @@ const Type* Context::vectorType(const Type* elem, unsigned count) {
   return get(std::move(t));
 }
 
-const Type* Context::coopMatrixType(const Type* elem, unsigned rows, unsigned cols) {
+const Type* Context::coopMatrixType(const Type* elem, unsigned rows, unsigned cols, CoopScope scope, CoopUse use) {
   assert((elem->isInt() || elem->isFloat()) && rows > 0 && cols > 0);
+  assert((scope == CoopScope::Workgroup) == (use != CoopUse::Any));
   Type t;
   t.kind_ = TypeKind::CoopMatrix;
   t.elem_ = elem;
   t.count_ = rows;
   t.cols_ = cols;
+  t.coopScope_ = scope;
+  t.coopUse_ = use;
   return get(std::move(t));
 }
 

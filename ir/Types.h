@@ -28,6 +28,13 @@ enum class TypeKind : uint8_t {
   CoopMatrix,  // coopmat<T, R, C>: an R x C matrix of T held by a subgroup (ir/ops/CoopMatrix.cpp)
 };
 
+// Who holds a cooperative matrix, and (workgroup scope) which operand of a
+// multiply-add it is: coopmat<T, R, C> is a subgroup's, for any use;
+// coopmat<T, R, C, workgroup, a|b|acc> the whole workgroup's (the driver
+// stages the tiles through workgroup memory itself: VK_NV_cooperative_matrix2).
+enum class CoopScope : uint8_t { Subgroup, Workgroup };
+enum class CoopUse : uint8_t { Any, A, B, Acc };
+
 // Where a buffer's memory lives.
 enum class Space : uint8_t { Host, Device, Workgroup };
 // Who is responsible for a buffer: linear (consume exactly once), affine (at most
@@ -36,6 +43,7 @@ enum class Ownership : uint8_t { Linear, Affine, Read, Write };
 
 std::string_view spaceName(Space s);
 std::string_view ownershipName(Ownership o);
+std::string_view coopUseName(CoopUse u);
 
 class Type {
  public:
@@ -61,9 +69,11 @@ class Type {
   bool isSigned() const { return signed_; }
   // Vector/Array: element count. CoopMatrix: rows.
   unsigned count() const { return count_; }
-  // CoopMatrix: rows and columns.
+  // CoopMatrix: rows and columns, scope and use.
   unsigned rows() const { return count_; }
   unsigned cols() const { return cols_; }
+  CoopScope coopScope() const { return coopScope_; }
+  CoopUse coopUse() const { return coopUse_; }
   // Vector/Array/Buffer: element type.
   const Type* elem() const { return elem_; }
   // Buffer only.
@@ -98,6 +108,8 @@ class Type {
   bool signed_ = false, linear_ = false, affine_ = false;
   Space space_ = Space::Host;
   Ownership own_ = Ownership::Read;
+  CoopScope coopScope_ = CoopScope::Subgroup;
+  CoopUse coopUse_ = CoopUse::Any;
   const Type* elem_ = nullptr;
   std::vector<const Type*> members_, results_;
   std::string name_, text_;
@@ -119,8 +131,10 @@ class Context {
   const Type* f32() { return floatType(32); }
   const Type* f64() { return floatType(64); }
   const Type* vectorType(const Type* elem, unsigned count);
-  // coopmat<elem, rows, cols>: elem a float or integer scalar.
-  const Type* coopMatrixType(const Type* elem, unsigned rows, unsigned cols);
+  // coopmat<elem, rows, cols>: elem a float or integer scalar. Workgroup
+  // scope needs a use other than Any.
+  const Type* coopMatrixType(const Type* elem, unsigned rows, unsigned cols, CoopScope scope = CoopScope::Subgroup,
+                             CoopUse use = CoopUse::Any);
   const Type* structType(std::vector<const Type*> fields);
   const Type* unitType() { return structType({}); }
   const Type* sumType(std::vector<const Type*> variants);

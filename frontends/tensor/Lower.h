@@ -124,6 +124,16 @@ struct LowerOptions {
   // Subgroups sharing a 128x128 tile of the cooperative-matrix matmul (4 or
   // 8; 0: 8 where the tiles are fewer than 128, else 4).
   unsigned coopSubgroups = 0;
+  // f16 matmul through workgroup-scope cooperative matrices (ops/
+  // MatmulCoop.cpp, VK_NV_cooperative_matrix2): the invocations of a
+  // workgroup where the device runs coopTile M x N x K products of f16 into
+  // f32 at that scope (DeviceCaps::workgroupMatrixShapes; tensor::run sets
+  // it), else 0. Each workgroup computes one coopTileM x coopTileN tile of C.
+  unsigned coopMatrixWorkgroup = 0;
+  unsigned coopTileM = 128, coopTileN = 256, coopTileK = 64;
+  // k-steps a trip of its loop, where K allows (2: 0.463 -> 0.444 ms at
+  // 4096 and 3.58 -> 3.41 at 8192 on the H200; 4 the same; 8 slower).
+  unsigned coopUnroll = 2;
   // Workgroups along x of one dispatch, at most (more go along y).
   unsigned maxGroupsX = 32768;
   // tensor::run (Run.h), which opens the device: take workgroupSize and

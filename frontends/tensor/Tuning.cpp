@@ -74,6 +74,13 @@ LowerOptions tunedFor(std::string_view deviceName, LowerOptions base) {
 LowerOptions tunedFor(const DeviceCaps& caps, LowerOptions base) {
   base = tunedFor(caps.name, base);
   base.coopMatrixSubgroup = caps.hasCoopShape("16x16x16 f16 f32") ? caps.subgroupSize : 0;
+  base.coopMatrixWorkgroup = 0;
+  for (unsigned w : {256u, 128u})
+    if (!caps.workgroupMatrixShapeFor(base.coopTileM, base.coopTileN, base.coopTileK, "f16", "f32", w).empty() &&
+        !caps.workgroupMatrixShapeFor(base.coopTileM, base.coopTileN, base.coopTileK, "f16", "f16", w).empty()) {
+      base.coopMatrixWorkgroup = w;
+      break;
+    }
   if (caps.maxWorkgroupMemoryBytes) base.maxWorkgroupMemory = caps.maxWorkgroupMemoryBytes;
   return base;
 }

@@ -37,7 +37,9 @@ std::span<const TuningRow> tuningTable();
 LowerOptions tunedFor(std::string_view deviceName, LowerOptions base = {});
 // The same for the device `caps` describes, with what its capabilities
 // decide: cooperative-matrix f16 matmul where it runs 16x16x16 f16 products
-// into f32 (LowerOptions::coopMatrixSubgroup).
+// into f32 (LowerOptions::coopMatrixSubgroup), and at workgroup scope where
+// it runs the coopTile products in workgroups of 256 or 128 invocations
+// (LowerOptions::coopMatrixWorkgroup).
 LowerOptions tunedFor(const DeviceCaps& caps, LowerOptions base = {});
 
 }  // namespace eph::tensor

@@ -13,6 +13,13 @@
 //        ({col_major = 1}: %buf[%offset + c * %stride + r])
 //   coop.store %buf, %offset, %stride, %m               the same places
 //   %d = coop.muladd %a, %b, %c : coopmat<Tc, M, N>     a (M x K) times b (K x N) plus c
+//   %h = coop.convert %m : coopmat<T2, R, C>            each element converted (floats)
+//
+// coopmat<T, R, C, workgroup, a|b|acc> is held by the whole workgroup
+// (VK_NV_cooperative_matrix2: the driver stages it through workgroup memory
+// and spreads the products over the subgroups); a multiply-add takes an `a`,
+// a `b` and an `acc` of one scope, and every invocation of the workgroup
+// executes each op together with the same operands.
 //
 // The buffers are device or workgroup buffers of T. muladd takes float
 // matrices; a and b have one element type, c and the result another (f16
@@ -68,11 +75,28 @@ std::string verifyMulAdd(const Op& op) {
   const Type *a = operandType(op, 0), *b = operandType(op, 1), *c = operandType(op, 2);
   for (const Type* t : {a, b, c})
     if (auto e = needMatrix(t, "each operand"); !e.empty()) return e;
+  if (a->coopScope() != b->coopScope() || a->coopScope() != c->coopScope())
+    return "multiplies matrices of one scope, got " + typeStr(a) + ", " + typeStr(b) + " and " + typeStr(c);
+  if (a->coopScope() == CoopScope::Workgroup &&
+      (a->coopUse() != CoopUse::A || b->coopUse() != CoopUse::B || c->coopUse() != CoopUse::Acc))
+    return "a workgroup's multiply-add takes an 'a', a 'b' and an 'acc' matrix, got " + typeStr(a) + ", " + typeStr(b) +
+           " and " + typeStr(c);
   if (!a->elem()->isFloat() || !c->elem()->isFloat()) return "multiplies float matrices";
   if (a->elem() != b->elem()) return "a and b must have one element type, got " + typeStr(a) + " and " + typeStr(b);
   if (a->cols() != b->rows() || a->rows() != c->rows() || b->cols() != c->cols())
     return "shapes do not chain: " + typeStr(a) + " x " + typeStr(b) + " + " + typeStr(c);
   if (resultType(op) != c) return "the result must be " + typeStr(c);
+  return {};
+}
+
+std::string verifyConvert(const Op& op) {
+  const Type *m = operandType(op, 0), *r = resultType(op);
+  for (const Type* t : {m, r})
+    if (auto e = needMatrix(t, "the operand and the result"); !e.empty()) return e;
+  if (!m->elem()->isFloat() || !r->elem()->isFloat()) return "converts float matrices";
+  if (m->rows() != r->rows() || m->cols() != r->cols() || m->coopScope() != r->coopScope() ||
+      m->coopUse() != r->coopUse())
+    return "converts " + typeStr(m) + " to a matrix of its shape, scope and use, not " + typeStr(r);
   return {};
 }
 
@@ -129,6 +153,13 @@ bool interpMulAdd(interp::Exec& ex, const Op& op) {
   return ex.setResult(op, std::move(d));
 }
 
+bool interpConvert(interp::Exec& ex, const Op& op) {
+  interp::RtValue m = ex.operand(op, 0);
+  m.type = resultType(op);
+  for (interp::RtValue& e : m.elems) e = interp::RtValue::ofFloat(m.type->elem(), e.f);
+  return ex.setResult(op, std::move(m));
+}
+
 OpInfo kOps[] = {
     {.name = "coop.fill", .numOperands = 1, .numResults = 1, .flags = kPure | kKernelOnly, .verify = verifyFill,
      .interp = interpFill, .summary = "a cooperative matrix with every element %x",
@@ -145,6 +176,10 @@ OpInfo kOps[] = {
     {.name = "coop.muladd", .numOperands = 3, .numResults = 1, .flags = kPure | kKernelOnly,
      .verify = verifyMulAdd, .interp = interpMulAdd, .summary = "coop.muladd %a, %b, %c: a b + c of cooperative matrices",
      .diffTest = "CoopMatrix.TileProductsAgreeWithTheInterpreter"},
+    {.name = "coop.convert", .numOperands = 1, .numResults = 1, .flags = kPure | kKernelOnly,
+     .verify = verifyConvert, .interp = interpConvert,
+     .summary = "coop.convert %m: each element of a float cooperative matrix converted to the result's type",
+     .diffTest = "CoopMatrix.WorkgroupMatricesAgreeWithTheInterpreter"},
 };
 
 }  // namespace

@@ -160,6 +160,11 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
                 : nullptr;
     if (cap == "cooperativeMatrix") {
       c.cooperativeMatrixShapes.clear();
+      c.workgroupMatrixShapes.clear();
+      continue;
+    }
+    if (cap == "workgroupMatrix") {
+      c.workgroupMatrixShapes.clear();
       continue;
     }
     if (!field) return Error{{}, "unknown capability '" + cap + "' in VulkanOptions::withoutCaps"};
@@ -172,6 +177,10 @@ Expected<std::unique_ptr<VulkanDevice>> VulkanDevice::open(const VulkanOptions& 
   std::vector<const char*> extensions;
   if (pd.hasAtomicFloat) extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
   if (pd.hasCoopMatrix) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (pd.hasCoopMatrix2) {
+    extensions.push_back(vk::kCoopMatrixKhrExtension);
+    extensions.push_back(vk::kCoopMatrix2Extension);
+  }
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executableInfo{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   I.printStatistics = std::getenv("EPH_VK_STATS") && pd.hasExecutableProperties;

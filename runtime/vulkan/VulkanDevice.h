@@ -65,8 +65,8 @@ struct VulkanOptions {
   std::string cacheDir;
   // Capabilities to treat as absent though the device has them ("float64",
   // "int64", "float16", "int8", "int16", "atomicInt64", "atomicFloat32Add",
-  // "atomicFloat64Add"): tests use it to check the errors and fallbacks of a
-  // device without them.
+  // "atomicFloat64Add", "cooperativeMatrix" (both kinds), "workgroupMatrix"):
+  // tests use it to check the errors and fallbacks of a device without them.
   std::vector<std::string> withoutCaps;
   // Run uploads on a second queue where the device has one (a transfer-only
   // family: a GPU's copy engines), so that they overlap compute.

@@ -127,7 +127,7 @@ Instance::~Instance() {
   if (instance_) api().vkDestroyInstance(instance_, nullptr);
 }
 
-void FeatureChain::link(uint32_t apiVersion, bool hasAtomicFloat, bool hasCoopMatrix) {
+void FeatureChain::link(uint32_t apiVersion, bool hasAtomicFloat, bool hasCoopMatrix, bool hasCoopMatrix2) {
   void** next = &base.pNext;
   auto append = [&](auto& s) {
     *next = &s;
@@ -140,6 +140,10 @@ void FeatureChain::link(uint32_t apiVersion, bool hasAtomicFloat, bool hasCoopMa
   if (apiVersion >= VK_API_VERSION_1_3) append(v13);
   if (hasAtomicFloat) append(atomicFloat);
   if (hasCoopMatrix) append(coopMatrix);
+  if (hasCoopMatrix2) {
+    append(coopKhr);
+    append(coopMatrix2);
+  }
   *next = nullptr;
 }
 
@@ -177,6 +181,34 @@ std::vector<std::string> coopMatrixShapes(Instance& inst, VkPhysicalDevice pd) {
   return shapes;
 }
 
+// The workgroup-scope shapes of VK_NV_cooperative_matrix2's flexible
+// dimensions, as DeviceCaps spells them ("32x32x16 f16 f32 256"), and its limits.
+void workgroupMatrixShapes(Instance& inst, VkPhysicalDevice pd, DeviceCaps& c) {
+  auto get = reinterpret_cast<GetFlexibleDimensionsProperties>(
+      api().vkGetInstanceProcAddr(inst.handle(), "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
+  uint32_t n = 0;
+  if (!get || get(pd, &n, nullptr) != VK_SUCCESS) return;
+  std::vector<FlexibleDimensionsProperties> props(n);
+  if (get(pd, &n, props.data()) != VK_SUCCESS) return;
+  auto name = [](uint32_t t) { return componentName(VkComponentTypeNV(t)); };
+  for (const auto& p : props) {
+    const char *a = name(p.AType), *cn = name(p.CType);
+    if (p.scope != kScopeWorkgroup || p.saturatingAccumulation || !a || !cn || p.AType != p.BType ||
+        p.CType != p.ResultType)
+      continue;
+    c.workgroupMatrixShapes.push_back(std::to_string(p.MGranularity) + "x" + std::to_string(p.NGranularity) + "x" +
+                                      std::to_string(p.KGranularity) + " " + a + " " + cn + " " +
+                                      std::to_string(p.workgroupInvocations));
+  }
+  CoopMatrix2Properties limits;
+  VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props2.pNext = &limits;
+  api().vkGetPhysicalDeviceProperties2(pd, &props2);
+  c.workgroupMatrixMaxDimension = limits.cooperativeMatrixFlexibleDimensionsMaxDimension;
+  c.workgroupMatrixMaxInvocations = limits.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
+  c.workgroupMatrixReservedMemory = limits.cooperativeMatrixWorkgroupScopeReservedSharedMemory;
+}
+
 }  // namespace
 
 Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
@@ -202,11 +234,14 @@ Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
     uint32_t extCount = 0;
     a.vkEnumerateDeviceExtensionProperties(d.handle, nullptr, &extCount, nullptr);
     std::vector<VkExtensionProperties> exts(extCount);
+    bool hasKhr = false, hasNv2 = false;
     a.vkEnumerateDeviceExtensionProperties(d.handle, nullptr, &extCount, exts.data());
     for (auto& e : exts)
     {
       if (std::strcmp(e.extensionName, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME) == 0) d.hasAtomicFloat = true;
       if (std::strcmp(e.extensionName, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) == 0) d.hasCoopMatrix = true;
+      if (std::strcmp(e.extensionName, kCoopMatrix2Extension) == 0) hasNv2 = true;
+      if (std::strcmp(e.extensionName, kCoopMatrixKhrExtension) == 0) hasKhr = true;
       if (std::strcmp(e.extensionName, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) == 0)
         d.hasExecutableProperties = true;
     }
@@ -223,12 +258,20 @@ Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
 
     d.features = std::make_unique<FeatureChain>();
     FeatureChain& f = *d.features;
-    f.link(api, d.hasAtomicFloat, d.hasCoopMatrix);
+    d.hasCoopMatrix2 = hasKhr && hasNv2 && api >= VK_API_VERSION_1_3;
+    f.link(api, d.hasAtomicFloat, d.hasCoopMatrix, d.hasCoopMatrix2);
     a.vkGetPhysicalDeviceFeatures2(d.handle, &f.base);
+    bool relink = false;
     if (d.hasCoopMatrix && !f.coopMatrix.cooperativeMatrix) {  // the extension without the feature
       d.hasCoopMatrix = false;
-      f.link(api, d.hasAtomicFloat, false);
+      relink = true;
     }
+    if (d.hasCoopMatrix2 && !(f.coopKhr.cooperativeMatrix && f.coopMatrix2.cooperativeMatrixWorkgroupScope &&
+                              f.coopMatrix2.cooperativeMatrixFlexibleDimensions && f.v12.vulkanMemoryModel)) {
+      d.hasCoopMatrix2 = false;
+      relink = true;
+    }
+    if (relink) f.link(api, d.hasAtomicFloat, d.hasCoopMatrix, d.hasCoopMatrix2);
 
     uint32_t qn = 0;
     a.vkGetPhysicalDeviceQueueFamilyProperties(d.handle, &qn, nullptr);
@@ -312,6 +355,7 @@ Expected<std::vector<PhysicalDevice>> enumerateDevices(Instance& inst) {
     c.maxPushConstantBytes = lim.maxPushConstantsSize;
     c.storageBufferOffsetAlignment = lim.minStorageBufferOffsetAlignment;
     if (d.hasCoopMatrix) c.cooperativeMatrixShapes = coopMatrixShapes(inst, d.handle);
+    if (d.hasCoopMatrix2) workgroupMatrixShapes(inst, d.handle, c);
     c.vulkanApiVersion = VK_MAKE_API_VERSION(0, VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api), 0);
     d.maxStorageBuffersPerStage = lim.maxPerStageDescriptorStorageBuffers;
     d.index = int(out.size());

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/DeviceCaps.h"
+#include "runtime/vulkan/CoopMatrix2.h"
 #include "runtime/vulkan/VulkanApi.h"
 
 namespace eph::runtime::vk {
@@ -53,12 +54,14 @@ struct FeatureChain {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coopMatrix{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  CoopMatrixKhrFeatures coopKhr;   // workgroup-scope matrices: both
+  CoopMatrix2Features coopMatrix2;
   // Vulkan 1.1 devices have no VkPhysicalDeviceVulkan11Features (a 1.2
   // struct); they report 16-bit storage here instead.
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   bool core11 = false;  // v11 is linked (Vulkan 1.2 and later)
   // Links the structs the device knows (by API version and extensions).
-  void link(uint32_t apiVersion, bool hasAtomicFloat, bool hasCoopMatrix);
+  void link(uint32_t apiVersion, bool hasAtomicFloat, bool hasCoopMatrix, bool hasCoopMatrix2);
   bool storageBuffer16BitAccess() const {
     return core11 ? v11.storageBuffer16BitAccess : storage16.storageBuffer16BitAccess;
   }
@@ -85,6 +88,9 @@ struct PhysicalDevice {
   std::string maxBufferLimit;
   bool hasAtomicFloat = false;  // VK_EXT_shader_atomic_float
   bool hasCoopMatrix = false;   // VK_NV_cooperative_matrix
+  // VK_KHR_cooperative_matrix and VK_NV_cooperative_matrix2 with workgroup
+  // scope and flexible dimensions (CoopMatrix2.h)
+  bool hasCoopMatrix2 = false;
   bool hasExecutableProperties = false;  // VK_KHR_pipeline_executable_properties
   std::unique_ptr<FeatureChain> features;
 };

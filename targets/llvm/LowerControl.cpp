@@ -240,7 +240,7 @@ void FunctionEmitter::addControlLowerings(EmitTable& t) {
   for (ir::OpId n : {FuncRef, CallIndirect}) t[n] = &FunctionEmitter::emitUnsupported;
   // Cooperative matrices are a GPU's matrix units (the tensor frontend uses
   // them only where DeviceCaps::cooperativeMatrix says so).
-  for (ir::OpId n : {CoopFill, CoopLoad, CoopStore, CoopMulAdd}) t[n] = &FunctionEmitter::emitUnsupported;
+  for (ir::OpId n : {CoopFill, CoopLoad, CoopStore, CoopMulAdd, CoopConvert}) t[n] = &FunctionEmitter::emitUnsupported;
 }
 
 }  // namespace eph::llvmtarget

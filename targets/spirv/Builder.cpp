@@ -221,6 +221,23 @@ Id ModuleBuilder::typeCoopMatrixNV(Id component, unsigned rows, unsigned cols) {
                  {.width = typeWidth(component), .count = rows * cols, .elem = component}, {component, scope, r, c});
 }
 
+Id ModuleBuilder::typeCoopMatrixWorkgroup(Id component, unsigned rows, unsigned cols, unsigned use) {
+  constexpr auto kCapabilityCoopMatrixKhr = spv::Capability(6022);
+  constexpr auto kOpTypeCoopMatrixKhr = spv::Op(4456);
+  require(kCapabilityCoopMatrixKhr);
+  requireExtension("SPV_KHR_cooperative_matrix");
+  if (!coopKhr_) {
+    coopKhr_ = true;
+    require(spv::Capability::VulkanMemoryModel);
+    setMemoryModel(spv::AddressingModel::Logical, spv::MemoryModel::Vulkan);
+  }
+  Id u32 = typeInt(32, false);
+  Id scope = constInt(u32, 2), r = constInt(u32, rows), c = constInt(u32, cols), usage = constInt(u32, use);  // 2: Workgroup
+  return typeFor({u(kOpTypeCoopMatrixKhr), component, rows, cols, use}, kOpTypeCoopMatrixKhr,
+                 {.width = typeWidth(component), .count = rows * cols, .elem = component},
+                 {component, scope, r, c, usage});
+}
+
 Id ModuleBuilder::typeArray(Id elem, unsigned length, uint32_t stride) {
   Id len = constInt(typeInt(32, false), length);
   Words key = {u(spv::Op::OpTypeArray), elem, length, stride};

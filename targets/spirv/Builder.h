@@ -63,6 +63,13 @@ class ModuleBuilder {
   // OpTypeCooperativeMatrixNV of rows x cols components, subgroup scope
   // (SPV_NV_cooperative_matrix; requires its capability and extension).
   Id typeCoopMatrixNV(Id component, unsigned rows, unsigned cols);
+  // OpTypeCooperativeMatrixKHR at workgroup scope, use 0 (A), 1 (B) or 2
+  // (accumulator): SPV_KHR_cooperative_matrix, which needs the Vulkan memory
+  // model (the builder switches to it).
+  Id typeCoopMatrixWorkgroup(Id component, unsigned rows, unsigned cols, unsigned use);
+  // Whether the module has SPV_KHR_cooperative_matrix, which the validator
+  // of spirv-tools before mid-2023 (Debian 12's) does not know.
+  bool usesCoopMatrixKhr() const { return coopKhr_; }
   // stride 0: no ArrayStride decoration (Function/Workgroup storage, values).
   Id typeArray(Id elem, unsigned length, uint32_t stride = 0);
   Id typeRuntimeArray(Id elem, uint32_t stride);
@@ -149,6 +156,7 @@ class ModuleBuilder {
   void noteOp(spv::Op op, Id resultType);
 
   uint32_t version_;
+  bool coopKhr_ = false;
   Id nextId_ = 1;
   std::set<spv::Capability> caps_;
   std::set<std::string> exts_;

@@ -34,6 +34,13 @@ DeviceCaps nvidia() {
   c.maxWorkgroupMemoryBytes = 49152;
   c.cooperativeMatrixShapes = {"16x8x16 f16 f16", "16x8x8 f16 f16", "16x8x16 f16 f32", "16x8x8 f16 f32",
                                "16x16x16 f16 f16", "16x16x16 f16 f32"};
+  // The H200's (driver 580): VK_NV_cooperative_matrix2's flexible dimensions.
+  for (const char* shape : {"16x16x16 f16 @ 32", "16x16x16 f16 @ 64", "32x16x16 f16 @ 128", "32x32x16 f16 @ 256"})
+    for (const char* c32 : {"f16", "f32"}) {
+      std::string s = shape;
+      c.workgroupMatrixShapes.push_back(s.replace(s.find("@ "), 2, std::string(c32) + " "));
+    }
+  c.workgroupMatrixMaxDimension = 1024, c.workgroupMatrixMaxInvocations = 256, c.workgroupMatrixReservedMemory = 8192;
   c.maxWorkgroupCount = {2147483647, 65535, 65535};
   return c;
 }

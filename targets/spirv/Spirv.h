@@ -73,6 +73,10 @@ ir::Lowering lowersOp(ir::OpId id);
 Status validate(std::span<const uint32_t> words, uint32_t vulkanApiVersion,
                 const std::string& what);
 
+// Whether this build's spirv-tools knows SPV_KHR_cooperative_matrix
+// (Debian 12's 2023.1 does not: its modules then skip validation).
+bool validatorKnowsCoopMatrixKhr();
+
 // Human-readable assembly (spirv-dis style).
 std::string disassemble(std::span<const uint32_t> words);
 

@@ -42,6 +42,20 @@ Status validate(std::span<const uint32_t> words, uint32_t vulkanApiVersion, cons
   return Error{{}, "internal error: SPIR-V for " + what + " failed validation: " + messages};
 }
 
+bool validatorKnowsCoopMatrixKhr() {
+  static const bool known = [] {
+    // A header and OpCapability CooperativeMatrixKHR (6022): the parser
+    // rejects a capability it does not know.
+    std::vector<uint32_t> words = {0x07230203, 0x00010600, 0, 1, 0, (2u << 16) | 17u /* OpCapability */,
+                                   6022};
+    spvtools::SpirvTools tools(SPV_ENV_UNIVERSAL_1_6);
+    tools.SetMessageConsumer([](spv_message_level_t, const char*, const spv_position_t&, const char*) {});
+    std::string text;
+    return tools.Disassemble(words, &text, SPV_BINARY_TO_TEXT_OPTION_NONE);
+  }();
+  return known;
+}
+
 std::string disassemble(std::span<const uint32_t> words) {
   spvtools::SpirvTools tools(SPV_ENV_UNIVERSAL_1_6);
   std::string text;

@@ -105,6 +105,16 @@ int runDevicesCommand(Session& s, std::span<const std::string> argv) {
       if (s == "16x16x16 f16 f32") return std::string("16x16x16 f16 -> f32");
     return std::string(c.caps.cooperativeMatrixShapes.empty() ? "no" : "other shapes");
   });
+  row("workgroup matrices", [](const Column& c) {  // VK_NV_cooperative_matrix2, f16 inputs
+    std::string out;
+    for (const std::string& s : c.caps.workgroupMatrixShapes)
+      if (s.find(" f16 f32 ") != std::string::npos) out += (out.empty() ? "" : ", ") + s;
+    if (!out.empty())
+      out += "; dimensions <= " + std::to_string(c.caps.workgroupMatrixMaxDimension) + ", invocations <= " +
+             std::to_string(c.caps.workgroupMatrixMaxInvocations) + ", reserved " +
+             std::to_string(c.caps.workgroupMatrixReservedMemory) + " B";
+    return out.empty() ? std::string(c.caps.workgroupMatrixShapes.empty() ? "no" : "other types") : out;
+  });
   row("largest buffer", [](const Column& c) { return bytesText(c.caps.maxBufferBytes); });
   row("device memory", [](const Column& c) { return c.caps.memoryBytes ? bytesText(c.caps.memoryBytes) : "-"; });
   row("workgroup invocations", [](const Column& c) { return std::to_string(c.caps.maxWorkgroupInvocations); });

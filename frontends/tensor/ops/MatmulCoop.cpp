@@ -10,12 +10,19 @@
 // accumulators go through workgroup memory (64x64 f32) so that each
 // invocation converts its share to f16 and stores it row by row.
 //
+// On a device with workgroup-scope matrices (VK_NV_cooperative_matrix2;
+// LowerOptions::coopMatrixWorkgroup) a workgroup computes a whole 128x256
+// tile as one matrix instead (workgroupCoopMatmul below).
+//
 // Where: LowerOptions::coopMatrixSubgroup (the device runs 16x16x16 f16 ->
 // f32 products; tensor::run sets it from DeviceCaps), an f16 product with
 // f32 sums, M and N multiples of 64, K of 16, each operand contiguous along
 // its rows or its columns (a transposed operand is a column-major load), and
 // the offsets and strides multiples of 8 elements (16 bytes, what the loads
 // need). Everything else takes the plain tiled kernels (ops/Linalg.cpp).
+#include <algorithm>
+#include <array>
+
 #include "frontends/tensor/ops/LinalgKernels.h"
 
 namespace eph::tensor::linalg {
@@ -36,7 +43,39 @@ int64_t leading(int64_t sOuter, int64_t sInner, bool& colMajor) {
 }
 }  // namespace
 
+namespace {
+// The workgroup-scope kernel's tile of an M x N product (batches of them):
+// LowerOptions' coopTile, half as wide where that leaves fewer than 128
+// tiles and N allows (1024²: 32 tiles of 128x256 ran 0.0325 ms on the H200,
+// 64 of 128x128 0.0204; 2048², 128 tiles: 0.060 against 0.067 ms).
+// The k-steps a trip (LowerOptions::coopUnroll) where K allows, else 1.
+std::array<int64_t, 4> workgroupTile(const LowerOptions& o, int64_t M, int64_t N, int64_t K, int64_t batches) {
+  int64_t tm = o.coopTileM, tn = o.coopTileN, tk = o.coopTileK, u = std::max(1u, o.coopUnroll);
+  if (tn >= 256 && (M / tm) * (N / tn) * batches < 128 && N % (tn / 2) == 0) tn /= 2;
+  return {tm, tn, tk, K % (tk * u) == 0 ? u : 1};
+}
+
+// Workgroup-scope matrices: M, N and K multiples of the tile, each operand
+// contiguous along its rows or columns with strides of 8 elements.
+bool workgroupApplies(const LowerOptions& o, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
+  if (!o.coopMatrixWorkgroup || t != DType::F16 || a.dtype != DType::F16 || b.dtype != DType::F16) return false;
+  const size_t r = vshape.size();
+  const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
+  const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
+  if (M == 0 || N == 0 || K == 0 || batches > 65535) return false;
+  const auto [tm, tn, tk, u] = workgroupTile(o, M, N, K, batches);
+  if (M % tm || N % tn || K % tk) return false;
+  bool colMajor = false;
+  if (!leading(a.strides[r - 2], a.strides[r - 1], colMajor) || !leading(b.strides[r - 2], b.strides[r - 1], colMajor))
+    return false;
+  for (size_t d = 0; d + 2 < r; ++d)
+    if (a.strides[d] % 8 || b.strides[d] % 8) return false;
+  return a.offset % 8 == 0 && b.offset % 8 == 0 && N % 8 == 0;
+}
+}  // namespace
+
 bool coopMatmulApplies(const LowerOptions& o, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
+  if (workgroupApplies(o, t, a, b, vshape)) return true;
   if (!o.coopMatrixSubgroup || t != DType::F16 || a.dtype != DType::F16 || b.dtype != DType::F16) return false;
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
@@ -199,9 +238,68 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
                   {(M / kBig) * tilesN, 1, batches}, build, shapeText(vshape) + "|coop-shared" + std::to_string(warps));
 }
 
+// Workgroup-scope cooperative matrices (VK_NV_cooperative_matrix2): a
+// workgroup computes a TM x TN tile of C as one accumulator; each k-step of
+// TK loads A's TM x TK and B's TK x TN tiles straight from device memory and
+// multiplies them, U k-steps a trip of the loop. The driver spreads the products over the workgroup's
+// subgroups and stages the tiles through workgroup memory itself (the
+// copies, their pipelining and the matrix-unit instructions are its
+// choice). The sums are converted to f16 as a whole and stored.
+Value* workgroupCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
+  const size_t r = vshape.size();
+  const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
+  const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
+  const std::array<int64_t, 4> tile = workgroupTile(l.opts, M, N, K, batches);
+  const int64_t TM = tile[0], TN = tile[1], TK = tile[2], U = tile[3];
+  const int64_t tilesN = N / TN;
+  std::vector<Operand> in = {a, b};
+  auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
+    ir::Context& ctx = l.ctx;
+    const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
+    Kernel k(bb, ctx, in, inBufs);
+    using ir::CoopScope, ir::CoopUse;
+    const ir::Type *f32 = ctx.f32(), *f16 = ctx.floatType(16);
+    auto matrix = [&](const ir::Type* elem, int64_t rows, int64_t cols, CoopUse use) {
+      return ctx.coopMatrixType(elem, unsigned(rows), unsigned(cols), CoopScope::Workgroup, use);
+    };
+    const ir::Type *accT = matrix(f32, TM, TN, CoopUse::Acc), *aT = matrix(f16, TM, TK, CoopUse::A),
+                   *bT = matrix(f16, TK, TN, CoopUse::B), *outT = matrix(f16, TM, TN, CoopUse::Acc);
+    Value* gx = bb.workgroupId(0, ctx.i32());
+    Value* gz = bb.workgroupId(2, ctx.i32());
+    Value* row0 = bb.mul(bb.div(gx, k.i32(tilesN)), k.i32(TM));
+    Value* col0 = bb.mul(bb.rem(gx, k.i32(tilesN)), k.i32(TN));
+    const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, {});
+    bool aCol = false, bCol = false;
+    const int64_t lda = leading(sam, sak, aCol), ldb = leading(sbk, sbn, bCol);
+    Value* rowA = bb.add(baseA, mulConst(k, row0, sam));
+    Value* colB = bb.add(baseB, mulConst(k, col0, sbn));
+    Value* zero = bb.coopFill(bb.constFloat(f32, 0), accT);
+    // The trip count times num_workgroups.y (always 1) keeps the shader
+    // compiler from unrolling the loop whole (as in blockedMatmul).
+    Value* trips = bb.mul(k.i32(K / (TK * U)), bb.numWorkgroups(1, ctx.i32()));
+    ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), {zero}, [&](Builder& ib, Value* step, const Values& c) -> Values {
+      Value* acc = c[0];
+      for (int64_t u = 0; u < U; ++u) {
+        Value* kk = ib.add(ib.mul(step, k.i32(TK * U)), k.i32(TK * u));
+        Value* ta = ib.coopLoad(inBufs[0], ib.add(rowA, mulConst(k, kk, sak)), k.i32(lda), aT, aCol);
+        Value* tb = ib.coopLoad(inBufs[1], ib.add(colB, mulConst(k, kk, sbk)), k.i32(ldb), bT, bCol);
+        acc = ib.coopMulAdd(ta, tb, acc);
+      }
+      return {acc};
+    });
+    Value* obase = bb.add(bb.mul(gz, k.i32(M * N)), bb.add(bb.mul(row0, k.i32(N)), col0));
+    bb.coopStore(bufs.back(), obase, k.i32(N), bb.coopConvert(loop->result(0), outT));
+  };
+  return l.custom("matmul_coop_workgroup", t, numel(vshape), in, {l.opts.coopMatrixWorkgroup, 1, 1},
+                  {(M / TM) * tilesN, 1, batches}, build,
+                  shapeText(vshape) + "|coop-workgroup" + std::to_string(l.opts.coopMatrixWorkgroup) + "x" +
+                      std::to_string(TM) + "x" + std::to_string(TN) + "x" + std::to_string(TK) + "u" + std::to_string(U));
+}
+
 }  // namespace
 
 Value* coopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
+  if (workgroupApplies(l.opts, t, a, b, vshape)) return workgroupCoopMatmul(l, t, a, b, vshape);
   if (sharedApplies(l.opts, a, b, vshape)) return sharedCoopMatmul(l, t, a, b, vshape);
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
