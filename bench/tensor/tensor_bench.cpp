@@ -9,7 +9,7 @@
 // there), GPU timestamps on Vulkan. Uploads and downloads are not counted (numpy's
 // arrays are in memory already). Prints a table and writes JSON (--json).
 //
-//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--row-shuffles 0|1] [--strip-panel-kib N] [--strip-pack 0|1] [--no-coop] [--coop-subgroups 4|8] [--no-coop-workgroup] [--coop-tile MxNxK] [--coop-workgroup W] [--coop-unroll U] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
+//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--row-shuffles 0|1] [--strip-panel-kib N] [--strip-pack 0|1] [--no-coop] [--coop-subgroups 4|8] [--no-coop-workgroup] [--coop-tile MxNxK] [--coop-workgroup W] [--coop-unroll U] [--coop-group-rows G] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -397,6 +397,7 @@ int main(int argc, char** argv) {
   bool noCoopWorkgroup = false;      // --no-coop-workgroup: no workgroup-scope cooperative matrices
   unsigned coopWorkgroup = 0;        // --coop-workgroup W: LowerOptions::coopMatrixWorkgroup (0: as the device allows)
   unsigned coopUnroll = 0;           // --coop-unroll U: LowerOptions::coopUnroll
+  unsigned coopGroupRows = 0;        // --coop-group-rows G: LowerOptions::coopGroupRows
   unsigned coopTile[3] = {LowerOptions{}.coopTileM, LowerOptions{}.coopTileN, LowerOptions{}.coopTileK};  // --coop-tile MxNxK
   int elements = 0;                  // --elements E: LowerOptions::elementsPerInvocation (0: the device's row)
   int splitGroups = -1;              // --split-groups G: LowerOptions::matmulSplitGroups (-1: the device's row)
@@ -437,6 +438,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-coop-workgroup") noCoopWorkgroup = true;
     else if (a == "--coop-workgroup") coopWorkgroup = unsigned(std::atoi(next().c_str()));
     else if (a == "--coop-unroll") coopUnroll = unsigned(std::atoi(next().c_str()));
+    else if (a == "--coop-group-rows") coopGroupRows = unsigned(std::atoi(next().c_str()));
     else if (a == "--coop-tile") {
       if (std::sscanf(next().c_str(), "%ux%ux%u", &coopTile[0], &coopTile[1], &coopTile[2]) != 3) {
         std::fprintf(stderr, "--coop-tile takes MxNxK\n");
@@ -453,7 +455,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--row-shuffles 0|1] [--strip-panel-kib N] [--strip-pack 0|1] [--no-coop] [--coop-subgroups 4|8] [--no-coop-workgroup] [--coop-tile MxNxK] [--coop-workgroup W] [--coop-unroll U] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--row-shuffles 0|1] [--strip-panel-kib N] [--strip-pack 0|1] [--no-coop] [--coop-subgroups 4|8] [--no-coop-workgroup] [--coop-tile MxNxK] [--coop-workgroup W] [--coop-unroll U] [--coop-group-rows G] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -545,6 +547,7 @@ int main(int argc, char** argv) {
         if (noCoop) lo.coopMatrixSubgroup = 0, lo.coopMatrixWorkgroup = 0;
         if (coopWorkgroup) lo.coopMatrixWorkgroup = coopWorkgroup;
         if (coopUnroll) lo.coopUnroll = coopUnroll;
+        if (coopGroupRows) lo.coopGroupRows = coopGroupRows;
         if (noCoopWorkgroup) lo.coopMatrixWorkgroup = 0;
         if (coopSubgroups > 0) lo.coopSubgroups = unsigned(coopSubgroups);
         lo.fuse = fuse;

@@ -134,6 +134,9 @@ struct LowerOptions {
   // k-steps a trip of its loop, where K allows (2: 0.463 -> 0.444 ms at
   // 4096 and 3.58 -> 3.41 at 8192 on the H200; 4 the same; 8 slower).
   unsigned coopUnroll = 2;
+  // Its tiles in groups of rows (tileOrder; 1: row by row): 8 ran 8192² in
+  // 3.353-3.361 ms on the H200 against 3.404-3.409 row by row (4096²: 0.6%).
+  unsigned coopGroupRows = 8;
   // Workgroups along x of one dispatch, at most (more go along y).
   unsigned maxGroupsX = 32768;
   // tensor::run (Run.h), which opens the device: take workgroupSize and

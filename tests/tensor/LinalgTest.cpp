@@ -519,10 +519,12 @@ TEST(Linalg, HalfMatmulOnCooperativeMatrices) {
 }
 
 // f16 matmul on workgroup-scope cooperative matrices (ops/MatmulCoop.cpp,
-// VK_NV_cooperative_matrix2), forced here with 32 x 32 x 16 tiles and 64
-// invocations a workgroup: a broadcast batch of row-major products and a
-// transposed b (column-major loads) take it, a product whose M is not a
-// multiple of the tile does not. Small integers: exact sums, so the
+// VK_NV_cooperative_matrix2), forced here with 32 x 32 x 16 tiles, two
+// k-steps a trip, 64 invocations a workgroup and tiles in groups of two
+// rows: a broadcast batch of row-major products, a transposed b
+// (column-major loads) and a product of three tile rows (the last group
+// one row) take it, a product whose M is not a multiple of the tile does
+// not. Small integers: exact sums, so the
 // interpreter agrees with float64 exactly; every target with its own tuning
 // agrees too.
 TEST(Linalg, HalfMatmulOnWorkgroupMatrices) {
@@ -533,23 +535,29 @@ TEST(Linalg, HalfMatmulOnWorkgroupMatrices) {
     return v;
   };
   Vec av = ints(2 * 32 * 32, 1), bv = ints(32 * 64, 2), cv = ints(64 * 32, 3), dv = ints(48 * 32, 4);
+  Vec ev = ints(96 * 32, 5);
   Tensor a = p.input("a", DType::F16, {2, 32, 32});
   Tensor b = p.input("b", DType::F16, {32, 64});
   Tensor ct = transpose(p.input("c", DType::F16, {64, 32}));  // [32, 64], contiguous along K
   Tensor d = p.input("d", DType::F16, {48, 32});
+  Tensor e = p.input("e", DType::F16, {96, 32});
   p.output("ab", matmul(a, b));
   p.output("act", matmul(a, ct));
   p.output("db", matmul(d, b));
+  p.output("eb", matmul(e, b));
   Shape s;
   Vec wantAb = refMatmul(av, {2, 32, 32}, bv, {32, 64}, s);
   Vec wantAct = refMatmul(av, {2, 32, 32}, transposed(cv, 64, 32), {32, 64}, s);
   Vec wantDb = refMatmul(dv, {48, 32}, bv, {32, 64}, s);
+  Vec wantEb = refMatmul(ev, {96, 32}, bv, {32, 64}, s);
   std::vector<HostTensor> inputs = {HostTensor::of(DType::F16, {2, 32, 32}, av), HostTensor::of(DType::F16, {32, 64}, bv),
-                                    HostTensor::of(DType::F16, {64, 32}, cv), HostTensor::of(DType::F16, {48, 32}, dv)};
+                                    HostTensor::of(DType::F16, {64, 32}, cv), HostTensor::of(DType::F16, {48, 32}, dv),
+                                    HostTensor::of(DType::F16, {96, 32}, ev)};
   LowerOptions o;
   o.tune = false;
   o.coopMatrixWorkgroup = 64;
   o.coopTileM = 32, o.coopTileN = 32, o.coopTileK = 16;
+  o.coopUnroll = 2, o.coopGroupRows = 2;
   ir::Context ctx;
   auto c = lower(ctx, p, o);
   ASSERT_TRUE(c) << c.error().message;
@@ -559,15 +567,15 @@ TEST(Linalg, HalfMatmulOnWorkgroupMatrices) {
     workgroup += fn->name().ends_with("_matmul_coop_workgroup");
     plain += fn->name().ends_with("_matmul_blocked");
   }
-  EXPECT_EQ(workgroup, 2);  // ab and act
+  EXPECT_EQ(workgroup, 3);  // ab, act and eb
   EXPECT_EQ(plain, 1);      // db: 48 rows
   auto got = run(p, "interp", inputs, o);
   ASSERT_TRUE(got) << got.error().message;
-  const Vec* want[] = {&wantAb, &wantAct, &wantDb};
-  for (size_t k = 0; k < 3; ++k)
+  const Vec* want[] = {&wantAb, &wantAct, &wantDb, &wantEb};
+  for (size_t k = 0; k < 4; ++k)
     for (size_t i = 0; i < want[k]->size(); ++i)
       ASSERT_EQ((*got)[k].get(int64_t(i)), (*want[k])[i]) << "output " << k << " element " << i;
-  expectOnAllTargets(p, inputs, {wantAb, wantAct, wantDb}, 0);
+  expectOnAllTargets(p, inputs, {wantAb, wantAct, wantDb, wantEb}, 0);
 }
 
 TEST(Linalg, MatmulIntegersPromoteAndF64) {

@@ -76,6 +76,17 @@ Value* loadAt(Kernel& k, size_t i, Value* off, DType to) {
 Value* addConst(Kernel& k, Value* v, int64_t c) { return c ? k.b.add(v, k.i32(c)) : v; }
 Value* mulConst(Kernel& k, Value* v, int64_t c) { return c == 1 ? v : k.b.mul(v, k.i32(c)); }
 
+std::pair<Value*, Value*> tileOrder(Kernel& k, Value* t, int64_t tilesM, int64_t tilesN, int64_t g) {
+  ir::Builder& b = k.b;
+  g = std::clamp<int64_t>(g, 1, tilesM);
+  if (g == 1) return {b.div(t, k.i32(tilesN)), b.rem(t, k.i32(tilesN))};
+  Value* group = b.div(t, k.i32(g * tilesN));
+  Value* within = b.rem(t, k.i32(g * tilesN));
+  Value* first = b.mul(group, k.i32(g));
+  Value* rows = b.min(b.sub(k.i32(tilesM), first), k.i32(g));  // g but in the last group
+  return {b.add(first, b.rem(within, rows)), b.div(within, rows)};
+}
+
 // `o` with its leading dimensions (all but the last `tail`) broadcast to
 // `batch`: missing and extent-1 dimensions read with stride 0.
 Operand withBatch(Operand o, const Shape& batch, size_t tail) {

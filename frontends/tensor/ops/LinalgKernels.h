@@ -30,6 +30,11 @@ Operand withBatch(Operand o, const Shape& batch, size_t tail);
 ir::Value* loadAt(Kernel& k, size_t i, ir::Value* off, DType to);
 ir::Value* addConst(Kernel& k, ir::Value* v, int64_t c);  // v + c (v when c is 0)
 ir::Value* mulConst(Kernel& k, ir::Value* v, int64_t c);  // v · c (v when c is 1)
+// The tile (row, column) of a tilesM x tilesN grid that workgroup `t` takes:
+// row by row (g = 1), or in groups of g rows, each group's tiles column by
+// column, so that the workgroups running at once share rows of A and
+// columns of B in the cache.
+std::pair<ir::Value*, ir::Value*> tileOrder(Kernel& k, ir::Value* t, int64_t tilesM, int64_t tilesN, int64_t g);
 // The promoted dtype of n's first `count` inputs, or why it is not a float.
 std::string floatDtype(const Program& p, const Node& n, size_t count, DType& out);
 // How the tiled matmul reads B and writes C where they are not plain

@@ -148,21 +148,9 @@ Value* blockedMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, c
     Value* gz = bb.workgroupId(2, ctx.i32());  // batch
     Value* split = S > 1 ? bb.div(gx, k.i32(tilesM * tilesN)) : nullptr;  // which part of K
     if (split) gx = bb.rem(gx, k.i32(tilesM * tilesN));
-    // Tiles in groups of G rows, each group's tiles column by column, so that
-    // the workgroups running at once share rows of A and columns of B in the
-    // L2 cache (LowerOptions::matmulGroupRows; G = 1: row by row).
-    Value *tileM, *tileN;
-    if (G == 1) {
-      tileM = bb.div(gx, k.i32(tilesN));
-      tileN = bb.rem(gx, k.i32(tilesN));
-    } else {
-      Value* group = bb.div(gx, k.i32(G * tilesN));
-      Value* within = bb.rem(gx, k.i32(G * tilesN));
-      Value* first = bb.mul(group, k.i32(G));
-      Value* rows = bb.min(bb.sub(k.i32(tilesM), first), k.i32(G));  // G but in the last group
-      tileM = bb.add(first, bb.rem(within, rows));
-      tileN = bb.div(within, rows);
-    }
+    // Tiles in groups of G rows for the L2 cache (LowerOptions::matmulGroupRows;
+    // G = 1: row by row).
+    const auto [tileM, tileN] = tileOrder(k, gx, tilesM, tilesN, G);
     Value* row0 = bb.mul(tileM, k.i32(Tm));
     Value* col0 = bb.mul(tileN, k.i32(Tn));
     const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, parts);

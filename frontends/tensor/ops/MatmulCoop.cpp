@@ -266,8 +266,9 @@ Value* workgroupCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand
                    *bT = matrix(f16, TK, TN, CoopUse::B), *outT = matrix(f16, TM, TN, CoopUse::Acc);
     Value* gx = bb.workgroupId(0, ctx.i32());
     Value* gz = bb.workgroupId(2, ctx.i32());
-    Value* row0 = bb.mul(bb.div(gx, k.i32(tilesN)), k.i32(TM));
-    Value* col0 = bb.mul(bb.rem(gx, k.i32(tilesN)), k.i32(TN));
+    const auto [tileM, tileN] = tileOrder(k, gx, M / TM, tilesN, l.opts.coopGroupRows);
+    Value* row0 = bb.mul(tileM, k.i32(TM));
+    Value* col0 = bb.mul(tileN, k.i32(TN));
     const auto [baseA, baseB, sam, sak, sbk, sbn] = operandBases(k, gz, a, b, vshape, {});
     bool aCol = false, bCol = false;
     const int64_t lda = leading(sam, sak, aCol), ldb = leading(sbk, sbn, bCol);
@@ -293,7 +294,7 @@ Value* workgroupCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand
   return l.custom("matmul_coop_workgroup", t, numel(vshape), in, {l.opts.coopMatrixWorkgroup, 1, 1},
                   {(M / TM) * tilesN, 1, batches}, build,
                   shapeText(vshape) + "|coop-workgroup" + std::to_string(l.opts.coopMatrixWorkgroup) + "x" +
-                      std::to_string(TM) + "x" + std::to_string(TN) + "x" + std::to_string(TK) + "u" + std::to_string(U));
+                      std::to_string(TM) + "x" + std::to_string(TN) + "x" + std::to_string(TK) + "u" + std::to_string(U) + "g" + std::to_string(l.opts.coopGroupRows));
 }
 
 }  // namespace
