@@ -398,7 +398,8 @@ int main(int argc, char** argv) {
   unsigned coopWorkgroup = 0;        // --coop-workgroup W: LowerOptions::coopMatrixWorkgroup (0: as the device allows)
   unsigned coopUnroll = 0;           // --coop-unroll U: LowerOptions::coopUnroll
   unsigned coopGroupRows = 0;        // --coop-group-rows G: LowerOptions::coopGroupRows
-  unsigned coopTile[3] = {LowerOptions{}.coopTileM, LowerOptions{}.coopTileN, LowerOptions{}.coopTileK};  // --coop-tile MxNxK
+  // --coop-tile MxNxK: LowerOptions::coopTileM, N, K
+  unsigned coopTile[3] = {LowerOptions{}.coopTileM, LowerOptions{}.coopTileN, LowerOptions{}.coopTileK};
   int elements = 0;                  // --elements E: LowerOptions::elementsPerInvocation (0: the device's row)
   int splitGroups = -1;              // --split-groups G: LowerOptions::matmulSplitGroups (-1: the device's row)
   unsigned maxGroupsX = LowerOptions{}.maxGroupsX;    // --max-groups-x N: LowerOptions::maxGroupsX

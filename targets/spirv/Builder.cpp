@@ -232,7 +232,8 @@ Id ModuleBuilder::typeCoopMatrixWorkgroup(Id component, unsigned rows, unsigned 
     setMemoryModel(spv::AddressingModel::Logical, spv::MemoryModel::Vulkan);
   }
   Id u32 = typeInt(32, false);
-  Id scope = constInt(u32, 2), r = constInt(u32, rows), c = constInt(u32, cols), usage = constInt(u32, use);  // 2: Workgroup
+  Id scope = constInt(u32, 2);  // Workgroup
+  Id r = constInt(u32, rows), c = constInt(u32, cols), usage = constInt(u32, use);
   return typeFor({u(kOpTypeCoopMatrixKhr), component, rows, cols, use}, kOpTypeCoopMatrixKhr,
                  {.width = typeWidth(component), .count = rows * cols, .elem = component},
                  {component, scope, r, c, usage});

@@ -41,9 +41,7 @@ int64_t leading(int64_t sOuter, int64_t sInner, bool& colMajor) {
   if (sOuter == 1 && sInner % 8 == 0 && sInner > 0) return colMajor = true, sInner;
   return 0;
 }
-}  // namespace
 
-namespace {
 // The workgroup-scope kernel's tile of an M x N product (batches of them):
 // LowerOptions' coopTile, half as wide where that leaves fewer than 128
 // tiles and N allows (1024²: 32 tiles of 128x256 ran 0.0325 ms on the H200,
@@ -63,8 +61,8 @@ bool workgroupApplies(const LowerOptions& o, DType t, const Operand& a, const Op
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
   const int64_t batches = numel(Shape(vshape.begin(), vshape.end() - 2));
   if (M == 0 || N == 0 || K == 0 || batches > 65535) return false;
-  const auto [tm, tn, tk, u] = workgroupTile(o, M, N, K, batches);
-  if (M % tm || N % tn || K % tk) return false;
+  const std::array<int64_t, 4> tile = workgroupTile(o, M, N, K, batches);
+  if (M % tile[0] || N % tile[1] || K % tile[2]) return false;
   bool colMajor = false;
   if (!leading(a.strides[r - 2], a.strides[r - 1], colMajor) || !leading(b.strides[r - 2], b.strides[r - 1], colMajor))
     return false;
@@ -241,10 +239,11 @@ Value* sharedCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b
 // Workgroup-scope cooperative matrices (VK_NV_cooperative_matrix2): a
 // workgroup computes a TM x TN tile of C as one accumulator; each k-step of
 // TK loads A's TM x TK and B's TK x TN tiles straight from device memory and
-// multiplies them, U k-steps a trip of the loop. The driver spreads the products over the workgroup's
-// subgroups and stages the tiles through workgroup memory itself (the
-// copies, their pipelining and the matrix-unit instructions are its
-// choice). The sums are converted to f16 as a whole and stored.
+// multiplies them, U k-steps a trip of the loop. The driver spreads the
+// products over the workgroup's subgroups and stages the tiles through
+// workgroup memory itself (the copies, their pipelining and the
+// matrix-unit instructions are its choice). The sums are converted to f16
+// as a whole and stored.
 Value* workgroupCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand& b, const Shape& vshape) {
   const size_t r = vshape.size();
   const int64_t M = vshape[r - 2], N = vshape[r - 1], K = a.shape[r - 1];
@@ -278,7 +277,7 @@ Value* workgroupCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand
     // The trip count times num_workgroups.y (always 1) keeps the shader
     // compiler from unrolling the loop whole (as in blockedMatmul).
     Value* trips = bb.mul(k.i32(K / (TK * U)), bb.numWorkgroups(1, ctx.i32()));
-    ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), {zero}, [&](Builder& ib, Value* step, const Values& c) -> Values {
+    auto trip = [&](Builder& ib, Value* step, const Values& c) -> Values {
       Value* acc = c[0];
       for (int64_t u = 0; u < U; ++u) {
         Value* kk = ib.add(ib.mul(step, k.i32(TK * U)), k.i32(TK * u));
@@ -287,14 +286,16 @@ Value* workgroupCoopMatmul(Lowering& l, DType t, const Operand& a, const Operand
         acc = ib.coopMulAdd(ta, tb, acc);
       }
       return {acc};
-    });
+    };
+    ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), {zero}, trip);
     Value* obase = bb.add(bb.mul(gz, k.i32(M * N)), bb.add(bb.mul(row0, k.i32(N)), col0));
     bb.coopStore(bufs.back(), obase, k.i32(N), bb.coopConvert(loop->result(0), outT));
   };
   return l.custom("matmul_coop_workgroup", t, numel(vshape), in, {l.opts.coopMatrixWorkgroup, 1, 1},
                   {(M / TM) * tilesN, 1, batches}, build,
                   shapeText(vshape) + "|coop-workgroup" + std::to_string(l.opts.coopMatrixWorkgroup) + "x" +
-                      std::to_string(TM) + "x" + std::to_string(TN) + "x" + std::to_string(TK) + "u" + std::to_string(U) + "g" + std::to_string(l.opts.coopGroupRows));
+                      std::to_string(TM) + "x" + std::to_string(TN) + "x" + std::to_string(TK) + "u" +
+                      std::to_string(U) + "g" + std::to_string(l.opts.coopGroupRows));
 }
 
 }  // namespace
