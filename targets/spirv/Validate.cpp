@@ -62,7 +62,10 @@ std::string disassemble(std::span<const uint32_t> words) {
   std::vector<uint32_t> copy(words.begin(), words.end());
   if (!tools.Disassemble(copy, &text,
                          SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES | SPV_BINARY_TO_TEXT_OPTION_INDENT))
-    return "; (the module could not be disassembled)\n";
+    return validatorKnowsCoopMatrixKhr()
+               ? "; (the module could not be disassembled)\n"
+               : "; (the module could not be disassembled: this build's spirv-tools predates instructions it uses, "
+                 "such as SPV_KHR_cooperative_matrix's; --emit=spirv writes the binary)\n";
   return text;
 }
 
