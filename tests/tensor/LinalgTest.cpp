@@ -311,11 +311,7 @@ TEST(Linalg, MatmulStrip) {
         }
     return c;
   };
-  auto ints = [](size_t n, uint64_t seed) {
-    Vec v = randomValues(n, seed, -4, 5);
-    for (double& x : v) x = std::floor(x);
-    return v;
-  };
+  auto ints = [](size_t n, uint64_t seed) { return randomInts(n, seed, -4, 5); };
   Vec av = randomValues(2 * 37 * 29, 1), bv = randomValues(29 * 45, 2), wv = randomValues(29 * 40, 3);
   Vec biasv = randomValues(40, 4), cv = randomValues(33 * 29, 5), hv = ints(40 * 24, 6), iv = ints(24 * 48, 7);
   Program p;
@@ -464,11 +460,7 @@ TEST(Linalg, MatmulStripPacksConstantsWithHostIO) {
 // plain kernels (their tuning has no cooperative matrices).
 TEST(Linalg, HalfMatmulOnCooperativeMatrices) {
   Program p;
-  auto ints = [](size_t n, uint64_t seed) {
-    Vec v = randomValues(n, seed, -3, 4);
-    for (double& x : v) x = std::floor(x);
-    return v;
-  };
+  auto ints = [](size_t n, uint64_t seed) { return randomInts(n, seed, -3, 4); };
   Vec av = ints(2 * 64 * 48, 1), bv = ints(48 * 128, 2), cv = ints(128 * 48, 3), dv = ints(80 * 48, 4);
   Vec ev = ints(128 * 96, 5), fv = ints(96 * 128, 6);
   Tensor a = p.input("a", DType::F16, {2, 64, 48});
@@ -529,11 +521,7 @@ TEST(Linalg, HalfMatmulOnCooperativeMatrices) {
 // agrees too.
 TEST(Linalg, HalfMatmulOnWorkgroupMatrices) {
   Program p;
-  auto ints = [](size_t n, uint64_t seed) {
-    Vec v = randomValues(n, seed, -3, 4);
-    for (double& x : v) x = std::floor(x);
-    return v;
-  };
+  auto ints = [](size_t n, uint64_t seed) { return randomInts(n, seed, -3, 4); };
   Vec av = ints(2 * 32 * 32, 1), bv = ints(32 * 64, 2), cv = ints(64 * 32, 3), dv = ints(48 * 32, 4);
   Vec ev = ints(96 * 32, 5);
   Tensor a = p.input("a", DType::F16, {2, 32, 32});

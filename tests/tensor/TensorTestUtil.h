@@ -100,4 +100,12 @@ inline std::vector<double> randomValues(size_t n, uint64_t seed, double lo = -1,
   return v;
 }
 
+// Deterministic pseudo-random integers in [lo, hi) as doubles: products of
+// them are exact in f16 inputs and f32 sums.
+inline std::vector<double> randomInts(size_t n, uint64_t seed, double lo, double hi) {
+  std::vector<double> v = randomValues(n, seed, lo, hi);
+  for (double& x : v) x = std::floor(x);
+  return v;
+}
+
 }  // namespace eph::tensor::test
