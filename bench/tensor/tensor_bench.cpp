@@ -26,6 +26,7 @@
 #include "frontends/tensor/Run.h"
 #include "frontends/tensor/Tensor.h"
 #include "frontends/tensor/Tuning.h"
+#include "ir/Printer.h"
 #include "ir/interp/Interp.h"
 #include "runtime/Device.h"
 #ifdef EPH_TENSOR_BENCH_VULKAN
@@ -406,6 +407,7 @@ int main(int argc, char** argv) {
   std::string sizesArg;                               // --sizes A,B: the sizes of every case run
   std::vector<std::string> onnxDirs;                  // --onnx DIR: a model's backend-test folder (repeatable)
   bool profile = false;                               // --profile: each case's kernels by time, on stderr
+  std::string irPath;                                 // --print-ir F: each case's lowered module, appended to F
   std::string jsonPath;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -453,10 +455,11 @@ int main(int argc, char** argv) {
     else if (a == "--only") only = next();
     else if (a == "--onnx") onnxDirs.push_back(next());
     else if (a == "--profile") profile = true;
+    else if (a == "--print-ir") irPath = next();
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--row-shuffles 0|1] [--strip-panel-kib N] [--strip-pack 0|1] [--no-coop] [--coop-subgroups 4|8] [--no-coop-workgroup] [--coop-tile MxNxK] [--coop-workgroup W] [--coop-unroll U] [--coop-group-rows G] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--row-shuffles 0|1] [--strip-panel-kib N] [--strip-pack 0|1] [--no-coop] [--coop-subgroups 4|8] [--no-coop-workgroup] [--coop-tile MxNxK] [--coop-workgroup W] [--coop-unroll U] [--coop-group-rows G] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--print-ir F] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -583,6 +586,9 @@ int main(int argc, char** argv) {
           continue;
         }
         for (const auto& f : c->module->functions()) r.dispatches += f->kind() == ir::FunctionKind::Kernel;
+        if (!irPath.empty())
+          std::ofstream(irPath, std::ios::app) << "// [" << target << "] " << name << " " << size << "\n"
+                                               << ir::print(*c->module) << "\n";
         // Progress on stderr, so that a run cut off by a time limit shows where it was.
         std::cerr << "[" << target << "] " << name << " " << size << ": " << r.dispatches << " kernels, first run\n";
         // Inputs are uploaded once; each run allocates, computes and frees

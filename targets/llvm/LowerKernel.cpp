@@ -16,6 +16,12 @@
 namespace eph::llvmtarget {
 namespace {
 
+// The bytes of values the workgroup-level loops around an invocation loop
+// may carry for it to be unrolled in full once vectorised (loopLevel): 24
+// of AVX-512's 32 vector registers. (The Zen row of the tensor tuning
+// table, 6 rows x 128 lanes of sums, is 3 KiB: unrolled, they would spill.)
+constexpr uint64_t kCarriedInRegisters = 24 * 64;
+
 class KernelEmitter {
  public:
   KernelEmitter(ModuleEmitter& m, const ir::Function& kernel, llvm::Function* fn)
@@ -55,6 +61,16 @@ class KernelEmitter {
   Slot newSlot(llvm::Type* t, const llvm::Twine& name = "slot");
   Slot slotFor(const ir::Value* v) { return slots[v] = newSlot(M.valueType(v->type()), "slot"); }
   llvm::Type* slotElem(Slot s) const { return llvm::cast<llvm::ArrayType>(s->getAllocatedType())->getElementType(); }
+  // The bytes of the slots' elements for the whole workgroup (8 a value
+  // where the element is not a scalar or vector: a buffer, a pointer).
+  uint64_t slotBytes(const std::vector<Slot>& ss) const {
+    uint64_t bytes = 0;
+    for (Slot s : ss) {
+      uint64_t bits = slotElem(s)->getPrimitiveSizeInBits().getFixedValue();
+      bytes += (bits ? (bits + 7) / 8 : 8) * N;
+    }
+    return bytes;
+  }
   llvm::Value* slotAt(Slot s, llvm::Value* index) { return b.CreateInBoundsGEP(s->getAllocatedType(), s, {b.getInt64(0), index}); }
   // The value of v shared by the whole workgroup: uniform values as they are;
   // values in slots are checked to agree (barrier divergence otherwise).
@@ -80,6 +96,7 @@ class KernelEmitter {
   std::unordered_map<const ir::Value*, Slot> slots;
   std::unordered_set<const ir::Value*> uniform;
   int versioned = 0;  // loops versioned by emitWorkgroupFor around the code being emitted
+  uint64_t carriedBytes = 0;  // what the workgroup-level loops around the code being emitted carry (slots)
 };
 
 bool KernelEmitter::isUniformOp(const ir::Op& op) const {
@@ -188,16 +205,35 @@ bool KernelEmitter::loopLevel(int d, const std::function<bool()>& body, const st
   llvm::BasicBlock* latch = b.GetInsertBlock();
   llvm::BasicBlock* after = F.newBlock("inv.done");
   llvm::BranchInst* br = b.CreateCondBr(b.CreateICmpULT(next, b.getInt32(size[d])), head, after);
-  if (innermost && size[d] < 16) {
-    // A short innermost invocation loop is still for the vectoriser, which
-    // on its own would skip loops of fewer than 16 iterations that need
-    // run-time checks (32-bit index arithmetic may wrap), and which runs
-    // after the full unroller would have turned it into scalar code.
+  // A short innermost invocation loop is still for the vectoriser, which
+  // on its own would skip loops of fewer than 16 iterations that need
+  // run-time checks (32-bit index arithmetic may wrap), and which runs
+  // after the full unroller would have turned it into scalar code.
+  const bool shortLoop = innermost && size[d] < 16;
+  // Inside a workgroup-level loop, the values the invocations carry from
+  // trip to trip live in slots (per-invocation arrays). Once the vector
+  // loop is unrolled in full, its accesses to them are at constant offsets
+  // and they stay in registers: the strip matmul's sums. LLVM's own
+  // threshold unrolls a vector loop of 4 trips only where its body is
+  // small (the matmul without an epilogue), so ask for it where the
+  // carried values fit in registers.
+  const bool unrollVectors = innermost && carriedBytes > 0 && carriedBytes <= kCarriedInRegisters;
+  if (shortLoop || unrollVectors) {
     llvm::LLVMContext& c = M.ctx;
-    llvm::MDNode* unroll = llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")});
-    llvm::MDNode* vectorize = llvm::MDNode::get(
-        c, {llvm::MDString::get(c, "llvm.loop.vectorize.enable"), llvm::ConstantAsMetadata::get(b.getTrue())});
-    llvm::MDNode* loop = llvm::MDNode::getDistinct(c, {nullptr, unroll, vectorize});
+    auto flag = [&](const char* name) { return llvm::MDNode::get(c, {llvm::MDString::get(c, name)}); };
+    auto flagOn = [&](const char* name) {
+      return llvm::MDNode::get(c, {llvm::MDString::get(c, name), llvm::ConstantAsMetadata::get(b.getTrue())});
+    };
+    std::vector<llvm::Metadata*> ops = {nullptr, flag("llvm.loop.unroll.disable"), flagOn("llvm.loop.vectorize.enable")};
+    if (unrollVectors) {
+      // The vector loop's attributes (the followup's operands): unrolled in
+      // full, and not vectorised again.
+      llvm::Metadata* vectorized = llvm::MDNode::get(
+          c, {llvm::MDString::get(c, "llvm.loop.isvectorized"), llvm::ConstantAsMetadata::get(b.getInt32(1))});
+      ops.push_back(llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.vectorize.followup_vectorized"),
+                                          flag("llvm.loop.unroll.full"), vectorized}));
+    }
+    llvm::MDNode* loop = llvm::MDNode::getDistinct(c, ops);
     loop->replaceOperandWith(0, loop);
     br->setMetadata(llvm::LLVMContext::MD_loop, loop);
   }
@@ -604,7 +640,10 @@ bool KernelEmitter::emitForLoop(const ir::Op& op, llvm::Value* lo, llvm::Value* 
   b.SetInsertPoint(bodyBB);
   F.set(body.arg(0), iv);
   uniform.insert(body.arg(0));
+  const uint64_t outer = carriedBytes;
+  carriedBytes += slotBytes(carried);
   bool ok = emitRegion(body, carried);
+  carriedBytes = outer;
   // The body's values are not the same from trip to trip, nor in a second
   // copy of the loop: none of them is uniform outside it.
   const_cast<ir::Op&>(op).walk([&](ir::Op* a) {
@@ -643,10 +682,16 @@ bool KernelEmitter::emitWorkgroupWhile(const ir::Op& op) {
   llvm::BasicBlock* exit = F.newBlock("wg.while.exit");
   b.CreateBr(header);
   b.SetInsertPoint(header);
-  if (!emitRegion(before, cond)) return false;
-  b.CreateCondBr(checkUniform(cond[0], op), bodyBB, exit);
-  b.SetInsertPoint(bodyBB);
-  if (!emitRegion(after, state)) return false;
+  const uint64_t outer = carriedBytes;
+  carriedBytes += slotBytes(state);
+  bool ok = emitRegion(before, cond);
+  if (ok) {
+    b.CreateCondBr(checkUniform(cond[0], op), bodyBB, exit);
+    b.SetInsertPoint(bodyBB);
+    ok = emitRegion(after, state);
+  }
+  carriedBytes = outer;
+  if (!ok) return false;
   b.CreateBr(header);
   b.SetInsertPoint(exit);
   return true;
