@@ -20,7 +20,7 @@ TEST(TensorTuning, ADevicesRowSetsTheSizes) {
   EXPECT_EQ(h200.matmulBlock, 8u);
   EXPECT_EQ(h200.elementsPerInvocation, 8u);
   EXPECT_EQ(tunedFor("cpu: AMD EPYC").elementsPerInvocation, 1u);  // the cpu target vectorises across invocations
-  // The cpu target's strip matmul: 6 rows of 128 lanes on AMD Zen, 4 of 64
+  // The cpu target's strip matmul: 6 rows of 128 lanes on AMD Zen, 6 of 64
   // on other x86 processors; row kernels combine through workgroup memory.
   LowerOptions zen = tunedFor("cpu: x86_64-pc-linux-gnu znver5, 2 threads");
   EXPECT_EQ(zen.matmulBlock, 0u);
@@ -29,7 +29,7 @@ TEST(TensorTuning, ADevicesRowSetsTheSizes) {
   EXPECT_FALSE(zen.rowShuffles);
   LowerOptions xeon = tunedFor("cpu: x86_64-pc-linux-gnu emeraldrapids, 16 threads");
   EXPECT_EQ(xeon.matmulLanes, 64u);
-  EXPECT_EQ(xeon.matmulRows, 4u);
+  EXPECT_EQ(xeon.matmulRows, 6u);
   EXPECT_FALSE(xeon.rowShuffles);
   EXPECT_EQ(tunedFor("NVIDIA H200").matmulLanes, 0u);
   EXPECT_TRUE(tunedFor("NVIDIA H200").rowShuffles);
