@@ -4,6 +4,7 @@
 #include <cassert>
 #include <climits>
 #include <functional>
+#include <optional>
 
 #include "ir/Verifier.h"
 #include "passes/OpFacts.h"
@@ -485,9 +486,11 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
   }
   // Epilogues: a node whose kernel can compute an elementwise reader where
   // it stores (matmul: OpDef::takesEpilogue), read by one elementwise node
-  // of its shape, which is stored or fused into one such reader, and so on
-  // up to a stored elementwise node of its shape: that node's kernel is the
-  // matmul's, and the matmul's sums are never stored. One per stored node.
+  // of its shape, which is stored or fused into its readers, elementwise
+  // nodes of that shape, and so on, all of them into one stored elementwise
+  // node of its shape (GELU's x·0.5·(1 + erf(x/√2)) reads x twice): that
+  // node's kernel is the matmul's, and the matmul's sums are never stored.
+  // One per stored node.
   std::vector<bool> accumulates(nodes.size(), false);
   if (opts.fuse) {
     std::vector<bool> hosts(nodes.size(), false);
@@ -501,11 +504,22 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
           isDynamic(nodes[i].shape) ||
           !def->takesEpilogue(p, nodes[i], opts))
         continue;
-      uint32_t j = readers[i][0];
-      while (elementwiseOfShape(j, nodes[i].shape) && fused[j] && readers[j].size() == 1) j = readers[j][0];
-      if (!elementwiseOfShape(j, nodes[i].shape) || fused[j] || hosts[j] ||
-          (nodes[j].dtype != DType::F32 && nodes[j].dtype != DType::F16))
+      // The fused nodes from the reader on and the one stored node they end in.
+      std::vector<uint32_t> todo = {readers[i][0]}, seen;
+      std::optional<uint32_t> host;
+      bool ok = true;
+      while (ok && !todo.empty()) {
+        uint32_t j = todo.back();
+        todo.pop_back();
+        if (std::find(seen.begin(), seen.end(), j) != seen.end()) continue;
+        seen.push_back(j);
+        ok = elementwiseOfShape(j, nodes[i].shape);
+        if (ok && !fused[j]) ok = !host, host = j;
+        else if (ok) todo.insert(todo.end(), readers[j].begin(), readers[j].end());
+      }
+      if (!ok || !host || hosts[*host] || (nodes[*host].dtype != DType::F32 && nodes[*host].dtype != DType::F16))
         continue;
+      const uint32_t j = *host;
       hosts[j] = true;
       accumulates[i] = fused[i] = true;
     }

@@ -429,6 +429,30 @@ TEST(TensorFusion, AResidualThroughFusedNodesIsTheMatmulsEpilogue) {
                           {want}, 2e-5);
 }
 
+TEST(TensorFusion, GeluReadingItsInputTwiceIsTheMatmulsEpilogue) {
+  // BERT's FFN: y = x·w + b, then y·0.5·(1 + erf(y/√2)) (the exported
+  // graph's GELU): `+ b` is fused into both its readers, which are fused
+  // into the stored product; the product's kernel computes it all.
+  const int64_t M = 64, K = 48, N = 96;
+  Program p;
+  Tensor x = p.input("x", DType::F32, {M, K});
+  Tensor w = p.input("w", DType::F32, {K, N});
+  Tensor b = p.input("b", DType::F32, {N});
+  Tensor y = matmul(x, w) + b;
+  p.output("g", y * ((erf(y / 1.4142135623730951) + 1.0) * 0.5));
+  EXPECT_EQ(countsOf(p, true).dispatches, 1);
+  EXPECT_EQ(countsOf(p, false).dispatches, 7);  // matmul, +, /, erf, +, *, *
+  auto xv = randomValues(size_t(M * K), 39), wv = randomValues(size_t(K * N), 40), bv = randomValues(size_t(N), 41);
+  std::vector<double> want = refMatmul(xv, wv, 1, M, K, N);
+  for (size_t i = 0; i < want.size(); ++i) {
+    double v = want[i] + double(float(bv[i % size_t(N)]));
+    want[i] = v * ((std::erf(v / 1.4142135623730951) + 1.0) * 0.5);
+  }
+  expectEveryMatmulKernel(p, {HostTensor::of(DType::F32, {M, K}, xv), HostTensor::of(DType::F32, {K, N}, wv),
+                              HostTensor::of(DType::F32, {N}, bv)},
+                          {want}, 2e-5);
+}
+
 TEST(TensorFusion, WhatMustNotBeAMatmulsEpilogue) {
   const int64_t M = 40, K = 33, N = 50;
   auto xv = randomValues(size_t(M * K), 37), wv = randomValues(size_t(K * N), 38);
@@ -454,6 +478,33 @@ TEST(TensorFusion, WhatMustNotBeAMatmulsEpilogue) {
     p.output("a", y + 1.0);
     p.output("b", y * 2.0);
     EXPECT_EQ(countsOf(p, true).dispatches, 3);
+  }
+  {
+    // `+ b` is read by an elementwise node and by a row reduction: the
+    // nodes it is fused into do not all end in one stored elementwise node.
+    // As many kernels as when the product is an output too (stored).
+    Program p, stored;
+    for (Program* q : {&p, &stored}) {
+      Tensor x = q->input("x", DType::F32, {M, K}), w = q->input("w", DType::F32, {K, N});
+      Tensor m = matmul(x, w);
+      Tensor y = m + 1.0;
+      q->output("e", exp(y) * y);
+      q->output("s", softmax(y));
+      if (q == &stored) q->output("m", m);
+    }
+    EXPECT_EQ(countsOf(p, true).dispatches, countsOf(stored, true).dispatches);
+    std::vector<double> e = mm, sm = mm;
+    for (int64_t i = 0; i < M; ++i) {
+      double mx = -1e300, total = 0;
+      for (int64_t j = 0; j < N; ++j) mx = std::max(mx, mm[size_t(i * N + j)] + 1);
+      for (int64_t j = 0; j < N; ++j) total += std::exp(mm[size_t(i * N + j)] + 1 - mx);
+      for (int64_t j = 0; j < N; ++j) {
+        double v = mm[size_t(i * N + j)] + 1;
+        e[size_t(i * N + j)] = std::exp(v) * v;
+        sm[size_t(i * N + j)] = std::exp(v - mx) / total;
+      }
+    }
+    expectEveryMatmulKernel(p, in, {e, sm}, 2e-5);
   }
   {
     // A row reduction reads it (softmax), and a broadcast over a bigger
