@@ -514,8 +514,13 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
         if (std::find(seen.begin(), seen.end(), j) != seen.end()) continue;
         seen.push_back(j);
         ok = elementwiseOfShape(j, nodes[i].shape);
-        if (ok && !fused[j]) ok = !host, host = j;
-        else if (ok) todo.insert(todo.end(), readers[j].begin(), readers[j].end());
+        if (!ok) break;
+        if (fused[j]) {
+          todo.insert(todo.end(), readers[j].begin(), readers[j].end());
+          continue;
+        }
+        ok = !host;  // (a second stored node)
+        host = j;
       }
       if (!ok || !host || hosts[*host] || (nodes[*host].dtype != DType::F32 && nodes[*host].dtype != DType::F16))
         continue;
