@@ -19,7 +19,9 @@ namespace {
 // The bytes of values the workgroup-level loops around an invocation loop
 // may carry for it to be unrolled in full once vectorised (loopLevel): 24
 // of AVX-512's 32 vector registers. (The Zen row of the tensor tuning
-// table, 6 rows x 128 lanes of sums, is 3 KiB: unrolled, they would spill.)
+// table, 6 rows x 128 lanes of sums, is 3 KiB: unrolled, they would spill.
+// On a host without AVX-512, 16 registers of 32 bytes, what fits here may
+// spill: to the stack, as the per-invocation arrays it replaces were.)
 constexpr uint64_t kCarriedInRegisters = 24 * 64;
 
 class KernelEmitter {
