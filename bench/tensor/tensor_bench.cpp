@@ -586,9 +586,14 @@ int main(int argc, char** argv) {
           continue;
         }
         for (const auto& f : c->module->functions()) r.dispatches += f->kind() == ir::FunctionKind::Kernel;
-        if (!irPath.empty())
-          std::ofstream(irPath, std::ios::app) << "// [" << target << "] " << name << " " << size << "\n"
-                                               << ir::print(*c->module) << "\n";
+        if (!irPath.empty()) {
+          std::ofstream ir(irPath, std::ios::app);
+          ir << "// [" << target << "] " << name << " " << size << "\n" << ir::print(*c->module) << "\n";
+          if (!ir) {
+            std::cerr << "eph_tensor_bench: --print-ir: cannot write " << irPath << "\n";
+            return 2;
+          }
+        }
         // Progress on stderr, so that a run cut off by a time limit shows where it was.
         std::cerr << "[" << target << "] " << name << " " << size << ": " << r.dispatches << " kernels, first run\n";
         // Inputs are uploaded once; each run allocates, computes and frees
