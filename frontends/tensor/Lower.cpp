@@ -505,18 +505,18 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
           !def->takesEpilogue(p, nodes[i], opts))
         continue;
       // The fused nodes from the reader on and the one stored node they end in.
-      std::vector<uint32_t> todo = {readers[i][0]}, seen;
+      std::vector<uint32_t> pending = {readers[i][0]}, seen;
       std::optional<uint32_t> host;
       bool ok = true;
-      while (ok && !todo.empty()) {
-        uint32_t j = todo.back();
-        todo.pop_back();
+      while (ok && !pending.empty()) {
+        uint32_t j = pending.back();
+        pending.pop_back();
         if (std::find(seen.begin(), seen.end(), j) != seen.end()) continue;
         seen.push_back(j);
         ok = elementwiseOfShape(j, nodes[i].shape);
         if (!ok) break;
         if (fused[j]) {
-          todo.insert(todo.end(), readers[j].begin(), readers[j].end());
+          pending.insert(pending.end(), readers[j].begin(), readers[j].end());
           continue;
         }
         ok = !host;  // (a second stored node)
