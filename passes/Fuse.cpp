@@ -29,6 +29,16 @@
 // in front, K2's loads of %t replaced by the value K1 stored. D1, D2, %t's
 // alloc and free go; kernels no dispatch names any more go. Repeats until
 // nothing fuses, so a chain of n pointwise kernels becomes one.
+// Siblings: a dispatch D1 of a pointwise kernel K1 and the next dispatch D2
+// of a pointwise kernel K2 (only effect-free ops or allocations between),
+// with the same workgroup size and counts and outputs of the same count,
+// that read a buffer in common, where neither reads or writes the other's
+// output (nor any view of it: nothing but D1 and D2 uses the outputs up to
+// D2): one kernel computes both, K2's element inside K1's guard (the
+// counts agree, so the guards do), the common buffer a parameter once and
+// loaded once. It writes two outputs, so it is not pointwise and fuses no
+// further. Producer-consumer fusion is tried first.
+//
 // `--print-after=fuse` shows the result; tests/lit/passes/fuse-*.eir pin what
 // fuses and what must not.
 #include <algorithm>
@@ -131,7 +141,7 @@ class Fuser {
       for (auto& f : m_.functions()) {
         if (!f->isHost()) continue;
         for (auto& op : f->body().ops())
-          if (op->is(OpId::Dispatch) && fuseFrom(*f, op.get())) {
+          if (op->is(OpId::Dispatch) && (fuseFrom(*f, op.get()) || siblingsFrom(*f, op.get()))) {
             again = changed = true;
             break;  // the op list changed
           }
@@ -148,6 +158,16 @@ class Fuser {
     return a ? m_.lookup(dispatch->symbolAttr("kernel")) : nullptr;
   }
 
+  // The next dispatch after d1, with only effect-free ops or allocations between, or null.
+  static Op* nextDispatch(Op* d1) {
+    Op* d2 = d1->nextOp();
+    while (d2 && !d2->is(OpId::Dispatch)) {
+      if (!isEffectFree(*d2) && !d2->is(OpId::Alloc)) return nullptr;
+      d2 = d2->nextOp();
+    }
+    return d2;
+  }
+
   bool fuseFrom(Function& host, Op* d1) {
     ir::Region& body = host.body();
     Function* k1 = kernelOf(d1);
@@ -156,12 +176,7 @@ class Fuser {
     Value* t = d1->operand(3 + p1.out);
     Value* count = allocCount(t, body);
     if (!count) return false;
-    // D2: the next dispatch, with only effect-free ops or allocations between.
-    Op* d2 = d1->nextOp();
-    while (d2 && !d2->is(OpId::Dispatch)) {
-      if (!isEffectFree(*d2) && !d2->is(OpId::Alloc)) return false;
-      d2 = d2->nextOp();
-    }
+    Op* d2 = nextDispatch(d1);
     if (!d2) return false;
     // %t's uses: D1, D2 once, and a top-level free.
     Op* freeOp = nullptr;
@@ -263,6 +278,112 @@ class Fuser {
     return f;
   }
 
+  // Sibling fusion (the file comment) of d1 and the next dispatch.
+  bool siblingsFrom(Function& host, Op* d1) {
+    ir::Region& body = host.body();
+    Function* k1 = kernelOf(d1);
+    Pointwise p1, p2;
+    if (!k1 || !pointwise(*k1, p1)) return false;
+    Op* d2 = nextDispatch(d1);
+    Function* k2 = d2 ? kernelOf(d2) : nullptr;
+    if (!k2 || !pointwise(*k2, p2) || k1->workgroupSize != k2->workgroupSize) return false;
+    for (unsigned g = 0; g < 3; ++g)
+      if (d1->operand(g) != d2->operand(g)) return false;
+    Value* out1 = d1->operand(3 + p1.out);
+    Value* out2 = d2->operand(3 + p2.out);
+    if (out1 == out2 || !sameCount(allocCount(out1, body), allocCount(out2, body))) return false;
+    // Up to D2 nothing else uses the outputs (no view of one that the other
+    // kernel could read): D1 writes out1, D2 out2, and that is all.
+    for (Op* o = body.front(); o && o != d2; o = o->nextOp()) {
+      bool uses = false;
+      o->walk([&](Op* in) {
+        for (unsigned i = 0; i < in->numOperands(); ++i)
+          uses = uses || in->operand(i) == out2 || (in->operand(i) == out1 && o != d1);
+      });
+      if (uses) return false;
+    }
+    // K2's parameters that D1 passes too (an input of K1's of the same type): K1's parameter; else none.
+    std::vector<int> shared(k2->paramTypes().size(), -1);
+    bool any = false;
+    for (unsigned j = 0; j < k2->paramTypes().size(); ++j) {
+      Value* arg = d2->operand(3 + j);
+      if (arg == out1) return false;  // K2 reads K1's output: producer-consumer, not siblings
+      if (j == p2.out) continue;
+      for (unsigned i = 0; i < k1->paramTypes().size(); ++i)
+        if (i != p1.out && d1->operand(3 + i) == arg && k1->paramTypes()[i] == k2->paramTypes()[j]) {
+          shared[j] = int(i);
+          any = true;
+          break;
+        }
+    }
+    if (!any) return false;
+    Function* fused = makeSiblings(*k1, p1, *k2, p2, shared);
+    replaced_.insert(k1->name());
+    replaced_.insert(k2->name());
+    ir::Builder b(m_.context(), body, d2);
+    b.setLoc(d2->loc());
+    ir::Values args;
+    for (unsigned i = 3; i < d1->numOperands(); ++i) args.push_back(d1->operand(i));
+    for (unsigned j = 0; j < k2->paramTypes().size(); ++j)
+      if (shared[j] < 0) args.push_back(d2->operand(3 + j));
+    b.dispatch(*fused, {d2->operand(0), d2->operand(1), d2->operand(2)}, args);
+    d2->erase();
+    d1->erase();
+    return true;
+  }
+
+  Function* makeSiblings(const Function& k1, const Pointwise& p1, const Function& k2, const Pointwise& p2,
+                         const std::vector<int>& shared) {
+    ir::Context& ctx = m_.context();
+    std::vector<const ir::Type*> params(k1.paramTypes().begin(), k1.paramTypes().end());
+    for (unsigned j = 0; j < k2.paramTypes().size(); ++j)
+      if (shared[j] < 0) params.push_back(k2.paramTypes()[j]);
+    std::string name = k1.name() + "_" + k2.name();
+    for (int n = 2; m_.lookup(name); ++n) name = k1.name() + "_" + k2.name() + "." + std::to_string(n);
+    Function* f = m_.addFunction(name, ir::FunctionKind::Kernel, ctx.functionType(params, {}), k1.loc());
+    f->workgroupSize = k1.workgroupSize;
+    std::map<const Value*, Value*> map1, map2;
+    unsigned at = 0;
+    for (unsigned i = 0; i < k1.paramTypes().size(); ++i) {
+      f->param(at)->setName(k1.param(i)->name());
+      map1[k1.param(i)] = f->param(at++);
+    }
+    for (unsigned j = 0; j < k2.paramTypes().size(); ++j) {
+      if (shared[j] >= 0) {
+        map2[k2.param(j)] = f->param(unsigned(shared[j]));
+        continue;
+      }
+      f->param(at)->setName(k2.param(j)->name());
+      map2[k2.param(j)] = f->param(at++);
+    }
+    ir::Region& body = f->body();
+    // (K1 and K2 may be one kernel: `double` twice.)
+    for (auto& op : k1.body().ops())
+      if (!op->is(OpId::If) && !op->is(OpId::Return)) body.append(op->clone(map1));
+    for (auto& op : k2.body().ops())
+      if (!op->is(OpId::If) && !op->is(OpId::Return)) body.append(op->clone(map2));
+    Op* guard = body.append(p1.guard->clone(map1));
+    ir::Region& then = guard->region(0);
+    // K1's loads at the top of its guard, by buffer: K2's loads of the same buffer reuse them.
+    std::map<const Value*, Value*> loaded;
+    for (auto& op : then.ops())
+      if (op->is(OpId::Load) && !loaded.count(op->operand(0))) loaded[op->operand(0)] = op->result();
+    Op* yield = then.back();
+    for (auto& op : p2.guard->region(0).ops()) {
+      if (op->is(OpId::Yield)) continue;
+      Op* c = then.insertBefore(yield, op->clone(map2));
+      if (!c->is(OpId::Load)) continue;
+      if (auto it = loaded.find(c->operand(0)); it != loaded.end() && it->second->type() == c->result()->type()) {
+        map2[op->result()] = it->second;  // (what K2's later ops are cloned with)
+        c->erase();
+      }
+    }
+    ir::Builder b(ctx, body);
+    b.ret();
+    eraseUnusedValues(*f);  // K2's guard is gone: drop what only it used
+    return f;
+  }
+
   // Kernels no dispatch or call names any more, among those fusion replaced.
   void dropUnused() {
     std::set<std::string> named;
@@ -285,7 +406,8 @@ class Fuser {
 
 Pass fusePass() {
   return Pass{"fuse",
-              "producer-consumer fusion of pointwise kernels through a linear temporary (one dispatch for a chain)",
+              "producer-consumer fusion of pointwise kernels through a linear temporary (one dispatch for a chain), "
+              "and of sibling pointwise kernels reading a buffer in common",
               [](ir::Module& m, Diagnostics&) {
                 Fuser f(m);
                 return f.run();
