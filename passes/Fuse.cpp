@@ -158,6 +158,23 @@ class Fuser {
     return a ? m_.lookup(dispatch->symbolAttr("kernel")) : nullptr;
   }
 
+  // A name for the kernel that merges k1 and k2: K1_K2, numbered if taken.
+  std::string mergedName(const Function& k1, const Function& k2) const {
+    std::string name = k1.name() + "_" + k2.name();
+    for (int n = 2; m_.lookup(name); ++n) name = k1.name() + "_" + k2.name() + "." + std::to_string(n);
+    return name;
+  }
+
+  // k1's and then k2's top-level ops but their guards and returns, cloned
+  // into `body` (k1 and k2 may be one kernel: `step` twice).
+  static void cloneTops(ir::Region& body, const Function& k1, std::map<const Value*, Value*>& map1,
+                        const Function& k2, std::map<const Value*, Value*>& map2) {
+    for (auto& op : k1.body().ops())
+      if (!op->is(OpId::If) && !op->is(OpId::Return)) body.append(op->clone(map1));
+    for (auto& op : k2.body().ops())
+      if (!op->is(OpId::If) && !op->is(OpId::Return)) body.append(op->clone(map2));
+  }
+
   // The next dispatch after d1, with only effect-free ops or allocations between, or null.
   static Op* nextDispatch(Op* d1) {
     Op* d2 = d1->nextOp();
@@ -234,9 +251,7 @@ class Fuser {
       if (i != p1.out) params.push_back(k1.paramTypes()[i]);
     for (unsigned i = 0; i < k2.paramTypes().size(); ++i)
       if (i != tParam) params.push_back(k2.paramTypes()[i]);
-    std::string name = k1.name() + "_" + k2.name();
-    for (int n = 2; m_.lookup(name); ++n) name = k1.name() + "_" + k2.name() + "." + std::to_string(n);
-    Function* f = m_.addFunction(name, ir::FunctionKind::Kernel, ctx.functionType(params, {}), k2.loc());
+    Function* f = m_.addFunction(mergedName(k1, k2), ir::FunctionKind::Kernel, ctx.functionType(params, {}), k2.loc());
     f->workgroupSize = k2.workgroupSize;
     std::map<const Value*, Value*> map1, map2;
     unsigned at = 0;
@@ -254,11 +269,7 @@ class Fuser {
     // K1's output length is K2's (the host checked the counts).
     map1[k1.param(p1.out)] = f->param(firstOfK2 + (p2.out > tParam ? p2.out - 1 : p2.out));
     ir::Region& body = f->body();
-    // (K1 and K2 may be one kernel: `step` twice.)
-    for (auto& op : k1.body().ops())
-      if (!op->is(OpId::If) && !op->is(OpId::Return)) body.append(op->clone(map1));
-    for (auto& op : k2.body().ops())
-      if (!op->is(OpId::If) && !op->is(OpId::Return)) body.append(op->clone(map2));
+    cloneTops(body, k1, map1, k2, map2);
     Op* guard = body.append(p2.guard->clone(map2));
     ir::Region& then = guard->region(0);
     Op* first = then.front();
@@ -338,9 +349,7 @@ class Fuser {
     std::vector<const ir::Type*> params(k1.paramTypes().begin(), k1.paramTypes().end());
     for (unsigned j = 0; j < k2.paramTypes().size(); ++j)
       if (shared[j] < 0) params.push_back(k2.paramTypes()[j]);
-    std::string name = k1.name() + "_" + k2.name();
-    for (int n = 2; m_.lookup(name); ++n) name = k1.name() + "_" + k2.name() + "." + std::to_string(n);
-    Function* f = m_.addFunction(name, ir::FunctionKind::Kernel, ctx.functionType(params, {}), k1.loc());
+    Function* f = m_.addFunction(mergedName(k1, k2), ir::FunctionKind::Kernel, ctx.functionType(params, {}), k1.loc());
     f->workgroupSize = k1.workgroupSize;
     std::map<const Value*, Value*> map1, map2;
     unsigned at = 0;
@@ -357,11 +366,7 @@ class Fuser {
       map2[k2.param(j)] = f->param(at++);
     }
     ir::Region& body = f->body();
-    // (K1 and K2 may be one kernel: `double` twice.)
-    for (auto& op : k1.body().ops())
-      if (!op->is(OpId::If) && !op->is(OpId::Return)) body.append(op->clone(map1));
-    for (auto& op : k2.body().ops())
-      if (!op->is(OpId::If) && !op->is(OpId::Return)) body.append(op->clone(map2));
+    cloneTops(body, k1, map1, k2, map2);
     Op* guard = body.append(p1.guard->clone(map1));
     ir::Region& then = guard->region(0);
     // K1's loads at the top of its guard, by buffer: K2's loads of the same buffer reuse them.
