@@ -426,44 +426,58 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
   if (p.error()) return *p.error();
   if (p.outputs().empty()) return Error{{}, "the tensor program has no outputs"};
   const auto& nodes = p.nodes();
-  // Which nodes the outputs need, and where each root's storage is last read.
-  std::vector<bool> needed(nodes.size(), false);
-  for (const auto& [name, id] : p.outputs()) needed[id] = true;
-  for (size_t i = nodes.size(); i-- > 0;)
-    if (needed[i])
-      for (uint32_t in : nodes[i].inputs) needed[in] = true;
+  // Nodes lowered as another op (attentionFromParts): node(i) is what node i is lowered as.
+  std::vector<std::optional<Node>> rewritten(nodes.size());
+  auto node = [&](size_t i) -> const Node& { return rewritten[i] ? *rewritten[i] : nodes[i]; };
+  // Which nodes the outputs need, who reads each, and where each root's storage is last read.
+  std::vector<bool> needed;
+  std::vector<std::vector<uint32_t>> readers;
+  auto findNeeded = [&] {
+    needed.assign(nodes.size(), false);
+    for (const auto& [name, id] : p.outputs()) needed[id] = true;
+    for (size_t i = nodes.size(); i-- > 0;)
+      if (needed[i])
+        for (uint32_t in : node(i).inputs) needed[in] = true;
+    readers.assign(nodes.size(), {});
+    for (size_t j = 0; j < nodes.size(); ++j)
+      if (needed[j])
+        for (uint32_t in : node(j).inputs) readers[in].push_back(uint32_t(j));
+  };
+  findNeeded();
+  std::vector<bool> isOutputRoot(nodes.size(), false);
+  for (const auto& [name, id] : p.outputs()) isOutputRoot[p.root(id)] = true;
+  {
+    bool any = false;
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (needed[i] && (rewritten[i] = attentionFromParts(p, uint32_t(i), readers, isOutputRoot, opts))) any = true;
+    if (any) findNeeded();
+  }
   // Fusion: which elementwise nodes are computed by their readers instead
   // of stored (LowerOptions::fuse), and the stored roots each node reads.
   std::vector<bool> fused(nodes.size(), false);
   std::vector<std::vector<uint32_t>> reads(nodes.size());
   auto findReads = [&](size_t i) {
     reads[i].clear();
-    for (uint32_t in : nodes[i].inputs) {
+    for (uint32_t in : node(i).inputs) {
       if (!fused[in]) reads[i].push_back(p.root(in));
       else reads[i].insert(reads[i].end(), reads[in].begin(), reads[in].end());
     }
     std::sort(reads[i].begin(), reads[i].end());
     reads[i].erase(std::unique(reads[i].begin(), reads[i].end()), reads[i].end());
   };
-  std::vector<std::vector<uint32_t>> readers(nodes.size());
-  for (size_t j = 0; j < nodes.size(); ++j)
-    if (needed[j])
-      for (uint32_t in : nodes[j].inputs) readers[in].push_back(uint32_t(j));
-  std::vector<bool> isOutputRoot(nodes.size(), false);
-  for (const auto& [name, id] : p.outputs()) isOutputRoot[p.root(id)] = true;
   {
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (!needed[i]) continue;
       findReads(i);
-      const OpDef* def = nodes[i].isView ? nullptr : findOp(nodes[i].op);
+      const OpDef* def = node(i).isView ? nullptr : findOp(node(i).op);
       if (!opts.fuse || !def || !def->element || isOutputRoot[i] || readers[i].empty() ||
           reads[i].size() > opts.maxFusedBuffers / 2)
         continue;
       bool ok = true;
       for (uint32_t j : readers[i]) {
-        const OpDef* rd = nodes[j].isView ? nullptr : findOp(nodes[j].op);
+        const OpDef* rd = node(j).isView ? nullptr : findOp(node(j).op);
         ok = ok && rd && (rd->fusesInputs || rd->element) &&
-             (numel(nodes[j].shape) == numel(nodes[i].shape) || (rd->reduces && nodes[j].inputs[0] == i));
+             (numel(nodes[j].shape) == numel(nodes[i].shape) || (rd->reduces && node(j).inputs[0] == i));
         // With N: only into elementwise readers, whose kernels take N rows
         // whole (the others are built for one row of their operands).
         ok = ok && (!isDynamic(nodes[i].shape) || (rd->element && !rd->lower));
@@ -478,7 +492,7 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
         if (!needed[j]) continue;
         findReads(j);
         if (fused[j] || reads[j].size() <= opts.maxFusedBuffers) continue;
-        for (uint32_t x : nodes[j].inputs)
+        for (uint32_t x : node(j).inputs)
           if (fused[x]) fused[x] = false, changed = true;
         if (changed) findReads(j);
       }
@@ -495,14 +509,14 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
   if (opts.fuse) {
     std::vector<bool> hosts(nodes.size(), false);
     auto elementwiseOfShape = [&](uint32_t j, const Shape& shape) {
-      const OpDef* d = nodes[j].isView ? nullptr : findOp(nodes[j].op);
+      const OpDef* d = node(j).isView ? nullptr : findOp(node(j).op);
       return d && d->element && !d->lower && nodes[j].shape == shape;
     };
     for (size_t i = 0; i < nodes.size(); ++i) {
-      const OpDef* def = nodes[i].isView ? nullptr : findOp(nodes[i].op);
+      const OpDef* def = node(i).isView ? nullptr : findOp(node(i).op);
       if (!needed[i] || fused[i] || !def || !def->takesEpilogue || isOutputRoot[i] || readers[i].size() != 1 ||
           isDynamic(nodes[i].shape) ||
-          !def->takesEpilogue(p, nodes[i], opts))
+          !def->takesEpilogue(p, node(i), opts))
         continue;
       // The fused nodes from the reader on and the one stored node they end in.
       std::vector<uint32_t> pending = {readers[i][0]}, seen;
@@ -615,7 +629,7 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
   size_t param = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!needed[i]) continue;
-    const Node& n = nodes[i];
+    const Node& n = node(i);
     if (n.op == "input" || n.op == "const") {
       main->param(unsigned(param))->setName(n.op == "input" ? n.name : "c" + std::to_string(i));
       if (opts.deviceIO) {
@@ -633,6 +647,10 @@ Expected<Compiled> lower(ir::Context& ctx, const Program& p, const LowerOptions&
       if (!def || (!def->lower && !def->element)) return Error{{}, n.site + ": " + n.op + ": no lowering"};
       std::vector<Operand> in;
       for (uint32_t x : n.inputs) in.push_back(operand(x));
+      if (rewritten[i]) {  // attention from its parts: kᵀ (stored: attention fuses no input) read as k
+        std::swap(in[1].shape.end()[-1], in[1].shape.end()[-2]);
+        std::swap(in[1].strides.end()[-1], in[1].strides.end()[-2]);
+      }
       if (fused[i]) {
         fusion[i] = std::make_shared<const Fused>(Fused{&n, def, std::move(in), accumulates[i]});
         continue;

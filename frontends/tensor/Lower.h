@@ -146,6 +146,12 @@ struct LowerOptions {
   // through Kernel's loads (OpDef::fusesInputs) at the node's own size is not
   // stored; each reader computes it where it reads it (docs/tensor.md).
   bool fuse = true;
+  // matmul(softmax(scale·matmul(q, kᵀ) [+ mask]), v) as the attention op
+  // (attentionFromParts, Ops.h): 0 never, 1 where its one kernel for
+  // targets whose invocations are lanes takes it (the cpu target: the
+  // scores stay in the core's cache), 2 on every target (the GPUs' one-pass
+  // kernel; bench/RESULTS.md).
+  unsigned fuseAttention = 1;
   // Most device buffers one fused kernel reads.
   unsigned maxFusedBuffers = 16;
   // @main takes each input and constant as a device buffer it only reads

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -104,6 +105,15 @@ void addLinalgOps(std::vector<OpDef>& ops);   // matmul, gemm, einsum
 void addAttentionOps(std::vector<OpDef>& ops);  // attention
 void addConvOps(std::vector<OpDef>& ops);     // conv, conv_transpose, pooling
 void addIndexOps(std::vector<OpDef>& ops);    // concat, tile, pad, gather/scatter, one-hot, trilu, resize, random
+
+// Node i of p as the attention op (ops/Attention.cpp) where it is
+// matmul(softmax(scale·matmul(q, kᵀ) [+ mask], last axis), v), every part
+// read only by the next and none an output, f32, where
+// LowerOptions::fuseAttention asks for it: inputs q, kᵀ (its last two
+// dimensions still to be swapped: Lowering reads it transposed), v [, the
+// added mask]; attrs the scale.
+std::optional<Node> attentionFromParts(const Program& p, uint32_t i, const std::vector<std::vector<uint32_t>>& readers,
+                                       const std::vector<bool>& isOutputRoot, const LowerOptions& o);
 
 // Why node n (made by `def`) may not have its shapes (a dynamic first
 // dimension in an input or the result), or "" when it may (Program::apply).

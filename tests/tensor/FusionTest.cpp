@@ -522,5 +522,139 @@ TEST(TensorFusion, WhatMustNotBeAMatmulsEpilogue) {
   }
 }
 
+
+// softmax(x) along the last axis of [rows, n], in float64.
+std::vector<double> refSoftmaxRows(std::vector<double> x, int64_t n) {
+  for (size_t r = 0; r * size_t(n) < x.size(); ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[r * size_t(n) + size_t(j)]);
+    for (int64_t j = 0; j < n; ++j) sum += (x[r * size_t(n) + size_t(j)] = std::exp(x[r * size_t(n) + size_t(j)] - mx));
+    for (int64_t j = 0; j < n; ++j) x[r * size_t(n) + size_t(j)] /= sum;
+  }
+  return x;
+}
+
+// The cpu target's options (the strip kernels), whatever the target.
+LowerOptions laneOptions() {
+  LowerOptions o;
+  o.tune = false;
+  o.matmulBlock = 0;
+  o.matmulLanes = 64;
+  o.maxWorkgroupMemory = 1 << 20;
+  return o;
+}
+
+int dispatchesOf(const Program& p, const LowerOptions& o, std::string_view kernel) {
+  ir::Context ctx;
+  auto c = lower(ctx, p, o);
+  EXPECT_TRUE(c) << (c ? "" : c.error().message);
+  int n = 0;
+  if (c)
+    c->module->lookup("main")->walk([&](ir::Op* op) {
+      n += op->is(ir::OpId::Dispatch) && op->symbolAttr("kernel").find(kernel) != std::string::npos;
+    });
+  return n;
+}
+
+// Attention written as its parts, softmax(q·kᵀ / c + mask)·v (an exported
+// encoder's), is the attention op's one strip kernel where the cpu target's
+// options make it (LowerOptions::fuseAttention): a scale by division or
+// by a product with a constant on either side, a float mask added, or
+// neither; against float64, with and without it, on every target (and as
+// the one-pass kernel where asked for).
+TEST(TensorFusion, AttentionFromItsParts) {
+  const int64_t B = 2, H = 3, S = 70, T = 37, D = 16, DV = 20;
+  Program p;
+  Tensor q = p.input("q", DType::F32, {B, H, S, D});
+  Tensor k = p.input("k", DType::F32, {B, H, T, D});
+  Tensor v = p.input("v", DType::F32, {B, H, T, DV});
+  Tensor m = p.input("m", DType::F32, {S, T});
+  Tensor kT = transpose(k, {0, 1, 3, 2});
+  p.output("a", matmul(softmax(matmul(q, kT) / 4.0 + m), v));
+  p.output("b", matmul(softmax(p.constant(HostTensor::of(DType::F32, {}, {0.3})) * matmul(q, kT)), v));
+  p.output("c", matmul(softmax(matmul(q, kT), 3), v));
+  LowerOptions o = laneOptions();
+  EXPECT_EQ(dispatchesOf(p, o, "attention_strips"), 3);
+  EXPECT_EQ(dispatchesOf(p, o, ""), 3);
+  o.fuseAttention = 0;
+  EXPECT_EQ(dispatchesOf(p, o, "attention"), 0);
+  EXPECT_GE(dispatchesOf(p, o, ""), 9);
+  auto qv = randomValues(size_t(B * H * S * D), 60), kv = randomValues(size_t(B * H * T * D), 61),
+       vv = randomValues(size_t(B * H * T * DV), 62), mv = randomValues(size_t(S * T), 63);
+  std::vector<std::vector<double>> want;
+  for (auto [scale, masked] : {std::pair{0.25, true}, {0.3, false}, {1.0, false}}) {
+    std::vector<double> scores(size_t(B * H * S * T)), out(size_t(B * H * S * DV), 0);
+    for (int64_t z = 0; z < B * H; ++z)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t t = 0; t < T; ++t) {
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d) dot += qv[size_t((z * S + s) * D + d)] * kv[size_t((z * T + t) * D + d)];
+          scores[size_t((z * S + s) * T + t)] = dot * scale + (masked ? mv[size_t(s * T + t)] : 0);
+        }
+    scores = refSoftmaxRows(scores, T);
+    for (int64_t z = 0; z < B * H; ++z)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t j = 0; j < DV; ++j)
+          for (int64_t t = 0; t < T; ++t)
+            out[size_t((z * S + s) * DV + j)] += scores[size_t((z * S + s) * T + t)] * vv[size_t((z * T + t) * DV + j)];
+    want.push_back(out);
+  }
+  std::vector<HostTensor> in = {HostTensor::of(DType::F32, {B, H, S, D}, qv), HostTensor::of(DType::F32, {B, H, T, D}, kv),
+                                HostTensor::of(DType::F32, {B, H, T, DV}, vv), HostTensor::of(DType::F32, {S, T}, mv)};
+  for (unsigned fuse : {1, 0, 2}) {
+    SCOPED_TRACE("fuseAttention " + std::to_string(fuse));
+    LowerOptions base = laneOptions();
+    if (fuse == 2) base = LowerOptions{}, base.tune = false;  // the GPUs' one-pass kernel
+    base.fuseAttention = fuse;
+    expectOnAllTargets(p, in, want, 1e-5, base);
+  }
+}
+
+// What must stay parts: the probabilities or the scores read elsewhere (or
+// an output), a softmax along another axis, a scale that is no scalar, a
+// mask multiplied in, f64; and on targets without the strip kernels.
+TEST(TensorFusion, WhatMustNotBeAttention) {
+  auto count = [](const std::function<Tensor(Program&, Tensor, Tensor, Tensor)>& make, DType dt = DType::F32,
+                  LowerOptions o = laneOptions()) {
+    Program p;
+    Tensor q = p.input("q", dt, {2, 40, 8}), k = p.input("k", dt, {2, 30, 8}), v = p.input("v", dt, {2, 30, 5});
+    p.output("y", make(p, q, transpose(k, {0, 2, 1}), v));
+    return dispatchesOf(p, o, "attention");
+  };
+  auto plain = [](Program&, Tensor q, Tensor kT, Tensor v) { return matmul(softmax(matmul(q, kT) / 2.0), v); };
+  EXPECT_EQ(count(plain), 1);  // (the pattern itself)
+  EXPECT_EQ(count([](Program& p, Tensor q, Tensor kT, Tensor v) {
+              Tensor pr = softmax(matmul(q, kT) / 2.0);
+              p.output("probs", pr);
+              return matmul(pr, v);
+            }),
+            0);
+  EXPECT_EQ(count([](Program&, Tensor q, Tensor kT, Tensor v) {
+              Tensor sc = matmul(q, kT);
+              return matmul(softmax(sc / 2.0), v) + sum(sc, {2}, true);
+            }),
+            0);
+  EXPECT_EQ(count([](Program&, Tensor q, Tensor kT, Tensor v) {
+              return matmul(softmax(matmul(q, kT), 1), v);  // (along the queries)
+            }),
+            0);
+  EXPECT_EQ(count([](Program& p, Tensor q, Tensor kT, Tensor v) {
+              Tensor c = p.constant(HostTensor::of(DType::F32, {30}, std::vector<double>(30, 2.0)));
+              return matmul(softmax(matmul(q, kT) / c), v);
+            }),
+            0);
+  EXPECT_EQ(count([](Program& p, Tensor q, Tensor kT, Tensor v) {
+              Tensor m = p.input("m", DType::F32, {40, 30});
+              return matmul(softmax(matmul(q, kT) * m), v);
+            }),
+            0);
+  EXPECT_EQ(count(plain, DType::F64), 0);
+  LowerOptions gpu;
+  gpu.tune = false;
+  EXPECT_EQ(count(plain, DType::F32, gpu), 0);
+  gpu.fuseAttention = 2;  // (asked for: the one-pass kernel)
+  EXPECT_EQ(count(plain, DType::F32, gpu), 1);
+}
+
 }  // namespace
 }  // namespace eph::tensor::test

@@ -878,6 +878,102 @@ TEST(Linalg, AttentionMasksCausalAndScale) {
                      {plain, wb, wf, wc, plain}, 1e-5);
 }
 
+// Attention as one strip kernel (LowerOptions::matmulLanes, the cpu
+// target's; ops/Attention.cpp, stripAttention), forced on every target:
+// query rows past a workgroup's lanes (S = 70: a block of 6), keys fewer
+// than a block of rows (T = 3) or not a multiple of it (37), v as wide as
+// the lanes (64), wider (70 on 16 lanes: the last strip moved back) and
+// narrower (3), a head of 5,
+// masks, causal, scale, k as a transposed view and batches broadcast;
+// against float64. f64 and an empty T keep their kernels.
+TEST(Linalg, AttentionStrips) {
+  auto all = [](int64_t, int64_t, int64_t) { return true; };
+  auto none = [](int64_t, int64_t, int64_t) { return 0.0; };
+  for (auto [lanes, rows, S, T, D, DV] :
+       {std::array<int64_t, 6>{64, 6, 70, 37, 8, 64}, {64, 6, 5, 3, 5, 3}, {16, 5, 70, 37, 8, 70}}) {
+    SCOPED_TRACE("lanes " + std::to_string(lanes) + " rows " + std::to_string(rows) + ": S " + std::to_string(S) +
+                 " T " + std::to_string(T) + " D " + std::to_string(D) + " DV " + std::to_string(DV));
+    const int64_t B = 2;
+    Vec qv = randomValues(size_t(B * S * D), 1200), kv = randomValues(size_t(B * T * D), 1201),
+        vv = randomValues(size_t(B * T * DV), 1202), fm = randomValues(size_t(S * T), 1203);
+    std::vector<double> bm(size_t(S * T));
+    for (size_t i = 0; i < bm.size(); ++i) bm[i] = (i * 7 % 3) != 0;
+    for (int64_t t = 0; t < T; ++t) bm[size_t(1 * T + t)] = 0;  // row 1: every key masked -> zeros
+    Vec kt(kv.size());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < D; ++d) kt[size_t((b * D + d) * T + t)] = kv[size_t((b * T + t) * D + d)];
+    Program p;
+    Tensor q = p.input("q", DType::F32, {B, S, D});
+    Tensor k = p.input("k", DType::F32, {B, T, D});
+    Tensor v = p.input("v", DType::F32, {B, T, DV});
+    p.output("plain", attention(q, k, v));
+    p.output("bool", attention(q, k, v, p.input("bm", DType::Bool, {S, T})));
+    p.output("float", attention(q, k, v, p.input("fm", DType::F32, {1, S, T}), {.scale = 0.7}));
+    p.output("causal", attention(q, k, v, {}, {.causal = true}));
+    p.output("view", attention(q, transpose(p.input("kt", DType::F32, {B, D, T}), {0, 2, 1}), v));
+    // q [2, 1, S, D] against k and v [3, T, ..]: batches [2, 3].
+    Tensor q4 = reshape(q, {B, 1, S, D});
+    Vec k3 = randomValues(size_t(3 * T * D), 1204), v3 = randomValues(size_t(3 * T * DV), 1205);
+    Tensor k3t = p.input("k3", DType::F32, {3, T, D});
+    p.output("bcast", attention(q4, k3t, p.input("v3", DType::F32, {3, T, DV})));
+    LowerOptions o;
+    o.tune = false;
+    o.matmulBlock = 0;
+    o.matmulLanes = unsigned(lanes);
+    o.matmulRows = unsigned(rows);
+    {
+      ir::Context ctx;
+      auto c = lower(ctx, p, o);
+      ASSERT_TRUE(c) << c.error().message;
+      int strips = 0, dispatches = 0;
+      c->module->lookup("main")->walk([&](ir::Op* op) {
+        if (!op->is(ir::OpId::Dispatch)) return;
+        ++dispatches;
+        strips += op->symbolAttr("kernel").find("attention_strips") != std::string::npos;
+      });
+      EXPECT_EQ(strips, 6);
+      EXPECT_EQ(dispatches, 6);
+    }
+    const double sc = 1 / std::sqrt(double(D));
+    Vec plain = refAttention(qv, kv, vv, B, S, T, D, DV, sc, all, none);
+    Vec wb = refAttention(qv, kv, vv, B, S, T, D, DV, sc,
+                          [&](int64_t, int64_t s, int64_t t) { return bm[size_t(s * T + t)] != 0; }, none);
+    Vec wf = refAttention(qv, kv, vv, B, S, T, D, DV, 0.7, all,
+                          [&](int64_t, int64_t s, int64_t t) { return fm[size_t(s * T + t)]; });
+    Vec wc = refAttention(qv, kv, vv, B, S, T, D, DV, sc, [](int64_t, int64_t s, int64_t t) { return t <= s; }, none);
+    Vec qb, kb, vb;
+    for (int64_t b0 = 0; b0 < B; ++b0)
+      for (int64_t b1 = 0; b1 < 3; ++b1) {
+        qb.insert(qb.end(), qv.begin() + b0 * S * D, qv.begin() + (b0 + 1) * S * D);
+        kb.insert(kb.end(), k3.begin() + b1 * T * D, k3.begin() + (b1 + 1) * T * D);
+        vb.insert(vb.end(), v3.begin() + b1 * T * DV, v3.begin() + (b1 + 1) * T * DV);
+      }
+    Vec wbc = refAttention(qb, kb, vb, B * 3, S, T, D, DV, sc, all, none);
+    expectOnAllTargets(p,
+                       {HostTensor::of(DType::F32, {B, S, D}, qv), HostTensor::of(DType::F32, {B, T, D}, kv),
+                        HostTensor::of(DType::F32, {B, T, DV}, vv), HostTensor::of(DType::Bool, {S, T}, bm),
+                        HostTensor::of(DType::F32, {1, S, T}, fm), HostTensor::of(DType::F32, {B, D, T}, kt),
+                        HostTensor::of(DType::F32, {3, T, D}, k3), HostTensor::of(DType::F32, {3, T, DV}, v3)},
+                       {plain, wb, wf, wc, plain, wbc}, 1e-5, o);
+  }
+  // f64, and no keys: not the strip kernel.
+  Program p;
+  Tensor q = p.input("q", DType::F64, {2, 3});
+  Tensor k = p.input("k", DType::F64, {4, 3});
+  p.output("d", attention(q, k, p.input("v", DType::F64, {4, 2})));
+  Tensor q32 = p.input("q32", DType::F32, {2, 3}), k0 = p.input("k0", DType::F32, {0, 3});
+  p.output("e", attention(q32, k0, p.input("v0", DType::F32, {0, 2})));
+  LowerOptions o;
+  o.tune = false;
+  o.matmulBlock = 0;
+  o.matmulLanes = 64;
+  ir::Context ctx;
+  auto c = lower(ctx, p, o);
+  ASSERT_TRUE(c) << c.error().message;
+  for (const auto& f : c->module->functions()) EXPECT_EQ(f->name().find("attention_strips"), std::string::npos);
+}
+
 TEST(Linalg, AttentionBroadcastBatchesEmptyAndErrors) {
   // q [2, 1, 2, 3] with k, v [3, 4, 3] / [3, 4, 2]: batch [2, 3]; and T = 0 gives zeros.
   Program p;

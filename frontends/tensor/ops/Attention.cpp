@@ -221,6 +221,194 @@ Value* onePassAttention(Lowering& l, const Node& n, const Operand& q, const Oper
                   n.attrs.key() + "|" + shapeText(n.shape) + "|S" + num(S));
 }
 
+// Workgroup memory the strip kernel may take (a core's L2, with room): q's
+// block transposed and the scores of its rows.
+constexpr int64_t kStripAttentionBytes = 1 << 20;
+
+// Whether attention runs as stripAttention: on targets whose invocations are
+// vector lanes (LowerOptions::matmulLanes, the cpu target), f32, with q's
+// block and its rows' scores within the workgroup memory it may take.
+bool stripAttentionApplies(const LowerOptions& o, DType t, int64_t batches, int64_t S, int64_t T, int64_t D) {
+  const int64_t L = std::min<int64_t>(o.matmulLanes, 64), bytes = (D + T + 1) * L * 4;
+  return L > 0 && o.matmulRows > 0 && int64_t(o.matmulRows) <= L && t == DType::F32 && S > 0 && T > 0 &&
+         batches <= 65535 && (S + L - 1) / L <= int64_t(o.maxGroupsX) &&
+         bytes <= std::min<int64_t>(kStripAttentionBytes, o.maxWorkgroupMemory);
+}
+
+// attention in one kernel where invocations are vector lanes (the cpu
+// target runs a loop whose bounds the whole workgroup shares once, around
+// the lanes: ops/MatmulStrip.cpp). A workgroup of L lanes takes L query rows
+// of one batch and keeps everything between its phases in workgroup memory,
+// which stays in the core's cache: the S x T scores never go to memory.
+//  1. Lane x copies its row of q, scaled, into Qt[d][x] (q's block
+//     transposed), and computes its row's scores R keys at a time, as the
+//     strip matmul does with A = k (a key's d-th element is the same for
+//     every lane: a broadcast) and B = Qt (a vector load): St[t][x] (+ the
+//     mask, −inf where masked or, causal, past the row).
+//  2. Its softmax over St[·][x]: the maximum, then e^(s − max) in place and
+//     their sum; Inv[x] = 1/sum (0 for a row with nothing kept).
+//  3. (After a barrier: the lanes now read every row's.) out = St·v as a
+//     strip matmul again, lanes along v's columns, R rows of the block at a
+//     time (A = St[t][row], broadcasts; B = v's row t), each sum times its
+//     row's Inv.
+// The last block of keys (of rows) moves back to end at the edge, as the
+// strip matmul's last strip does; rows past S repeat row S − 1 and store
+// nothing.
+Value* stripAttention(Lowering& l, const Node& n, const Operand& q, const Operand& kk, const Operand& v,
+                      const std::optional<Operand>& mask, double scale, bool causal) {
+  const size_t r = n.shape.size();
+  const int64_t S = n.shape[r - 2], DV = n.shape[r - 1], D = q.shape[r - 1], T = kk.shape[r - 2];
+  const Shape batch(n.shape.begin(), n.shape.end() - 2);
+  const int64_t batches = numel(batch);
+  const int64_t L = std::min<int64_t>(l.opts.matmulLanes, 64), R = l.opts.matmulRows;
+  const int64_t U = 4;  // steps of each product's loop a trip
+  std::vector<Operand> in = {q, kk, v};
+  if (mask) in.push_back(*mask);
+  auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
+    ir::Context& ctx = l.ctx;
+    const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
+    Kernel k(bb, ctx, in, inBufs);
+    const ir::Type* f32 = ctx.f32();
+    Value* Qt = bb.workgroupAlloc(f32, D * L);
+    Value* St = bb.workgroupAlloc(f32, T * L);
+    Value* Inv = bb.workgroupAlloc(f32, L);
+    Value* x = bb.localId(0, ctx.i32());
+    Value* s0 = bb.mul(bb.workgroupId(0, ctx.i32()), k.i32(L));
+    Value* gz = bb.workgroupId(2, ctx.i32());
+    // The batch's index (then zeros), and each operand's element at it.
+    std::vector<Value*> idx(r, k.i32(0));
+    Value* rest = gz;
+    for (size_t d = r - 2; d-- > 0;) {
+      idx[d] = d == 0 ? rest : bb.rem(rest, k.i32(batch[d]));
+      if (d > 0) rest = bb.div(rest, k.i32(batch[d]));
+    }
+    Value* qBase = k.offsetOf(0, idx);
+    Value* kBase = k.offsetOf(1, idx);
+    Value* vBase = k.offsetOf(2, idx);
+    Value* mBase = mask ? k.offsetOf(3, idx) : nullptr;
+    Value* row = bb.min(bb.add(s0, x), k.i32(S - 1));
+    Value* zero = k.constant(DType::F32, 0);
+    Value* ninf = k.constant(DType::F32, -INFINITY);
+    // 1. q's row, scaled, then the scores.
+    Value* qRow = bb.add(qBase, mulConst(k, row, q.strides[r - 2]));
+    bb.forOp(k.i32(0), k.i32(D), k.i32(1), {}, [&](Builder& b, Value* d, const Values&) -> Values {
+      Kernel at(b, ctx, in, inBufs);
+      Value* qd = loadAt(at, 0, b.add(qRow, mulConst(at, d, q.strides[r - 1])), DType::F32);
+      b.store(Qt, b.add(b.mul(d, at.i32(L)), x), b.mul(qd, at.constant(DType::F32, scale)));
+      return {};
+    });
+    // A product's loop: `count` steps from k0, sums c += a(i, step)·bv(step).
+    auto steps = [&](Builder& b, Value* k0, int64_t count, Values c, const std::function<Value*(Builder&, Value*)>& bAt,
+                     const std::function<Value*(Builder&, int64_t, Value*)>& aAt) {
+      Kernel at(b, ctx, in, inBufs);
+      for (int64_t u = 0; u < count; ++u) {
+        Value* kk2 = addConst(at, k0, u);
+        Value* bv = bAt(b, kk2);
+        for (int64_t i = 0; i < R; ++i) c[size_t(i)] = b.fma(aAt(b, i, kk2), bv, c[size_t(i)]);
+      }
+      return c;
+    };
+    auto product = [&](Builder& b, int64_t K, const std::function<Value*(Builder&, Value*)>& bAt,
+                       const std::function<Value*(Builder&, int64_t, Value*)>& aAt) {
+      Kernel at(b, ctx, in, inBufs);
+      ir::Op* loop = b.forOp(at.i32(0), at.i32(K / U * U), at.i32(U), Values(size_t(R), zero),
+                             [&](Builder& lb, Value* k0, const Values& c) { return steps(lb, k0, U, c, bAt, aAt); });
+      Values sums = loop->results();
+      if (K % U) sums = steps(b, at.i32(K / U * U), K % U, sums, bAt, aAt);
+      return sums;
+    };
+    const int64_t keyBlocks = (T + R - 1) / R;
+    bb.forOp(k.i32(0), k.i32(keyBlocks), k.i32(1), {}, [&](Builder& b, Value* blk, const Values&) -> Values {
+      Kernel at(b, ctx, in, inBufs);
+      Value* t0 = b.mul(blk, at.i32(R));
+      if (T > R) t0 = b.min(t0, at.i32(T - R));
+      Values keyAt;  // key t0 + i's first element (past T: key T - 1's)
+      for (int64_t i = 0; i < R; ++i) {
+        Value* t = addConst(at, t0, i);
+        if (T < R) t = b.min(t, at.i32(T - 1));
+        keyAt.push_back(b.add(kBase, mulConst(at, t, kk.strides[r - 2])));
+      }
+      Values sc = product(
+          b, D, [&](Builder& ib, Value* d) { return ib.load(Qt, ib.add(ib.mul(d, at.i32(L)), x)); },
+          [&](Builder& ib, int64_t i, Value* d) {
+            Kernel ak(ib, ctx, in, inBufs);
+            return loadAt(ak, 1, ib.add(keyAt[size_t(i)], mulConst(ak, d, kk.strides[r - 1])), DType::F32);
+          });
+      for (int64_t i = 0; i < R; ++i) {
+        Value* t = addConst(at, t0, i);
+        if (T < R) t = b.min(t, at.i32(T - 1));
+        Value* s = sc[size_t(i)];
+        if (mask) {
+          Value* mv = b.load(at.buffer(3), b.add(b.add(mBase, mulConst(at, row, mask->strides[r - 2])),
+                                                 mulConst(at, t, mask->strides[r - 1])));
+          if (mask->dtype == DType::Bool) s = b.select(mv, s, ninf);
+          else s = b.add(s, at.convert(mask->dtype == DType::F16 ? b.cast(mv, f32) : mv, mask->dtype, DType::F32));
+        }
+        if (causal) s = b.select(b.gt(t, row), ninf, s);
+        b.store(St, b.add(b.mul(t, at.i32(L)), x), s);
+      }
+      return {};
+    });
+    // 2. The row's softmax, in place.
+    ir::Op* maxLoop = bb.forOp(k.i32(0), k.i32(T), k.i32(1), {ninf}, [&](Builder& b, Value* t, const Values& c) -> Values {
+      return {b.max(c[0], b.load(St, b.add(b.mul(t, k.i32(L)), x)))};
+    });
+    Value* m = maxLoop->result(0);
+    m = bb.select(bb.eq(m, ninf), zero, m);  // nothing kept: every e^(−inf − 0) is 0
+    ir::Op* sumLoop = bb.forOp(k.i32(0), k.i32(T), k.i32(1), {zero}, [&](Builder& b, Value* t, const Values& c) -> Values {
+      Value* at = b.add(b.mul(t, k.i32(L)), x);
+      Value* e = b.exp(b.sub(b.load(St, at), m));
+      b.store(St, at, e);
+      return {b.add(c[0], e)};
+    });
+    Value* sum = sumLoop->result(0);
+    bb.store(Inv, x, bb.select(bb.eq(sum, zero), zero, bb.div(k.constant(DType::F32, 1), sum)));
+    bb.barrier();
+    // 3. out = St·v, lanes along v's columns.
+    Value* rows = bb.min(k.i32(L), bb.sub(k.i32(S), s0));  // the block's rows
+    Value* rowBlocks = bb.div(addConst(k, rows, R - 1), k.i32(R));
+    Value* out = bufs.back();
+    const ir::Type* storage = irType(ctx, n.dtype);
+    const int64_t colStrips = (DV + L - 1) / L;
+    bb.forOp(k.i32(0), k.i32(colStrips), k.i32(1), {}, [&](Builder& b, Value* strip, const Values&) -> Values {
+      Kernel at(b, ctx, in, inBufs);
+      Value* col = b.mul(strip, at.i32(L));
+      if (DV % L && DV > L) col = b.min(col, at.i32(DV - L));
+      col = b.add(col, x);
+      Value* colIn = DV < L ? b.min(col, at.i32(DV - 1)) : col;
+      Value* vCol = b.add(vBase, mulConst(at, colIn, v.strides[r - 1]));
+      b.forOp(at.i32(0), rowBlocks, at.i32(1), {}, [&](Builder& rb, Value* blk, const Values&) -> Values {
+        Kernel ak(rb, ctx, in, inBufs);
+        Value* r0 = rb.min(rb.mul(blk, ak.i32(R)), ak.i32(L - R));
+        Values o = product(
+            rb, T, [&](Builder& ib, Value* t) {
+              Kernel bk(ib, ctx, in, inBufs);
+              return loadAt(bk, 2, ib.add(vCol, mulConst(bk, t, v.strides[r - 2])), DType::F32);
+            },
+            [&](Builder& ib, int64_t i, Value* t) {
+              return ib.load(St, addConst(ak, ib.add(ib.mul(t, ak.i32(L)), r0), i));
+            });
+        for (int64_t i = 0; i < R; ++i) {
+          Value* lr = addConst(ak, r0, i);
+          Value* ok = rb.lt(lr, rows);
+          if (DV < L) ok = rb.and_(ok, rb.lt(col, ak.i32(DV)));
+          rb.ifOp(ok, {}, [&](Builder& sb) {
+            Value* val = sb.mul(o[size_t(i)], sb.load(Inv, lr));
+            if (val->type() != storage) val = sb.cast(val, storage);
+            Value* at2 = sb.add(sb.mul(sb.add(sb.mul(gz, ak.i32(S)), sb.add(s0, lr)), ak.i32(DV)), col);
+            sb.store(out, at2, val);
+          });
+        }
+        return {};
+      });
+      return {};
+    });
+  };
+  return l.custom("attention_strips", n.dtype, numel(n.shape), in, {unsigned(L), 1, 1},
+                  {(S + L - 1) / L, 1, batches}, build,
+                  n.attrs.key() + "|" + shapeText(n.shape) + "|L" + num(L) + "R" + num(R));
+}
+
 void addAttention(std::vector<OpDef>& ops) {
   OpDef d;
   d.name = "attention";
@@ -248,6 +436,9 @@ void addAttention(std::vector<OpDef>& ops) {
     sshape.push_back(S);
     sshape.push_back(T);
     const int64_t DV = n.shape[r - 1];
+    std::optional<Operand> mask;
+    if (in.size() == 4) mask = withBatch(in[3], sshape, 0);
+    if (stripAttentionApplies(l.opts, t, numel(batch), S, T, D)) return stripAttention(l, n, q, kk, v, mask, scale, causal);
     if (D <= kOnePassHead && DV <= kOnePassHead)
       return onePassAttention(l, n, q, kk, v, in.size() == 4 ? std::optional(withBatch(in[3], sshape, 0)) : std::nullopt,
                               scale, causal);
@@ -336,5 +527,68 @@ void addAttention(std::vector<OpDef>& ops) {
 }  // namespace
 
 void addAttentionOps(std::vector<OpDef>& ops) { addAttention(ops); }
+
+std::optional<Node> attentionFromParts(const Program& p, uint32_t i, const std::vector<std::vector<uint32_t>>& readers,
+                                       const std::vector<bool>& isOutputRoot, const LowerOptions& o) {
+  const auto& nodes = p.nodes();
+  auto is = [&](uint32_t id, const char* op) {
+    return !nodes[id].isView && nodes[id].op == op && nodes[id].dtype == DType::F32;
+  };
+  // Read by `reader` alone, and no output.
+  auto onlyFor = [&](uint32_t id, uint32_t reader) {
+    return !isOutputRoot[id] && readers[id].size() == 1 && readers[id][0] == reader;
+  };
+  if (!o.fuse || !o.fuseAttention || !is(i, "matmul")) return std::nullopt;
+  const uint32_t probs = nodes[i].inputs[0], v = nodes[i].inputs[1];
+  if (!is(probs, "softmax") || !onlyFor(probs, i)) return std::nullopt;
+  const size_t rank = nodes[probs].shape.size();
+  if (int64_t axis = nodes[probs].attrs.i("axis", -1); rank < 2 || !normaliseAxis(axis, rank) || axis != int64_t(rank) - 1)
+    return std::nullopt;
+  // From the softmax's input back: + mask, then the scale, then the scores.
+  uint32_t at = nodes[probs].inputs[0], reader = probs;
+  std::optional<uint32_t> mask;
+  auto other = [&](uint32_t id, uint32_t one) { return nodes[id].inputs[0] == one ? nodes[id].inputs[1] : nodes[id].inputs[0]; };
+  auto sameShape = [&](uint32_t a, uint32_t b) { return nodes[a].shape == nodes[b].shape; };
+  if (is(at, "add") && onlyFor(at, reader)) {
+    for (uint32_t in : nodes[at].inputs)
+      if (sameShape(in, at) && !mask && (is(in, "mul") || is(in, "div") || is(in, "matmul")) &&
+          isFloat(nodes[other(at, in)].dtype))
+        mask = other(at, in), reader = at, at = in;
+    if (!mask) return std::nullopt;
+  }
+  double scale = 1;
+  // A constant of one element (or a view of one).
+  auto scalar = [&](uint32_t id) -> std::optional<double> {
+    const Node& c = nodes[p.root(id)];
+    if (c.op != "const" || !c.data || numel(nodes[id].shape) != 1 || c.data->size() < 1) return std::nullopt;
+    return c.data->get(nodes[id].isView ? nodes[id].offset : 0);
+  };
+  if ((is(at, "mul") || is(at, "div")) && onlyFor(at, reader)) {
+    const bool div = nodes[at].op == "div";
+    std::optional<uint32_t> scores;
+    for (size_t k = 0; k < 2 && !scores; ++k) {
+      const uint32_t in = nodes[at].inputs[k], c = nodes[at].inputs[1 - k];
+      if ((k == 0 || !div) && sameShape(in, at) && is(in, "matmul"))
+        if (auto value = scalar(c); value && *value != 0 && std::isfinite(*value)) scale = div ? 1 / *value : *value, scores = in;
+    }
+    if (!scores) return std::nullopt;
+    reader = at, at = *scores;
+  }
+  if (!is(at, "matmul") || !onlyFor(at, reader)) return std::nullopt;
+  const uint32_t q = nodes[at].inputs[0], kT = nodes[at].inputs[1];
+  for (uint32_t x : {q, kT, v})
+    if (nodes[x].shape.size() < 2 || nodes[x].dtype != DType::F32) return std::nullopt;
+  const Shape& out = nodes[i].shape;
+  const int64_t S = out.end()[-2], T = nodes[kT].shape.back(), D = nodes[q].shape.back();
+  if (o.fuseAttention < 2 && !stripAttentionApplies(o, DType::F32, numel(Shape(out.begin(), out.end() - 2)), S, T, D))
+    return std::nullopt;
+  Node n = nodes[i];
+  n.op = "attention";
+  n.inputs = {q, kT, v};
+  if (mask) n.inputs.push_back(*mask);
+  n.attrs = Attrs{{"scale", scale}};
+  return n;
+}
+
 
 }  // namespace eph::tensor
