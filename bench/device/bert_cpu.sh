@@ -4,7 +4,10 @@
 # EXPORT names them, e.g. EXPORT="b1-s512-d768-l2-h12") on the cpu target
 # (eph_tensor_bench --onnx --targets cpu, EPH_THREADS=N) against PyTorch CPU
 # eager (bench/tensor/bert_peer.py --device cpu --threads N) at the same
-# thread counts (THREADS, default "1 4 16"). Under $OUT: log.txt, bert_cpu.json.
+# thread counts (THREADS, default "1 4 16"); at one thread both run on the
+# same core (taskset -c PIN_CORE, default 2: unpinned, one-thread runs on
+# that VM moved by up to 70% within a call). BENCH_ARGS go to eph_tensor_bench.
+# Under $OUT: log.txt, bert_cpu.json.
 set -u
 OUT=${OUT:-/tmp/eph-bert-cpu-out}
 mkdir -p "$OUT"
@@ -24,9 +27,11 @@ for dir in ${MODELS:-.gl/bert/*}; do
   name=$(basename "$dir")
   IFS=- read -r b s d l h <<< "$name"
   for t in ${THREADS:-1 4 16}; do
-    EPH_THREADS=$t timeout 300 "$BIN/eph_tensor_bench" --onnx "$dir" --targets cpu --runs "${RUNS:-10}" \
-      --json "/tmp/$name-$t.json" > "/tmp/$name-$t.log" 2>&1 || { status=1; tail -5 "/tmp/$name-$t.log"; }
-    python3 bench/tensor/bert_peer.py --device cpu --threads "$t" --runs "${RUNS:-10}" --batch "${b#b}" \
+    pin=()
+    [ "$t" = 1 ] && pin=(taskset -c "${PIN_CORE:-2}")
+    EPH_THREADS=$t timeout 300 "${pin[@]}" "$BIN/eph_tensor_bench" --onnx "$dir" --targets cpu --runs "${RUNS:-10}" \
+      ${BENCH_ARGS:-} --json "/tmp/$name-$t.json" > "/tmp/$name-$t.log" 2>&1 || { status=1; tail -5 "/tmp/$name-$t.log"; }
+    "${pin[@]}" python3 bench/tensor/bert_peer.py --device cpu --threads "$t" --runs "${RUNS:-10}" --batch "${b#b}" \
       --seq "${s#s}" --hidden "${d#d}" --layers "${l#l}" --heads "${h#h}" --label "$name" > "/tmp/$name-$t.torch.json" || status=1
     rows+=("$name-$t")
   done
