@@ -229,7 +229,7 @@ constexpr int64_t kStripAttentionBytes = 1 << 20;
 // vector lanes (LowerOptions::matmulLanes, the cpu target), f32, with q's
 // block and its rows' scores within the workgroup memory it may take.
 bool stripAttentionApplies(const LowerOptions& o, DType t, int64_t batches, int64_t S, int64_t T, int64_t D) {
-  const int64_t L = std::min<int64_t>(o.matmulLanes, 64), bytes = (D + T + 1) * L * 4;
+  const int64_t L = std::min<int64_t>(o.matmulLanes, 64), bytes = (D + T + 1) * L * 4 + 128;  // (+ alignment)
   return L > 0 && o.matmulRows > 0 && int64_t(o.matmulRows) <= L && t == DType::F32 && S > 0 && T > 0 &&
          batches <= 65535 && (S + L - 1) / L <= int64_t(o.maxGroupsX) &&
          bytes <= std::min<int64_t>(kStripAttentionBytes, o.maxWorkgroupMemory);
@@ -576,8 +576,8 @@ std::optional<Node> attentionFromParts(const Program& p, uint32_t i, const std::
   }
   if (!is(at, "matmul") || !onlyFor(at, reader)) return std::nullopt;
   const uint32_t q = nodes[at].inputs[0], kT = nodes[at].inputs[1];
-  for (uint32_t x : {q, kT, v})
-    if (nodes[x].shape.size() < 2 || nodes[x].dtype != DType::F32) return std::nullopt;
+  for (uint32_t x : {q, kT, v, i})
+    if (nodes[x].shape.size() < 2 || nodes[x].dtype != DType::F32 || isDynamic(nodes[x].shape)) return std::nullopt;
   const Shape& out = nodes[i].shape;
   const int64_t S = out.end()[-2], T = nodes[kT].shape.back(), D = nodes[q].shape.back();
   if (o.fuseAttention < 2 && !stripAttentionApplies(o, DType::F32, numel(Shape(out.begin(), out.end() - 2)), S, T, D))
