@@ -883,16 +883,21 @@ TEST(Linalg, AttentionMasksCausalAndScale) {
 // query rows past a workgroup's lanes (S = 70: a block of 6), keys fewer
 // than a block of rows (T = 3) or not a multiple of it (37), v as wide as
 // the lanes (64), wider (70 on 16 lanes: the last strip moved back) and
-// narrower (3), a head of 5,
+// narrower (3), a head of 5, keys in chunks where the workgroup memory
+// holds fewer (100 in chunks of 34, 34 and 32 on 64 lanes, v 20 wide; in 6
+// of 15 and one of 10 on 16 lanes, with a block of rows past them: the
+// softmax and the output's sums carried across chunks),
 // masks, causal, scale, k as a transposed view and batches broadcast;
 // against float64. f64 and an empty T keep their kernels.
 TEST(Linalg, AttentionStrips) {
   auto all = [](int64_t, int64_t, int64_t) { return true; };
   auto none = [](int64_t, int64_t, int64_t) { return 0.0; };
-  for (auto [lanes, rows, S, T, D, DV] :
-       {std::array<int64_t, 6>{64, 6, 70, 37, 8, 64}, {64, 6, 5, 3, 5, 3}, {16, 5, 70, 37, 8, 70}}) {
+  for (auto [lanes, rows, S, T, D, DV, memory] :
+       {std::array<int64_t, 7>{64, 6, 70, 37, 8, 64, 0}, {64, 6, 5, 3, 5, 3, 0}, {64, 6, 20, 100, 8, 20, 18240},
+        {16, 5, 20, 100, 8, 70, 6656}}) {
     SCOPED_TRACE("lanes " + std::to_string(lanes) + " rows " + std::to_string(rows) + ": S " + std::to_string(S) +
-                 " T " + std::to_string(T) + " D " + std::to_string(D) + " DV " + std::to_string(DV));
+                 " T " + std::to_string(T) + " D " + std::to_string(D) + " DV " + std::to_string(DV) + " memory " +
+                 std::to_string(memory));
     const int64_t B = 2;
     Vec qv = randomValues(size_t(B * S * D), 1200), kv = randomValues(size_t(B * T * D), 1201),
         vv = randomValues(size_t(B * T * DV), 1202), fm = randomValues(size_t(S * T), 1203);
@@ -922,6 +927,7 @@ TEST(Linalg, AttentionStrips) {
     o.matmulBlock = 0;
     o.matmulLanes = unsigned(lanes);
     o.matmulRows = unsigned(rows);
+    if (memory) o.maxWorkgroupMemory = unsigned(memory);
     {
       ir::Context ctx;
       auto c = lower(ctx, p, o);
@@ -934,6 +940,11 @@ TEST(Linalg, AttentionStrips) {
       });
       EXPECT_EQ(strips, 6);
       EXPECT_EQ(dispatches, 6);
+      for (const auto& f : c->module->functions()) {  // chunked: the output's sums and their scale in workgroup memory too
+        int allocs = 0;
+        f->walk([&](ir::Op* op) { allocs += op->is(ir::OpId::WorkgroupAlloc); });
+        if (f->name().find("attention_strips") != std::string::npos) EXPECT_EQ(allocs, memory ? 6 : 3);
+      }
     }
     const double sc = 1 / std::sqrt(double(D));
     Vec plain = refAttention(qv, kv, vv, B, S, T, D, DV, sc, all, none);

@@ -225,14 +225,30 @@ Value* onePassAttention(Lowering& l, const Node& n, const Operand& q, const Oper
 // block transposed and the scores of its rows.
 constexpr int64_t kStripAttentionBytes = 1 << 20;
 
+// The keys of one chunk of stripAttention: T where q's block and the scores
+// of all T keys fit the workgroup memory it may take, else fewer, the chunks
+// as even as they can be (each at least R keys, so that its last block of R
+// can move back within it); 0 where even 2R do not fit.
+int64_t stripAttentionChunk(const LowerOptions& o, int64_t T, int64_t D, int64_t DV) {
+  const int64_t L = std::min<int64_t>(o.matmulLanes, 64), R = o.matmulRows;
+  // Qt, St and Inv; chunked also Alpha, Run (2 L) and Ow, the output's
+  // running sums (each allocation aligned to 64 bytes).
+  const int64_t floats = (std::min<int64_t>(kStripAttentionBytes, o.maxWorkgroupMemory) - 6 * 64) / 4;
+  if ((D + T + 1) * L <= floats) return T;
+  const int64_t most = (floats - L * DV) / L - D - 4;
+  if (most < 2 * R) return 0;
+  const int64_t chunks = (T + most - 1) / most, tc = (T + chunks - 1) / chunks;
+  return T - (chunks - 1) * tc >= R ? tc : 0;
+}
+
 // Whether attention runs as stripAttention: on targets whose invocations are
 // vector lanes (LowerOptions::matmulLanes, the cpu target), f32, with q's
-// block and its rows' scores within the workgroup memory it may take.
-bool stripAttentionApplies(const LowerOptions& o, DType t, int64_t batches, int64_t S, int64_t T, int64_t D) {
-  const int64_t L = std::min<int64_t>(o.matmulLanes, 64), bytes = (D + T + 1) * L * 4 + 128;  // (+ alignment)
+// block and a chunk of its rows' scores within the workgroup memory it may take.
+bool stripAttentionApplies(const LowerOptions& o, DType t, int64_t batches, int64_t S, int64_t T, int64_t D,
+                           int64_t DV) {
+  const int64_t L = std::min<int64_t>(o.matmulLanes, 64);
   return L > 0 && o.matmulRows > 0 && int64_t(o.matmulRows) <= L && t == DType::F32 && S > 0 && T > 0 &&
-         batches <= 65535 && (S + L - 1) / L <= int64_t(o.maxGroupsX) &&
-         bytes <= std::min<int64_t>(kStripAttentionBytes, o.maxWorkgroupMemory);
+         batches <= 65535 && (S + L - 1) / L <= int64_t(o.maxGroupsX) && stripAttentionChunk(o, T, D, DV) > 0;
 }
 
 // attention in one kernel where invocations are vector lanes (the cpu
@@ -240,20 +256,24 @@ bool stripAttentionApplies(const LowerOptions& o, DType t, int64_t batches, int6
 // the lanes: ops/MatmulStrip.cpp). A workgroup of L lanes takes L query rows
 // of one batch and keeps everything between its phases in workgroup memory,
 // which stays in the core's cache: the S x T scores never go to memory.
-//  1. Lane x copies its row of q, scaled, into Qt[d][x] (q's block
-//     transposed), and computes its row's scores R keys at a time, as the
-//     strip matmul does with A = k (a key's d-th element is the same for
-//     every lane: a broadcast) and B = Qt (a vector load): St[t][x] (+ the
-//     mask, −inf where masked or, causal, past the row).
-//  2. Its softmax over St[·][x]: the maximum, then e^(s − max) in place and
-//     their sum; Inv[x] = 1/sum (0 for a row with nothing kept).
+// Lane x copies its row of q, scaled, into Qt[d][x] (q's block transposed);
+// then for each chunk of keys (all T where they fit: stripAttentionChunk):
+//  1. Its row's scores, R keys at a time, as the strip matmul computes C
+//     with A = k (a key's d-th element is the same for every lane: a
+//     broadcast) and B = Qt (a vector load): St[t][x] (+ the mask, −inf
+//     where masked or, causal, past the row).
+//  2. Its softmax over St[·][x] in place, online across chunks: the
+//     maximum m so far, e^(s − m), their running sum rescaled by
+//     Alpha[x] = e^(m_before − m); Inv[x] = 1/sum (0 for a row with nothing
+//     kept).
 //  3. (After a barrier: the lanes now read every row's.) out = St·v as a
 //     strip matmul again, lanes along v's columns, R rows of the block at a
-//     time (A = St[t][row], broadcasts; B = v's row t), each sum times its
-//     row's Inv.
-// The last block of keys (of rows) moves back to end at the edge, as the
-// strip matmul's last strip does; rows past S repeat row S − 1 and store
-// nothing.
+//     time (A = St[t][row], broadcasts; B = v's row t), added to the earlier
+//     chunks' sums (kept in Ow, times Alpha); after the last chunk each
+//     times its row's Inv and stored.
+// The last block of keys (of rows) moves back to end at the chunk's (the
+// block's) edge, as the strip matmul's last strip does; rows past S repeat
+// row S − 1 and store nothing.
 Value* stripAttention(Lowering& l, const Node& n, const Operand& q, const Operand& kk, const Operand& v,
                       const std::optional<Operand>& mask, double scale, bool causal) {
   const size_t r = n.shape.size();
@@ -262,6 +282,8 @@ Value* stripAttention(Lowering& l, const Node& n, const Operand& q, const Operan
   const int64_t batches = numel(batch);
   const int64_t L = std::min<int64_t>(l.opts.matmulLanes, 64), R = l.opts.matmulRows;
   const int64_t U = 4;  // steps of each product's loop a trip
+  const int64_t Tc = stripAttentionChunk(l.opts, T, D, DV), chunks = (T + Tc - 1) / Tc;
+  const bool chunked = chunks > 1;
   std::vector<Operand> in = {q, kk, v};
   if (mask) in.push_back(*mask);
   auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
@@ -270,8 +292,11 @@ Value* stripAttention(Lowering& l, const Node& n, const Operand& q, const Operan
     Kernel k(bb, ctx, in, inBufs);
     const ir::Type* f32 = ctx.f32();
     Value* Qt = bb.workgroupAlloc(f32, D * L);
-    Value* St = bb.workgroupAlloc(f32, T * L);
+    Value* St = bb.workgroupAlloc(f32, Tc * L);
     Value* Inv = bb.workgroupAlloc(f32, L);
+    Value* Alpha = chunked ? bb.workgroupAlloc(f32, L) : nullptr;
+    Value* Ow = chunked ? bb.workgroupAlloc(f32, L * DV) : nullptr;
+    Value* Run = chunked ? bb.workgroupAlloc(f32, 2 * L) : nullptr;
     Value* x = bb.localId(0, ctx.i32());
     Value* s0 = bb.mul(bb.workgroupId(0, ctx.i32()), k.i32(L));
     Value* gz = bb.workgroupId(2, ctx.i32());
@@ -289,7 +314,6 @@ Value* stripAttention(Lowering& l, const Node& n, const Operand& q, const Operan
     Value* row = bb.min(bb.add(s0, x), k.i32(S - 1));
     Value* zero = k.constant(DType::F32, 0);
     Value* ninf = k.constant(DType::F32, -INFINITY);
-    // 1. q's row, scaled, then the scores.
     Value* qRow = bb.add(qBase, mulConst(k, row, q.strides[r - 2]));
     bb.forOp(k.i32(0), k.i32(D), k.i32(1), {}, [&](Builder& b, Value* d, const Values&) -> Values {
       Kernel at(b, ctx, in, inBufs);
@@ -298,8 +322,9 @@ Value* stripAttention(Lowering& l, const Node& n, const Operand& q, const Operan
       return {};
     });
     // A product's loop: `count` steps from k0, sums c += a(i, step)·bv(step).
-    auto steps = [&](Builder& b, Value* k0, int64_t count, Values c, const std::function<Value*(Builder&, Value*)>& bAt,
-                     const std::function<Value*(Builder&, int64_t, Value*)>& aAt) {
+    using BAt = std::function<Value*(Builder&, Value*)>;
+    using AAt = std::function<Value*(Builder&, int64_t, Value*)>;
+    auto steps = [&](Builder& b, Value* k0, int64_t count, Values c, const BAt& bAt, const AAt& aAt) {
       Kernel at(b, ctx, in, inBufs);
       for (int64_t u = 0; u < count; ++u) {
         Value* kk2 = addConst(at, k0, u);
@@ -308,105 +333,168 @@ Value* stripAttention(Lowering& l, const Node& n, const Operand& q, const Operan
       }
       return c;
     };
-    auto product = [&](Builder& b, int64_t K, const std::function<Value*(Builder&, Value*)>& bAt,
-                       const std::function<Value*(Builder&, int64_t, Value*)>& aAt) {
+    // Steps 0 .. K (`len`, known to be K where K >= 0) from sums c, U a trip.
+    auto product = [&](Builder& b, Value* len, int64_t K, Values c, const BAt& bAt, const AAt& aAt) {
       Kernel at(b, ctx, in, inBufs);
-      ir::Op* loop = b.forOp(at.i32(0), at.i32(K / U * U), at.i32(U), Values(size_t(R), zero),
-                             [&](Builder& lb, Value* k0, const Values& c) { return steps(lb, k0, U, c, bAt, aAt); });
+      Value* whole = K >= 0 ? at.i32(K / U * U) : b.mul(b.div(len, at.i32(U)), at.i32(U));
+      ir::Op* loop = b.forOp(at.i32(0), whole, at.i32(U), c,
+                             [&](Builder& lb, Value* k0, const Values& cc) { return steps(lb, k0, U, cc, bAt, aAt); });
       Values sums = loop->results();
-      if (K % U) sums = steps(b, at.i32(K / U * U), K % U, sums, bAt, aAt);
-      return sums;
+      if (K >= 0 && K % U) return steps(b, at.i32(K / U * U), K % U, sums, bAt, aAt);
+      if (K >= 0) return sums;
+      return b.forOp(whole, len, at.i32(1), sums, [&](Builder& lb, Value* k0, const Values& cc) {
+               return steps(lb, k0, 1, cc, bAt, aAt);
+             })->results();
     };
-    const int64_t keyBlocks = (T + R - 1) / R;
-    bb.forOp(k.i32(0), k.i32(keyBlocks), k.i32(1), {}, [&](Builder& b, Value* blk, const Values&) -> Values {
-      Kernel at(b, ctx, in, inBufs);
-      Value* t0 = b.mul(blk, at.i32(R));
-      if (T > R) t0 = b.min(t0, at.i32(T - R));
-      Values keyAt;  // key t0 + i's first element (past T: key T - 1's)
-      for (int64_t i = 0; i < R; ++i) {
-        Value* t = addConst(at, t0, i);
-        if (T < R) t = b.min(t, at.i32(T - 1));
-        keyAt.push_back(b.add(kBase, mulConst(at, t, kk.strides[r - 2])));
-      }
-      Values sc = product(
-          b, D, [&](Builder& ib, Value* d) { return ib.load(Qt, ib.add(ib.mul(d, at.i32(L)), x)); },
-          [&](Builder& ib, int64_t i, Value* d) {
-            Kernel ak(ib, ctx, in, inBufs);
-            return loadAt(ak, 1, ib.add(keyAt[size_t(i)], mulConst(ak, d, kk.strides[r - 1])), DType::F32);
-          });
-      for (int64_t i = 0; i < R; ++i) {
-        Value* t = addConst(at, t0, i);
-        if (T < R) t = b.min(t, at.i32(T - 1));
-        Value* s = sc[size_t(i)];
-        if (mask) {
-          Value* mv = b.load(at.buffer(3), b.add(b.add(mBase, mulConst(at, row, mask->strides[r - 2])),
-                                                 mulConst(at, t, mask->strides[r - 1])));
-          if (mask->dtype == DType::Bool) s = b.select(mv, s, ninf);
-          else s = b.add(s, at.convert(mask->dtype == DType::F16 ? b.cast(mv, f32) : mv, mask->dtype, DType::F32));
-        }
-        if (causal) s = b.select(b.gt(t, row), ninf, s);
-        b.store(St, b.add(b.mul(t, at.i32(L)), x), s);
-      }
-      return {};
-    });
-    // 2. The row's softmax, in place.
-    ir::Op* maxLoop = bb.forOp(k.i32(0), k.i32(T), k.i32(1), {ninf}, [&](Builder& b, Value* t, const Values& c) -> Values {
-      return {b.max(c[0], b.load(St, b.add(b.mul(t, k.i32(L)), x)))};
-    });
-    Value* m = maxLoop->result(0);
-    m = bb.select(bb.eq(m, ninf), zero, m);  // nothing kept: every e^(−inf − 0) is 0
-    ir::Op* sumLoop = bb.forOp(k.i32(0), k.i32(T), k.i32(1), {zero}, [&](Builder& b, Value* t, const Values& c) -> Values {
-      Value* at = b.add(b.mul(t, k.i32(L)), x);
-      Value* e = b.exp(b.sub(b.load(St, at), m));
-      b.store(St, at, e);
-      return {b.add(c[0], e)};
-    });
-    Value* sum = sumLoop->result(0);
-    bb.store(Inv, x, bb.select(bb.eq(sum, zero), zero, bb.div(k.constant(DType::F32, 1), sum)));
-    bb.barrier();
-    // 3. out = St·v, lanes along v's columns.
     Value* rows = bb.min(k.i32(L), bb.sub(k.i32(S), s0));  // the block's rows
     Value* rowBlocks = bb.div(addConst(k, rows, R - 1), k.i32(R));
     Value* out = bufs.back();
     const ir::Type* storage = irType(ctx, n.dtype);
     const int64_t colStrips = (DV + L - 1) / L;
-    bb.forOp(k.i32(0), k.i32(colStrips), k.i32(1), {}, [&](Builder& b, Value* strip, const Values&) -> Values {
-      Kernel at(b, ctx, in, inBufs);
-      Value* col = b.mul(strip, at.i32(L));
-      if (DV % L && DV > L) col = b.min(col, at.i32(DV - L));
-      col = b.add(col, x);
-      Value* colIn = DV < L ? b.min(col, at.i32(DV - 1)) : col;
-      Value* vCol = b.add(vBase, mulConst(at, colIn, v.strides[r - 1]));
-      b.forOp(at.i32(0), rowBlocks, at.i32(1), {}, [&](Builder& rb, Value* blk, const Values&) -> Values {
-        Kernel ak(rb, ctx, in, inBufs);
-        Value* r0 = rb.min(rb.mul(blk, ak.i32(R)), ak.i32(L - R));
-        Values o = product(
-            rb, T, [&](Builder& ib, Value* t) {
-              Kernel bk(ib, ctx, in, inBufs);
-              return loadAt(bk, 2, ib.add(vCol, mulConst(bk, t, v.strides[r - 2])), DType::F32);
-            },
-            [&](Builder& ib, int64_t i, Value* t) {
-              return ib.load(St, addConst(ak, ib.add(ib.mul(t, ak.i32(L)), r0), i));
+    // A chunk's phases (chunked: the row's maximum and sum so far in Run,
+    // not carried by the chunks' loop, so that the products' sums stay in
+    // registers: targets/llvm/LowerKernel.cpp's carriedBytes).
+    auto chunkPhases = [&](Builder& cb, Value* chunk) {
+      Kernel ck(cb, ctx, in, inBufs);
+      const Values mc = chunked ? Values{cb.load(Run, x), cb.load(Run, addConst(ck, x, L))} : Values{ninf, zero};
+      Value* c0 = chunked ? cb.mul(chunk, ck.i32(Tc)) : ck.i32(0);
+      Value* len = chunked ? cb.min(ck.i32(Tc), cb.sub(ck.i32(T), c0)) : ck.i32(T);
+      const int64_t K = chunked ? -1 : T;  // the chunk's keys where known
+      // 1. The scores of the chunk's keys.
+      Value* keyBlocks = chunked ? cb.div(addConst(ck, len, R - 1), ck.i32(R)) : ck.i32((T + R - 1) / R);
+      cb.forOp(ck.i32(0), keyBlocks, ck.i32(1), {}, [&](Builder& b, Value* blk, const Values&) -> Values {
+        Kernel at(b, ctx, in, inBufs);
+        Value* t0 = b.mul(blk, at.i32(R));
+        if (T > R) t0 = b.min(t0, b.sub(len, at.i32(R)));  // (every chunk has R keys or more)
+        Values keyAt;  // key c0 + t0 + i's first element (past T: key T - 1's)
+        for (int64_t i = 0; i < R; ++i) {
+          Value* t = addConst(at, t0, i);
+          if (T < R) t = b.min(t, at.i32(T - 1));
+          keyAt.push_back(b.add(kBase, mulConst(at, b.add(c0, t), kk.strides[r - 2])));
+        }
+        Values sc = product(
+            b, nullptr, D, Values(size_t(R), zero), [&](Builder& ib, Value* d) { return ib.load(Qt, ib.add(ib.mul(d, at.i32(L)), x)); },
+            [&](Builder& ib, int64_t i, Value* d) {
+              Kernel ak(ib, ctx, in, inBufs);
+              return loadAt(ak, 1, ib.add(keyAt[size_t(i)], mulConst(ak, d, kk.strides[r - 1])), DType::F32);
             });
         for (int64_t i = 0; i < R; ++i) {
-          Value* lr = addConst(ak, r0, i);
-          Value* ok = rb.lt(lr, rows);
-          if (DV < L) ok = rb.and_(ok, rb.lt(col, ak.i32(DV)));
-          rb.ifOp(ok, {}, [&](Builder& sb) {
-            Value* val = sb.mul(o[size_t(i)], sb.load(Inv, lr));
-            if (val->type() != storage) val = sb.cast(val, storage);
-            Value* at2 = sb.add(sb.mul(sb.add(sb.mul(gz, ak.i32(S)), sb.add(s0, lr)), ak.i32(DV)), col);
-            sb.store(out, at2, val);
-          });
+          Value* t = addConst(at, t0, i);
+          if (T < R) t = b.min(t, at.i32(T - 1));
+          Value* tg = b.add(c0, t);
+          Value* s = sc[size_t(i)];
+          if (mask) {
+            Value* mv = b.load(at.buffer(3), b.add(b.add(mBase, mulConst(at, row, mask->strides[r - 2])),
+                                                   mulConst(at, tg, mask->strides[r - 1])));
+            if (mask->dtype == DType::Bool) s = b.select(mv, s, ninf);
+            else s = b.add(s, at.convert(mask->dtype == DType::F16 ? b.cast(mv, f32) : mv, mask->dtype, DType::F32));
+          }
+          if (causal) s = b.select(b.gt(tg, row), ninf, s);
+          b.store(St, b.add(b.mul(t, at.i32(L)), x), s);
         }
         return {};
       });
+      // 2. The row's softmax, in place, against the maximum so far.
+      ir::Op* maxLoop = cb.forOp(ck.i32(0), len, ck.i32(1), {mc[0]}, [&](Builder& b, Value* t, const Values& c) -> Values {
+        return {b.max(c[0], b.load(St, b.add(b.mul(t, k.i32(L)), x)))};
+      });
+      Value* m = maxLoop->result(0);
+      Value* mSafe = cb.select(cb.eq(m, ninf), zero, m);  // nothing kept: every e^(−inf − 0) is 0
+      ir::Op* sumLoop = cb.forOp(ck.i32(0), len, ck.i32(1), {zero}, [&](Builder& b, Value* t, const Values& c) -> Values {
+        Value* at = b.add(b.mul(t, k.i32(L)), x);
+        Value* e = b.exp(b.sub(b.load(St, at), mSafe));
+        b.store(St, at, e);
+        return {b.add(c[0], e)};
+      });
+      Value* sum = sumLoop->result(0);
+      if (chunked) {
+        Value* alpha = cb.exp(cb.sub(mc[0], mSafe));  // (e^−inf = 0 before any key was kept)
+        cb.store(Alpha, x, alpha);
+        sum = cb.add(cb.mul(mc[1], alpha), sum);
+      }
+      cb.store(Inv, x, cb.select(cb.eq(sum, zero), zero, cb.div(ck.constant(DType::F32, 1), sum)));
+      cb.barrier();
+      // 3. out = St·v, lanes along v's columns.
+      Value* last = chunked ? cb.eq(chunk, ck.i32(chunks - 1)) : nullptr;
+      cb.forOp(ck.i32(0), ck.i32(colStrips), ck.i32(1), {}, [&](Builder& b, Value* strip, const Values&) -> Values {
+        Kernel at(b, ctx, in, inBufs);
+        // (Chunked, the last strip and block do not move back: their sums
+        // add to Ow, so no element may be computed twice.)
+        const bool moveBack = !chunked && DV % L && DV > L, pastDV = DV < L || (chunked && DV % L);
+        Value* col = b.mul(strip, at.i32(L));
+        if (moveBack) col = b.min(col, at.i32(DV - L));
+        col = b.add(col, x);
+        Value* colIn = pastDV ? b.min(col, at.i32(DV - 1)) : col;
+        Value* vCol = b.add(vBase, mulConst(at, colIn, v.strides[r - 1]));
+        b.forOp(at.i32(0), rowBlocks, at.i32(1), {}, [&](Builder& rb, Value* blk, const Values&) -> Values {
+          Kernel ak(rb, ctx, in, inBufs);
+          Value* r0 = rb.mul(blk, ak.i32(R));
+          if (!chunked) r0 = rb.min(r0, ak.i32(L - R));
+          auto rowAt = [&](int64_t i) {  // block row i (chunked, past L: row L - 1, not stored)
+            Value* lr = addConst(ak, r0, i);
+            return chunked && L % R ? rb.min(lr, ak.i32(L - 1)) : lr;
+          };
+          Values o(size_t(R), zero);
+          if (chunked)  // the earlier chunks' sums (zeros first), rescaled to this chunk's maximum
+            for (int64_t i = 0; i < R; ++i) {
+              Value* lr = rowAt(i);
+              o[size_t(i)] = rb.mul(rb.load(Ow, rb.add(rb.mul(lr, ak.i32(DV)), colIn)), rb.load(Alpha, lr));
+            }
+          o = product(
+              rb, len, K, o,
+              [&](Builder& ib, Value* t) {
+                Kernel bk(ib, ctx, in, inBufs);
+                return loadAt(bk, 2, ib.add(vCol, mulConst(bk, ib.add(c0, t), v.strides[r - 2])), DType::F32);
+              },
+              [&](Builder& ib, int64_t i, Value* t) { return ib.load(St, ib.add(ib.mul(t, ak.i32(L)), rowAt(i))); });
+          for (int64_t i = 0; i < R; ++i) {
+            Value* lr = addConst(ak, r0, i);
+            auto put = [&](Builder& sb) {
+              Value* val = sb.mul(o[size_t(i)], sb.load(Inv, lr));
+              if (val->type() != storage) val = sb.cast(val, storage);
+              Value* at2 = sb.add(sb.mul(sb.add(sb.mul(gz, ak.i32(S)), sb.add(s0, lr)), ak.i32(DV)), col);
+              sb.store(out, at2, val);
+            };
+            Value* ok = rb.lt(lr, rows);  // (rows <= L)
+            if (pastDV) ok = rb.and_(ok, rb.lt(col, ak.i32(DV)));
+            if (!chunked) {
+              rb.ifOp(ok, {}, put);
+              continue;
+            }
+            rb.ifOp(rb.and_(ok, last), {}, put);
+            auto hold = [&](Builder& sb) { sb.store(Ow, sb.add(sb.mul(lr, ak.i32(DV)), colIn), o[size_t(i)]); };
+            rb.ifOp(rb.and_(ok, rb.not_(last)), {}, hold);
+          }
+          return {};
+        });
+        return {};
+      });
+      if (chunked) {
+        cb.store(Run, x, m);
+        cb.store(Run, addConst(ck, x, L), sum);
+        cb.barrier();  // before the next chunk's scores overwrite St
+      }
+    };
+    if (!chunked) {
+      chunkPhases(bb, nullptr);
+      return;
+    }
+    // The output's sums and the row's maximum and sum start at 0, −inf and 0
+    // (the first chunk's Alpha is then e^−inf = 0).
+    bb.forOp(k.i32(0), k.i32(DV), k.i32(1), {}, [&](Builder& b, Value* j, const Values&) -> Values {
+      b.store(Ow, b.add(b.mul(j, k.i32(L)), x), zero);
+      return {};
+    });
+    bb.store(Run, x, ninf);
+    bb.store(Run, addConst(k, x, L), zero);
+    bb.forOp(k.i32(0), k.i32(chunks), k.i32(1), {}, [&](Builder& cb, Value* chunk, const Values&) -> Values {
+      chunkPhases(cb, chunk);
       return {};
     });
   };
   return l.custom("attention_strips", n.dtype, numel(n.shape), in, {unsigned(L), 1, 1},
                   {(S + L - 1) / L, 1, batches}, build,
-                  n.attrs.key() + "|" + shapeText(n.shape) + "|L" + num(L) + "R" + num(R));
+                  n.attrs.key() + "|" + shapeText(n.shape) + "|L" + num(L) + "R" + num(R) + "C" + num(Tc));
 }
 
 void addAttention(std::vector<OpDef>& ops) {
@@ -438,7 +526,7 @@ void addAttention(std::vector<OpDef>& ops) {
     const int64_t DV = n.shape[r - 1];
     std::optional<Operand> mask;
     if (in.size() == 4) mask = withBatch(in[3], sshape, 0);
-    if (stripAttentionApplies(l.opts, t, numel(batch), S, T, D)) return stripAttention(l, n, q, kk, v, mask, scale, causal);
+    if (stripAttentionApplies(l.opts, t, numel(batch), S, T, D, DV)) return stripAttention(l, n, q, kk, v, mask, scale, causal);
     if (D <= kOnePassHead && DV <= kOnePassHead)
       return onePassAttention(l, n, q, kk, v, in.size() == 4 ? std::optional(withBatch(in[3], sshape, 0)) : std::nullopt,
                               scale, causal);
@@ -580,7 +668,8 @@ std::optional<Node> attentionFromParts(const Program& p, uint32_t i, const std::
     if (nodes[x].shape.size() < 2 || nodes[x].dtype != DType::F32 || isDynamic(nodes[x].shape)) return std::nullopt;
   const Shape& out = nodes[i].shape;
   const int64_t S = out.end()[-2], T = nodes[kT].shape.back(), D = nodes[q].shape.back();
-  if (o.fuseAttention < 2 && !stripAttentionApplies(o, DType::F32, numel(Shape(out.begin(), out.end() - 2)), S, T, D))
+  if (o.fuseAttention < 2 &&
+      !stripAttentionApplies(o, DType::F32, numel(Shape(out.begin(), out.end() - 2)), S, T, D, nodes[i].shape.back()))
     return std::nullopt;
   Node n = nodes[i];
   n.op = "attention";
