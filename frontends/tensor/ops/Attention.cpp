@@ -1,7 +1,9 @@
 // The attention op: softmax(scale·q·kᵀ + mask)·v (docs/tensor.md, "Linear
-// algebra, convolution and pooling"): one flash-style kernel for heads up to
-// kOnePassHead, four kernels for wider ones. Kernel helpers from
-// LinalgKernels.h.
+// algebra, convolution and pooling"): where invocations are vector lanes (the
+// cpu target) one strip kernel; elsewhere one flash-style kernel for heads up
+// to kOnePassHead, four kernels for wider ones. And attentionFromParts, which
+// lowers the op's parts (matmul, scale, mask, softmax, matmul) as the op.
+// Kernel helpers from LinalgKernels.h.
 #include <cmath>
 #include <optional>
 
