@@ -3,6 +3,8 @@
 #include "targets/llvm/Pipeline.h"
 
 #include <llvm/Config/llvm-config.h>
+#include <llvm/IR/DiagnosticHandler.h>
+#include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -73,8 +75,22 @@ Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned optLev
   return std::unique_ptr<llvm::TargetMachine>(tm);
 }
 
+namespace {
+
+// A loop the kernels ask LLVM to vectorise (llvm.loop.vectorize.enable:
+// invocation loops) that it cannot runs as it is; LLVM would still print
+// "warning: ... loop not vectorized" to the user's stderr for each.
+struct QuietMissedTransformations : llvm::DiagnosticHandler {
+  bool handleDiagnostics(const llvm::DiagnosticInfo& d) override {
+    return d.getKind() == llvm::DK_OptimizationFailure;  // (true: handled; the rest as LLVM does)
+  }
+};
+
+}  // namespace
+
 Status lowerAndOptimize(const ir::Module& m, const LowerOptions& opts, llvm::TargetMachine& tm,
                         llvm::LLVMContext& ctx, std::unique_ptr<llvm::Module>& out, HostLowering* host) {
+  ctx.setDiagnosticHandler(std::make_unique<QuietMissedTransformations>());
   Status s = lowerAndOptimizeOnce(m, opts, tm, ctx, out, host);
   if (s || !opts.lowerHost) return s;
   // Whatever went wrong with host code must not cost the kernels: lower

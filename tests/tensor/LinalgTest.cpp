@@ -11,6 +11,9 @@
 
 #include "frontends/tensor/Lower.h"
 #include "ir/Printer.h"
+#ifdef EPH_HAVE_LLVM
+#include "targets/llvm/Llvm.h"
+#endif
 #include "tests/tensor/LinalgTestUtil.h"
 #include "tests/tensor/TensorTestUtil.h"
 
@@ -984,6 +987,31 @@ TEST(Linalg, AttentionStrips) {
   ASSERT_TRUE(c) << c.error().message;
   for (const auto& f : c->module->functions()) EXPECT_EQ(f->name().find("attention_strips"), std::string::npos);
 }
+
+#ifdef EPH_HAVE_LLVM
+// The cpu target asks LLVM to vectorise its invocation loops; one LLVM
+// cannot (the attention strip kernel has some) runs as it is, and the
+// user's stderr gets no "loop not vectorized" warning for it.
+TEST(Linalg, CpuTargetPrintsNoWarningForALoopNotVectorised) {
+  Program p;
+  Tensor q = p.input("q", DType::F32, {2, 70, 16});
+  Tensor k = p.input("k", DType::F32, {2, 37, 16});
+  p.output("y", attention(q, k, p.input("v", DType::F32, {2, 37, 20})));
+  LowerOptions o;
+  o.tune = false;
+  o.matmulBlock = 0;
+  o.matmulLanes = 64;
+  ir::Context ctx;
+  auto c = lower(ctx, p, o);
+  ASSERT_TRUE(c) << c.error().message;
+  testing::internal::CaptureStderr();
+  auto object = llvmtarget::compileObject(*c->module, {});
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(object) << object.error().message;
+  EXPECT_EQ(err.find("not vectorized"), std::string::npos) << err;
+  EXPECT_EQ(err, "");
+}
+#endif
 
 TEST(Linalg, AttentionBroadcastBatchesEmptyAndErrors) {
   // q [2, 1, 2, 3] with k, v [3, 4, 3] / [3, 4, 2]: batch [2, 3]; and T = 0 gives zeros.
