@@ -881,6 +881,16 @@ TEST(Linalg, AttentionMasksCausalAndScale) {
                      {plain, wb, wf, wc, plain}, 1e-5);
 }
 
+// The strip kernels' options (the cpu target's), forced on any target.
+LowerOptions stripOptions(int64_t lanes, int64_t rows = 6) {
+  LowerOptions o;
+  o.tune = false;
+  o.matmulBlock = 0;
+  o.matmulLanes = unsigned(lanes);
+  o.matmulRows = unsigned(rows);
+  return o;
+}
+
 // Attention as one strip kernel (LowerOptions::matmulLanes, the cpu
 // target's; ops/Attention.cpp, stripAttention), forced on every target:
 // query rows past a workgroup's lanes (S = 70: a block of 6), keys fewer
@@ -925,11 +935,7 @@ TEST(Linalg, AttentionStrips) {
     Vec k3 = randomValues(size_t(3 * T * D), 1204), v3 = randomValues(size_t(3 * T * DV), 1205);
     Tensor k3t = p.input("k3", DType::F32, {3, T, D});
     p.output("bcast", attention(q4, k3t, p.input("v3", DType::F32, {3, T, DV})));
-    LowerOptions o;
-    o.tune = false;
-    o.matmulBlock = 0;
-    o.matmulLanes = unsigned(lanes);
-    o.matmulRows = unsigned(rows);
+    LowerOptions o = stripOptions(lanes, rows);
     if (memory) o.maxWorkgroupMemory = unsigned(memory);
     {
       ir::Context ctx;
@@ -978,12 +984,8 @@ TEST(Linalg, AttentionStrips) {
   p.output("d", attention(q, k, p.input("v", DType::F64, {4, 2})));
   Tensor q32 = p.input("q32", DType::F32, {2, 3}), k0 = p.input("k0", DType::F32, {0, 3});
   p.output("e", attention(q32, k0, p.input("v0", DType::F32, {0, 2})));
-  LowerOptions o;
-  o.tune = false;
-  o.matmulBlock = 0;
-  o.matmulLanes = 64;
   ir::Context ctx;
-  auto c = lower(ctx, p, o);
+  auto c = lower(ctx, p, stripOptions(64));
   ASSERT_TRUE(c) << c.error().message;
   for (const auto& f : c->module->functions()) EXPECT_EQ(f->name().find("attention_strips"), std::string::npos);
 }
@@ -997,12 +999,8 @@ TEST(Linalg, CpuTargetPrintsNoWarningForALoopNotVectorised) {
   Tensor q = p.input("q", DType::F32, {2, 70, 16});
   Tensor k = p.input("k", DType::F32, {2, 37, 16});
   p.output("y", attention(q, k, p.input("v", DType::F32, {2, 37, 20})));
-  LowerOptions o;
-  o.tune = false;
-  o.matmulBlock = 0;
-  o.matmulLanes = 64;
   ir::Context ctx;
-  auto c = lower(ctx, p, o);
+  auto c = lower(ctx, p, stripOptions(64));
   ASSERT_TRUE(c) << c.error().message;
   testing::internal::CaptureStderr();
   auto object = llvmtarget::compileObject(*c->module, {});
