@@ -147,11 +147,17 @@ struct LowerOptions {
   // stored; each reader computes it where it reads it (docs/tensor.md).
   bool fuse = true;
   // matmul(softmax(scale·matmul(q, kᵀ) [+ mask]), v) as the attention op
-  // (attentionFromParts, Ops.h): 0 never, 1 where its one kernel for
-  // targets whose invocations are lanes takes it (the cpu target: the
-  // scores stay in the core's cache), 2 on every target (the GPUs' one-pass
-  // kernel; bench/RESULTS.md).
+  // (attentionFromParts, Ops.h): 0 never, 1 where its strip kernel (targets
+  // whose invocations are lanes, the cpu target: the scores stay in the
+  // core's cache) or its tiled kernel (GPUs: the scores stay in registers
+  // and workgroup memory) takes it, 2 everywhere (also the one-pass kernel;
+  // bench/RESULTS.md).
   unsigned fuseAttention = 1;
+  // The attention op on GPUs as one kernel with its products in register
+  // tiles (ops/Attention.cpp, tiledAttention; f32, q's head a multiple of 4,
+  // v's of 32), or (false) the one-pass kernel of an invocation per row.
+  bool attentionTiles = true;
+  unsigned attentionTileRows = 0;  // its query rows a workgroup (64 or 32; 0: 64 where they fit)
   // Most device buffers one fused kernel reads.
   unsigned maxFusedBuffers = 16;
   // @main takes each input and constant as a device buffer it only reads

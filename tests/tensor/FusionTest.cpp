@@ -558,12 +558,13 @@ int dispatchesOf(const Program& p, const LowerOptions& o, std::string_view kerne
 
 // Attention written as its parts, softmax(q·kᵀ / c + mask)·v (an exported
 // encoder's), is the attention op's one strip kernel where the cpu target's
-// options make it (LowerOptions::fuseAttention): a scale by division or
-// by a product with a constant on either side, a float mask added, or
-// neither; against float64, with and without it, on every target (and as
-// the one-pass kernel where asked for).
+// options make it and its tiled kernel where a GPU's do
+// (LowerOptions::fuseAttention): a scale by division or by a product with a
+// constant on either side, a float mask added, or neither; against float64,
+// with and without it, on every target (and as the one-pass kernel where
+// asked for).
 TEST(TensorFusion, AttentionFromItsParts) {
-  const int64_t B = 2, H = 3, S = 70, T = 37, D = 16, DV = 20;
+  const int64_t B = 2, H = 3, S = 70, T = 37, D = 16, DV = 32;
   Program p;
   Tensor q = p.input("q", DType::F32, {B, H, S, D});
   Tensor k = p.input("k", DType::F32, {B, H, T, D});
@@ -579,6 +580,10 @@ TEST(TensorFusion, AttentionFromItsParts) {
   o.fuseAttention = 0;
   EXPECT_EQ(dispatchesOf(p, o, "attention"), 0);
   EXPECT_GE(dispatchesOf(p, o, ""), 9);
+  LowerOptions gpu;
+  gpu.tune = false;
+  EXPECT_EQ(dispatchesOf(p, gpu, "attention_tiles"), 3);
+  EXPECT_EQ(dispatchesOf(p, gpu, ""), 3);
   auto qv = randomValues(size_t(B * H * S * D), 60), kv = randomValues(size_t(B * H * T * D), 61),
        vv = randomValues(size_t(B * H * T * DV), 62), mv = randomValues(size_t(S * T), 63);
   std::vector<std::vector<double>> want;
@@ -601,18 +606,19 @@ TEST(TensorFusion, AttentionFromItsParts) {
   }
   std::vector<HostTensor> in = {HostTensor::of(DType::F32, {B, H, S, D}, qv), HostTensor::of(DType::F32, {B, H, T, D}, kv),
                                 HostTensor::of(DType::F32, {B, H, T, DV}, vv), HostTensor::of(DType::F32, {S, T}, mv)};
-  for (unsigned fuse : {1, 0, 2}) {
+  for (unsigned fuse : {1, 0, 2, 3}) {  // 3: the GPUs' options, tiled kernel; 2: their one-pass kernel
     SCOPED_TRACE("fuseAttention " + std::to_string(fuse));
     LowerOptions base = laneOptions();
-    if (fuse == 2) base = LowerOptions{}, base.tune = false;  // the GPUs' one-pass kernel
-    base.fuseAttention = fuse;
+    if (fuse >= 2) base = LowerOptions{}, base.tune = false, base.attentionTiles = fuse == 3;
+    base.fuseAttention = std::min(fuse, 2u);
     expectOnAllTargets(p, in, want, 1e-5, base);
   }
 }
 
 // What must stay parts: the probabilities or the scores read elsewhere (or
 // an output), a softmax along another axis, a scale that is no scalar, a
-// mask multiplied in, f64; and on targets without the strip kernels.
+// mask multiplied in, f64; and where neither the strip kernel nor the
+// tiled one applies (GPU options and v 5 wide, or the tiles off).
 TEST(TensorFusion, WhatMustNotBeAttention) {
   auto count = [](const std::function<Tensor(Program&, Tensor, Tensor, Tensor)>& make, DType dt = DType::F32,
                   LowerOptions o = laneOptions()) {
@@ -654,6 +660,16 @@ TEST(TensorFusion, WhatMustNotBeAttention) {
   EXPECT_EQ(count(plain, DType::F32, gpu), 0);
   gpu.fuseAttention = 2;  // (asked for: the one-pass kernel)
   EXPECT_EQ(count(plain, DType::F32, gpu), 1);
+  auto wide = [](const LowerOptions& o) {  // v 32 wide: the tiled kernel's
+    Program p;
+    Tensor q = p.input("q", DType::F32, {2, 40, 8}), k = p.input("k", DType::F32, {2, 30, 8});
+    p.output("y", matmul(softmax(matmul(q, transpose(k, {0, 2, 1})) / 2.0), p.input("v", DType::F32, {2, 30, 32})));
+    return dispatchesOf(p, o, "attention");
+  };
+  gpu.fuseAttention = 1;
+  EXPECT_EQ(wide(gpu), 1);
+  gpu.attentionTiles = false;
+  EXPECT_EQ(wide(gpu), 0);
 }
 
 }  // namespace

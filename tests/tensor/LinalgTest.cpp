@@ -891,6 +891,81 @@ LowerOptions stripOptions(int64_t lanes, int64_t rows = 6) {
   return o;
 }
 
+// Attention under options o as the kernel named `kernel` (each of the six
+// attentions one dispatch of it, with `allocs` workgroup allocations):
+// plain, bool and float masks (row 1 with every key masked: zeros), scale,
+// causal, k as a transposed view and batches broadcast; against float64 on
+// every target.
+void expectAttentionKernel(const LowerOptions& o, const std::string& kernel, int64_t S, int64_t T, int64_t D,
+                           int64_t DV, int allocs) {
+  auto all = [](int64_t, int64_t, int64_t) { return true; };
+  auto none = [](int64_t, int64_t, int64_t) { return 0.0; };
+  const int64_t B = 2;
+  Vec qv = randomValues(size_t(B * S * D), 1200), kv = randomValues(size_t(B * T * D), 1201),
+      vv = randomValues(size_t(B * T * DV), 1202), fm = randomValues(size_t(S * T), 1203);
+  std::vector<double> bm(size_t(S * T));
+  for (size_t i = 0; i < bm.size(); ++i) bm[i] = (i * 7 % 3) != 0;
+  for (int64_t t = 0; t < T; ++t) bm[size_t(1 * T + t)] = 0;  // row 1: every key masked -> zeros
+  Vec kt(kv.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < D; ++d) kt[size_t((b * D + d) * T + t)] = kv[size_t((b * T + t) * D + d)];
+  Program p;
+  Tensor q = p.input("q", DType::F32, {B, S, D});
+  Tensor k = p.input("k", DType::F32, {B, T, D});
+  Tensor v = p.input("v", DType::F32, {B, T, DV});
+  p.output("plain", attention(q, k, v));
+  p.output("bool", attention(q, k, v, p.input("bm", DType::Bool, {S, T})));
+  p.output("float", attention(q, k, v, p.input("fm", DType::F32, {1, S, T}), {.scale = 0.7}));
+  p.output("causal", attention(q, k, v, {}, {.causal = true}));
+  p.output("view", attention(q, transpose(p.input("kt", DType::F32, {B, D, T}), {0, 2, 1}), v));
+  // q [2, 1, S, D] against k and v [3, T, ..]: batches [2, 3].
+  Tensor q4 = reshape(q, {B, 1, S, D});
+  Vec k3 = randomValues(size_t(3 * T * D), 1204), v3 = randomValues(size_t(3 * T * DV), 1205);
+  Tensor k3t = p.input("k3", DType::F32, {3, T, D});
+  p.output("bcast", attention(q4, k3t, p.input("v3", DType::F32, {3, T, DV})));
+  {
+    ir::Context ctx;
+    auto c = lower(ctx, p, o);
+    ASSERT_TRUE(c) << c.error().message;
+    int kernels = 0, dispatches = 0;
+    c->module->lookup("main")->walk([&](ir::Op* op) {
+      if (!op->is(ir::OpId::Dispatch)) return;
+      ++dispatches;
+      kernels += op->symbolAttr("kernel").find(kernel) != std::string::npos;
+    });
+    EXPECT_EQ(kernels, 6);
+    EXPECT_EQ(dispatches, 6);
+    for (const auto& f : c->module->functions()) {
+      if (f->name().find(kernel) == std::string::npos) continue;
+      int n = 0;
+      f->walk([&](ir::Op* op) { n += op->is(ir::OpId::WorkgroupAlloc); });
+      EXPECT_EQ(n, allocs);
+    }
+  }
+  const double sc = 1 / std::sqrt(double(D));
+  Vec plain = refAttention(qv, kv, vv, B, S, T, D, DV, sc, all, none);
+  Vec wb = refAttention(qv, kv, vv, B, S, T, D, DV, sc,
+                        [&](int64_t, int64_t s, int64_t t) { return bm[size_t(s * T + t)] != 0; }, none);
+  Vec wf = refAttention(qv, kv, vv, B, S, T, D, DV, 0.7, all,
+                        [&](int64_t, int64_t s, int64_t t) { return fm[size_t(s * T + t)]; });
+  Vec wc = refAttention(qv, kv, vv, B, S, T, D, DV, sc, [](int64_t, int64_t s, int64_t t) { return t <= s; }, none);
+  Vec qb, kb, vb;
+  for (int64_t b0 = 0; b0 < B; ++b0)
+    for (int64_t b1 = 0; b1 < 3; ++b1) {
+      qb.insert(qb.end(), qv.begin() + b0 * S * D, qv.begin() + (b0 + 1) * S * D);
+      kb.insert(kb.end(), k3.begin() + b1 * T * D, k3.begin() + (b1 + 1) * T * D);
+      vb.insert(vb.end(), v3.begin() + b1 * T * DV, v3.begin() + (b1 + 1) * T * DV);
+    }
+  Vec wbc = refAttention(qb, kb, vb, B * 3, S, T, D, DV, sc, all, none);
+  expectOnAllTargets(p,
+                     {HostTensor::of(DType::F32, {B, S, D}, qv), HostTensor::of(DType::F32, {B, T, D}, kv),
+                      HostTensor::of(DType::F32, {B, T, DV}, vv), HostTensor::of(DType::Bool, {S, T}, bm),
+                      HostTensor::of(DType::F32, {1, S, T}, fm), HostTensor::of(DType::F32, {B, D, T}, kt),
+                      HostTensor::of(DType::F32, {3, T, D}, k3), HostTensor::of(DType::F32, {3, T, DV}, v3)},
+                     {plain, wb, wf, wc, plain, wbc}, 1e-5, o);
+}
+
 // Attention as one strip kernel (LowerOptions::matmulLanes, the cpu
 // target's; ops/Attention.cpp, stripAttention), forced on every target:
 // query rows past a workgroup's lanes (S = 70: a block of 6), keys fewer
@@ -899,83 +974,19 @@ LowerOptions stripOptions(int64_t lanes, int64_t rows = 6) {
 // narrower (3), a head of 5, keys in chunks where the workgroup memory
 // holds fewer (100 in chunks of 34, 34 and 32 on 64 lanes, v 20 wide; in 6
 // of 15 and one of 10 on 16 lanes, with a block of rows past them: the
-// softmax and the output's sums carried across chunks),
-// masks, causal, scale, k as a transposed view and batches broadcast;
-// against float64. f64 and an empty T keep their kernels.
+// softmax and the output's sums carried across chunks; the output's sums
+// and their scale then in workgroup memory too). f64 and an empty T keep
+// their kernels.
 TEST(Linalg, AttentionStrips) {
-  auto all = [](int64_t, int64_t, int64_t) { return true; };
-  auto none = [](int64_t, int64_t, int64_t) { return 0.0; };
   for (auto [lanes, rows, S, T, D, DV, memory] :
        {std::array<int64_t, 7>{64, 6, 70, 37, 8, 64, 0}, {64, 6, 5, 3, 5, 3, 0}, {64, 6, 20, 100, 8, 20, 18240},
         {16, 5, 20, 100, 8, 70, 6656}}) {
     SCOPED_TRACE("lanes " + std::to_string(lanes) + " rows " + std::to_string(rows) + ": S " + std::to_string(S) +
                  " T " + std::to_string(T) + " D " + std::to_string(D) + " DV " + std::to_string(DV) + " memory " +
                  std::to_string(memory));
-    const int64_t B = 2;
-    Vec qv = randomValues(size_t(B * S * D), 1200), kv = randomValues(size_t(B * T * D), 1201),
-        vv = randomValues(size_t(B * T * DV), 1202), fm = randomValues(size_t(S * T), 1203);
-    std::vector<double> bm(size_t(S * T));
-    for (size_t i = 0; i < bm.size(); ++i) bm[i] = (i * 7 % 3) != 0;
-    for (int64_t t = 0; t < T; ++t) bm[size_t(1 * T + t)] = 0;  // row 1: every key masked -> zeros
-    Vec kt(kv.size());
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t d = 0; d < D; ++d) kt[size_t((b * D + d) * T + t)] = kv[size_t((b * T + t) * D + d)];
-    Program p;
-    Tensor q = p.input("q", DType::F32, {B, S, D});
-    Tensor k = p.input("k", DType::F32, {B, T, D});
-    Tensor v = p.input("v", DType::F32, {B, T, DV});
-    p.output("plain", attention(q, k, v));
-    p.output("bool", attention(q, k, v, p.input("bm", DType::Bool, {S, T})));
-    p.output("float", attention(q, k, v, p.input("fm", DType::F32, {1, S, T}), {.scale = 0.7}));
-    p.output("causal", attention(q, k, v, {}, {.causal = true}));
-    p.output("view", attention(q, transpose(p.input("kt", DType::F32, {B, D, T}), {0, 2, 1}), v));
-    // q [2, 1, S, D] against k and v [3, T, ..]: batches [2, 3].
-    Tensor q4 = reshape(q, {B, 1, S, D});
-    Vec k3 = randomValues(size_t(3 * T * D), 1204), v3 = randomValues(size_t(3 * T * DV), 1205);
-    Tensor k3t = p.input("k3", DType::F32, {3, T, D});
-    p.output("bcast", attention(q4, k3t, p.input("v3", DType::F32, {3, T, DV})));
     LowerOptions o = stripOptions(lanes, rows);
     if (memory) o.maxWorkgroupMemory = unsigned(memory);
-    {
-      ir::Context ctx;
-      auto c = lower(ctx, p, o);
-      ASSERT_TRUE(c) << c.error().message;
-      int strips = 0, dispatches = 0;
-      c->module->lookup("main")->walk([&](ir::Op* op) {
-        if (!op->is(ir::OpId::Dispatch)) return;
-        ++dispatches;
-        strips += op->symbolAttr("kernel").find("attention_strips") != std::string::npos;
-      });
-      EXPECT_EQ(strips, 6);
-      EXPECT_EQ(dispatches, 6);
-      for (const auto& f : c->module->functions()) {  // chunked: the output's sums and their scale in workgroup memory too
-        int allocs = 0;
-        f->walk([&](ir::Op* op) { allocs += op->is(ir::OpId::WorkgroupAlloc); });
-        if (f->name().find("attention_strips") != std::string::npos) EXPECT_EQ(allocs, memory ? 6 : 3);
-      }
-    }
-    const double sc = 1 / std::sqrt(double(D));
-    Vec plain = refAttention(qv, kv, vv, B, S, T, D, DV, sc, all, none);
-    Vec wb = refAttention(qv, kv, vv, B, S, T, D, DV, sc,
-                          [&](int64_t, int64_t s, int64_t t) { return bm[size_t(s * T + t)] != 0; }, none);
-    Vec wf = refAttention(qv, kv, vv, B, S, T, D, DV, 0.7, all,
-                          [&](int64_t, int64_t s, int64_t t) { return fm[size_t(s * T + t)]; });
-    Vec wc = refAttention(qv, kv, vv, B, S, T, D, DV, sc, [](int64_t, int64_t s, int64_t t) { return t <= s; }, none);
-    Vec qb, kb, vb;
-    for (int64_t b0 = 0; b0 < B; ++b0)
-      for (int64_t b1 = 0; b1 < 3; ++b1) {
-        qb.insert(qb.end(), qv.begin() + b0 * S * D, qv.begin() + (b0 + 1) * S * D);
-        kb.insert(kb.end(), k3.begin() + b1 * T * D, k3.begin() + (b1 + 1) * T * D);
-        vb.insert(vb.end(), v3.begin() + b1 * T * DV, v3.begin() + (b1 + 1) * T * DV);
-      }
-    Vec wbc = refAttention(qb, kb, vb, B * 3, S, T, D, DV, sc, all, none);
-    expectOnAllTargets(p,
-                       {HostTensor::of(DType::F32, {B, S, D}, qv), HostTensor::of(DType::F32, {B, T, D}, kv),
-                        HostTensor::of(DType::F32, {B, T, DV}, vv), HostTensor::of(DType::Bool, {S, T}, bm),
-                        HostTensor::of(DType::F32, {1, S, T}, fm), HostTensor::of(DType::F32, {B, D, T}, kt),
-                        HostTensor::of(DType::F32, {3, T, D}, k3), HostTensor::of(DType::F32, {3, T, DV}, v3)},
-                       {plain, wb, wf, wc, plain, wbc}, 1e-5, o);
+    expectAttentionKernel(o, "attention_strips", S, T, D, DV, memory ? 6 : 3);
   }
   // f64, and no keys: not the strip kernel.
   Program p;
@@ -988,6 +999,48 @@ TEST(Linalg, AttentionStrips) {
   auto c = lower(ctx, p, stripOptions(64));
   ASSERT_TRUE(c) << c.error().message;
   for (const auto& f : c->module->functions()) EXPECT_EQ(f->name().find("attention_strips"), std::string::npos);
+}
+
+// Attention as one kernel with its products in register tiles (the GPUs';
+// ops/Attention.cpp, tiledAttention) on every target with lavapipe's 32 KiB
+// of workgroup memory: 64 rows a workgroup (S = 70: rows past S; 64: none),
+// 32 where 64 do not fit (D = DV = 64), keys not a multiple of its blocks
+// of 32 (37, 100, 3) and a multiple (64), v 32, 64 and 96 wide, heads of 4,
+// 8, 12 and 64. Not for f64, v's head not a multiple of 32, no keys, or
+// LowerOptions::attentionTiles off.
+TEST(Linalg, AttentionTiles) {
+  LowerOptions o;
+  o.tune = false;
+  o.maxWorkgroupMemory = 32768;
+  for (auto [S, T, D, DV] : {std::array<int64_t, 4>{70, 37, 8, 32}, {20, 100, 64, 64}, {5, 3, 4, 32}, {64, 64, 12, 96}}) {
+    SCOPED_TRACE("S " + std::to_string(S) + " T " + std::to_string(T) + " D " + std::to_string(D) + " DV " +
+                 std::to_string(DV));
+    expectAttentionKernel(o, "attention_tiles", S, T, D, DV, 5);
+  }
+  // The attentions of p that lower as tiled kernels under options lo.
+  auto tiles = [](const Program& p, const LowerOptions& lo) {
+    ir::Context ctx;
+    auto c = lower(ctx, p, lo);
+    EXPECT_TRUE(c) << c.error().message;
+    int n = 0;
+    if (c)
+      for (const auto& f : c->module->functions()) n += f->name().find("attention_tiles") != std::string::npos;
+    return n;
+  };
+  Program p;
+  p.output("d", attention(p.input("q", DType::F64, {2, 4}), p.input("k", DType::F64, {4, 4}),
+                          p.input("v", DType::F64, {4, 32})));
+  p.output("narrow", attention(p.input("q1", DType::F32, {2, 4}), p.input("k1", DType::F32, {4, 4}),
+                               p.input("v1", DType::F32, {4, 20})));
+  p.output("e", attention(p.input("q2", DType::F32, {2, 4}), p.input("k2", DType::F32, {0, 4}),
+                          p.input("v2", DType::F32, {0, 32})));
+  EXPECT_EQ(tiles(p, o), 0);
+  Program p2;
+  p2.output("y", attention(p2.input("q", DType::F32, {8, 8}), p2.input("k", DType::F32, {8, 8}),
+                           p2.input("v", DType::F32, {8, 32})));
+  EXPECT_EQ(tiles(p2, o), 1);
+  o.attentionTiles = false;
+  EXPECT_EQ(tiles(p2, o), 0);
 }
 
 #ifdef EPH_HAVE_LLVM

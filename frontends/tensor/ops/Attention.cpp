@@ -1,9 +1,11 @@
 // The attention op: softmax(scale·q·kᵀ + mask)·v (docs/tensor.md, "Linear
 // algebra, convolution and pooling"): where invocations are vector lanes (the
-// cpu target) one strip kernel; elsewhere one flash-style kernel for heads up
-// to kOnePassHead, four kernels for wider ones. And attentionFromParts, which
+// cpu target) one strip kernel; on GPUs one kernel with register tiles where
+// its shapes allow, else one flash-style kernel of a row an invocation for
+// heads up to kOnePassHead, four kernels for wider ones. And attentionFromParts, which
 // lowers the op's parts (matmul, scale, mask, softmax, matmul) as the op.
 // Kernel helpers from LinalgKernels.h.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -499,6 +501,267 @@ Value* stripAttention(Lowering& l, const Node& n, const Operand& q, const Operan
                   n.attrs.key() + "|" + shapeText(n.shape) + "|L" + num(L) + "R" + num(R) + "C" + num(Tc));
 }
 
+// ---- the tiled kernel (GPUs) --------------------------------------------------------------------
+
+constexpr int64_t kTileKeys = 32;  // keys a block of tiledAttention
+
+// Workgroup memory of tiledAttention with Br rows a workgroup: q's block
+// (D x Br), k's block then the probabilities (D x 32, 32 x Br), v's block
+// (32 x DV) and the rows' partial maxima and sums (2 x Br x 8), f32.
+int64_t tiledAttentionBytes(int64_t Br, int64_t D, int64_t DV) {
+  return 4 * (D * Br + std::max(D * kTileKeys, kTileKeys * Br) + kTileKeys * DV + 2 * Br * 8);
+}
+
+// tiledAttention's query rows a workgroup: 64, or 32 where 64 do not fit the
+// device's workgroup memory; 0 where the kernel does not apply (invocations
+// that are vector lanes, LowerOptions::attentionTiles off, not f32, q's
+// head not a multiple of 4 or v's of 32, or heads too wide).
+int64_t tiledAttentionRows(const LowerOptions& o, DType t, int64_t batches, int64_t S, int64_t D, int64_t DV) {
+  if (o.matmulLanes || !o.attentionTiles || t != DType::F32 || D <= 0 || D % 4 || D > 256 || DV <= 0 || DV % 32 ||
+      DV > 128 || S <= 0 || batches > 65535)
+    return 0;
+  for (int64_t rows : {64, 32})
+    if ((o.attentionTileRows == 0 || o.attentionTileRows == rows) &&
+        tiledAttentionBytes(rows, D, DV) <= int64_t(o.maxWorkgroupMemory) && (S + rows - 1) / rows <= int64_t(o.maxGroupsX))
+      return rows;
+  return 0;
+}
+
+// attention in one kernel on GPUs, flash-style with the products in register
+// tiles: a workgroup of 2·Br invocations takes Br query rows of one batch;
+// invocation (g, c) = (lid / 8, lid % 8) holds rows 4g..4g+3. q's block,
+// scaled, is staged transposed in workgroup memory once (Qt[d][row/4],
+// vec4s of 4 rows). Then for each block of 32 keys:
+//  1. the block's k (transposed: Kt[d][key/4]) and v (Vs[key][col/4]) are
+//     staged, zeros past T;
+//  2. each invocation computes the 4 x 4 scores of its rows and keys 4c..
+//     4c+3 as the blocked matmul computes C (a vec4 of each side a step),
+//     masked (−inf past T, where masked or, causal, past the row), and
+//     writes each row's partial maximum;
+//  3. the rows' maxima m' = max(m, the block's) (every invocation of a row
+//     computes the same), the probabilities e^(s − m') into P[key][row/4]
+//     (over k's block, no longer read) and their partial sums;
+//  4. sum = sum·e^(m − m') + the block's, and the output's sums (4 rows x
+//     DV/8 columns 4c + 32j + {0..3}) times e^(m − m') plus P·v, a vec4 of P
+//     and DV/32 of v a key.
+// At the end each output is its sum / sum (0 for a row with nothing kept).
+// Neither the scores nor the probabilities go to device memory. (Products
+// are mul and add, which the drivers contract: the IR's fma is exact on
+// SPIR-V, emulated, and made this kernel 10x slower on the H200.)
+Value* tiledAttention(Lowering& l, const Node& n, const Operand& q, const Operand& kk, const Operand& v,
+                      const std::optional<Operand>& mask, double scale, bool causal, int64_t Br) {
+  const size_t r = n.shape.size();
+  const int64_t S = n.shape[r - 2], DV = n.shape[r - 1], D = q.shape[r - 1], T = kk.shape[r - 2];
+  const Shape batch(n.shape.begin(), n.shape.end() - 2);
+  const int64_t batches = numel(batch);
+  const int64_t Bc = kTileKeys, G = Br / 4, threads = 8 * G, NJ = DV / 32, NO = 4 * NJ * 4;
+  const int64_t blocks = (T + Bc - 1) / Bc;
+  std::vector<Operand> in = {q, kk, v};
+  if (mask) in.push_back(*mask);
+  auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
+    ir::Context& ctx = l.ctx;
+    const std::vector<Value*> inBufs(bufs.begin(), bufs.end() - 1);
+    Kernel k(bb, ctx, in, inBufs);
+    const ir::Type* f32 = ctx.f32();
+    const ir::Type* v4 = ctx.vectorType(f32, 4);
+    Value* Qt = bb.workgroupAlloc(v4, D * G);
+    Value* KP = bb.workgroupAlloc(v4, std::max(D * Bc, Bc * Br) / 4);
+    Value* Vs = bb.workgroupAlloc(v4, Bc * DV / 4);
+    Value* RedM = bb.workgroupAlloc(f32, Br * 8);
+    Value* RedS = bb.workgroupAlloc(f32, Br * 8);
+    Value* lid = bb.localId(0, ctx.i32());
+    Value* g = bb.div(lid, k.i32(8));
+    Value* c = bb.rem(lid, k.i32(8));
+    Value* s0 = bb.mul(bb.workgroupId(0, ctx.i32()), k.i32(Br));
+    Value* gz = bb.workgroupId(2, ctx.i32());
+    std::vector<Value*> idx(r, k.i32(0));
+    Value* rest = gz;
+    for (size_t d = r - 2; d-- > 0;) {
+      idx[d] = d == 0 ? rest : bb.rem(rest, k.i32(batch[d]));
+      if (d > 0) rest = bb.div(rest, k.i32(batch[d]));
+    }
+    Value* qBase = k.offsetOf(0, idx);
+    Value* kBase = k.offsetOf(1, idx);
+    Value* vBase = k.offsetOf(2, idx);
+    Value* mBase = mask ? k.offsetOf(3, idx) : nullptr;
+    Value* zero = k.constant(DType::F32, 0);
+    Value* one = k.constant(DType::F32, 1);
+    Value* ninf = k.constant(DType::F32, -INFINITY);
+    // For each of `items` vec4s of workgroup memory, item e = lid + threads·u:
+    // put(b, e) in every invocation whose e is below items.
+    auto each = [&](Builder& b, int64_t items, const std::function<void(Builder&, Value*)>& put) {
+      for (int64_t u = 0; u * threads < items; ++u) {
+        Value* e = addConst(k, lid, u * threads);
+        if ((u + 1) * threads <= items) put(b, e);
+        else b.ifOp(b.lt(e, k.i32(items)), {}, [&](Builder& ib) { put(ib, e); });
+      }
+    };
+    // q's block, scaled: Qt[d][gq] = rows s0 + 4gq + i (past S: row S − 1).
+    each(bb, D * G, [&](Builder& b, Value* e) {
+      Kernel at(b, ctx, in, inBufs);
+      Value* d = b.rem(e, at.i32(D));
+      Value* gq = b.div(e, at.i32(D));
+      Values x;
+      for (int64_t i = 0; i < 4; ++i) {
+        Value* row = b.min(b.add(s0, addConst(at, b.mul(gq, at.i32(4)), i)), at.i32(S - 1));
+        Value* off = b.add(qBase, b.add(mulConst(at, row, q.strides[r - 2]), mulConst(at, d, q.strides[r - 1])));
+        x.push_back(b.mul(loadAt(at, 0, off, DType::F32), at.constant(DType::F32, scale)));
+      }
+      b.store(Qt, b.add(b.mul(d, at.i32(G)), gq), b.vecMake(x));
+    });
+    Values rowOf;  // the invocation's rows 4g + i
+    for (int64_t i = 0; i < 4; ++i) rowOf.push_back(bb.add(s0, addConst(k, bb.mul(g, k.i32(4)), i)));
+    Values init(size_t(8 + NO), zero);  // the rows' m (4), sum (4), the output's sums (NO)
+    std::fill_n(init.begin(), 4, ninf);
+    // `count` steps of a product on sums acc, a step a trip (the driver
+    // unrolls; four a trip made the kernel 1.2-1.4x slower on the H200).
+    using Step = std::function<Values(Builder&, Value*, Values)>;
+    auto steps = [&](Builder& b, int64_t count, const Values& acc, const Step& step) {
+      return b.forOp(k.i32(0), k.i32(count), k.i32(1), acc,
+                     [&](Builder& ib, Value* i, const Values& a) { return step(ib, i, a); })
+          ->results();
+    };
+    // (The trip count times num_workgroups.y, always 1, so that the shader
+    // compiler does not unroll the blocks' loop whole.)
+    Value* trips = bb.mul(k.i32(blocks), bb.numWorkgroups(1, ctx.i32()));
+    ir::Op* loop = bb.forOp(k.i32(0), trips, k.i32(1), init, [&](Builder& b, Value* blk, const Values& cs) -> Values {
+      Kernel at(b, ctx, in, inBufs);
+      Value* t0 = b.mul(blk, at.i32(Bc));
+      // 1. k's block transposed (Kt[d][kq]: keys t0 + 4kq + j) and v's.
+      auto keyIn = [&](Builder& ib, Value* key) { return T % Bc ? ib.min(key, at.i32(T - 1)) : key; };
+      auto zeroPast = [&](Builder& ib, Value* key, Value* x) { return T % Bc ? ib.select(ib.lt(key, at.i32(T)), x, zero) : x; };
+      each(b, D * Bc / 4, [&](Builder& ib, Value* e) {
+        Kernel ak(ib, ctx, in, inBufs);
+        Value* d = ib.rem(e, ak.i32(D));
+        Value* kq = ib.div(e, ak.i32(D));
+        Values x;
+        for (int64_t j = 0; j < 4; ++j) {
+          Value* key = ib.add(t0, addConst(ak, ib.mul(kq, ak.i32(4)), j));
+          Value* off = ib.add(kBase, ib.add(mulConst(ak, keyIn(ib, key), kk.strides[r - 2]), mulConst(ak, d, kk.strides[r - 1])));
+          x.push_back(zeroPast(ib, key, loadAt(ak, 1, off, DType::F32)));
+        }
+        ib.store(KP, ib.add(ib.mul(d, ak.i32(Bc / 4)), kq), ib.vecMake(x));
+      });
+      each(b, Bc * DV / 4, [&](Builder& ib, Value* e) {
+        Kernel ak(ib, ctx, in, inBufs);
+        Value* tq = ib.div(e, ak.i32(DV / 4));
+        Value* cq = ib.rem(e, ak.i32(DV / 4));
+        Value* key = ib.add(t0, tq);
+        Value* rowOff = ib.add(vBase, mulConst(ak, keyIn(ib, key), v.strides[r - 2]));
+        Values x;
+        for (int64_t j = 0; j < 4; ++j) {
+          Value* off = ib.add(rowOff, mulConst(ak, addConst(ak, ib.mul(cq, ak.i32(4)), j), v.strides[r - 1]));
+          x.push_back(zeroPast(ib, key, loadAt(ak, 2, off, DType::F32)));
+        }
+        ib.store(Vs, e, ib.vecMake(x));
+      });
+      b.barrier();
+      // 2. The scores of rows 4g + i and keys t0 + 4c + j.
+      Values dots = steps(b, D, Values(16, zero), [&](Builder& ib, Value* d, Values acc) {
+        Value* qa = ib.load(Qt, ib.add(ib.mul(d, at.i32(G)), g));
+        Value* kb = ib.load(KP, ib.add(ib.mul(d, at.i32(Bc / 4)), c));
+        for (unsigned i = 0; i < 4; ++i)
+          for (unsigned j = 0; j < 4; ++j)
+            acc[i * 4 + j] = ib.add(acc[i * 4 + j], ib.mul(ib.vecExtract(qa, i), ib.vecExtract(kb, j)));
+        return acc;
+      });
+      Values s;
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j < 4; ++j) {
+          Value* key = b.add(t0, addConst(at, b.mul(c, at.i32(4)), j));
+          Value* x = dots[size_t(i * 4 + j)];
+          if (mask) {
+            Value* mv = b.load(at.buffer(3), b.add(b.add(mBase, mulConst(at, b.min(rowOf[size_t(i)], at.i32(S - 1)),
+                                                                          mask->strides[r - 2])),
+                                                   mulConst(at, keyIn(b, key), mask->strides[r - 1])));
+            if (mask->dtype == DType::Bool) x = b.select(mv, x, ninf);
+            else x = b.add(x, at.convert(mask->dtype == DType::F16 ? b.cast(mv, f32) : mv, mask->dtype, DType::F32));
+          }
+          if (causal) x = b.select(b.gt(key, rowOf[size_t(i)]), ninf, x);
+          if (T % Bc) x = b.select(b.lt(key, at.i32(T)), x, ninf);
+          s.push_back(x);
+        }
+      // Row 4g + i's 8 partials (maxima, sums) in RedM, RedS: [row][c].
+      auto rowSlots = [&](int64_t i) { return b.mul(addConst(at, b.mul(g, at.i32(4)), i), at.i32(8)); };
+      for (int64_t i = 0; i < 4; ++i) {
+        Value* pm = s[size_t(i * 4)];
+        for (int64_t j = 1; j < 4; ++j) pm = b.max(pm, s[size_t(i * 4 + j)]);
+        b.store(RedM, b.add(rowSlots(i), c), pm);
+      }
+      b.barrier();
+      // 3. The rows' maxima, the probabilities and their partial sums.
+      Values next(cs.size()), alpha;
+      Values p(16);
+      for (int64_t i = 0; i < 4; ++i) {
+        Value* rowBase = rowSlots(i);
+        Value* mNew = cs[size_t(i)];
+        for (int64_t cc = 0; cc < 8; ++cc) mNew = b.max(mNew, b.load(RedM, addConst(at, rowBase, cc)));
+        Value* none = b.eq(mNew, ninf);  // nothing kept yet: every e^(−inf − 0) is 0
+        Value* mSafe = b.select(none, zero, mNew);
+        alpha.push_back(b.select(none, one, b.exp(b.sub(cs[size_t(i)], mNew))));
+        next[size_t(i)] = mNew;
+        Value* ps = zero;
+        for (int64_t j = 0; j < 4; ++j) {
+          p[size_t(i * 4 + j)] = b.exp(b.sub(s[size_t(i * 4 + j)], mSafe));
+          ps = b.add(ps, p[size_t(i * 4 + j)]);
+        }
+        b.store(RedS, b.add(rowSlots(i), c), ps);
+      }
+      for (int64_t j = 0; j < 4; ++j)  // P[key 4c + j][g]: rows 4g..4g+3
+        b.store(KP, b.add(b.mul(addConst(at, b.mul(c, at.i32(4)), j), at.i32(G)), g),
+                b.vecMake({p[size_t(j)], p[size_t(4 + j)], p[size_t(8 + j)], p[size_t(12 + j)]}));
+      b.barrier();
+      // 4. The sums and the output's sums.
+      for (int64_t i = 0; i < 4; ++i) {
+        Value* rowBase = rowSlots(i);
+        Value* sum = b.mul(cs[size_t(4 + i)], alpha[size_t(i)]);
+        for (int64_t cc = 0; cc < 8; ++cc) sum = b.add(sum, b.load(RedS, addConst(at, rowBase, cc)));
+        next[size_t(4 + i)] = sum;
+      }
+      Values o;
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t jj = 0; jj < 4 * NJ; ++jj) o.push_back(b.mul(cs[size_t(8 + i * 4 * NJ + jj)], alpha[size_t(i)]));
+      o = steps(b, Bc, o, [&](Builder& ib, Value* t, Values acc) {
+        Value* pa = ib.load(KP, ib.add(ib.mul(t, at.i32(G)), g));
+        Values vv;
+        for (int64_t jq = 0; jq < NJ; ++jq)
+          vv.push_back(ib.load(Vs, ib.add(ib.mul(t, at.i32(DV / 4)), addConst(at, c, 8 * jq))));
+        for (unsigned i = 0; i < 4; ++i)
+          for (int64_t jq = 0; jq < NJ; ++jq)
+            for (unsigned e = 0; e < 4; ++e) {
+              Value*& x = acc[size_t((i * NJ + jq) * 4 + e)];
+              x = ib.add(x, ib.mul(ib.vecExtract(pa, i), ib.vecExtract(vv[size_t(jq)], e)));
+            }
+        return acc;
+      });
+      for (int64_t x = 0; x < NO; ++x) next[size_t(8 + x)] = o[size_t(x)];
+      b.barrier();  // before the next block overwrites k's, v's and the partials
+      return next;
+    });
+    Value* out = bufs.back();
+    const ir::Type* storage = irType(ctx, n.dtype);
+    for (int64_t i = 0; i < 4; ++i) {
+      auto put = [&](Builder& b) {
+        Kernel at(b, ctx, in, inBufs);
+        Value* sum = loop->result(unsigned(4 + i));
+        Value* inv = b.select(b.eq(sum, zero), zero, b.div(one, sum));
+        Value* base = b.mul(b.add(b.mul(gz, at.i32(S)), rowOf[size_t(i)]), at.i32(DV));
+        for (int64_t jq = 0; jq < NJ; ++jq)
+          for (int64_t e = 0; e < 4; ++e) {
+            Value* col = addConst(at, b.mul(c, at.i32(4)), 32 * jq + e);
+            Value* val = b.mul(loop->result(unsigned(8 + (i * NJ + jq) * 4 + e)), inv);
+            if (val->type() != storage) val = b.cast(val, storage);
+            b.store(out, b.add(base, col), val);
+          }
+      };
+      if (S % Br) bb.ifOp(bb.lt(rowOf[size_t(i)], k.i32(S)), {}, put);
+      else put(bb);
+    }
+  };
+  return l.custom("attention_tiles", n.dtype, numel(n.shape), in, {unsigned(threads), 1, 1},
+                  {(S + Br - 1) / Br, 1, batches}, build, n.attrs.key() + "|" + shapeText(n.shape) + "|Br" + num(Br));
+}
+
 void addAttention(std::vector<OpDef>& ops) {
   OpDef d;
   d.name = "attention";
@@ -529,6 +792,8 @@ void addAttention(std::vector<OpDef>& ops) {
     std::optional<Operand> mask;
     if (in.size() == 4) mask = withBatch(in[3], sshape, 0);
     if (stripAttentionApplies(l.opts, t, numel(batch), S, T, D, DV)) return stripAttention(l, n, q, kk, v, mask, scale, causal);
+    if (int64_t rows = tiledAttentionRows(l.opts, t, numel(batch), S, D, DV); rows > 0 && T > 0)
+      return tiledAttention(l, n, q, kk, v, mask, scale, causal, rows);
     if (D <= kOnePassHead && DV <= kOnePassHead)
       return onePassAttention(l, n, q, kk, v, in.size() == 4 ? std::optional(withBatch(in[3], sshape, 0)) : std::nullopt,
                               scale, causal);
@@ -670,8 +935,9 @@ std::optional<Node> attentionFromParts(const Program& p, uint32_t i, const std::
     if (nodes[x].shape.size() < 2 || nodes[x].dtype != DType::F32 || isDynamic(nodes[x].shape)) return std::nullopt;
   const Shape& out = nodes[i].shape;
   const int64_t S = out.end()[-2], T = nodes[kT].shape.back(), D = nodes[q].shape.back();
-  if (o.fuseAttention < 2 &&
-      !stripAttentionApplies(o, DType::F32, numel(Shape(out.begin(), out.end() - 2)), S, T, D, nodes[i].shape.back()))
+  const int64_t batches = numel(Shape(out.begin(), out.end() - 2)), DV = out.back();
+  if (o.fuseAttention < 2 && !stripAttentionApplies(o, DType::F32, batches, S, T, D, DV) &&
+      !(T > 0 && tiledAttentionRows(o, DType::F32, batches, S, D, DV) > 0))
     return std::nullopt;
   Node n = nodes[i];
   n.op = "attention";
