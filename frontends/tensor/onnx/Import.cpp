@@ -90,12 +90,14 @@ Expected<std::string> externalData(const ::onnx::TensorProto& t, const std::stri
   if (!inside) return err("E400", what + ": external data location '" + location + "' is outside the model's folder");
   if (offset < 0 || length < -1) return err("E400", what + ": a negative external data offset or length");
   std::string path = (std::filesystem::path(baseDir) / rel).string();
+  std::error_code ec;
   std::ifstream f(path, std::ios::binary);
-  if (!f) return err("E400", what + ": cannot read its external data file '" + location + "'");
+  if (!std::filesystem::is_regular_file(path, ec) || !f)
+    return err("E400", what + ": cannot read its external data file '" + location + "'");
   f.seekg(0, std::ios::end);
   const int64_t size = int64_t(f.tellg());
   if (length < 0) length = size - std::min(offset, size);
-  if (offset + length > size)
+  if (offset > size || length > size - offset)
     return err("E400", what + ": external data at " + std::to_string(offset) + " + " + std::to_string(length) +
                            " bytes is past the end of '" + location + "' (" + std::to_string(size) + " bytes)");
   std::string data(size_t(length), '\0');
@@ -125,49 +127,40 @@ Expected<HostTensor> fromProto(const ::onnx::TensorProto& t, const std::string& 
     count *= d;
     shape.push_back(d);
   }
-  HostTensor h(*dt, shape);
+  // The data is checked against the dims before the tensor is allocated, so
+  // that dims claiming more than the model holds are an error, not a huge
+  // allocation.
   size_t want = size_t(count) * hostBytes(*dt);
   if (t.has_raw_data()) {
     if (t.raw_data().size() != want)
       return err("E400", what + ": raw data of " + std::to_string(t.raw_data().size()) + " bytes for " +
                              std::to_string(count) + " elements of " + std::string(dtypeName(*dt)) + " (" +
                              std::to_string(want) + " bytes)");
+    HostTensor h(*dt, shape);
     std::memcpy(h.bytes.data(), t.raw_data().data(), want);
     if (*dt == DType::Bool)
       for (auto& b : h.bytes) b = std::byte(b != std::byte(0));
     return h;
   }
-  auto sizeError = [&](int n) {
+  // The typed field holding this dtype's values, and how many it has.
+  const int n = *dt == DType::F32                              ? t.float_data_size()
+                : *dt == DType::F64                            ? t.double_data_size()
+                : *dt == DType::I64                            ? t.int64_data_size()
+                : *dt == DType::U32 || *dt == DType::U64       ? t.uint64_data_size()
+                                                               : t.int32_data_size();
+  if (n != count)
     return err("E400", what + ": " + std::to_string(n) + " values for " + std::to_string(count) + " elements " +
                            shapeText(shape));
-  };
-  switch (*dt) {
-    case DType::F32:
-      if (t.float_data_size() != count) return sizeError(t.float_data_size());
-      for (int64_t i = 0; i < count; ++i) put<float>(h, i, t.float_data(int(i)));
-      break;
-    case DType::F64:
-      if (t.double_data_size() != count) return sizeError(t.double_data_size());
-      for (int64_t i = 0; i < count; ++i) put<double>(h, i, t.double_data(int(i)));
-      break;
-    case DType::I64:
-      if (t.int64_data_size() != count) return sizeError(t.int64_data_size());
-      for (int64_t i = 0; i < count; ++i) put<int64_t>(h, i, t.int64_data(int(i)));
-      break;
-    case DType::U32:
-    case DType::U64:
-      if (t.uint64_data_size() != count) return sizeError(t.uint64_data_size());
-      for (int64_t i = 0; i < count; ++i) h.setInt(i, int64_t(t.uint64_data(int(i))));
-      break;
-    case DType::F16:
-      if (t.int32_data_size() != count) return sizeError(t.int32_data_size());
-      for (int64_t i = 0; i < count; ++i) put<uint16_t>(h, i, uint16_t(t.int32_data(int(i))));
-      break;
-    default:
-      if (t.int32_data_size() != count) return sizeError(t.int32_data_size());
-      for (int64_t i = 0; i < count; ++i) h.setInt(i, t.int32_data(int(i)));
-      break;
-  }
+  HostTensor h(*dt, shape);
+  for (int64_t i = 0; i < count; ++i) switch (*dt) {
+      case DType::F32: put<float>(h, i, t.float_data(int(i))); break;
+      case DType::F64: put<double>(h, i, t.double_data(int(i))); break;
+      case DType::I64: put<int64_t>(h, i, t.int64_data(int(i))); break;
+      case DType::U32:
+      case DType::U64: h.setInt(i, int64_t(t.uint64_data(int(i)))); break;
+      case DType::F16: put<uint16_t>(h, i, uint16_t(t.int32_data(int(i)))); break;
+      default: h.setInt(i, t.int32_data(int(i))); break;
+    }
   return h;
 }
 
@@ -233,19 +226,25 @@ Expected<HostTensor> readNpy(std::string_view b, const std::string& what) {
   if (shapeText_.empty()) return bad("no shape");
   Shape shape;
   std::string num;
+  uint64_t count = 1;  // (at most 2^40, as fromProto's)
   for (char c : shapeText_.substr(1)) {
-    if (std::isdigit(static_cast<unsigned char>(c))) num += c;
-    else if (!num.empty()) {
-      shape.push_back(std::stoll(num));
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      num += c;
+      if (num.size() > 12) return bad("a dimension of more than 12 digits");
+    } else if (!num.empty()) {
+      const int64_t d = std::stoll(num);
+      if (d > 0 && count > (uint64_t(1) << 40) / uint64_t(d)) return bad("too many elements");
+      count *= uint64_t(d);
+      shape.push_back(d);
       num.clear();
     }
   }
-  HostTensor h(kind->second, shape);
-  size_t data = start + hlen;
-  if (b.size() - data != h.bytes.size())
+  const size_t data = start + hlen, want = size_t(count) * hostBytes(kind->second);
+  if (b.size() - data != want)
     return bad(std::to_string(b.size() - data) + " bytes of data for " + tensor::shapeText(shape) + " " +
-               std::string(dtypeName(h.dtype)) + " (" + std::to_string(h.bytes.size()) + ")");
-  std::memcpy(h.bytes.data(), b.data() + data, h.bytes.size());
+               std::string(dtypeName(kind->second)) + " (" + std::to_string(want) + ")");
+  HostTensor h(kind->second, shape);
+  std::memcpy(h.bytes.data(), b.data() + data, want);
   return h;
 }
 
@@ -262,6 +261,7 @@ Expected<HostTensor> readTensorFile(const std::string& path) {
 // ---- NodeCtx ------------------------------------------------------------------
 
 Tensor NodeCtx::in(size_t k) {
+  need(k);
   Val& v = *ins_[k];
   if (!v.t || v.t.program() != &p) v.t = p.constant(*v.known, site);
   return v.t;
@@ -529,13 +529,24 @@ Expected<Model> importModel(std::string_view bytes, const ImportOptions& opts) {
         allKnown &= x->known != nullptr && (x->folds || feedsShapes);
         if (x->known) knownSize += x->known->size();
       }
+    // The node's mapping on c: an error where it is not supported (E401) or
+    // reads an input the node does not have (E402).
+    auto map = [&](NodeCtx& c) -> std::optional<Error> {
+      std::string why;
+      try {
+        why = e->map(c);
+      } catch (const MissingInput& m) {
+        return err("E402", where + ": input " + std::to_string(m.k) + " is missing (" + node.op_type() + " needs it)");
+      }
+      if (!why.empty()) return err("E401", where + ": " + why);
+      return std::nullopt;
+    };
     std::vector<std::optional<Val>> results;
     bool folded = false;
     if (allKnown && knownSize <= kFoldInputs && std::string_view(e->note).find("random") == std::string_view::npos) {
       Program q;
       NodeCtx c(q, node, opset, site, copies(true));
-      std::string why = e->map(c);
-      if (!why.empty()) return err("E401", where + ": " + why);
+      if (auto failed = map(c)) return *failed;
       if (q.error()) return err("E402", q.error()->message);
       bool small = true;
       for (const Tensor& t : c.outs) small &= !t || t.node().shape.empty() || numel(t.shape()) <= kFoldOutputs;
@@ -563,8 +574,7 @@ Expected<Model> importModel(std::string_view bytes, const ImportOptions& opts) {
     }
     if (!folded) {
       NodeCtx c(p, node, opset, site, copies(false));
-      std::string why = e->map(c);
-      if (!why.empty()) return err("E401", where + ": " + why);
+      if (auto failed = map(c)) return *failed;
       if (p.error()) return err("E402", p.error()->message);
       // Known inputs materialised as constants: keep them for later nodes.
       results.resize(c.outs.size());

@@ -32,6 +32,13 @@ std::string onnxTypeName(int32_t code);
 // baseDir: the model's folder, for data in external files (ImportOptions::baseDir).
 Expected<HostTensor> fromProto(const ::onnx::TensorProto& t, const std::string& what, const std::string& baseDir = {});
 
+// Thrown by NodeCtx's accessors for input k where the node has none (fewer
+// inputs than its op needs, or an empty name where one is needed); the
+// import catches it around the mapping and reports the node (E402).
+struct MissingInput {
+  size_t k;
+};
+
 // One node being mapped: its inputs (absent ones have no tensor and no
 // value), its attributes, and the program to add ops to.
 class NodeCtx {
@@ -48,9 +55,9 @@ class NodeCtx {
   bool present(size_t k) const { return k < ins_.size() && ins_[k].has_value(); }
   // Input k as a tensor of the program (a known value becomes a constant).
   Tensor in(size_t k);
-  DType dtype(size_t k) const { return ins_[k]->dtype; }
-  const Shape& shape(size_t k) const { return ins_[k]->shape; }
-  size_t rank(size_t k) const { return ins_[k]->shape.size(); }
+  DType dtype(size_t k) const { return need(k).dtype; }
+  const Shape& shape(size_t k) const { return need(k).shape; }
+  size_t rank(size_t k) const { return need(k).shape.size(); }
   // Input k's contents when known at import, else null.
   const HostTensor* known(size_t k) const { return present(k) ? ins_[k]->known.get() : nullptr; }
   // Input k's values as integers; false (with `why` naming it) when it is not a constant.
@@ -74,6 +81,10 @@ class NodeCtx {
   }
 
  private:
+  const Val& need(size_t k) const {
+    if (!present(k)) throw MissingInput{k};
+    return *ins_[k];
+  }
   std::vector<std::optional<Val>> ins_;
   std::map<std::pair<int, double>, Tensor> scalars_;  // one constant per dtype and value
 };

@@ -39,6 +39,8 @@ std::string mapRecurrent(NodeCtx& c, Cell cell) {
   if (c.i("input_forget", 0)) return "input_forget=1 is not supported";
   Tensor X = c.in(0);
   if (X.rank() != 3) return "X must be 3-D, not " + shapeText(X.shape());
+  if (c.rank(1) != 3 || c.rank(2) != 3)
+    return "W and R must be 3-D, not " + shapeText(c.shape(1)) + " and " + shapeText(c.shape(2));
   bool batchFirst = c.i("layout", 0) == 1;
   if (batchFirst) X = c.op("transpose", {X}, {{"perm", Ints{1, 0, 2}}});
   int64_t S = X.shape()[0], B = X.shape()[1];

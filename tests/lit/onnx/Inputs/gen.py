@@ -115,3 +115,30 @@ for n in (2, 5):
     print("xb%d: y =" % n, ys, "s =", [sum(ys[r * 3:r * 3 + 3]) for r in range(n)])
 write("two-symbolic.onnx", model([node("Relu", ["x"], ["y"], "relu")], [], [value_info("x", FLOAT, ["N", "M"])],
                                  [value_info("y", FLOAT, ["N", "M"])]))
+
+# Malformed models the importer must reject with an error, not a crash (found
+# by mutation fuzzing, 2026-11-29): a node with fewer inputs than its op needs
+# or an empty name for a needed one, an RNN whose R is not 3-D, an
+# initializer whose dims claim far more data than it has.
+write("missing-input.onnx", model([node("Add", ["x"], ["y"], "add")], [], [value_info("x", FLOAT, [2, 3])],
+                                  [value_info("y", FLOAT, [2, 3])]))
+write("empty-input.onnx", model([node("BatchNormalization", ["x", "", "", "", ""], ["y"], "bn")], [],
+                                [value_info("x", FLOAT, [1, 3])], [value_info("y", FLOAT, [1, 3])]))
+write("rnn-rank.onnx", model([node("RNN", ["x", "W", "R"], ["y"], "rnn")],
+                             [tensor("W", FLOAT, [1, 1, 1], [1.0]), tensor("R", FLOAT, [1], [1.0])],
+                             [value_info("x", FLOAT, [1, 1, 1])], [value_info("y", FLOAT, [1, 1, 1, 1])]))
+write("huge-initializer.onnx", model([node("Add", ["x", "w"], ["y"], "add")], [tensor("w", FLOAT, [1 << 36], [1.0])],
+                                     [value_info("x", FLOAT, [2, 3])], [value_info("y", FLOAT, [2, 3])]))
+# External data that is a folder, or whose offset + length overflows.
+write("external/folder.onnx", with_external("."))
+write("external/overflow.onnx", with_external("weights.bin", 1, (1 << 63) - 1))
+# .npy inputs whose header claims more than the file has, or dims too large to count.
+def npy(shape_text, data=b""):
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape_text
+    h += " " * (64 - 10 - len(h) - 1) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data
+
+
+write("huge.npy", npy("(68719476736,)"))
+write("wrap.npy", npy("(4294967296, 4294967296)"))
+write("digits.npy", npy("(123456789012345678901234,)"))
