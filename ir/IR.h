@@ -45,7 +45,7 @@ class Value {
   unsigned index() const { return index_; }
   bool isArgument() const { return def_ == nullptr; }
 
-  const std::vector<Use>& uses() const { return uses_; }
+  const std::vector<Use>& uses() const { return uses_; }  // in no particular order
   bool hasUses() const { return !uses_.empty(); }
   void replaceAllUsesWith(Value* other);
 
@@ -134,9 +134,13 @@ class Op {
 
  private:
   friend class Region;
+  friend class Value;  // replaceAllUsesWith moves its uses at once
   Op() = default;
+  void addUse(unsigned i);     // operand i's use, at the end of its value's uses
+  void removeUse(unsigned i);  // operand i's use, from its value's uses
   const OpInfo* info_ = nullptr;
   std::vector<Value*> operands_;
+  std::vector<unsigned> useSlots_;  // where operand i's use is in operands_[i]->uses()
   std::vector<std::unique_ptr<Value>> results_;
   std::map<std::string, Attr> attrs_;
   std::vector<std::unique_ptr<Region>> regions_;
