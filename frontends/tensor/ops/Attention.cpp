@@ -6,6 +6,7 @@
 // lowers the op's parts (matmul, scale, mask, softmax, matmul) as the op.
 // Kernel helpers from LinalgKernels.h.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 
@@ -225,6 +226,20 @@ Value* onePassAttention(Lowering& l, const Node& n, const Operand& q, const Oper
                   n.attrs.key() + "|" + shapeText(n.shape) + "|S" + num(S));
 }
 
+// The offsets of q's, k's, v's (and the mask's) first element in batch gz
+// (an index over `batch`, the leading dimensions of rank-(batch + 2)
+// operands).
+std::array<Value*, 4> batchBases(Kernel& k, Value* gz, const Shape& batch, bool mask) {
+  Builder& b = k.b;
+  std::vector<Value*> idx(batch.size() + 2, k.i32(0));
+  Value* rest = gz;
+  for (size_t d = batch.size(); d-- > 0;) {
+    idx[d] = d == 0 ? rest : b.rem(rest, k.i32(batch[d]));
+    if (d > 0) rest = b.div(rest, k.i32(batch[d]));
+  }
+  return {k.offsetOf(0, idx), k.offsetOf(1, idx), k.offsetOf(2, idx), mask ? k.offsetOf(3, idx) : nullptr};
+}
+
 // Workgroup memory the strip kernel may take (a core's L2, with room): q's
 // block transposed and the scores of its rows.
 constexpr int64_t kStripAttentionBytes = 1 << 20;
@@ -304,17 +319,7 @@ Value* stripAttention(Lowering& l, const Node& n, const Operand& q, const Operan
     Value* x = bb.localId(0, ctx.i32());
     Value* s0 = bb.mul(bb.workgroupId(0, ctx.i32()), k.i32(L));
     Value* gz = bb.workgroupId(2, ctx.i32());
-    // The batch's index (then zeros), and each operand's element at it.
-    std::vector<Value*> idx(r, k.i32(0));
-    Value* rest = gz;
-    for (size_t d = r - 2; d-- > 0;) {
-      idx[d] = d == 0 ? rest : bb.rem(rest, k.i32(batch[d]));
-      if (d > 0) rest = bb.div(rest, k.i32(batch[d]));
-    }
-    Value* qBase = k.offsetOf(0, idx);
-    Value* kBase = k.offsetOf(1, idx);
-    Value* vBase = k.offsetOf(2, idx);
-    Value* mBase = mask ? k.offsetOf(3, idx) : nullptr;
+    const auto [qBase, kBase, vBase, mBase] = batchBases(k, gz, batch, mask.has_value());
     Value* row = bb.min(bb.add(s0, x), k.i32(S - 1));
     Value* zero = k.constant(DType::F32, 0);
     Value* ninf = k.constant(DType::F32, -INFINITY);
@@ -574,16 +579,7 @@ Value* tiledAttention(Lowering& l, const Node& n, const Operand& q, const Operan
     Value* c = bb.rem(lid, k.i32(8));
     Value* s0 = bb.mul(bb.workgroupId(0, ctx.i32()), k.i32(Br));
     Value* gz = bb.workgroupId(2, ctx.i32());
-    std::vector<Value*> idx(r, k.i32(0));
-    Value* rest = gz;
-    for (size_t d = r - 2; d-- > 0;) {
-      idx[d] = d == 0 ? rest : bb.rem(rest, k.i32(batch[d]));
-      if (d > 0) rest = bb.div(rest, k.i32(batch[d]));
-    }
-    Value* qBase = k.offsetOf(0, idx);
-    Value* kBase = k.offsetOf(1, idx);
-    Value* vBase = k.offsetOf(2, idx);
-    Value* mBase = mask ? k.offsetOf(3, idx) : nullptr;
+    const auto [qBase, kBase, vBase, mBase] = batchBases(k, gz, batch, mask.has_value());
     Value* zero = k.constant(DType::F32, 0);
     Value* one = k.constant(DType::F32, 1);
     Value* ninf = k.constant(DType::F32, -INFINITY);
