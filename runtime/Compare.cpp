@@ -28,12 +28,16 @@ bool floatsAgree(double a, double b, unsigned bits, const Tolerance& tol) {
 namespace {
 
 // Scalars of a value in order: vector, struct and array elements, a sum's tag
-// then payload, a buffer's elements (read from `mem`).
+// then payload, a buffer's elements (read from `mem`). A buffer element never
+// written (the interpreter knows) is a value with no type.
 void flatten(const interp::RtValue& v, interp::Memory& mem, std::vector<interp::RtValue>& out) {
   const ir::Type* t = v.type;
   if (t && t->isBuffer()) {
     if (interp::BufferData* b = mem.get(v.buffer))
-      for (auto& e : b->elems) flatten(e, mem, out);
+      for (size_t i = 0; i < b->elems.size(); ++i) {
+        if (i < b->written.size() && !b->written[i]) out.push_back(interp::RtValue{});
+        else flatten(b->elems[i], mem, out);
+      }
     return;
   }
   if (t && t->kind() == ir::TypeKind::Sum) {
@@ -67,9 +71,12 @@ std::optional<Difference> compareResults(const std::vector<interp::RtValue>& a, 
     flatten(b[r], memB, fb);
     if (fa.size() != fb.size())
       return Difference{r, 0, {}, {}, std::to_string(fa.size()) + " elements vs " + std::to_string(fb.size())};
+    // (An element never written on one side differs from any value: reading
+    // it is undefined, and the targets need not agree.)
+    auto text = [](const interp::RtValue& x) { return x.type ? interp::format(x) : std::string("? (never written)"); };
     for (size_t e = 0; e < fa.size(); ++e)
-      if (!scalarsAgree(fa[e], fb[e], tol))
-        return Difference{r, e, interp::format(fa[e]), interp::format(fb[e]), {}};
+      if ((fa[e].type || fb[e].type) && !scalarsAgree(fa[e], fb[e], tol))
+        return Difference{r, e, text(fa[e]), text(fb[e]), {}};
   }
   return std::nullopt;
 }

@@ -43,6 +43,21 @@ TEST(Compare, FirstDifferenceAndTolerance) {
   ASSERT_TRUE(d);
   EXPECT_EQ(d->result, 0u);
   EXPECT_FALSE(runtime::compareResults(a, ma, a, ma, tol));
+
+  // An element the run never wrote (interp knows) differs from any value,
+  // even the 0 another target happened to read; never written on both sides
+  // is nothing to compare.
+  uint64_t fresh = ma.allocate(f32, ir::Space::Host, 3);
+  ma.get(fresh)->elems[0] = V::ofFloat(f32, 1), ma.get(fresh)->written[0] = true;
+  uint64_t zeros = mb.adopt(f32, ir::Space::Host, {V::ofFloat(f32, 1), V::ofFloat(f32, 0), V::ofFloat(f32, 0)});
+  bufA.buffer = fresh;
+  bufB.buffer = zeros;
+  d = runtime::compareResults({bufA}, ma, {bufB}, mb, tol);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->element, 1u);
+  EXPECT_EQ(d->a, "? (never written)");
+  EXPECT_EQ(d->b, "0.0");
+  EXPECT_FALSE(runtime::compareResults({bufA}, ma, {bufA}, ma, tol));
 }
 
 }  // namespace
