@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "ceiling_args.h"
 namespace {
 
 using namespace nvcuda;
@@ -203,22 +204,10 @@ Variant variant(const char* name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> sizes = {4096, 8192};
-  int runs = 20, rounds = 3;
-  FILE* json = nullptr;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i], v = argv[i + 1];
-    if (a == "--sizes") {
-      sizes.clear();
-      for (size_t p = 0; p < v.size();) {
-        size_t q = v.find(',', p);
-        sizes.push_back(std::stoi(v.substr(p, q - p)));
-        p = q == std::string::npos ? v.size() : q + 1;
-      }
-    } else if (a == "--runs") runs = std::stoi(v);
-    else if (a == "--rounds") rounds = std::stoi(v);
-    else if (a == "--json") json = std::fopen(v.c_str(), "w");
-  }
+  const CeilingArgs args = parseCeilingArgs(argc, argv, {4096, 8192});
+  const std::vector<int>& sizes = args.sizes;
+  const int runs = args.runs, rounds = args.rounds;
+  FILE* json = args.json;
   std::vector<Variant> vs = {variant<128, 2, 2, false>("sync128"), variant<128, 2, 2, true>("async128_2"),
                              variant<128, 2, 3, true>("async128_3"), variant<128, 2, 4, true>("async128_4"),
                              variant<256, 4, 2, true>("async256_2"), variant<256, 4, 3, true>("async256_3"),

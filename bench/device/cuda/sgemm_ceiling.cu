@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "ceiling_args.h"
 #include "sgemm.cu"
 
 namespace {
@@ -148,22 +149,10 @@ struct Case {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> sizes = {1024, 4096, 8192};
-  int runs = 20, rounds = 3;
-  FILE* json = nullptr;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i], v = argv[i + 1];
-    if (a == "--sizes") {
-      sizes.clear();
-      for (size_t p = 0; p < v.size();) {
-        size_t q = v.find(',', p);
-        sizes.push_back(std::stoi(v.substr(p, q - p)));
-        p = q == std::string::npos ? v.size() : q + 1;
-      }
-    } else if (a == "--runs") runs = std::stoi(v);
-    else if (a == "--rounds") rounds = std::stoi(v);
-    else if (a == "--json") json = std::fopen(v.c_str(), "w");
-  }
+  const CeilingArgs args = parseCeilingArgs(argc, argv, {1024, 4096, 8192});
+  const std::vector<int>& sizes = args.sizes;
+  const int runs = args.runs, rounds = args.rounds;
+  FILE* json = args.json;
   cublasHandle_t h;
   if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
   cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);  // FP32, no TF32 (as PyTorch with allow_tf32 off)
