@@ -9,7 +9,7 @@
 // there), GPU timestamps on Vulkan. Uploads and downloads are not counted (numpy's
 // arrays are in memory already). Prints a table and writes JSON (--json).
 //
-//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--row-shuffles 0|1] [--strip-panel-kib N] [--strip-pack 0|1] [--fuse-attention 0|1|2] [--attention-tiles 0|1] [--attention-rows 32|64] [--no-coop] [--coop-subgroups 4|8] [--no-coop-workgroup] [--coop-tile MxNxK] [--coop-workgroup W] [--coop-unroll U] [--coop-group-rows G] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
+//   eph_tensor_bench [--targets cpu,vulkan] [--runs 7] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--row-shuffles 0|1] [--strip-panel-kib N] [--strip-pack 0|1] [--fuse-attention 0|1|2] [--attention-tiles 0|1] [--attention-rows 32|64] [--attention-shuffles 0|1] [--no-coop] [--coop-subgroups 4|8] [--no-coop-workgroup] [--coop-tile MxNxK] [--coop-workgroup W] [--coop-unroll U] [--coop-group-rows G] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--json F] [--no-peer]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -395,6 +395,7 @@ int main(int argc, char** argv) {
   int fuseAttention = -1;            // --fuse-attention 0|1|2: LowerOptions::fuseAttention
   int attentionTiles = -1;           // --attention-tiles 0|1: LowerOptions::attentionTiles
   int attentionRows = -1;            // --attention-rows 32|64: LowerOptions::attentionTileRows
+  int attentionShuffles = -1;        // --attention-shuffles 0|1: LowerOptions::attentionShuffles
   int matmulLanes = -1, matmulRows = -1, matmulUnroll = -1;  // --matmul-lanes L, --matmul-rows R, --matmul-unroll U (-1: the device's row)
   bool noCoop = false;               // --no-coop: f16 matmul without cooperative matrices
   int coopSubgroups = -1;            // --coop-subgroups 4|8: LowerOptions::coopSubgroups
@@ -442,6 +443,7 @@ int main(int argc, char** argv) {
     else if (a == "--fuse-attention") fuseAttention = std::atoi(next().c_str());
     else if (a == "--attention-tiles") attentionTiles = std::atoi(next().c_str());
     else if (a == "--attention-rows") attentionRows = std::atoi(next().c_str());
+    else if (a == "--attention-shuffles") attentionShuffles = std::atoi(next().c_str());
     else if (a == "--no-coop") noCoop = true;
     else if (a == "--coop-subgroups") coopSubgroups = std::atoi(next().c_str());
     else if (a == "--no-coop-workgroup") noCoopWorkgroup = true;
@@ -465,7 +467,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-peer") peer = false;
     else if (a == "--json") jsonPath = next();
     else {
-      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--row-shuffles 0|1] [--strip-panel-kib N] [--strip-pack 0|1] [--fuse-attention 0|1|2] [--attention-tiles 0|1] [--attention-rows 32|64] [--no-coop] [--coop-subgroups 4|8] [--no-coop-workgroup] [--coop-tile MxNxK] [--coop-workgroup W] [--coop-unroll U] [--coop-group-rows G] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--print-ir F] [--json F] [--no-peer]\n";
+      std::cerr << "usage: eph_tensor_bench [--targets cpu,vulkan] [--runs N] [--small | --large] [--only OP] [--no-fuse] [--wg N] [--row-elements N] [--matmul-block 0|4|8] [--matmul-kstep 8|16] [--matmul-wide 4|8|16] [--matmul-wide-rows 4|8] [--matmul-thread-rows 8|16] [--matmul-group-rows G] [--no-vector-loads] [--matmul-warp-tiles 0|1] [--matmul-lanes L] [--matmul-rows R] [--matmul-unroll U] [--row-shuffles 0|1] [--strip-panel-kib N] [--strip-pack 0|1] [--fuse-attention 0|1|2] [--attention-tiles 0|1] [--attention-rows 32|64] [--attention-shuffles 0|1] [--no-coop] [--coop-subgroups 4|8] [--no-coop-workgroup] [--coop-tile MxNxK] [--coop-workgroup W] [--coop-unroll U] [--coop-group-rows G] [--split-groups G] [--elements E] [--max-groups-x N] [--sizes A,B] [--onnx DIR]... [--profile] [--print-ir F] [--json F] [--no-peer]\n";
       return 2;
     }
   }
@@ -580,6 +582,7 @@ int main(int argc, char** argv) {
         if (fuseAttention >= 0) lo.fuseAttention = unsigned(fuseAttention);
         if (attentionTiles >= 0) lo.attentionTiles = attentionTiles != 0;
         if (attentionRows >= 0) lo.attentionTileRows = unsigned(attentionRows);
+        if (attentionShuffles >= 0) lo.attentionShuffles = attentionShuffles != 0;
         if (elements > 0) lo.elementsPerInvocation = unsigned(elements);
         if (splitGroups >= 0) lo.matmulSplitGroups = unsigned(splitGroups);
         lo.maxGroupsX = maxGroupsX;

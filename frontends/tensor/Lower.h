@@ -158,6 +158,12 @@ struct LowerOptions {
   // v's of 32), or (false) the one-pass kernel of an invocation per row.
   bool attentionTiles = true;
   unsigned attentionTileRows = 0;  // its query rows a workgroup (64 or 32; 0: 64 where they fit)
+  // tiledAttention combines a row's 8 partial maxima and sums by subgroup
+  // shuffles among the row's 8 lanes and keeps the probabilities beside k's
+  // block (three barriers a block of keys), or (false) through workgroup
+  // memory (four). Needs subgroups of at least 8 that fill the workgroup:
+  // tunedFor(caps) turns it off for smaller ones.
+  bool attentionShuffles = true;
   // Most device buffers one fused kernel reads.
   unsigned maxFusedBuffers = 16;
   // @main takes each input and constant as a device buffer it only reads

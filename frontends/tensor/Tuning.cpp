@@ -85,6 +85,7 @@ LowerOptions tunedFor(const DeviceCaps& caps, LowerOptions base) {
       break;
     }
   if (caps.maxWorkgroupMemoryBytes) base.maxWorkgroupMemory = caps.maxWorkgroupMemoryBytes;
+  base.attentionShuffles = base.attentionShuffles && caps.subgroupShuffle && caps.subgroupSize >= 8;
   return base;
 }
 

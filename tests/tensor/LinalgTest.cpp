@@ -1015,8 +1015,17 @@ TEST(Linalg, AttentionTiles) {
   for (auto [S, T, D, DV] : {std::array<int64_t, 4>{70, 37, 8, 32}, {20, 100, 64, 64}, {5, 3, 4, 32}, {64, 64, 12, 96}}) {
     SCOPED_TRACE("S " + std::to_string(S) + " T " + std::to_string(T) + " D " + std::to_string(D) + " DV " +
                  std::to_string(DV));
+    // q's, k's, the probabilities' and v's blocks (rows combined by shuffles).
+    expectAttentionKernel(o, "attention_tiles", S, T, D, DV, 4);
+  }
+  // Rows combined through workgroup memory: two more blocks, the
+  // probabilities over k's block (64 and 32 rows a workgroup).
+  o.attentionShuffles = false;
+  for (auto [S, T, D, DV] : {std::array<int64_t, 4>{70, 37, 8, 32}, {20, 100, 64, 64}}) {
+    SCOPED_TRACE("without shuffles: S " + std::to_string(S) + " T " + std::to_string(T));
     expectAttentionKernel(o, "attention_tiles", S, T, D, DV, 5);
   }
+  o.attentionShuffles = true;
   // The attentions of p that lower as tiled kernels under options lo.
   auto tiles = [](const Program& p, const LowerOptions& lo) {
     ir::Context ctx;

@@ -51,6 +51,26 @@ TEST(TensorTuning, ADevicesRowSetsTheSizes) {
   EXPECT_EQ(unknown.rowElements, LowerOptions{}.rowElements);
 }
 
+// The tiled attention combines rows by shuffles only on subgroups of 8 or
+// more lanes that shuffle.
+TEST(TensorTuning, AttentionShufflesNeedSubgroupsOfEight) {
+  DeviceCaps caps;
+  caps.name = "some GPU";
+  caps.subgroupSize = 32;
+  caps.subgroupShuffle = true;
+  EXPECT_TRUE(tunedFor(caps).attentionShuffles);
+  caps.subgroupSize = 8;
+  EXPECT_TRUE(tunedFor(caps).attentionShuffles);
+  LowerOptions off;
+  off.attentionShuffles = false;
+  EXPECT_FALSE(tunedFor(caps, off).attentionShuffles);
+  caps.subgroupSize = 4;
+  EXPECT_FALSE(tunedFor(caps).attentionShuffles);
+  caps.subgroupSize = 32;
+  caps.subgroupShuffle = false;
+  EXPECT_FALSE(tunedFor(caps).attentionShuffles);
+}
+
 // Elementwise kernels computing E elements per invocation (a workgroup
 // apart), over a size that fills no whole number of workgroups, with a
 // broadcast operand and a fused chain.

@@ -510,11 +510,13 @@ Value* stripAttention(Lowering& l, const Node& n, const Operand& q, const Operan
 
 constexpr int64_t kTileKeys = 32;  // keys a block of tiledAttention
 
-// Workgroup memory of tiledAttention with Br rows a workgroup: q's block
-// (D x Br), k's block then the probabilities (D x 32, 32 x Br), v's block
-// (32 x DV) and the rows' partial maxima and sums (2 x Br x 8), f32.
-int64_t tiledAttentionBytes(int64_t Br, int64_t D, int64_t DV) {
-  return 4 * (D * Br + std::max(D * kTileKeys, kTileKeys * Br) + kTileKeys * DV + 2 * Br * 8);
+// Workgroup memory of tiledAttention with Br rows a workgroup, f32: q's
+// block (D x Br), k's block (D x 32), the probabilities (32 x Br), v's block
+// (32 x DV); without shuffles the probabilities replace k's block and the
+// rows' partial maxima and sums take 2 x Br x 8.
+int64_t tiledAttentionBytes(int64_t Br, int64_t D, int64_t DV, bool shuffles) {
+  const int64_t kp = shuffles ? D * kTileKeys + kTileKeys * Br : std::max(D * kTileKeys, kTileKeys * Br);
+  return 4 * (D * Br + kp + kTileKeys * DV + (shuffles ? 0 : 2 * Br * 8));
 }
 
 // tiledAttention's query rows a workgroup: 64, or 32 where 64 do not fit the
@@ -527,7 +529,7 @@ int64_t tiledAttentionRows(const LowerOptions& o, DType t, int64_t batches, int6
     return 0;
   for (int64_t rows : {64, 32})
     if ((o.attentionTileRows == 0 || o.attentionTileRows == rows) &&
-        tiledAttentionBytes(rows, D, DV) <= int64_t(o.maxWorkgroupMemory) && (S + rows - 1) / rows <= int64_t(o.maxGroupsX))
+        tiledAttentionBytes(rows, D, DV, o.attentionShuffles) <= int64_t(o.maxWorkgroupMemory) && (S + rows - 1) / rows <= int64_t(o.maxGroupsX))
       return rows;
   return 0;
 }
@@ -542,10 +544,13 @@ int64_t tiledAttentionRows(const LowerOptions& o, DType t, int64_t batches, int6
 //  2. each invocation computes the 4 x 4 scores of its rows and keys 4c..
 //     4c+3 as the blocked matmul computes C (a vec4 of each side a step),
 //     masked (−inf past T, where masked or, causal, past the row), and
-//     writes each row's partial maximum;
+//     combines each row's partial maxima with the row's other 7 invocations
+//     (subgroup shuffles among 8 neighbouring lanes; without
+//     attentionShuffles through workgroup memory);
 //  3. the rows' maxima m' = max(m, the block's) (every invocation of a row
 //     computes the same), the probabilities e^(s − m') into P[key][row/4]
-//     (over k's block, no longer read) and their partial sums;
+//     (beside k's block; without shuffles over it, after a barrier) and
+//     their sums, combined as the maxima;
 //  4. sum = sum·e^(m − m') + the block's, and the output's sums (4 rows x
 //     DV/8 columns 4c + 32j + {0..3}) times e^(m − m') plus P·v, a vec4 of P
 //     and DV/32 of v a key.
@@ -561,6 +566,7 @@ Value* tiledAttention(Lowering& l, const Node& n, const Operand& q, const Operan
   const int64_t batches = numel(batch);
   const int64_t Bc = kTileKeys, G = Br / 4, threads = 8 * G, NJ = DV / 32, NO = 4 * NJ * 4;
   const int64_t blocks = (T + Bc - 1) / Bc;
+  const bool shuffles = l.opts.attentionShuffles;
   std::vector<Operand> in = {q, kk, v};
   if (mask) in.push_back(*mask);
   auto build = [&](Builder& bb, const std::vector<Value*>& bufs) {
@@ -570,13 +576,18 @@ Value* tiledAttention(Lowering& l, const Node& n, const Operand& q, const Operan
     const ir::Type* f32 = ctx.f32();
     const ir::Type* v4 = ctx.vectorType(f32, 4);
     Value* Qt = bb.workgroupAlloc(v4, D * G);
-    Value* KP = bb.workgroupAlloc(v4, std::max(D * Bc, Bc * Br) / 4);
+    Value* KP = bb.workgroupAlloc(v4, (shuffles ? D * Bc : std::max(D * Bc, Bc * Br)) / 4);
+    Value* P = shuffles ? bb.workgroupAlloc(v4, Bc * Br / 4) : KP;
     Value* Vs = bb.workgroupAlloc(v4, Bc * DV / 4);
-    Value* RedM = bb.workgroupAlloc(f32, Br * 8);
-    Value* RedS = bb.workgroupAlloc(f32, Br * 8);
+    Value* RedM = shuffles ? nullptr : bb.workgroupAlloc(f32, Br * 8);
+    Value* RedS = shuffles ? nullptr : bb.workgroupAlloc(f32, Br * 8);
     Value* lid = bb.localId(0, ctx.i32());
-    Value* g = bb.div(lid, k.i32(8));
-    Value* c = bb.rem(lid, k.i32(8));
+    // With shuffles the invocation's place is its subgroup's and lane's, so
+    // that a row's 8 invocations are 8 neighbouring lanes of one subgroup.
+    Value* lane = shuffles ? bb.subgroupLocalId(ctx.i32()) : nullptr;
+    Value* inv = shuffles ? bb.add(bb.mul(bb.subgroupId(ctx.i32()), bb.subgroupSize(ctx.i32())), lane) : lid;
+    Value* g = bb.div(inv, k.i32(8));
+    Value* c = bb.rem(inv, k.i32(8));
     Value* s0 = bb.mul(bb.workgroupId(0, ctx.i32()), k.i32(Br));
     Value* gz = bb.workgroupId(2, ctx.i32());
     const auto [qBase, kBase, vBase, mBase] = batchBases(k, gz, batch, mask.has_value());
@@ -677,21 +688,32 @@ Value* tiledAttention(Lowering& l, const Node& n, const Operand& q, const Operan
           if (T % Bc) x = b.select(b.lt(key, at.i32(T)), x, ninf);
           s.push_back(x);
         }
-      // Row 4g + i's 8 partials (maxima, sums) in RedM, RedS: [row][c].
+      // Row 4g + i's 8 partials (maxima, sums): combined by shuffles, or
+      // through RedM, RedS ([row][c]).
       auto rowSlots = [&](int64_t i) { return b.mul(addConst(at, b.mul(g, at.i32(4)), i), at.i32(8)); };
+      auto acrossRow = [&](Value* x, bool max) {
+        for (int64_t off : {1, 2, 4}) {
+          Value* other = b.subgroupShuffle(x, b.xor_(lane, at.i32(off)));
+          x = max ? b.max(x, other) : b.add(x, other);
+        }
+        return x;
+      };
+      Values rowMax;
       for (int64_t i = 0; i < 4; ++i) {
         Value* pm = s[size_t(i * 4)];
         for (int64_t j = 1; j < 4; ++j) pm = b.max(pm, s[size_t(i * 4 + j)]);
-        b.store(RedM, b.add(rowSlots(i), c), pm);
+        if (shuffles) rowMax.push_back(acrossRow(pm, true));
+        else b.store(RedM, b.add(rowSlots(i), c), pm);
       }
-      b.barrier();
+      if (!shuffles) b.barrier();
       // 3. The rows' maxima, the probabilities and their partial sums.
-      Values next(cs.size()), alpha;
+      Values next(cs.size()), alpha, rowSum;
       Values p(16);
       for (int64_t i = 0; i < 4; ++i) {
-        Value* rowBase = rowSlots(i);
         Value* mNew = cs[size_t(i)];
-        for (int64_t cc = 0; cc < 8; ++cc) mNew = b.max(mNew, b.load(RedM, addConst(at, rowBase, cc)));
+        if (shuffles) mNew = b.max(mNew, rowMax[size_t(i)]);
+        else
+          for (int64_t cc = 0; cc < 8; ++cc) mNew = b.max(mNew, b.load(RedM, addConst(at, rowSlots(i), cc)));
         Value* none = b.eq(mNew, ninf);  // nothing kept yet: every e^(−inf − 0) is 0
         Value* mSafe = b.select(none, zero, mNew);
         alpha.push_back(b.select(none, one, b.exp(b.sub(cs[size_t(i)], mNew))));
@@ -701,24 +723,26 @@ Value* tiledAttention(Lowering& l, const Node& n, const Operand& q, const Operan
           p[size_t(i * 4 + j)] = b.exp(b.sub(s[size_t(i * 4 + j)], mSafe));
           ps = b.add(ps, p[size_t(i * 4 + j)]);
         }
-        b.store(RedS, b.add(rowSlots(i), c), ps);
+        if (shuffles) rowSum.push_back(acrossRow(ps, false));
+        else b.store(RedS, b.add(rowSlots(i), c), ps);
       }
       for (int64_t j = 0; j < 4; ++j)  // P[key 4c + j][g]: rows 4g..4g+3
-        b.store(KP, b.add(b.mul(addConst(at, b.mul(c, at.i32(4)), j), at.i32(G)), g),
+        b.store(P, b.add(b.mul(addConst(at, b.mul(c, at.i32(4)), j), at.i32(G)), g),
                 b.vecMake({p[size_t(j)], p[size_t(4 + j)], p[size_t(8 + j)], p[size_t(12 + j)]}));
       b.barrier();
       // 4. The sums and the output's sums.
       for (int64_t i = 0; i < 4; ++i) {
-        Value* rowBase = rowSlots(i);
         Value* sum = b.mul(cs[size_t(4 + i)], alpha[size_t(i)]);
-        for (int64_t cc = 0; cc < 8; ++cc) sum = b.add(sum, b.load(RedS, addConst(at, rowBase, cc)));
+        if (shuffles) sum = b.add(sum, rowSum[size_t(i)]);
+        else
+          for (int64_t cc = 0; cc < 8; ++cc) sum = b.add(sum, b.load(RedS, addConst(at, rowSlots(i), cc)));
         next[size_t(4 + i)] = sum;
       }
       Values o;
       for (int64_t i = 0; i < 4; ++i)
         for (int64_t jj = 0; jj < 4 * NJ; ++jj) o.push_back(b.mul(cs[size_t(8 + i * 4 * NJ + jj)], alpha[size_t(i)]));
       o = steps(b, Bc, o, [&](Builder& ib, Value* t, Values acc) {
-        Value* pa = ib.load(KP, ib.add(ib.mul(t, at.i32(G)), g));
+        Value* pa = ib.load(P, ib.add(ib.mul(t, at.i32(G)), g));
         Values vv;
         for (int64_t jq = 0; jq < NJ; ++jq)
           vv.push_back(ib.load(Vs, ib.add(ib.mul(t, at.i32(DV / 4)), addConst(at, c, 8 * jq))));
@@ -731,7 +755,7 @@ Value* tiledAttention(Lowering& l, const Node& n, const Operand& q, const Operan
         return acc;
       });
       for (int64_t x = 0; x < NO; ++x) next[size_t(8 + x)] = o[size_t(x)];
-      b.barrier();  // before the next block overwrites k's, v's and the partials
+      b.barrier();  // before the next block overwrites k's, v's, P and the partials
       return next;
     });
     Value* out = bufs.back();
@@ -755,7 +779,8 @@ Value* tiledAttention(Lowering& l, const Node& n, const Operand& q, const Operan
     }
   };
   return l.custom("attention_tiles", n.dtype, numel(n.shape), in, {unsigned(threads), 1, 1},
-                  {(S + Br - 1) / Br, 1, batches}, build, n.attrs.key() + "|" + shapeText(n.shape) + "|Br" + num(Br));
+                  {(S + Br - 1) / Br, 1, batches}, build,
+                  n.attrs.key() + "|" + shapeText(n.shape) + "|Br" + num(Br) + (shuffles ? "s" : ""));
 }
 
 void addAttention(std::vector<OpDef>& ops) {
