@@ -192,6 +192,30 @@ TEST(EphcMain, RunRejectsUnavailableTargetsBeforeReadingTheFile) {
 }
 
 // CI must run exactly the README's test command (the second command block).
+// An input that does not end (/dev/zero) or is too long is an error naming
+// it, not a hang; one at the limit is read whole.
+TEST(EphcMain, AnInputLongerThanTheLimitIsAnError) {
+  std::ostringstream out, err;
+  Session s{{out, err}};
+  s.maxInputBytes = 100000;
+  std::string text = "x";
+  EXPECT_FALSE(s.readInput("/dev/zero", text));
+  EXPECT_EQ(err.str(), "ephc: cannot read '/dev/zero': it is longer than 100000 bytes, the most ephc reads of one input\n");
+  EXPECT_EQ(text, "");
+  const std::string path = testing::TempDir() + "/ephc-limit.eir";
+  std::ofstream(path, std::ios::binary) << std::string(100000, 'y');
+  err.str("");
+  EXPECT_TRUE(s.readInput(path, text));
+  EXPECT_EQ(text, std::string(100000, 'y'));
+  EXPECT_EQ(err.str(), "");
+  std::ofstream(path, std::ios::binary) << std::string(100001, 'y');
+  EXPECT_FALSE(s.readInput(path, text));
+  EXPECT_NE(err.str().find("it is longer than 100000 bytes"), std::string::npos) << err.str();
+  // The limit by default: protobuf's for an ONNX model.
+  const Session fresh{{out, err}};
+  EXPECT_EQ(fresh.maxInputBytes, size_t(2) << 30);
+}
+
 TEST(EphcReadme, CiRunsTheReadmeTestCommand) {
   std::string readme = readFile(std::string(EPH_SOURCE_DIR) + "/README.md");
   std::string ci = readFile(std::string(EPH_SOURCE_DIR) + "/.ci/run");

@@ -54,28 +54,38 @@ int Session::fail(const std::string& message) {
 }
 
 bool Session::readInput(const std::string& path, std::string& text) {
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    text = ss.str();
-    return true;
+  const std::string shown = path == "-" ? "<stdin>" : path;
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (path != "-") {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      fail("cannot read '" + path + "': it is a directory");
+      return false;
+    }
+    file.open(path, std::ios::binary);
+    if (!file) {
+      fail("cannot open '" + path + "': " + std::strerror(errno));
+      return false;
+    }
+    in = &file;
   }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    fail("cannot read '" + path + "': it is a directory");
+  text.clear();
+  std::vector<char> chunk(size_t(1) << 16);
+  while (*in) {
+    in->read(chunk.data(), std::streamsize(chunk.size()));
+    text.append(chunk.data(), size_t(in->gcount()));
+    if (text.size() > maxInputBytes) {
+      text.clear();
+      fail("cannot read '" + shown + "': it is longer than " + std::to_string(maxInputBytes) +
+           " bytes, the most ephc reads of one input");
+      return false;
+    }
+  }
+  if (in->bad()) {
+    fail("cannot read '" + shown + "': " + std::strerror(errno));
     return false;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    fail("cannot open '" + path + "': " + std::strerror(errno));
-    return false;
-  }
-  ss << in.rdbuf();
-  if (in.bad()) {
-    fail("cannot read '" + path + "': " + std::strerror(errno));
-    return false;
-  }
-  text = ss.str();
   return true;
 }
 

@@ -54,8 +54,12 @@ struct Session {
   // "ephc: message" on io.err; returns 1.
   int fail(const std::string& message);
   // Reads a whole file ("-" is standard input) into `text`; on failure prints
-  // why and returns false.
+  // why and returns false. A file longer than maxInputBytes is an error
+  // (/dev/zero, a pipe that never ends), not a hang.
   bool readInput(const std::string& path, std::string& text);
+  // 2 GiB: protobuf's limit on an ONNX model (larger ones keep their
+  // weights in external data files), far above any text program.
+  size_t maxInputBytes = size_t(2) << 30;
   // Reads, parses and verifies `path`; null after reporting the error. A
   // frontend's source (by extension, frontends/Frontend.h: `.eph`) is
   // compiled by that frontend, with `frontendOptions`, instead.
