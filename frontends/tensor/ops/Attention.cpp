@@ -536,9 +536,11 @@ int64_t tiledAttentionRows(const LowerOptions& o, DType t, int64_t batches, int6
 
 // attention in one kernel on GPUs, flash-style with the products in register
 // tiles: a workgroup of 2·Br invocations takes Br query rows of one batch;
-// invocation (g, c) = (lid / 8, lid % 8) holds rows 4g..4g+3. q's block,
-// scaled, is staged transposed in workgroup memory once (Qt[d][row/4],
-// vec4s of 4 rows). Then for each block of 32 keys:
+// invocation (g, c) = (i / 8, i % 8) holds rows 4g..4g+3, where i is its
+// local id, or with shuffles subgroup id x subgroup size + lane (a
+// permutation of the local ids where subgroups are full, as on every
+// driver we know). q's block, scaled, is staged transposed in workgroup
+// memory once (Qt[d][row/4], vec4s of 4 rows). Then for each block of 32 keys:
 //  1. the block's k (transposed: Kt[d][key/4]) and v (Vs[key][col/4]) are
 //     staged, zeros past T;
 //  2. each invocation computes the 4 x 4 scores of its rows and keys 4c..
